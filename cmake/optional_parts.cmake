@@ -1,0 +1,48 @@
+# The optional parts (simulator, GPU backend, viewer) each depend on one library that a machine
+# may lack. Each part switches itself off, loudly, when its dependency is missing; the core and
+# its tests always build. EPLB_PART_SUMMARY collects one word per part for the final status line.
+set(EPLB_PART_SUMMARY "")
+
+function(eplb_part name dir found why)
+  if(NOT EXISTS "${CMAKE_CURRENT_SOURCE_DIR}/${dir}/CMakeLists.txt")
+    message(STATUS "eplb: part '${name}' skipped: ${dir}/ has no sources yet")
+    set(EPLB_PART_SUMMARY "${EPLB_PART_SUMMARY} ${name}=not-yet" PARENT_SCOPE)
+  elseif(found)
+    add_subdirectory(${dir})
+    set(EPLB_PART_SUMMARY "${EPLB_PART_SUMMARY} ${name}=ON" PARENT_SCOPE)
+  else()
+    message(WARNING "eplb: part '${name}' skipped: ${why}")
+    set(EPLB_PART_SUMMARY "${EPLB_PART_SUMMARY} ${name}=OFF" PARENT_SCOPE)
+  endif()
+endfunction()
+
+option(EPLB_WITH_SIM "Build the SimGrid simulator when SimGrid is found" ON)
+option(EPLB_WITH_DEVICE "Build the CUDA/NCCL backend when CUDA is found" ON)
+option(EPLB_WITH_GUI "Build the Qt viewer when Qt 6 is found" ON)
+
+find_package(PkgConfig QUIET)
+set(EPLB_HAVE_SIMGRID OFF)
+if(EPLB_WITH_SIM AND PKG_CONFIG_FOUND)
+  pkg_check_modules(SIMGRID QUIET IMPORTED_TARGET simgrid>=3.32)
+  set(EPLB_HAVE_SIMGRID ${SIMGRID_FOUND})
+endif()
+eplb_part(sim sim "${EPLB_HAVE_SIMGRID}"
+          "SimGrid >= 3.32 not found (apt-get install libsimgrid-dev) or EPLB_WITH_SIM=OFF")
+
+set(EPLB_HAVE_CUDA OFF)
+if(EPLB_WITH_DEVICE)
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    set(EPLB_HAVE_CUDA ON)
+  endif()
+endif()
+eplb_part(device device "${EPLB_HAVE_CUDA}"
+          "no CUDA compiler found (expected /usr/local/cuda/bin/nvcc) or EPLB_WITH_DEVICE=OFF")
+
+set(EPLB_HAVE_QT OFF)
+if(EPLB_WITH_GUI)
+  find_package(Qt6 QUIET COMPONENTS Widgets)
+  set(EPLB_HAVE_QT ${Qt6_FOUND})
+endif()
+eplb_part(gui gui "${EPLB_HAVE_QT}" "Qt 6 Widgets not found (apt-get install qt6-base-dev) or EPLB_WITH_GUI=OFF")
