@@ -1,0 +1,158 @@
+// End-to-end runs of the `eplb` command line: outputs and every error path.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "test_util.h"
+
+namespace eplb {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("eplb_cli_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
+            std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string Write(const std::string& name, const std::string& text) {
+    const fs::path p = dir_ / name;
+    std::ofstream(p) << text;
+    return p.string();
+  }
+
+  CliRun Eplb(const std::string& args) {
+    const std::string err_path = (dir_ / "stderr.txt").string();
+    const std::string cmd = std::string(EPLB_BINARY) + " " + args + " 2>" + err_path;
+    CliRun r;
+    FILE* f = popen(cmd.c_str(), "r");
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) r.out.append(buf, n);
+    const int status = pclose(f);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.err = testing::ReadFile(err_path);
+    return r;
+  }
+
+  std::string ReadmeLoad() {
+    return Write("load.csv",
+                 "90,132,40,61,104,165,39,4,73,56,183,86\n"
+                 "20,107,104,64,19,197,187,157,172,86,16,27\n");
+  }
+
+  fs::path dir_;
+};
+
+constexpr const char* kReadmeArgs = "--replicas 16 --groups 4 --nodes 2 --gpus 8";
+
+TEST_F(CliTest, RebalancePrintsDeepSeeksReadmePlacement) {
+  const CliRun r = Eplb("rebalance --policy deepseek --load " + ReadmeLoad() + " " + kReadmeArgs);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["policy"], "deepseek");
+  EXPECT_EQ(j["phy2log"].dump(),
+            "[[5,6,5,7,8,4,3,4,10,9,10,2,0,1,11,1],[7,10,6,8,6,11,8,9,2,4,5,1,5,0,3,1]]");
+  EXPECT_EQ(j["logcnt"].dump(), "[[1,2,1,1,2,2,1,1,1,1,2,1],[1,2,1,1,1,2,2,1,2,1,1,1]]");
+  EXPECT_EQ(j["log2phy"][0][1].dump(), "[13,15]");
+  EXPECT_EQ(j["log2phy"][0][0].dump(), "[12,-1]");
+  // GPU loads by hand: layer 0 mean 129.125, max 156; layer 1 mean 144.5, max 179.5.
+  EXPECT_NEAR(j["balancedness"].get<double>(), (129.125 + 144.5) / (156 + 179.5), 1e-12);
+  EXPECT_GE(j["imbalance_ratio"].get<double>(), 0.0);
+  EXPECT_GE(j["elapsed_ms"].get<double>(), 0.0);
+  // Key order is part of the format.
+  EXPECT_EQ(r.out.substr(0, 22), "{\"policy\":\"deepseek\",\"");
+}
+
+TEST_F(CliTest, RebalanceTableShowsEveryGpu) {
+  const CliRun r = Eplb("rebalance --load " + ReadmeLoad() + " " + kReadmeArgs + " --format table");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("balancedness"), std::string::npos);
+  EXPECT_NE(r.out.find("layer 1:"), std::string::npos);
+  // GPU 0 of layer 0 holds experts 5 and 6 (loads 165/2 + 39 = 121.5).
+  EXPECT_NE(r.out.find("     0    0        121.5  5 6\n"), std::string::npos) << r.out;
+}
+
+TEST_F(CliTest, RebalanceAcceptsJsonLoadAndCurrentPlacement) {
+  const std::string load = Write("load.json", R"({"logical_count": [[4,1,1,1],[1,1,1,9]]})");
+  const std::string current = Write("cur.json", R"({"phy2log": [[0,1,2,3,0,1],[0,1,2,3,0,1]]})");
+  const CliRun r =
+      Eplb("rebalance --load " + load + " --current " + current + " --replicas 6 --gpus 2");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["logcnt"].dump(), "[[3,1,1,1],[1,1,1,3]]");
+}
+
+struct ErrorCase {
+  std::string name;
+  std::string args;      // {load} is replaced by the README load file
+  std::string expected;  // a part of stderr
+};
+
+TEST_F(CliTest, ErrorsExitTwoWithAClearMessage) {
+  const std::string load = ReadmeLoad();
+  const std::string bad_csv = Write("bad.csv", "1,2,3\n4,five,6\n");
+  const std::string neg = Write("neg.csv", "1,2,3\n4,-5,6\n");
+  const std::string bad_cur = Write("badcur.json", R"({"phy2log": [[0,1,99]]})");
+  const std::string short_cur =
+      Write("short.json", R"({"phy2log": [[0,1,2,3,4,5,6,7,8,9,10,11]]})");
+  const std::vector<ErrorCase> cases = {
+      {"missing file", "rebalance --load /no/such.csv --replicas 16 --gpus 8",
+       "/no/such.csv: cannot open: No such file or directory"},
+      {"bad csv value", "rebalance --load " + bad_csv + " --replicas 4 --gpus 2",
+       "bad.csv:2: field 2 is 'five'; expected a non-negative number"},
+      {"negative load", "rebalance --load " + neg + " --replicas 4 --gpus 2",
+       "neg.csv:2: field 2 is -5; loads must be finite and non-negative"},
+      {"replicas not multiple of gpus",
+       "rebalance --load " + load + " --replicas 18 --nodes 2 --gpus 8",
+       "replicas is 18; it must be a positive multiple of GPUs (8)"},
+      {"gpus not multiple of nodes",
+       "rebalance --load " + load + " --replicas 18 --nodes 4 --gpus 6",
+       "GPUs is 6; it must be a positive multiple of nodes (4)"},
+      {"fewer replicas than experts", "rebalance --load " + load + " --replicas 8 --gpus 8",
+       "the cluster has 8 slots per layer but the load has 12 experts"},
+      {"unknown policy", "rebalance --policy magic --load " + load + " " + kReadmeArgs,
+       "unknown policy 'magic'; valid policies: deepseek"},
+      {"bad format", "rebalance --load " + load + " " + kReadmeArgs + " --format xml", "--format"},
+      {"missing option", "rebalance --load " + load + " --gpus 8", "--replicas is required"},
+      {"no subcommand", "", "A subcommand is required"},
+      {"bad current", "rebalance --load " + load + " " + kReadmeArgs + " --current " + bad_cur,
+       "badcur.json: phy2log[0][2] is 99; valid values are -1 (empty) or 0..11"},
+      {"current shape", "rebalance --load " + load + " " + kReadmeArgs + " --current " + short_cur,
+       "current placement: placement has 12 slots per layer but the cluster has 16"},
+      {"groups zero", "rebalance --load " + load + " --replicas 16 --groups 0 --gpus 8",
+       "groups is 0; it must be at least 1"},
+  };
+  for (const auto& c : cases) {
+    const CliRun r = Eplb(c.args);
+    EXPECT_EQ(r.code, 2) << c.name << ": " << r.err;
+    EXPECT_NE(r.err.find(c.expected), std::string::npos) << c.name << ": stderr was: " << r.err;
+    EXPECT_TRUE(r.out.empty()) << c.name << ": stdout was: " << r.out;
+  }
+}
+
+TEST_F(CliTest, HelpExitsZero) {
+  const CliRun r = Eplb("rebalance --help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("--replicas"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace eplb

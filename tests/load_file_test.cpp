@@ -1,0 +1,93 @@
+// Load and placement files: formats and error messages.
+#include <gtest/gtest.h>
+
+#include "eplb/load_file.h"
+#include "eplb/placement_file.h"
+#include "test_util.h"
+
+namespace eplb {
+namespace {
+
+std::string Msg(const Result<LoadMatrix>& r) {
+  return r.ok() ? "ok" : r.status().message();
+}
+
+TEST(LoadFile, CsvSkipsBlankAndCommentLines) {
+  auto m = ParseLoadCsv("# layer loads\n1, 2,3\n\n4,5,6.5\n", "l.csv");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->rows(), 2);
+  EXPECT_DOUBLE_EQ((*m)(1, 2), 6.5);
+}
+
+TEST(LoadFile, CsvErrorsNameFileLineAndField) {
+  EXPECT_EQ(Msg(ParseLoadCsv("1,2\n3,x\n", "l.csv")),
+            "l.csv:2: field 2 is 'x'; expected a non-negative number");
+  EXPECT_EQ(Msg(ParseLoadCsv("1,2\n3,-4\n", "l.csv")),
+            "l.csv:2: field 2 is -4; loads must be finite and non-negative");
+  EXPECT_EQ(Msg(ParseLoadCsv("1,2\n3\n", "l.csv")),
+            "l.csv:2: 1 experts on this line but 2 on the first layer's line; every layer needs "
+            "the same count");
+  EXPECT_EQ(Msg(ParseLoadCsv("1,,2\n", "l.csv")),
+            "l.csv:1: field 2 is ''; expected a non-negative number");
+  EXPECT_EQ(Msg(ParseLoadCsv("# nothing\n", "l.csv")), "l.csv: no layers of load found");
+}
+
+TEST(LoadFile, JsonLayouts) {
+  auto a = ParseLoadJson("[[1,2],[3,4]]", "a.json");
+  auto b = ParseLoadJson(R"({"load": [[1,2],[3,4]]})", "b.json");
+  auto c = ParseLoadJson(R"({"logical_count": [[[1,0],[1,4]], [[0,2],[2,0]]]})", "c.json");
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok()) << c.status().message();
+  EXPECT_EQ(*a, *b);
+  EXPECT_EQ(*a, *c);  // steps are summed
+}
+
+TEST(LoadFile, JsonErrorsNameThePath) {
+  EXPECT_EQ(Msg(ParseLoadJson(R"({"load": [[1,2],[3,"x"]]})", "f.json")),
+            "f.json: load[1][1] is \"x\"; expected a non-negative number");
+  EXPECT_EQ(
+      Msg(ParseLoadJson(R"([[1,2],[3]])", "f.json")),
+      "f.json: load[1] has 1 experts but the first layer has 2; every layer needs the same count");
+  EXPECT_EQ(Msg(ParseLoadJson(R"({"weights": []})", "f.json")),
+            "f.json: the JSON object has none of the keys 'load', 'logical_count' or 'steps'");
+  EXPECT_EQ(Msg(ParseLoadJson(R"([[1,2],[3,-1]])", "f.json")),
+            "f.json: load of layer 1, expert 1 is -1; loads must be finite and non-negative");
+  EXPECT_NE(Msg(ParseLoadJson("[[1,2]", "f.json")).find("f.json: not valid JSON"),
+            std::string::npos);
+}
+
+TEST(LoadFile, ReadsRecordedRealLoads) {
+  // Qwen3-30B-A3B prefill: 3 steps × 48 layers × 128 experts, summed over steps.
+  auto m = ReadLoadFile(testing::DataPath("qwen3-30b-a3b-prefill.json"));
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->rows(), 48);
+  EXPECT_EQ(m->cols(), 128);
+  EXPECT_GT(m->sum(), 0);
+}
+
+TEST(LoadFile, MissingFileIsAnIoError) {
+  auto m = ReadLoadFile("/nonexistent/load.csv");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), Status::Code::kIoError);
+  EXPECT_EQ(m.status().message(), "/nonexistent/load.csv: cannot open: No such file or directory");
+}
+
+TEST(PlacementFile, RoundTripsAndValidates) {
+  auto p = ParsePlacementJson(R"({"phy2log": [[0,1,2,0],[2,1,0,1]]})", "p.json");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->num_experts(), 3);
+  auto again = ParsePlacementJson(PlacementToJson(*p).dump(), "again.json");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*p, *again);
+  EXPECT_EQ(ParsePlacementJson(R"({"phy2log": [[0,1,"a"]]})", "p.json").status().message(),
+            "p.json: phy2log[0][2] is \"a\"; expected an expert id (-1 for an empty slot)");
+  EXPECT_EQ(ParsePlacementJson(R"({"phy2log": [[0,1,1]], "num_experts": 3})", "p.json")
+                .status()
+                .message(),
+            "p.json: layer 0: logical expert 2 has no replica; every expert 0..2 needs at least "
+            "one slot");
+  EXPECT_EQ(ParsePlacementJson(R"([[0,1]])", "p.json").status().message(),
+            "p.json: expected a JSON object with key 'phy2log' (layers × slots)");
+}
+
+}  // namespace
+}  // namespace eplb

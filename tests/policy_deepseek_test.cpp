@@ -1,0 +1,233 @@
+// Golden and property tests of the `deepseek` policy against DeepSeek's reference eplb.py.
+#include "eplb/policy_deepseek.h"
+
+#include <random>
+#include <set>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "eplb/metrics.h"
+#include "test_util.h"
+
+namespace eplb {
+namespace {
+
+using testing::DataPath;
+using testing::RandomLoad;
+using testing::ReadFile;
+
+LoadMatrix ToLoad(const std::vector<std::vector<double>>& rows) {
+  LoadMatrix m(static_cast<Eigen::Index>(rows.size()), static_cast<Eigen::Index>(rows[0].size()));
+  for (size_t l = 0; l < rows.size(); ++l) {
+    for (size_t e = 0; e < rows[l].size(); ++e) m(l, e) = rows[l][e];
+  }
+  return m;
+}
+
+std::vector<std::vector<int32_t>> Rows(const Placement& p) {
+  std::vector<std::vector<int32_t>> out;
+  for (int l = 0; l < p.num_layers(); ++l)
+    out.emplace_back(p.phy2log(l).begin(), p.phy2log(l).end());
+  return out;
+}
+
+std::vector<std::vector<int>> Logcnt(const Placement& p) {
+  std::vector<std::vector<int>> out(p.num_layers());
+  for (int l = 0; l < p.num_layers(); ++l) {
+    for (int e = 0; e < p.num_experts(); ++e) out[l].push_back(p.logcnt(l, e));
+  }
+  return out;
+}
+
+TEST(DeepSeekPolicy, ReadmeExample) {
+  const LoadMatrix load = ToLoad({{90, 132, 40, 61, 104, 165, 39, 4, 73, 56, 183, 86},
+                                  {20, 107, 104, 64, 19, 197, 187, 157, 172, 86, 16, 27}});
+  auto p = RebalanceDeepSeek(load, 16, 4, 2, 8);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(Rows(*p), (std::vector<std::vector<int32_t>>{
+                          {5, 6, 5, 7, 8, 4, 3, 4, 10, 9, 10, 2, 0, 1, 11, 1},
+                          {7, 10, 6, 8, 6, 11, 8, 9, 2, 4, 5, 1, 5, 0, 3, 1}}));
+  EXPECT_EQ(Logcnt(*p), (std::vector<std::vector<int>>{{1, 2, 1, 1, 2, 2, 1, 1, 1, 1, 2, 1},
+                                                       {1, 2, 1, 1, 1, 2, 2, 1, 2, 1, 1, 1}}));
+}
+
+// 33 cases produced by running the reference itself (tests/data/deepseek-eplb-cases.json).
+TEST(DeepSeekPolicy, ReferenceCases) {
+  const auto doc = nlohmann::json::parse(ReadFile(DataPath("deepseek-eplb-cases.json")));
+  int checked = 0;
+  for (const auto& c : doc["cases"]) {
+    const auto load = ToLoad(c["load"].get<std::vector<std::vector<double>>>());
+    auto p = RebalanceDeepSeek(load, c["replicas"], c["groups"], c["nodes"], c["gpus"]);
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    SCOPED_TRACE(::testing::Message()
+                 << "case " << checked << ": " << load.rows() << "x" << load.cols() << " replicas "
+                 << c["replicas"] << " " << c["policy"]);
+    EXPECT_EQ(Rows(*p), c["phy2log"].get<std::vector<std::vector<int32_t>>>());
+    EXPECT_EQ(Logcnt(*p), c["logcnt"].get<std::vector<std::vector<int>>>());
+    ++checked;
+  }
+  EXPECT_EQ(checked, 33);
+}
+
+// vLLM's test_eplb_algo.py invariants.
+TEST(DeepSeekPolicy, SingleHotExpertGetsMostReplicas) {
+  LoadMatrix load = LoadMatrix::Constant(1, 8, 10.0);
+  load(0, 3) = 1000.0;
+  auto p = RebalanceDeepSeek(load, 16, 1, 1, 4);
+  ASSERT_TRUE(p.ok());
+  for (int e = 0; e < 8; ++e) {
+    if (e != 3) {
+      EXPECT_GT(p->logcnt(0, 3), p->logcnt(0, e));
+    }
+  }
+  EXPECT_EQ(p->logcnt(0, 3), 9);  // all 8 redundant slots go to the hot expert
+}
+
+TEST(DeepSeekPolicy, EveryLayerUsesEverySlot) {
+  std::mt19937_64 rng(7);
+  const LoadMatrix load = RandomLoad(rng, 5, 24);
+  auto p = RebalanceDeepSeek(load, 32, 4, 2, 8);
+  ASSERT_TRUE(p.ok());
+  for (int l = 0; l < 5; ++l) {
+    int total = 0;
+    for (int e = 0; e < 24; ++e) total += p->logcnt(l, e);
+    EXPECT_EQ(total, 32);
+  }
+}
+
+TEST(DeepSeekPolicy, GlobalFallbackWhenGroupsDoNotDivideByNodes) {
+  std::mt19937_64 rng(3);
+  const LoadMatrix load = RandomLoad(rng, 3, 30);
+  // 3 groups over 2 nodes: not divisible, so the global policy (1 group, 1 node) applies.
+  auto fallback = RebalanceDeepSeek(load, 40, 3, 2, 8);
+  auto global = RebalanceDeepSeek(load, 40, 1, 1, 8);
+  ASSERT_TRUE(fallback.ok() && global.ok());
+  EXPECT_EQ(*fallback, *global);
+}
+
+TEST(DeepSeekPolicy, UniformLoadGivesOneReplicaEach) {
+  const LoadMatrix load = LoadMatrix::Constant(2, 16, 5.0);
+  auto p = RebalanceDeepSeek(load, 16, 4, 2, 8);
+  ASSERT_TRUE(p.ok());
+  for (int l = 0; l < 2; ++l) {
+    for (int e = 0; e < 16; ++e) EXPECT_EQ(p->logcnt(l, e), 1);
+  }
+}
+
+TEST(DeepSeekPolicy, RejectsImpossibleInputs) {
+  const LoadMatrix load = LoadMatrix::Constant(2, 12, 1.0);
+  auto msg = [](const Result<Placement>& r) {
+    return r.ok() ? std::string("ok") : r.status().message();
+  };
+  EXPECT_EQ(msg(RebalanceDeepSeek(load, 18, 4, 2, 8)),
+            "replicas is 18; it must be a positive multiple of GPUs (8)");
+  EXPECT_EQ(msg(RebalanceDeepSeek(load, 16, 6, 3, 8)),
+            "GPUs is 8; it must be a positive multiple of nodes (3)");
+  EXPECT_EQ(msg(RebalanceDeepSeek(load, 8, 4, 2, 8)),
+            "replicas is 8 but the load has 12 experts; every expert needs at least one replica");
+  EXPECT_EQ(msg(RebalanceDeepSeek(load, 16, 8, 2, 8)),
+            "the load has 12 experts, which do not divide into 8 groups; experts must be a "
+            "multiple of groups");
+  LoadMatrix bad = load;
+  bad(1, 4) = -3;
+  EXPECT_EQ(msg(RebalanceDeepSeek(bad, 16, 4, 2, 8)),
+            "load of layer 1, expert 4 is -3; loads must be finite and non-negative");
+  bad(1, 4) = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_NE(msg(RebalanceDeepSeek(bad, 16, 4, 2, 8)).find("finite"), std::string::npos);
+  EXPECT_EQ(msg(RebalanceDeepSeek(LoadMatrix(0, 12), 16, 4, 2, 8)), "load has no layers");
+}
+
+// Thousands of random shapes: valid placements, P/G slots per GPU, every expert replicated,
+// hierarchical results keep each expert's replicas on one node, and the same input gives the
+// same output.
+TEST(DeepSeekPolicy, PropertiesOverRandomShapes) {
+  std::mt19937_64 rng(20261129);
+  int hierarchical = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    const int nodes = 1 + static_cast<int>(rng() % 4);
+    const int gpus = nodes * (1 + static_cast<int>(rng() % 4));
+    const int groups = 1 + static_cast<int>(rng() % 8);
+    const int experts = groups * (1 + static_cast<int>(rng() % 6));
+    const int per_gpu = (experts + gpus - 1) / gpus + static_cast<int>(rng() % 3);
+    const int replicas = per_gpu * gpus;
+    const int layers = 1 + static_cast<int>(rng() % 3);
+    LoadMatrix load = RandomLoad(rng, layers, experts);
+    if (trial % 10 == 0) load.setZero();
+    if (trial % 10 == 1) load.col(0).setZero();
+    auto p = RebalanceDeepSeek(load, replicas, groups, nodes, gpus);
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    ASSERT_EQ(p->num_slots(), replicas);
+    ASSERT_EQ(p->num_layers(), layers);
+    const bool is_hier = groups % nodes == 0;
+    hierarchical += is_hier;
+    for (int l = 0; l < layers; ++l) {
+      int total = 0;
+      for (int e = 0; e < experts; ++e) {
+        ASSERT_GE(p->logcnt(l, e), 1);
+        total += p->logcnt(l, e);
+        if (is_hier) {
+          std::set<int> nodes_of_expert;
+          for (int s : p->replicas(l, e)) nodes_of_expert.insert(s / (replicas / nodes));
+          ASSERT_EQ(nodes_of_expert.size(), 1u) << "expert " << e << " spans nodes";
+        }
+      }
+      ASSERT_EQ(total, replicas);
+      for (int s = 0; s < replicas; ++s) ASSERT_NE(p->expert_at(l, s), kEmptySlot);
+    }
+    auto again = RebalanceDeepSeek(load, replicas, groups, nodes, gpus);
+    ASSERT_EQ(*p, *again);
+  }
+  EXPECT_GT(hierarchical, 500);
+}
+
+// Replication never makes the straggler worse than no replication with the same packing input.
+TEST(DeepSeekPolicy, RedundantExpertsImproveBalance) {
+  std::mt19937_64 rng(11);
+  const LoadMatrix load = RandomLoad(rng, 4, 64);
+  auto topo_plain = Topology::FromReplicas(64, 2, 16);
+  auto topo_redundant = Topology::FromReplicas(96, 2, 16);
+  auto plain = RebalanceDeepSeek(load, 64, 8, 2, 16);
+  auto redundant = RebalanceDeepSeek(load, 96, 8, 2, 16);
+  ASSERT_TRUE(plain.ok() && redundant.ok());
+  EXPECT_GT(Balancedness(GpuLoads(load, *redundant, *topo_redundant)),
+            Balancedness(GpuLoads(load, *plain, *topo_plain)));
+}
+
+// Large calls spread layers over threads; each layer must come out as it does alone.
+TEST(DeepSeekPolicy, ParallelLayersEqualLayerByLayer) {
+  std::mt19937_64 rng(5);
+  const LoadMatrix load = RandomLoad(rng, 58, 256);
+  auto whole = RebalanceDeepSeek(load, 288, 8, 4, 32);
+  ASSERT_TRUE(whole.ok());
+  for (int l = 0; l < 58; ++l) {
+    auto one = RebalanceDeepSeek(load.row(l), 288, 8, 4, 32);
+    ASSERT_TRUE(one.ok());
+    ASSERT_TRUE(
+        std::equal(one->phy2log(0).begin(), one->phy2log(0).end(), whole->phy2log(l).begin()))
+        << "layer " << l;
+  }
+}
+
+TEST(PolicyRegistry, FindsDeepSeekAndListsNamesOnError) {
+  auto p = MakePolicy("deepseek");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ((*p)->name(), "deepseek");
+  auto missing = MakePolicy("nope");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().message(), "unknown policy 'nope'; valid policies: deepseek");
+}
+
+TEST(PolicyRegistry, PolicyChecksCurrentPlacementShape) {
+  auto topo = Topology::FromReplicas(16, 2, 8);
+  const LoadMatrix load = LoadMatrix::Constant(2, 12, 1.0);
+  auto current = Placement::Initial(3, 12, 16);
+  DeepSeekPolicy policy;
+  auto r = policy.Rebalance({load, *topo, &*current, 4});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "current placement has 3 layers of 12 experts but the load has 2 layers of 12 experts");
+}
+
+}  // namespace
+}  // namespace eplb
