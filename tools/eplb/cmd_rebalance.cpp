@@ -1,0 +1,138 @@
+// eplb rebalance: run a policy on a load matrix and print the placement it chooses.
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "eplb/load_file.h"
+#include "eplb/metrics.h"
+#include "eplb/placement_file.h"
+#include "eplb/policy.h"
+
+namespace eplb::cli {
+namespace {
+
+struct RebalanceArgs {
+  std::string policy = "deepseek";
+  std::string load_path;
+  std::string current_path;
+  int replicas = 0;
+  int groups = 1;
+  int nodes = 1;
+  int gpus = 0;
+  std::string format = "json";
+  int layer = -1;  // table: only this layer; -1 for all
+};
+
+void PrintTable(const RebalanceArgs& args, const Placement& placement, const Topology& topology,
+                const LoadMatrix& gpu_loads, const LoadMatrix& before_loads, bool had_current,
+                double elapsed_ms) {
+  fmt::print("policy {}: {} layers, {} experts, {} slots on {} GPUs ({} nodes, {} slots per GPU)\n",
+             args.policy, placement.num_layers(), placement.num_experts(), placement.num_slots(),
+             topology.num_ranks(), topology.nodes(), topology.slots_per_gpu());
+  fmt::print(
+      "balancedness {:.4f} (1 is perfect), imbalance ratio {:.4f} (0 is perfect), "
+      "policy time {:.3f} ms\n",
+      Balancedness(gpu_loads), ImbalanceRatio(gpu_loads), elapsed_ms);
+  fmt::print("before: balancedness {:.4f}, imbalance ratio {:.4f} with {}\n",
+             Balancedness(before_loads), ImbalanceRatio(before_loads),
+             had_current ? "the current placement"
+                         : "vLLM's initial placement (slot s holds expert s % E)");
+  for (int layer = 0; layer < placement.num_layers(); ++layer) {
+    if (args.layer >= 0 && layer != args.layer) continue;
+    const auto row = gpu_loads.row(layer);
+    fmt::print("\nlayer {}: balancedness {:.4f}, max GPU load {:.1f}, mean {:.1f}\n", layer,
+               row.mean() / std::max(row.maxCoeff(), 1e-300), row.maxCoeff(), row.mean());
+    fmt::print("  {:>4} {:>4} {:>12}  {}\n", "gpu", "node", "load", "experts in slots");
+    for (int rank = 0; rank < topology.num_ranks(); ++rank) {
+      const auto slots =
+          placement.phy2log(layer).subspan(static_cast<size_t>(topology.first_slot_of_rank(rank)),
+                                           static_cast<size_t>(topology.slots_per_gpu()));
+      fmt::print("  {:>4} {:>4} {:>12.1f}  {}\n", rank, topology.node_of_rank(rank),
+                 gpu_loads(layer, rank), fmt::join(slots, " "));
+    }
+  }
+}
+
+int RunRebalance(const RebalanceArgs& args) {
+  const std::string cmd = "rebalance";
+  auto load = ReadLoadFile(args.load_path);
+  if (!load.ok()) return ReportError(cmd, load.status());
+  auto topology = Topology::FromReplicas(args.replicas, args.nodes, args.gpus);
+  if (!topology.ok()) return ReportError(cmd, topology.status());
+  std::optional<Placement> current;
+  if (!args.current_path.empty()) {
+    auto read = ReadPlacementFile(args.current_path, static_cast<int>(load->cols()));
+    if (!read.ok()) return ReportError(cmd, read.status());
+    current = std::move(read).value();
+  }
+  auto policy = MakePolicy(args.policy);
+  if (!policy.ok()) return ReportError(cmd, policy.status());
+
+  PolicyInput input{*load, *topology, current ? &*current : nullptr, args.groups};
+  const auto start = std::chrono::steady_clock::now();
+  auto placement = (*policy)->Rebalance(input);
+  const double elapsed_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (!placement.ok()) return ReportError(cmd, placement.status());
+
+  const LoadMatrix gpu_loads = GpuLoads(*load, *placement, *topology);
+  if (args.format == "table") {
+    if (args.layer >= placement->num_layers()) {
+      return ReportError(
+          cmd, Status::InvalidArgument(fmt::format("--layer is {}; the load has layers 0..{}",
+                                                   args.layer, placement->num_layers() - 1)));
+    }
+    const Placement before =
+        current ? *current
+                : *Placement::Initial(placement->num_layers(), placement->num_experts(),
+                                      placement->num_slots());
+    PrintTable(args, *placement, *topology, gpu_loads, GpuLoads(*load, before, *topology),
+               current.has_value(), elapsed_ms);
+    return kExitOk;
+  }
+  nlohmann::ordered_json out;
+  out["policy"] = args.policy;
+  nlohmann::ordered_json placement_json = PlacementToJson(*placement);
+  for (const char* key : {"phy2log", "log2phy", "logcnt"})
+    out[key] = std::move(placement_json[key]);
+  out["balancedness"] = Balancedness(gpu_loads);
+  out["imbalance_ratio"] = ImbalanceRatio(gpu_loads);
+  out["elapsed_ms"] = elapsed_ms;
+  fmt::print("{}\n", out.dump());
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddRebalanceCommand(CLI::App& app, Action& action) {
+  auto args = std::make_shared<RebalanceArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "rebalance", "Run a rebalancing policy on a load matrix and print the new placement");
+  sub->add_option("--policy", args->policy, "Policy name")->capture_default_str();
+  sub->add_option("--load", args->load_path,
+                  "Load file: CSV (one line per layer) or JSON (array of arrays, or an object "
+                  "with 'load', 'logical_count' or 'steps')")
+      ->required();
+  sub->add_option("--replicas", args->replicas,
+                  "Physical expert slots per layer (a multiple of --gpus)")
+      ->required();
+  sub->add_option("--groups", args->groups, "Expert groups of the model")->capture_default_str();
+  sub->add_option("--nodes", args->nodes, "Nodes")->capture_default_str();
+  sub->add_option("--gpus", args->gpus, "GPUs in all (a multiple of --nodes)")->required();
+  sub->add_option("--current", args->current_path, "Placement in force (JSON with 'phy2log')");
+  sub->add_option("--format", args->format, "Output format")
+      ->check(CLI::IsMember({"json", "table"}))
+      ->capture_default_str();
+  sub->add_option("--layer", args->layer, "With --format table: show only this layer")
+      ->check(CLI::NonNegativeNumber);
+  sub->callback([&action, args] { action = [args] { return RunRebalance(*args); }; });
+}
+
+}  // namespace eplb::cli
