@@ -9,7 +9,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
 #include "eplb/load.h"
+#include "eplb/placement.h"
+#include "eplb/topology.h"
 
 namespace eplb::testing {
 
@@ -32,6 +38,78 @@ inline LoadMatrix RandomLoad(std::mt19937_64& rng, int layers, int experts) {
     for (int e = 0; e < experts; ++e) m(l, e) = std::round(dist(rng) * 1000.0);
   }
   return m;
+}
+
+}  // namespace eplb::testing
+
+namespace eplb::testing {
+
+// A random phy2log row of `slots` entries in which each of `experts` appears at least once;
+// with `empty_fraction` > 0 some extra slots are left empty (-1).
+inline std::vector<int32_t> RandomRow(std::mt19937_64& rng, int slots, int experts,
+                                      double empty_fraction = 0.0) {
+  std::vector<int32_t> row(static_cast<size_t>(slots));
+  for (int s = 0; s < slots; ++s) {
+    if (s < experts) {
+      row[s] = s;
+    } else if (std::uniform_real_distribution<double>(0, 1)(rng) < empty_fraction) {
+      row[s] = -1;
+    } else {
+      row[s] = static_cast<int32_t>(rng() % static_cast<uint64_t>(experts));
+    }
+  }
+  std::shuffle(row.begin(), row.end(), rng);
+  return row;
+}
+
+inline Placement RandomPlacement(std::mt19937_64& rng, int layers, int slots, int experts,
+                                 double empty_fraction = 0.0) {
+  std::vector<int32_t> flat;
+  for (int l = 0; l < layers; ++l) {
+    const auto row = RandomRow(rng, slots, experts, empty_fraction);
+    flat.insert(flat.end(), row.begin(), row.end());
+  }
+  return *Placement::Create(experts, slots, std::move(flat));
+}
+
+// A placement that shares most of `base`: each layer keeps a slot with probability `keep`.
+inline Placement Drift(std::mt19937_64& rng, const Placement& base, double keep) {
+  std::vector<int32_t> flat;
+  for (int l = 0; l < base.num_layers(); ++l) {
+    std::vector<int32_t> row(base.phy2log(l).begin(), base.phy2log(l).end());
+    const auto fresh = RandomRow(rng, base.num_slots(), base.num_experts());
+    for (size_t s = 0; s < row.size(); ++s) {
+      if (std::uniform_real_distribution<double>(0, 1)(rng) >= keep) row[s] = fresh[s];
+    }
+    // Repair: every expert needs a replica; overwrite duplicates with missing experts.
+    std::vector<int> count(static_cast<size_t>(base.num_experts()), 0);
+    for (int32_t e : row) {
+      if (e >= 0) ++count[e];
+    }
+    for (int e = 0; e < base.num_experts(); ++e) {
+      if (count[e] > 0) continue;
+      for (auto& x : row) {
+        if (x < 0 || count[x] > 1) {
+          if (x >= 0) --count[x];
+          x = e;
+          ++count[e];
+          break;
+        }
+      }
+    }
+    flat.insert(flat.end(), row.begin(), row.end());
+  }
+  return *Placement::Create(base.num_experts(), base.num_slots(), std::move(flat));
+}
+
+inline Topology MakeTopology(int nodes, int gpus_per_node, int slots_per_gpu,
+                             int64_t expert_bytes = 44040192) {
+  TopologyConfig c;
+  c.nodes = nodes;
+  c.gpus_per_node = gpus_per_node;
+  c.slots_per_gpu = slots_per_gpu;
+  c.expert_bytes = expert_bytes;
+  return *Topology::Create(c);
 }
 
 }  // namespace eplb::testing
