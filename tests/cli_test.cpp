@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <tuple>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -145,6 +147,75 @@ TEST_F(CliTest, ErrorsExitTwoWithAClearMessage) {
     EXPECT_EQ(r.code, 2) << c.name << ": " << r.err;
     EXPECT_NE(r.err.find(c.expected), std::string::npos) << c.name << ": stderr was: " << r.err;
     EXPECT_TRUE(r.out.empty()) << c.name << ": stdout was: " << r.out;
+  }
+}
+
+// vLLM's sender-rule example, with a sixth rank keeping expert 1 so both placements are valid.
+TEST_F(CliTest, PlanPrintsVllmsTransfers) {
+  const std::string old_p = Write("old.json", R"({"phy2log": [[0,0,1,1,1,1]]})");
+  const std::string new_p = Write("new.json", R"({"phy2log": [[0,0,0,0,0,1]]})");
+  const CliRun r = Eplb("plan --old " + old_p + " --new " + new_p +
+                        " --gpus 6 --sender-rule vllm --expert-bytes 1000 --nvlink-bw 1 "
+                        "--nvlink-latency-us 0");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["layers"].size(), 1u);
+  std::set<std::tuple<int, int, int>> moves;
+  for (const auto& t : j["layers"][0]["transfers"]) {
+    moves.insert({t["src_rank"].get<int>(), t["dst_rank"].get<int>(), t["expert"].get<int>()});
+    EXPECT_EQ(t["link"], "nvlink");
+    EXPECT_EQ(t["bytes"], 1000);
+  }
+  EXPECT_EQ(moves, (std::set<std::tuple<int, int, int>>{{0, 2, 0}, {0, 4, 0}, {1, 3, 0}}));
+  // Rank 0 sends two experts: two rounds of 1 µs at 1 GB/s; that is also the bound.
+  EXPECT_EQ(j["rounds"], 2);
+  EXPECT_NEAR(j["makespan_s"].get<double>(), 2e-6, 1e-15);
+  EXPECT_NEAR(j["lower_bound_s"].get<double>(), 2e-6, 1e-15);
+  EXPECT_EQ(j["bytes"]["nvlink"], 3000);
+}
+
+TEST_F(CliTest, PlanTableComparesSchedulesAndPreservesSlots) {
+  const std::string old_p = Write("old.json", R"({"phy2log": [[0,1,2,3,4,5,6,7]]})");
+  const std::string new_p = Write("new.json", R"({"phy2log": [[1,5,0,4,6,2,7,3]]})");
+  const CliRun r = Eplb("plan --old " + old_p + " --new " + new_p + " --gpus 2 --format table");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("greedy-pairs"), std::string::npos);
+  EXPECT_NE(r.out.find("4 transfers"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("4 local copies"), std::string::npos) << r.out;
+  const CliRun kept =
+      Eplb("plan --old " + old_p + " --new " + new_p + " --gpus 2 --format table --preserve-slots");
+  ASSERT_EQ(kept.code, 0) << kept.err;
+  EXPECT_NE(kept.out.find("4 transfers"), std::string::npos) << kept.out;
+  EXPECT_NE(kept.out.find("0 local copies"), std::string::npos) << kept.out;
+}
+
+TEST_F(CliTest, PlanErrorsExitTwo) {
+  const std::string a = Write("a.json", R"({"phy2log": [[0,1,2,3]]})");
+  const std::string b = Write("b.json", R"({"phy2log": [[0,1,2,3,0,1]]})");
+  const std::string two = Write("two.json", R"({"phy2log": [[0,1,2,3],[0,1,2,3]]})");
+  const std::string bad = Write("bad.json", R"({"phy2log": [[0,1,"x",3]]})");
+  const std::vector<ErrorCase> cases = {
+      {"shape", "plan --old " + a + " --new " + b + " --gpus 2",
+       "a.json has 1 layers × 4 slots but"},
+      {"layers", "plan --old " + a + " --new " + two + " --gpus 2", "has 1 layers × 4 slots but"},
+      {"bad file", "plan --old " + a + " --new " + bad + " --gpus 2",
+       "bad.json: phy2log[0][2] is \"x\""},
+      {"gpus", "plan --old " + a + " --new " + a + " --gpus 3",
+       "4 slots per layer do not divide over --gpus 3"},
+      {"nodes", "plan --old " + a + " --new " + a + " --gpus 2 --nodes 3",
+       "--gpus is 2 and --nodes 3; GPUs must be a positive multiple of nodes"},
+      {"rule", "plan --old " + a + " --new " + a + " --gpus 2 --sender-rule nearest",
+       "--sender-rule"},
+      {"schedule", "plan --old " + a + " --new " + a + " --gpus 2 --schedule magic", "--schedule"},
+      {"bandwidth", "plan --old " + a + " --new " + a + " --gpus 2 --nic-bw 0", "--nic-bw"},
+      {"missing", "plan --old /no/such.json --new " + a + " --gpus 2",
+       "/no/such.json: cannot open"},
+  };
+  for (const auto& c : cases) {
+    const CliRun r = Eplb(c.args);
+    EXPECT_EQ(r.code, 2) << c.name << ": " << r.err;
+    EXPECT_NE(r.err.find(c.expected), std::string::npos) << c.name << ": stderr was: " << r.err;
+    EXPECT_TRUE(r.out.empty()) << c.name;
   }
 }
 

@@ -1,0 +1,74 @@
+// The backend interface: what a backend provides so that the rearranger (rearranger.h) can move
+// expert weights with it. Like LevelDB's Env, one narrow interface with several
+// implementations (host threads and CPU memory, SimGrid actors, CUDA/NCCL), and the protocol
+// above does not know which it has.
+//
+// A backend owns every rank's live expert weights (what inference reads) and per-rank staging
+// buffers, each big enough for one layer's slots of that rank. It provides:
+//   - a clock;
+//   - execution contexts for workers (threads, actors) and a monitor to synchronise them with
+//     the foreground, which must block in the backend's own notion of time;
+//   - data movement: one round of transfers into a staging buffer, local copies, and the commit
+//     of a staged layer into the live weights.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+
+#include "eplb/schedule.h"
+#include "eplb/status.h"
+#include "eplb/transfer_plan.h"
+
+namespace eplb {
+
+// A mutex and condition variable in one, usable with std::unique_lock. Wait() must be called
+// with the lock held; it releases it, sleeps until NotifyAll() (or spuriously) and relocks.
+class Monitor {
+ public:
+  virtual ~Monitor() = default;
+  virtual void lock() = 0;
+  virtual void unlock() = 0;
+  virtual void Wait() = 0;
+  virtual void NotifyAll() = 0;
+};
+
+// Where a worker's writes for one layer go: `rank`'s staging buffer `buffer`.
+struct StagingTarget {
+  int rank = 0;
+  int layer = 0;
+  int buffer = 0;
+};
+
+class RearrangementBackend {
+ public:
+  virtual ~RearrangementBackend() = default;
+
+  // Seconds since the backend started: wall time, or simulated time.
+  virtual double Now() = 0;
+  virtual std::unique_ptr<Monitor> NewMonitor() = 0;
+  // Runs `body` in a new execution context placed with `rank` (a thread, an actor).
+  virtual void StartWorker(int rank, std::function<void()> body) = 0;
+  // Waits for every started worker to return.
+  virtual void JoinWorkers() = 0;
+  // How many layers each rank can stage at once.
+  virtual int staging_buffers() const = 0;
+
+  // Worker side, called from `target.rank`'s worker for each round of a lane in which that rank
+  // sends or receives, in lane order. The rank's part of `round`: receive each flow whose
+  // destination it is into its staging buffer (slot positions as in the transfers), and send
+  // each flow whose source it is from its live weights. Returns when the rank's part is done.
+  // `transfers` is the layer plan's list that the flows index.
+  virtual Status ExecuteRound(const StagingTarget& target, const Round& round,
+                              std::span<const Transfer> transfers) = 0;
+  // Local copies on `target.rank` into its staging buffer: from live weights, or (after_receive)
+  // from the staging buffer itself. Called after every receive of the layer on that rank.
+  virtual Status CopyLocal(const StagingTarget& target, std::span<const LocalCopy> copies) = 0;
+
+  // Foreground side: makes the staged `slots` (global indices on target.rank) of target.layer
+  // live. Called only when every rank has staged the layer, at a step boundary.
+  virtual Status CommitLayer(const StagingTarget& target, std::span<const int32_t> slots) = 0;
+};
+
+}  // namespace eplb

@@ -1,0 +1,261 @@
+// The async rearrangement protocol on the host backend: real bytes move, every slot ends
+// bit-identical to its expert's weights, unchanged slots are never written, and at every step
+// boundary (and after a cancellation) each layer is wholly old or wholly new.
+#include "eplb/rearranger.h"
+
+#include <atomic>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "eplb/host_backend.h"
+#include "test_util.h"
+
+namespace eplb {
+namespace {
+
+using testing::Drift;
+using testing::MakeTopology;
+using testing::RandomPlacement;
+
+constexpr size_t kExpertBytes = 256;
+
+// Each layer of `now` equals that layer of `a` or of `b`.
+bool EachLayerIsOneOf(const Placement& now, const Placement& a, const Placement& b) {
+  for (int l = 0; l < now.num_layers(); ++l) {
+    const bool is_a =
+        std::equal(now.phy2log(l).begin(), now.phy2log(l).end(), a.phy2log(l).begin());
+    const bool is_b =
+        std::equal(now.phy2log(l).begin(), now.phy2log(l).end(), b.phy2log(l).begin());
+    if (!is_a && !is_b) return false;
+  }
+  return true;
+}
+
+struct Case {
+  int nodes, gpus_per_node, per_rank, layers, experts;
+  RearrangerOptions options;
+};
+
+// Runs one rearrangement to completion, checking the invariants at every step boundary.
+void RunToCompletion(const Case& c, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const Topology topo = MakeTopology(c.nodes, c.gpus_per_node, c.per_rank);
+  const Placement old_p = RandomPlacement(rng, c.layers, topo.num_slots(), c.experts);
+  const Placement new_p = Drift(rng, old_p, 0.5);
+  HostBackend backend(topo, c.layers,
+                      c.options.sync ? c.layers : std::max(1, c.options.staging_layers),
+                      kExpertBytes);
+  backend.Fill(old_p);
+  std::vector<const uint8_t*> data_before;
+  for (int l = 0; l < c.layers; ++l) {
+    for (int s = 0; s < topo.num_slots(); ++s) data_before.push_back(backend.slot_data(l, s));
+  }
+
+  Rearranger rearranger(backend, topo, c.options);
+  std::mutex mu;
+  std::vector<int> committed_order;
+  std::atomic<int> rounds{0};
+  rearranger.on_layer_committed.Connect([&](const LayerEvent& e) {
+    std::lock_guard lock(mu);
+    committed_order.push_back(e.layer);
+  });
+  rearranger.on_round.Connect([&](const RoundEvent& e) {
+    EXPECT_LE(e.start_s, e.end_s);
+    ++rounds;
+  });
+  ASSERT_TRUE(rearranger.Start(old_p, new_p).ok());
+  int steps = 0;
+  while (rearranger.in_progress()) {
+    auto committed = rearranger.OnStepBoundary();
+    ASSERT_TRUE(committed.ok()) << committed.status().message();
+    if (c.options.sync) {
+      ASSERT_TRUE(committed->empty() || committed->size() == rearranger.plans().size());
+    } else {
+      ASSERT_LE(static_cast<int>(committed->size()), c.options.layers_per_step);
+    }
+    // The routing table in force always matches the weights inference would read.
+    ASSERT_TRUE(EachLayerIsOneOf(rearranger.placement(), old_p, new_p));
+    const Status v = backend.Verify(rearranger.placement());
+    ASSERT_TRUE(v.ok()) << v.message();
+    ++steps;
+    std::this_thread::sleep_for(std::chrono::microseconds(50));  // an inference step
+  }
+  EXPECT_EQ(rearranger.placement(), new_p);
+  const Status v = backend.Verify(new_p);
+  ASSERT_TRUE(v.ok()) << v.message();
+  // Unchanged slots were never written and still hold the same buffer.
+  for (int l = 0; l < c.layers; ++l) {
+    for (int s = 0; s < topo.num_slots(); ++s) {
+      if (old_p.expert_at(l, s) == new_p.expert_at(l, s)) {
+        ASSERT_EQ(backend.writes(l, s), 0) << "layer " << l << " slot " << s;
+        ASSERT_EQ(backend.slot_data(l, s),
+                  data_before[static_cast<size_t>(l) * topo.num_slots() + s]);
+      } else {
+        ASSERT_EQ(backend.writes(l, s), 1);
+      }
+    }
+  }
+  std::vector<int> expected;
+  for (const LayerPlan& p : rearranger.plans()) expected.push_back(p.layer);
+  EXPECT_EQ(committed_order, expected);
+  if (!c.options.sync) {
+    EXPECT_GE(steps, static_cast<int>((expected.size() + c.options.layers_per_step - 1) /
+                                      c.options.layers_per_step));
+  }
+}
+
+RearrangerOptions Options(int per_step, int staging, bool sync, SenderRule rule,
+                          ScheduleStrategy strategy) {
+  RearrangerOptions o;
+  o.layers_per_step = per_step;
+  o.staging_layers = staging;
+  o.sync = sync;
+  o.sender_rule = rule;
+  o.schedule = strategy;
+  return o;
+}
+
+TEST(Rearranger, AsyncOneLayerPerStepMovesTheRightBytes) {
+  RunToCompletion(
+      {2, 4, 4, 6, 20, Options(1, 1, false, SenderRule::kLocal, ScheduleStrategy::kBest)}, 1);
+}
+
+TEST(Rearranger, SeveralLayersPerStepAndStagingBuffers) {
+  RunToCompletion(
+      {2, 2, 3, 8, 9, Options(2, 3, false, SenderRule::kVllm, ScheduleStrategy::kGreedyPairs)}, 2);
+  RunToCompletion(
+      {1, 4, 2, 5, 6, Options(3, 2, false, SenderRule::kLocal, ScheduleStrategy::kSingleBatch)}, 3);
+}
+
+TEST(Rearranger, SyncModeCommitsEverythingAtOnce) {
+  RunToCompletion(
+      {2, 4, 3, 5, 17, Options(1, 1, true, SenderRule::kLocal, ScheduleStrategy::kBest)}, 4);
+}
+
+TEST(Rearranger, RandomConfigurations) {
+  std::mt19937_64 rng(5);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int nodes = 1 + static_cast<int>(rng() % 3), gpn = 1 + static_cast<int>(rng() % 4);
+    const int per = 1 + static_cast<int>(rng() % 4), layers = 1 + static_cast<int>(rng() % 6);
+    const int experts = std::max(1, nodes * gpn * per - static_cast<int>(rng() % 3));
+    const auto rule = rng() % 2 ? SenderRule::kLocal : SenderRule::kVllm;
+    const auto strategy = static_cast<ScheduleStrategy>(rng() % 3);
+    const Case c{nodes,
+                 gpn,
+                 per,
+                 layers,
+                 experts,
+                 Options(1 + static_cast<int>(rng() % 3), 1 + static_cast<int>(rng() % 3),
+                         rng() % 5 == 0, rule, strategy)};
+    SCOPED_TRACE(::testing::Message() << "trial " << trial);
+    RunToCompletion(c, rng());
+  }
+}
+
+TEST(Rearranger, CancellationLeavesEveryLayerWhollyOldOrNew) {
+  std::mt19937_64 rng(6);
+  for (int trial = 0; trial < 60; ++trial) {
+    const Topology topo = MakeTopology(2, 3, 3);
+    const Placement old_p = RandomPlacement(rng, 8, topo.num_slots(), 15);
+    const Placement new_p = Drift(rng, old_p, 0.3);
+    HostBackend backend(topo, 8, 2, kExpertBytes);
+    backend.Fill(old_p);
+    Rearranger rearranger(backend, topo,
+                          Options(1, 2, false, SenderRule::kLocal, ScheduleStrategy::kBest));
+    ASSERT_TRUE(rearranger.Start(old_p, new_p).ok());
+    const int cancel_after = static_cast<int>(rng() % 8);
+    for (int step = 0; step < cancel_after && rearranger.in_progress(); ++step) {
+      ASSERT_TRUE(rearranger.OnStepBoundary().ok());
+      if (rng() % 2) std::this_thread::sleep_for(std::chrono::microseconds(rng() % 200));
+    }
+    rearranger.Cancel();
+    EXPECT_FALSE(rearranger.in_progress());
+    ASSERT_TRUE(EachLayerIsOneOf(rearranger.placement(), old_p, new_p));
+    const Status v = backend.Verify(rearranger.placement());
+    ASSERT_TRUE(v.ok()) << v.message();
+    // A placement is valid by construction; check it round-trips through validation.
+    ASSERT_TRUE(
+        Placement::Create(15, topo.num_slots(), rearranger.placement().phy2log_flat()).ok());
+    // Nothing moves after the cancellation.
+    ASSERT_TRUE(rearranger.OnStepBoundary()->empty());
+  }
+}
+
+// A backend whose rounds fail after a while, as a lost GPU would make them.
+class FailingBackend final : public RearrangementBackend {
+ public:
+  FailingBackend(HostBackend& inner, int fail_at) : inner_(inner), fail_at_(fail_at) {}
+  double Now() override { return inner_.Now(); }
+  std::unique_ptr<Monitor> NewMonitor() override { return inner_.NewMonitor(); }
+  void StartWorker(int rank, std::function<void()> body) override {
+    inner_.StartWorker(rank, std::move(body));
+  }
+  void JoinWorkers() override { inner_.JoinWorkers(); }
+  int staging_buffers() const override { return inner_.staging_buffers(); }
+  Status ExecuteRound(const StagingTarget& t, const Round& r,
+                      std::span<const Transfer> tr) override {
+    if (calls_++ == fail_at_) return Status::IoError("peer unreachable");
+    return inner_.ExecuteRound(t, r, tr);
+  }
+  Status CopyLocal(const StagingTarget& t, std::span<const LocalCopy> c) override {
+    return inner_.CopyLocal(t, c);
+  }
+  Status CommitLayer(const StagingTarget& t, std::span<const int32_t> s) override {
+    return inner_.CommitLayer(t, s);
+  }
+
+ private:
+  HostBackend& inner_;
+  std::atomic<int> calls_{0};
+  const int fail_at_;
+};
+
+TEST(Rearranger, AWorkerErrorStopsTheRearrangementAndIsReportedOnce) {
+  std::mt19937_64 rng(8);
+  const Topology topo = MakeTopology(2, 2, 3);
+  const Placement old_p = RandomPlacement(rng, 6, topo.num_slots(), 10);
+  const Placement new_p = RandomPlacement(rng, 6, topo.num_slots(), 10);
+  HostBackend host(topo, 6, 1, kExpertBytes);
+  host.Fill(old_p);
+  FailingBackend backend(host, 12);
+  Rearranger rearranger(backend, topo,
+                        Options(1, 1, false, SenderRule::kLocal, ScheduleStrategy::kBest));
+  ASSERT_TRUE(rearranger.Start(old_p, new_p).ok());
+  Status error;
+  while (rearranger.in_progress()) {
+    auto r = rearranger.OnStepBoundary();
+    if (!r.ok()) error = r.status();
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  ASSERT_FALSE(error.ok());
+  EXPECT_NE(error.message().find("peer unreachable"), std::string::npos) << error.message();
+  EXPECT_NE(error.message().find("rank "), std::string::npos) << error.message();
+  EXPECT_TRUE(EachLayerIsOneOf(rearranger.placement(), old_p, new_p));
+  EXPECT_TRUE(host.Verify(rearranger.placement()).ok());
+}
+
+TEST(Rearranger, RejectsBadOptionsAndOverlappingStarts) {
+  const Topology topo = MakeTopology(1, 2, 2);
+  std::mt19937_64 rng(9);
+  const Placement a = RandomPlacement(rng, 3, 4, 3), b = RandomPlacement(rng, 3, 4, 3);
+  HostBackend backend(topo, 3, 1, kExpertBytes);
+  Rearranger too_deep(backend, topo,
+                      Options(1, 2, false, SenderRule::kLocal, ScheduleStrategy::kBest));
+  EXPECT_EQ(too_deep.Start(a, b).message(),
+            "staging layers is 2; the backend has staging buffers for 1..1 layers");
+  Rearranger sync(backend, topo, Options(1, 1, true, SenderRule::kLocal, ScheduleStrategy::kBest));
+  ASSERT_FALSE(a == b);
+  EXPECT_NE(sync.Start(a, b).message().find("sync mode stages all"), std::string::npos);
+  Rearranger ok(backend, topo, Options(1, 1, false, SenderRule::kLocal, ScheduleStrategy::kBest));
+  backend.Fill(a);
+  ASSERT_TRUE(ok.Start(a, b).ok());
+  ASSERT_TRUE(ok.in_progress());
+  EXPECT_EQ(ok.Start(a, b).message(), "a rearrangement is already in progress");
+  ok.Cancel();
+}
+
+}  // namespace
+}  // namespace eplb
