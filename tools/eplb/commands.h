@@ -12,5 +12,6 @@ namespace eplb::cli {
 using Action = std::function<int()>;
 
 void AddRebalanceCommand(CLI::App& app, Action& action);
+void AddPlanCommand(CLI::App& app, Action& action);
 
 }  // namespace eplb::cli

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
 
   eplb::cli::Action action;
   eplb::cli::AddRebalanceCommand(app, action);
+  eplb::cli::AddPlanCommand(app, action);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,208 @@
+// eplb plan: the transfers, local copies and rounds that move one placement to another.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "eplb/placement_file.h"
+#include "eplb/schedule.h"
+#include "eplb/slot_preservation.h"
+#include "eplb/transfer_plan.h"
+
+namespace eplb::cli {
+namespace {
+
+struct PlanArgs {
+  std::string old_path, new_path;
+  int gpus = 0;
+  int nodes = 1;
+  std::string sender_rule = "local";
+  std::string schedule = "best";
+  int64_t expert_bytes = TopologyConfig{}.expert_bytes;
+  double nvlink_gbps = TopologyConfig{}.nvlink.bandwidth_bytes_per_s / 1e9;
+  double nic_gbps = TopologyConfig{}.nic.bandwidth_bytes_per_s / 1e9;
+  double nvlink_latency_us = TopologyConfig{}.nvlink.latency_s * 1e6;
+  double nic_latency_us = TopologyConfig{}.nic.latency_s * 1e6;
+  bool preserve_slots = false;
+  std::string format = "json";
+};
+
+// Totals over layers moved one after another, as the rearranger moves them.
+struct Totals {
+  int rounds = 0;
+  double lower_bound_s = 0, makespan_s = 0;
+  int64_t bytes[kNumLinkClasses] = {0, 0};
+  size_t transfers = 0, local_copies = 0;
+};
+
+nlohmann::ordered_json LayerJson(const LayerPlan& plan, const Schedule& s) {
+  using Json = nlohmann::ordered_json;
+  Json transfers = Json::array(), copies = Json::array();
+  for (size_t i = 0; i < plan.transfers.size(); ++i) {
+    const Transfer& t = plan.transfers[i];
+    transfers.push_back({{"expert", t.expert},
+                         {"src_rank", t.src_rank},
+                         {"src_slot", t.src_slot},
+                         {"dst_rank", t.dst_rank},
+                         {"dst_slot", t.dst_slot},
+                         {"bytes", t.bytes},
+                         {"link", LinkClassName(t.link)},
+                         {"round", s.round_of_transfer[i]}});
+  }
+  for (const LocalCopy& c : plan.local_copies) {
+    copies.push_back({{"rank", c.rank},
+                      {"expert", c.expert},
+                      {"src_slot", c.src_slot},
+                      {"dst_slot", c.dst_slot},
+                      {"after_receive", c.after_receive}});
+  }
+  return {{"layer", plan.layer},
+          {"transfers", std::move(transfers)},
+          {"local_copies", std::move(copies)},
+          {"bytes", {{"nvlink", s.bytes[0]}, {"nic", s.bytes[1]}}},
+          {"rounds", s.num_rounds()},
+          {"lower_bound_s", s.lower_bound_s},
+          {"makespan_s", s.makespan_s}};
+}
+
+int RunPlan(const PlanArgs& args) {
+  const std::string cmd = "plan";
+  auto old_p = ReadPlacementFile(args.old_path);
+  if (!old_p.ok()) return ReportError(cmd, old_p.status());
+  auto new_p = ReadPlacementFile(args.new_path, old_p->num_experts());
+  if (!new_p.ok()) return ReportError(cmd, new_p.status());
+  auto rule = ParseSenderRule(args.sender_rule);
+  if (!rule.ok()) return ReportError(cmd, rule.status());
+  auto strategy = ParseScheduleStrategy(args.schedule);
+  if (!strategy.ok()) return ReportError(cmd, strategy.status());
+  if (args.nodes < 1 || args.gpus < 1 || args.gpus % args.nodes != 0) {
+    return ReportError(cmd,
+                       Status::InvalidArgument(fmt::format(
+                           "--gpus is {} and --nodes {}; GPUs must be a positive multiple of nodes",
+                           args.gpus, args.nodes)));
+  }
+  if (old_p->num_slots() % args.gpus != 0) {
+    return ReportError(cmd, Status::InvalidArgument(
+                                fmt::format("{}: {} slots per layer do not divide over --gpus {}",
+                                            args.old_path, old_p->num_slots(), args.gpus)));
+  }
+  TopologyConfig config;
+  config.nodes = args.nodes;
+  config.gpus_per_node = args.gpus / args.nodes;
+  config.slots_per_gpu = old_p->num_slots() / args.gpus;
+  config.expert_bytes = args.expert_bytes;
+  config.nvlink = {args.nvlink_gbps * 1e9, args.nvlink_latency_us * 1e-6};
+  config.nic = {args.nic_gbps * 1e9, args.nic_latency_us * 1e-6};
+  auto topology = Topology::Create(config);
+  if (!topology.ok()) return ReportError(cmd, topology.status());
+  if (new_p->num_slots() != old_p->num_slots() || new_p->num_layers() != old_p->num_layers()) {
+    return ReportError(cmd, Status::InvalidArgument(fmt::format(
+                                "{} has {} layers × {} slots but {} has {} × {}; they must match",
+                                args.old_path, old_p->num_layers(), old_p->num_slots(),
+                                args.new_path, new_p->num_layers(), new_p->num_slots())));
+  }
+  const Placement target = args.preserve_slots ? PreserveSlots(*old_p, *new_p, *topology) : *new_p;
+  auto plans = PlanMigration(*old_p, target, *topology, *rule);
+  if (!plans.ok()) return ReportError(cmd, plans.status());
+
+  Totals totals;
+  // Every strategy's totals, for the table's comparison.
+  double strategy_makespan[3] = {0, 0, 0};
+  nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+  for (const LayerPlan& plan : *plans) {
+    const Schedule s = ScheduleTransfers(plan.transfers, *topology, *strategy);
+    totals.rounds += s.num_rounds();
+    totals.lower_bound_s += s.lower_bound_s;
+    totals.makespan_s += s.makespan_s;
+    totals.transfers += plan.transfers.size();
+    totals.local_copies += plan.local_copies.size();
+    for (int c = 0; c < kNumLinkClasses; ++c) totals.bytes[c] += s.bytes[c];
+    if (args.format == "json") {
+      layers.push_back(LayerJson(plan, s));
+    } else {
+      for (int k = 0; k < 3; ++k) {
+        strategy_makespan[k] +=
+            ScheduleTransfers(plan.transfers, *topology, static_cast<ScheduleStrategy>(k))
+                .makespan_s;
+      }
+    }
+  }
+
+  if (args.format == "table") {
+    fmt::print(
+        "{} of {} layers change: {} transfers ({:.3f} GB over NVLink, {:.3f} GB over NICs), "
+        "{} local copies\n",
+        plans->size(), old_p->num_layers(), totals.transfers,
+        static_cast<double>(totals.bytes[0]) / 1e9, static_cast<double>(totals.bytes[1]) / 1e9,
+        totals.local_copies);
+    fmt::print(
+        "sender rule {}, schedule {}: {} rounds, makespan {:.3f} ms, lower bound {:.3f} ms "
+        "({:.3f}x)\n",
+        SenderRuleName(*rule), ScheduleStrategyName(*strategy), totals.rounds,
+        totals.makespan_s * 1e3, totals.lower_bound_s * 1e3,
+        totals.lower_bound_s > 0 ? totals.makespan_s / totals.lower_bound_s : 1.0);
+    fmt::print("\n  {:<14} {:>14} {:>10}\n", "schedule", "makespan (ms)", "x bound");
+    for (int k = 0; k < 3; ++k) {
+      fmt::print("  {:<14} {:>14.3f} {:>10.3f}\n",
+                 ScheduleStrategyName(static_cast<ScheduleStrategy>(k)), strategy_makespan[k] * 1e3,
+                 totals.lower_bound_s > 0 ? strategy_makespan[k] / totals.lower_bound_s : 1.0);
+    }
+    return kExitOk;
+  }
+  nlohmann::ordered_json out;
+  out["sender_rule"] = SenderRuleName(*rule);
+  out["schedule"] = ScheduleStrategyName(*strategy);
+  out["layers"] = std::move(layers);
+  out["bytes"] = {{"nvlink", totals.bytes[0]}, {"nic", totals.bytes[1]}};
+  out["rounds"] = totals.rounds;
+  out["lower_bound_s"] = totals.lower_bound_s;
+  out["makespan_s"] = totals.makespan_s;
+  fmt::print("{}\n", out.dump());
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddPlanCommand(CLI::App& app, Action& action) {
+  auto args = std::make_shared<PlanArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "plan", "Plan and schedule the expert transfers that move one placement to another");
+  sub->add_option("--old", args->old_path, "Placement in force (JSON with 'phy2log')")->required();
+  sub->add_option("--new", args->new_path, "Placement to reach (JSON with 'phy2log')")->required();
+  sub->add_option("--gpus", args->gpus, "GPUs in all")->required();
+  sub->add_option("--nodes", args->nodes, "Nodes")->capture_default_str();
+  sub->add_option("--sender-rule", args->sender_rule, "Who sends each expert")
+      ->check(CLI::IsMember({"vllm", "local"}))
+      ->capture_default_str();
+  sub->add_option("--schedule", args->schedule, "How transfers are cut into rounds")
+      ->check(CLI::IsMember({"single-batch", "greedy-pairs", "best"}))
+      ->capture_default_str();
+  sub->add_option("--expert-bytes", args->expert_bytes, "Bytes of one expert in one layer")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--nvlink-bw", args->nvlink_gbps, "NVLink GB/s (10^9 B/s) per direction per GPU")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--nic-bw", args->nic_gbps, "NIC GB/s (10^9 B/s) per direction per GPU")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--nvlink-latency-us", args->nvlink_latency_us, "NVLink start-up latency (µs)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  sub->add_option("--nic-latency-us", args->nic_latency_us, "NIC start-up latency (µs)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  sub->add_flag(
+      "--preserve-slots", args->preserve_slots,
+      "Keep experts that stay on a GPU in their old slots (vLLM's preserve_intragpu_slots)");
+  sub->add_option("--format", args->format, "Output format")
+      ->check(CLI::IsMember({"json", "table"}))
+      ->capture_default_str();
+  sub->callback([&action, args] { action = [args] { return RunPlan(*args); }; });
+}
+
+}  // namespace eplb::cli
