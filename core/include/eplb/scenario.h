@@ -1,0 +1,116 @@
+// Scenario files: a YAML description of a model, a cluster, a step cost model, a workload, the
+// EPLB settings and the run. Every field has a default (scenarios/README.md lists them); unknown
+// keys, wrong types and impossible values are errors naming the file, line, column, field and
+// what is valid.
+//
+// Thread-safety: plain values and pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "eplb/schedule.h"
+#include "eplb/status.h"
+#include "eplb/topology.h"
+#include "eplb/transfer_plan.h"
+
+namespace eplb {
+
+struct ModelSpec {
+  int layers = 58;  // MoE layers
+  int experts = 256;
+  int groups = 8;
+  int top_k = 8;
+  int hidden = 7168;
+  int64_t expert_bytes = 3LL * 7168 * 2048;  // DeepSeek-V3 FP8
+  int activation_bytes = 1;                  // per hidden element in dispatch/combine (FP8)
+};
+
+struct LinkConfig {
+  double bandwidth_gbps = 0;  // 10^9 bytes/s per direction per GPU, nominal
+  double latency_us = 0;
+  double efficiency = 1.0;  // achieved fraction of nominal bandwidth
+};
+
+struct ClusterSpec {
+  int nodes = 4;
+  int gpus_per_node = 8;
+  LinkConfig nvlink{450, 3, 0.8};
+  LinkConfig nic{50, 10, 0.9};
+  double pcie_gbps = 64;   // GPU to NIC; inter-node flows cross it
+  double hbm_gbps = 3000;  // local copies inside a GPU
+};
+
+// The time of one inference step (see step_model.h).
+struct ComputeSpec {
+  double attention_us = 20000;  // attention and dense layers, per step
+  double layer_fixed_us = 30;   // per MoE layer, on every GPU
+  double per_token_us = 0.15;   // per token routed to one GPU's experts, per layer
+};
+
+struct PhaseChange {
+  int step = 0;
+  double shuffle = 0.5;  // fraction of experts whose popularity is swapped with another's
+};
+
+struct WorkloadSpec {
+  std::string kind = "generator";  // generator | trace
+  int tokens_per_step = 16384;
+  std::string popularity = "lognormal";  // lognormal | zipf
+  double sigma = 0.9;                    // lognormal: spread of log-popularity
+  double zipf_s = 1.0;                   // zipf: exponent
+  double drift = 0.002;                  // per-step random walk of log-popularity
+  bool noise = true;                     // per-step sampling noise on the counts
+  std::vector<PhaseChange> phases;
+  std::string trace;  // kind: trace; resolved against the scenario file's folder
+};
+
+struct EplbSpec {
+  int window_size = 1000;
+  int step_interval = 3000;
+  int num_redundant_experts = 32;
+  std::string policy = "deepseek";
+  bool use_async = true;
+  int layers_per_step = 1;
+  int staging_layers = 1;
+  SenderRule sender_rule = SenderRule::kLocal;
+  ScheduleStrategy schedule = ScheduleStrategy::kBest;
+  bool preserve_slots = false;
+};
+
+struct RunSpec {
+  int steps = 30000;
+  uint64_t seed = 1;
+};
+
+struct Scenario {
+  std::string name = "deepseek-v3-prefill-ep32";
+  std::string source;  // the file it came from, or "(built-in)"
+  std::string base_dir = ".";
+  ModelSpec model;
+  ClusterSpec cluster;
+  ComputeSpec compute;
+  WorkloadSpec workload;
+  EplbSpec eplb;
+  RunSpec run;
+
+  int num_gpus() const { return cluster.nodes * cluster.gpus_per_node; }
+  int num_slots() const { return model.experts + eplb.num_redundant_experts; }
+  // The topology the scenario describes, with effective (efficiency-scaled) bandwidths.
+  Topology topology() const;
+};
+
+// Parses `text` (named `source` in errors). `overrides` are "key.path=value" settings applied
+// on top of the file, e.g. "cluster.nic.bandwidth_gbps=100".
+Result<Scenario> ParseScenario(const std::string& text, const std::string& source,
+                               const std::vector<std::string>& overrides = {});
+Result<Scenario> LoadScenarioFile(const std::string& path,
+                                  const std::vector<std::string>& overrides = {});
+// The built-in default scenario (scenarios/deepseek-v3-prefill-ep32.yaml).
+const std::string& DefaultScenarioText();
+
+// The resolved scenario as YAML, every field written out.
+std::string ScenarioToYaml(const Scenario& scenario);
+
+}  // namespace eplb

@@ -1,0 +1,164 @@
+// Scenario files: defaults, overrides, the shipped scenarios, and one test per kind of error,
+// each checking that the message names the file, line and field.
+#include "eplb/scenario.h"
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "eplb/workload.h"
+#include "test_util.h"
+
+namespace eplb {
+namespace {
+
+std::string Err(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+  auto s = ParseScenario(yaml, "s.yaml", overrides);
+  return s.ok() ? "ok" : s.status().message();
+}
+
+TEST(Scenario, DefaultsDescribeDeepSeekV3PrefillEp32) {
+  auto s = ParseScenario(DefaultScenarioText(), "default");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->name, "deepseek-v3-prefill-ep32");
+  EXPECT_EQ(s->num_gpus(), 32);
+  EXPECT_EQ(s->num_slots(), 288);
+  EXPECT_EQ(s->topology().slots_per_gpu(), 9);
+  // Effective bandwidths: nominal × efficiency, NIC limited by PCIe when slower.
+  EXPECT_DOUBLE_EQ(s->topology().link(LinkClass::kNvlink).bandwidth_bytes_per_s, 450e9 * 0.8);
+  EXPECT_DOUBLE_EQ(s->topology().link(LinkClass::kNic).bandwidth_bytes_per_s, 45e9);
+  // An empty file takes every default, which are the same scenario.
+  auto empty = ParseScenario("", "empty.yaml");
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(ScenarioToYaml(*empty).substr(0, 200), ScenarioToYaml(*s).substr(0, 200));
+}
+
+TEST(Scenario, ResolvedYamlRoundTrips) {
+  auto s = ParseScenario(DefaultScenarioText(), "default",
+                         {"cluster.nic.bandwidth_gbps=100", "eplb.policy=deepseek"});
+  ASSERT_TRUE(s.ok());
+  auto again = ParseScenario(ScenarioToYaml(*s), "resolved");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(ScenarioToYaml(*again), ScenarioToYaml(*s));
+  EXPECT_DOUBLE_EQ(again->cluster.nic.bandwidth_gbps, 100);
+}
+
+TEST(Scenario, OverridesSetAnyField) {
+  auto s = ParseScenario(
+      "name: x\n", "s.yaml",
+      {"run.steps=50", "workload.phases=[{step: 10, shuffle: 0.2}]", "eplb.use_async=false"});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->run.steps, 50);
+  ASSERT_EQ(s->workload.phases.size(), 1u);
+  EXPECT_EQ(s->workload.phases[0].step, 10);
+  EXPECT_FALSE(s->eplb.use_async);
+}
+
+TEST(Scenario, UnknownFieldNamesLineColumnAndValidFields) {
+  EXPECT_EQ(Err("model:\n  layers: 4\n  expertz: 16\n").substr(0, 62),
+            "s.yaml:3:3: unknown field 'model.expertz'; valid fields here: ");
+}
+
+TEST(Scenario, WrongTypeNamesTheField) {
+  EXPECT_EQ(Err("cluster:\n  nodes: four\n"),
+            "s.yaml:2:10: cluster.nodes is 'four'; expected an integer");
+  EXPECT_EQ(Err("eplb:\n  use_async: maybe\n"),
+            "s.yaml:2:14: eplb.use_async is 'maybe'; expected true or false");
+  EXPECT_EQ(Err("model: 3\n"), "s.yaml:1:8: model is '3'; expected a map of fields");
+}
+
+TEST(Scenario, ImpossibleValuesSayWhatIsValid) {
+  EXPECT_EQ(Err("cluster:\n  nodes: 0\n"),
+            "s.yaml:2:10: cluster.nodes is 0; valid values are 1..100000");
+  EXPECT_EQ(Err("cluster:\n  nvlink: {efficiency: 1.5}\n"),
+            "s.yaml:2:24: cluster.nvlink.efficiency is 1.5; it must be within [0, 1]");
+  EXPECT_EQ(Err("workload:\n  popularity: pareto\n"),
+            "s.yaml:2:15: workload.popularity is 'pareto'; valid values: lognormal, zipf");
+  EXPECT_EQ(Err("eplb:\n  num_redundant_experts: 30\n"),
+            "s.yaml:2:26: eplb.num_redundant_experts is 30: 256 experts + 30 redundant = 286 slots "
+            "do not "
+            "divide over 32 GPUs; valid values are 32 plus multiples of 32");
+  EXPECT_EQ(Err("model:\n  groups: 7\n"),
+            "s.yaml:2:11: model.groups is 7; it must divide model.experts (256)");
+  EXPECT_EQ(
+      Err("eplb:\n  policy: oracle\n"),
+      "s.yaml:2:11: eplb.policy is 'oracle'; unknown policy 'oracle'; valid policies: deepseek");
+  EXPECT_EQ(Err("workload:\n  kind: trace\n"),
+            "s.yaml:2:9: workload.kind is 'trace' but workload.trace names no file");
+}
+
+TEST(Scenario, SyntaxErrorsAndBadOverrides) {
+  EXPECT_NE(Err("model:\n  layers: [1, 2\n").find("not valid YAML"), std::string::npos);
+  EXPECT_EQ(Err("", {"cluster.nodes"}), "--set 'cluster.nodes': expected key.path=value");
+  EXPECT_EQ(Err("", {"cluster.nodes=0"}),
+            "s.yaml (--set cluster.nodes): cluster.nodes is 0; valid values are 1..100000");
+  EXPECT_EQ(Err("cluster:\n  nodes: 2\n", {"cluster.nodes.count=2"}),
+            "--set 'cluster.nodes.count=2': 'nodes' is not a map of fields");
+  EXPECT_EQ(Err("", {"clusterr.nodes=2"})
+                .rfind("s.yaml (--set clusterr.nodes): unknown field 'clusterr'; valid", 0),
+            0u)
+      << Err("", {"clusterr.nodes=2"});
+}
+
+TEST(Scenario, ShippedScenariosParseAndBuildTheirWorkloads) {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(EPLB_SCENARIO_DIR)) {
+    if (entry.path().extension() != ".yaml") continue;
+    SCOPED_TRACE(entry.path().string());
+    auto s = LoadScenarioFile(entry.path().string());
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    auto w = MakeWorkload(*s);
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    LoadMatrix load;
+    (*w)->Next(load);
+    EXPECT_EQ(load.rows(), s->model.layers);
+    EXPECT_EQ(load.cols(), s->model.experts);
+    EXPECT_TRUE(ValidateLoad(load).ok());
+    ++count;
+  }
+  EXPECT_GE(count, 6);
+}
+
+TEST(Scenario, TraceErrorsNameTheFileAndShape) {
+  const std::string dir = EPLB_SCENARIO_DIR;
+  auto s = LoadScenarioFile(dir + "/qwen3-30b-a3b-replay.yaml", {"model.layers=26"});
+  ASSERT_TRUE(s.ok());
+  auto w = MakeWorkload(*s);
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.status().message().find(
+                "qwen3-30b-a3b-prefill.json: the trace has 48 layers × 128 experts but the "
+                "scenario's model has 26 × 128"),
+            std::string::npos)
+      << w.status().message();
+  auto missing = LoadScenarioFile(dir + "/qwen3-30b-a3b-replay.yaml", {"workload.trace=nope.json"});
+  ASSERT_TRUE(missing.ok());
+  EXPECT_NE(MakeWorkload(*missing).status().message().find("nope.json: cannot open"),
+            std::string::npos);
+}
+
+TEST(Workload, GeneratorIsDeterministicSkewedAndDrifts) {
+  auto s = ParseScenario(
+      "", "d",
+      {"model.layers=3", "model.experts=64", "model.groups=8", "eplb.num_redundant_experts=0",
+       "cluster.nodes=1", "workload.phases=[{step: 5, shuffle: 1.0}]"});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  auto a = MakeWorkload(*s), b = MakeWorkload(*s);
+  LoadMatrix la, lb, first;
+  for (int i = 0; i < 5; ++i) {
+    (*a)->Next(la);
+    (*b)->Next(lb);
+    ASSERT_EQ(la, lb);
+    if (i == 0) first = la;
+    // Tokens × top-k assignments per layer, up to sampling noise.
+    EXPECT_NEAR(la.row(0).sum(), 16384.0 * 8, 16384.0 * 8 * 0.02);
+  }
+  EXPECT_GT(first.row(0).maxCoeff(), 3 * first.row(0).mean());  // log-normal skew
+  (*a)->Next(la);                                               // step 5: the hot set moves
+  Eigen::Index hot_before, hot_after;
+  first.row(0).maxCoeff(&hot_before);
+  la.row(0).maxCoeff(&hot_after);
+  EXPECT_NE(hot_before, hot_after);
+}
+
+}  // namespace
+}  // namespace eplb
