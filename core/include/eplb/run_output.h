@@ -1,0 +1,64 @@
+// A run folder: what `eplb run` writes, and the definitions of the numbers in it.
+//
+//   scenario.yaml     the resolved scenario
+//   summary.json      the numbers below
+//   metrics.csv       per step: step, time_s (start), step_s, idle_step_s (the same step on idle
+//                     links), balancedness, imbalance_ratio (metrics.h, of that step's load under
+//                     the placement in force), bytes_in_flight (migration bytes not yet
+//                     committed), stalled_s (time the step boundary blocked)
+//   transfers.csv     every expert transfer: layer, expert, src_rank, dst_rank, bytes, link,
+//                     start_s, end_s (its flow's start and end)
+//   placements.jsonl  the initial placement of each layer (step −1), then one line per layer
+//                     commit: {"step", "time_s", "layer", "phy2log"}
+//   trace.json        Chrome/Perfetto trace events: a process per GPU with its transfers (async
+//                     slices on its receive side), and a "cluster" process with the steps,
+//                     balance counters, and rearrangement and commit marks
+//
+// Summary numbers: step time mean/p50/p99/max (seconds); slowed_s = Σ (step_s − idle_step_s),
+// the time migrations cost running steps; stalled_s = Σ stalled_s; rearrangement makespan = last
+// commit − start, for those that finished; bytes moved per link class.
+//
+// The folder is written as DIR.partial-PID and renamed to DIR only when complete, so a failed
+// run never leaves a folder that looks whole; a previous run folder at DIR is replaced.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "eplb/eplb_loop.h"
+#include "eplb/scenario.h"
+#include "eplb/status.h"
+
+namespace eplb {
+
+struct TransferRecord {
+  int layer;
+  int expert;
+  int src_rank;
+  int dst_rank;
+  int64_t bytes;
+  LinkClass link;
+  double start_s;
+  double end_s;
+};
+
+struct RunResult {
+  Scenario scenario;
+  std::string backend;  // "simgrid", "host", "device"
+  std::vector<StepRecord> steps;
+  std::vector<RearrangementRecord> rearrangements;
+  std::vector<CommitRecord> commits;
+  std::vector<TransferRecord> transfers;
+  int skipped_rearrangements = 0;
+  double wall_s = 0;
+  int64_t peak_rss_bytes = 0;
+};
+
+nlohmann::ordered_json RunSummary(const RunResult& run);
+Status WriteRunFolder(const std::string& dir, const RunResult& run);
+// The process's peak resident set so far (0 where unknown).
+int64_t PeakRssBytes();
+
+}  // namespace eplb

@@ -1,0 +1,64 @@
+// The step cost model against hand arithmetic.
+#include "eplb/step_model.h"
+
+#include <gtest/gtest.h>
+
+#include "eplb/scenario.h"
+
+namespace eplb {
+namespace {
+
+// 1 node × 2 GPUs × 2 slots, 1 layer, 3 experts: slots [0, 1 | 0, 2]; expert 0 has two replicas.
+Scenario TwoGpus() {
+  auto s = ParseScenario(
+      "", "t",
+      {"model.layers=1", "model.experts=3", "model.groups=1", "model.top_k=1", "model.hidden=1000",
+       "model.activation_bytes=2", "cluster.nodes=1", "cluster.gpus_per_node=2",
+       "eplb.num_redundant_experts=1", "compute.attention_us=100", "compute.layer_fixed_us=10",
+       "compute.per_token_us=0.5",
+       "cluster.nvlink={bandwidth_gbps: 1, latency_us: 2, efficiency: 1}"});
+  return *s;
+}
+
+TEST(StepModel, StragglerComputeAndDispatchByHand) {
+  const Scenario s = TwoGpus();
+  StepModel model(s);
+  const Placement p = *Placement::Create(3, {{0, 1, 0, 2}});
+  LoadMatrix load(1, 3);
+  load << 8, 2, 6;
+  StepCost cost;
+  model.Cost(load, p, cost);
+  // GPU 0: 8/2 + 2 = 6 tokens; GPU 1: 8/2 + 6 = 10 tokens: GPU 1 is the straggler.
+  EXPECT_DOUBLE_EQ(cost.compute_s, 100e-6 + 10e-6 + 0.5e-6 * 10);
+  // Tokens start evenly on 2 GPUs, so half of each GPU's tokens come over NVLink:
+  // GPU 1 receives 10/2 = 5 assignments and GPU 0 sends 10/2 = 5, of 1000 × 2 bytes each.
+  EXPECT_DOUBLE_EQ(cost.recv[0][1], 5 * 2000.0);
+  EXPECT_DOUBLE_EQ(cost.send[0][0], 5 * 2000.0);
+  EXPECT_DOUBLE_EQ(cost.recv[0][0], 3 * 2000.0);
+  EXPECT_TRUE(cost.recv[1][0] == 0 && cost.send[1][1] == 0);  // one node: no NIC traffic
+  // A phase: 1 layer × 2 µs + 10,000 bytes at 1 GB/s.
+  EXPECT_DOUBLE_EQ(cost.dispatch_s, 2e-6 + 10e-6);
+  EXPECT_DOUBLE_EQ(cost.combine_s, cost.dispatch_s);
+  EXPECT_DOUBLE_EQ(cost.total_s(), cost.compute_s + 2 * cost.dispatch_s);
+  // Balancedness of this step: mean 8 / max 10.
+  EXPECT_DOUBLE_EQ(cost.balancedness, 0.8);
+  EXPECT_DOUBLE_EQ(cost.imbalance_ratio, 0.25);
+}
+
+TEST(StepModel, AllToAllFlowsCarryTheBusiestPortInOneFlowEach) {
+  const Scenario s = TwoGpus();
+  StepModel model(s);
+  const Placement p = *Placement::Create(3, {{0, 1, 0, 2}});
+  LoadMatrix load(1, 3);
+  load << 8, 2, 6;
+  StepCost cost;
+  model.Cost(load, p, cost);
+  const auto flows = model.AllToAllFlows(cost, false);
+  ASSERT_EQ(flows.size(), 2u);  // 0 -> 1 and 1 -> 0 over NVLink
+  double busiest = 0;
+  for (const auto& f : flows) busiest = std::max(busiest, f.bytes);
+  EXPECT_DOUBLE_EQ(busiest, 10000.0);
+}
+
+}  // namespace
+}  // namespace eplb
