@@ -3,10 +3,13 @@
 # its tests always build. EPLB_PART_SUMMARY collects one word per part for the final status line.
 set(EPLB_PART_SUMMARY "")
 
-function(eplb_part name dir found why)
+function(eplb_part name dir enabled found why)
   if(NOT EXISTS "${CMAKE_CURRENT_SOURCE_DIR}/${dir}/CMakeLists.txt")
     message(STATUS "eplb: part '${name}' skipped: ${dir}/ has no sources yet")
     set(EPLB_PART_SUMMARY "${EPLB_PART_SUMMARY} ${name}=not-yet" PARENT_SCOPE)
+  elseif(NOT ${enabled})
+    message(STATUS "eplb: part '${name}' skipped: switched off (${enabled}=OFF)")
+    set(EPLB_PART_SUMMARY "${EPLB_PART_SUMMARY} ${name}=OFF" PARENT_SCOPE)
   elseif(found)
     add_subdirectory(${dir})
     set(EPLB_PART_SUMMARY "${EPLB_PART_SUMMARY} ${name}=ON" PARENT_SCOPE)
@@ -26,8 +29,8 @@ if(EPLB_WITH_SIM AND PKG_CONFIG_FOUND)
   pkg_check_modules(SIMGRID QUIET IMPORTED_TARGET simgrid>=3.32)
   set(EPLB_HAVE_SIMGRID ${SIMGRID_FOUND})
 endif()
-eplb_part(sim sim "${EPLB_HAVE_SIMGRID}"
-          "SimGrid >= 3.32 not found (apt-get install libsimgrid-dev) or EPLB_WITH_SIM=OFF")
+eplb_part(sim sim EPLB_WITH_SIM "${EPLB_HAVE_SIMGRID}"
+          "SimGrid >= 3.32 not found (apt-get install libsimgrid-dev); eplb run is unavailable")
 
 set(EPLB_HAVE_CUDA OFF)
 if(EPLB_WITH_DEVICE)
@@ -37,12 +40,12 @@ if(EPLB_WITH_DEVICE)
     set(EPLB_HAVE_CUDA ON)
   endif()
 endif()
-eplb_part(device device "${EPLB_HAVE_CUDA}"
-          "no CUDA compiler found (expected /usr/local/cuda/bin/nvcc) or EPLB_WITH_DEVICE=OFF")
+eplb_part(device device EPLB_WITH_DEVICE "${EPLB_HAVE_CUDA}"
+          "no CUDA compiler found (expected /usr/local/cuda/bin/nvcc)")
 
 set(EPLB_HAVE_QT OFF)
 if(EPLB_WITH_GUI)
   find_package(Qt6 QUIET COMPONENTS Widgets)
   set(EPLB_HAVE_QT ${Qt6_FOUND})
 endif()
-eplb_part(gui gui "${EPLB_HAVE_QT}" "Qt 6 Widgets not found (apt-get install qt6-base-dev) or EPLB_WITH_GUI=OFF")
+eplb_part(gui gui EPLB_WITH_GUI "${EPLB_HAVE_QT}" "Qt 6 Widgets not found (apt-get install qt6-base-dev)")

@@ -219,6 +219,107 @@ TEST_F(CliTest, PlanErrorsExitTwo) {
   }
 }
 
+#ifdef EPLB_HAVE_SIM
+// Compares two JSON values, numbers within a relative 1e-9, ignoring keys absent from `golden`.
+void ExpectJsonNear(const nlohmann::json& golden, const nlohmann::json& actual,
+                    const std::string& path) {
+  if (golden.is_object()) {
+    for (auto it = golden.begin(); it != golden.end(); ++it) {
+      ASSERT_TRUE(actual.contains(it.key())) << path << "." << it.key();
+      ExpectJsonNear(it.value(), actual[it.key()], path + "." + it.key());
+    }
+  } else if (golden.is_number()) {
+    const double g = golden.get<double>(), a = actual.get<double>();
+    EXPECT_NEAR(a, g, 1e-9 * std::max(1.0, std::abs(g))) << path;
+  } else {
+    EXPECT_EQ(golden, actual) << path;
+  }
+}
+
+// The tiny scenario is deterministic given its seed: its summary and first metrics lines are
+// golden (tests/data/golden, written by this build of eplb run and checked by hand).
+TEST_F(CliTest, RunTinyScenarioMatchesGolden) {
+  const std::string out = (dir_ / "tiny").string();
+  const CliRun r = Eplb(std::string("run ") + EPLB_SCENARIO_DIR + "/tiny.yaml --out " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("tiny: 400 steps"), std::string::npos) << r.out;
+  for (const char* f : {"scenario.yaml", "summary.json", "metrics.csv", "transfers.csv",
+                        "placements.jsonl", "trace.json"}) {
+    EXPECT_TRUE(fs::exists(fs::path(out) / f)) << f;
+  }
+  const auto golden =
+      nlohmann::json::parse(testing::ReadFile(testing::DataPath("golden/tiny-summary.json")));
+  const auto summary = nlohmann::json::parse(testing::ReadFile(out + "/summary.json"));
+  ExpectJsonNear(golden, summary, "summary");
+  const std::string metrics = testing::ReadFile(out + "/metrics.csv");
+  const std::string head = testing::ReadFile(testing::DataPath("golden/tiny-metrics-head.csv"));
+  EXPECT_EQ(metrics.substr(0, head.size()), head);
+  // The trace parses, and every transfer in transfers.csv is a begin/end pair in it.
+  const auto trace = nlohmann::json::parse(testing::ReadFile(out + "/trace.json"));
+  size_t begins = 0;
+  for (const auto& e : trace["traceEvents"]) begins += e["ph"] == "b";
+  const std::string transfers = testing::ReadFile(out + "/transfers.csv");
+  EXPECT_EQ(begins, static_cast<size_t>(std::count(transfers.begin(), transfers.end(), '\n') - 1));
+  EXPECT_EQ(summary["transfers"].get<size_t>(), begins);
+  // The resolved scenario reproduces the run.
+  const CliRun again = Eplb("run " + out + "/scenario.yaml --out " + out + "2");
+  ASSERT_EQ(again.code, 0) << again.err;
+  ExpectJsonNear(golden, nlohmann::json::parse(testing::ReadFile(out + "2/summary.json")), "rerun");
+}
+
+// Every shipped scenario runs a short number of steps with a rearrangement in them.
+TEST_F(CliTest, EveryShippedScenarioRuns) {
+  int ran = 0;
+  for (const auto& entry : fs::directory_iterator(EPLB_SCENARIO_DIR)) {
+    if (entry.path().extension() != ".yaml") continue;
+    const std::string out = (dir_ / entry.path().stem()).string();
+    const CliRun r = Eplb(
+        "run " + entry.path().string() +
+        " --set run.steps=120 --set eplb.step_interval=40 --set eplb.window_size=20 --out " + out);
+    ASSERT_EQ(r.code, 0) << entry.path() << ": " << r.err;
+    const auto summary = nlohmann::json::parse(testing::ReadFile(out + "/summary.json"));
+    EXPECT_EQ(summary["steps"], 120) << entry.path();
+    EXPECT_GE(summary["rearrangements"]["started"].get<int>(), 1) << entry.path();
+    ++ran;
+  }
+  EXPECT_GE(ran, 6);
+}
+
+TEST_F(CliTest, RunErrorsLeaveNoFolder) {
+  const std::string bad = Write("bad.yaml", "cluster:\n  nodes: 2\n  gpu_per_node: 8\n");
+  const std::string out = (dir_ / "never").string();
+  const CliRun r = Eplb("run " + bad + " --out " + out);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("bad.yaml:3:3: unknown field 'cluster.gpu_per_node'"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(out));
+  const CliRun set = Eplb("run " + bad + " --set cluster.gpu_per_node=8 --set nope=1 --out " + out);
+  EXPECT_EQ(set.code, 2);
+  const CliRun missing = Eplb("run /no/such.yaml --out " + out);
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("/no/such.yaml: cannot open"), std::string::npos);
+  // An existing folder that is not a run folder is never replaced.
+  fs::create_directories(out);
+  Write("never/keep.txt", "mine");
+  const CliRun clash =
+      Eplb(std::string("run ") + EPLB_SCENARIO_DIR + "/tiny.yaml --set run.steps=10 --out " + out);
+  EXPECT_EQ(clash.code, 2);
+  EXPECT_NE(clash.err.find("is not an eplb run folder"), std::string::npos) << clash.err;
+  EXPECT_TRUE(fs::exists(fs::path(out) / "keep.txt"));
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    EXPECT_EQ(e.path().filename().string().find(".partial-"), std::string::npos) << e.path();
+  }
+}
+#else
+TEST_F(CliTest, RunSaysTheSimulatorWasNotBuilt) {
+  const CliRun r =
+      Eplb(std::string("run ") + EPLB_SCENARIO_DIR + "/tiny.yaml --out " + (dir_ / "x").string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("built without the SimGrid simulator"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "x"));
+}
+#endif
+
 TEST_F(CliTest, HelpExitsZero) {
   const CliRun r = Eplb("rebalance --help");
   EXPECT_EQ(r.code, 0);

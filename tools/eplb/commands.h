@@ -13,5 +13,6 @@ using Action = std::function<int()>;
 
 void AddRebalanceCommand(CLI::App& app, Action& action);
 void AddPlanCommand(CLI::App& app, Action& action);
+void AddRunCommand(CLI::App& app, Action& action);
 
 }  // namespace eplb::cli

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   eplb::cli::Action action;
   eplb::cli::AddRebalanceCommand(app, action);
   eplb::cli::AddPlanCommand(app, action);
+  eplb::cli::AddRunCommand(app, action);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,58 @@
+#include "platform.h"
+
+#include <string>
+
+namespace sg4 = simgrid::s4u;
+
+namespace eplb::sim {
+
+void ConfigureEngine(sg4::Engine& engine) {
+  // Bulk transfers take bytes / bandwidth and sharing is max-min fair (shared/notes/simgrid.md).
+  engine.set_config("network/model:CM02");
+  engine.set_config("network/crosstraffic:0");
+  engine.set_config("network/TCP-gamma:0");
+  engine.set_config("network/weight-S:0");
+}
+
+Platform::Platform(const Topology& topology, double pcie_bytes_per_s) : topology_(topology) {
+  auto* fabric = sg4::create_star_zone("fabric");
+  const int gpn = topology.gpus_per_node();
+  const double nvlink = topology.link(LinkClass::kNvlink).bandwidth_bytes_per_s;
+  const double nic = topology.link(LinkClass::kNic).bandwidth_bytes_per_s;
+  for (int n = 0; n < topology.nodes(); ++n) {
+    auto* zone = sg4::create_full_zone("node" + std::to_string(n));
+    zone->set_parent(fabric);
+    auto* gateway = zone->create_router("gateway" + std::to_string(n));
+    std::vector<sg4::Link*> nvl, pcie, nicl;
+    for (int g = 0; g < gpn; ++g) {
+      const std::string id = std::to_string(n * gpn + g);
+      hosts_.push_back(zone->create_host("gpu" + id, 1e15));
+      for (auto [list, name, bw] :
+           {std::tuple{&nvl, "nvlink", nvlink}, std::tuple{&pcie, "pcie", pcie_bytes_per_s},
+            std::tuple{&nicl, "nic", nic}}) {
+        sg4::Link* link = zone->create_split_duplex_link(std::string(name) + id, bw);
+        link->set_latency(0);
+        list->push_back(link);
+      }
+    }
+    for (int a = 0; a < gpn; ++a) {
+      sg4::Host* src = hosts_[n * gpn + a];
+      for (int b = 0; b < gpn; ++b) {
+        if (a == b) continue;
+        zone->add_route(src->get_netpoint(), hosts_[n * gpn + b]->get_netpoint(), nullptr, nullptr,
+                        {{nvl[a], sg4::LinkInRoute::Direction::UP},
+                         {nvl[b], sg4::LinkInRoute::Direction::DOWN}},
+                        false);
+      }
+      zone->add_route(
+          src->get_netpoint(), gateway, nullptr, nullptr,
+          {{pcie[a], sg4::LinkInRoute::Direction::UP}, {nicl[a], sg4::LinkInRoute::Direction::UP}},
+          true);
+    }
+    zone->seal();
+    fabric->add_route(zone->get_netpoint(), nullptr, gateway, nullptr, {}, true);
+  }
+  fabric->seal();
+}
+
+}  // namespace eplb::sim

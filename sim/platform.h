@@ -1,0 +1,35 @@
+// The SimGrid platform of a GPU cluster, built from a Topology: one zone per node with a
+// gateway router, and per GPU a host and split-duplex links for NVLink, PCIe and the NIC.
+// Intra-node routes cross the sender's NVLink up and the receiver's NVLink down (NVSwitch is
+// non-blocking, so it adds no shared link); inter-node routes cross PCIe and the NIC up, the
+// fabric (a star, non-blocking), and the NIC and PCIe down.
+//
+// Link latencies are zero and the network model is set so that a flow alone on a link takes
+// exactly bytes / bandwidth (shared/notes/simgrid.md); callers add the start-up latency.
+// This file is the only one that builds platforms, so a SimGrid API change stays here.
+#pragma once
+
+#include <vector>
+
+#include <simgrid/s4u.hpp>
+
+#include "eplb/topology.h"
+
+namespace eplb::sim {
+
+// Creates the engine's configuration; call before building a platform.
+void ConfigureEngine(simgrid::s4u::Engine& engine);
+
+class Platform {
+ public:
+  // `pcie_bytes_per_s`: the GPU-to-NIC link.
+  Platform(const Topology& topology, double pcie_bytes_per_s);
+  simgrid::s4u::Host* host(int rank) const { return hosts_[rank]; }
+  const Topology& topology() const { return topology_; }
+
+ private:
+  Topology topology_;
+  std::vector<simgrid::s4u::Host*> hosts_;
+};
+
+}  // namespace eplb::sim

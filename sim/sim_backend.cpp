@@ -1,0 +1,120 @@
+#include "sim_backend.h"
+
+#include <algorithm>
+#include <mutex>
+
+namespace sg4 = simgrid::s4u;
+
+namespace eplb::sim {
+namespace {
+
+class SimMonitor final : public Monitor {
+ public:
+  SimMonitor() : mutex_(sg4::Mutex::create()), cv_(sg4::ConditionVariable::create()) {}
+  void lock() override { mutex_->lock(); }
+  void unlock() override { mutex_->unlock(); }
+  void Wait() override {
+    std::unique_lock<sg4::Mutex> lock(*mutex_, std::adopt_lock);
+    cv_->wait(lock);
+    lock.release();  // the caller still holds it
+  }
+  void NotifyAll() override { cv_->notify_all(); }
+
+ private:
+  sg4::MutexPtr mutex_;
+  sg4::ConditionVariablePtr cv_;
+};
+
+}  // namespace
+
+SimBackend::SimBackend(const Platform& platform, int staging_buffers, double hbm_bytes_per_s)
+    : platform_(platform), staging_buffers_(staging_buffers), hbm_bytes_per_s_(hbm_bytes_per_s) {}
+
+double SimBackend::Now() {
+  return sg4::Engine::get_clock();
+}
+
+std::unique_ptr<Monitor> SimBackend::NewMonitor() {
+  return std::make_unique<SimMonitor>();
+}
+
+void SimBackend::StartWorker(int rank, std::function<void()> body) {
+  workers_.push_back(
+      sg4::Actor::create("worker" + std::to_string(rank), platform_.host(rank), std::move(body)));
+}
+
+void SimBackend::JoinWorkers() {
+  for (auto& w : workers_) w->join();
+  workers_.clear();
+}
+
+Status SimBackend::ExecuteRound(const StagingTarget& target, const Round& round,
+                                std::span<const Transfer> transfers) {
+  // Receivers start their flows; senders' ports are shared through the network model.
+  std::vector<const Flow*> mine;
+  for (const Flow& f : round.flows) {
+    if (f.dst_rank == target.rank) mine.push_back(&f);
+  }
+  if (mine.empty()) return Status::Ok();
+  sg4::this_actor::sleep_for(platform_.topology().link(round.link).latency_s);
+  std::vector<sg4::CommPtr> comms;
+  for (const Flow* f : mine) {
+    comms.push_back(sg4::Comm::sendto_async(
+        platform_.host(f->src_rank), platform_.host(f->dst_rank), static_cast<uint64_t>(f->bytes)));
+  }
+  sg4::Comm::wait_all(comms);
+  for (size_t i = 0; i < mine.size(); ++i) {
+    for (int32_t t : mine[i]->transfers) {
+      const Transfer& tr = transfers[t];
+      on_transfer(TransferRecord{target.layer, tr.expert, tr.src_rank, tr.dst_rank, tr.bytes,
+                                 tr.link, comms[i]->get_start_time(), comms[i]->get_finish_time()});
+    }
+  }
+  return Status::Ok();
+}
+
+Status SimBackend::CopyLocal(const StagingTarget&, std::span<const LocalCopy> copies) {
+  const double bytes =
+      static_cast<double>(copies.size()) * static_cast<double>(platform_.topology().expert_bytes());
+  sg4::this_actor::sleep_for(bytes / hbm_bytes_per_s_);
+  return Status::Ok();
+}
+
+// Weights do not exist in the simulator; the routing-table swap is the rearranger's.
+Status SimBackend::CommitLayer(const StagingTarget&, std::span<const int32_t>) {
+  return Status::Ok();
+}
+
+void SimStepRunner::RunStep(const StepCost& cost, bool contended) {
+  if (!contended) {
+    sg4::this_actor::sleep_for(cost.total_s());
+    return;
+  }
+  Phase(cost, false, cost.dispatch_s);
+  sg4::this_actor::sleep_for(cost.compute_s);
+  Phase(cost, true, cost.combine_s);
+}
+
+// A phase's flows start together; each link class then takes its layers × latency plus the
+// drain time of its flows, and the phase lasts as long as the slower class.
+void SimStepRunner::Phase(const StepCost& cost, bool combine, double idle_time) {
+  const double start = sg4::Engine::get_clock();
+  const std::vector<PhaseFlow> flows = model_.AllToAllFlows(cost, combine);
+  if (flows.empty()) {
+    sg4::this_actor::sleep_for(idle_time);
+    return;
+  }
+  std::vector<sg4::CommPtr> comms;
+  for (const PhaseFlow& f : flows) {
+    comms.push_back(sg4::Comm::sendto_async(platform_.host(f.src_rank), platform_.host(f.dst_rank),
+                                            static_cast<uint64_t>(f.bytes)));
+  }
+  sg4::Comm::wait_all(comms);
+  double end = start;
+  for (size_t i = 0; i < flows.size(); ++i) {
+    end = std::max(end, comms[i]->get_finish_time() + model_.PhaseLatency(flows[i].link));
+  }
+  sg4::this_actor::sleep_until(end);
+}
+
+}  // namespace eplb::sim

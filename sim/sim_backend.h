@@ -1,0 +1,59 @@
+// The rearranger's backend on the SimGrid model: workers are actors on their GPU's host, a
+// round's receives are flows from the senders' hosts (after the link's start-up latency),
+// local copies take bytes / HBM bandwidth, and the clock is simulated time. No weights exist:
+// the simulator moves time, not bytes. Each finished transfer is reported through on_transfer.
+//
+// Also the step runner: a step on idle links lasts its analytic time; on links shared with
+// migrations its dispatch and combine phases run as flows (StepModel::AllToAllFlows) and last
+// as long as the network model says.
+//
+// Thread-safety: SimGrid runs actors one at a time; use only from actors of one engine.
+#pragma once
+
+#include <vector>
+
+#include "eplb/backend.h"
+#include "eplb/eplb_loop.h"
+#include "eplb/run_output.h"
+#include "eplb/signal.h"
+#include "eplb/step_model.h"
+#include "platform.h"
+
+namespace eplb::sim {
+
+class SimBackend final : public RearrangementBackend {
+ public:
+  SimBackend(const Platform& platform, int staging_buffers, double hbm_bytes_per_s);
+
+  double Now() override;
+  std::unique_ptr<Monitor> NewMonitor() override;
+  void StartWorker(int rank, std::function<void()> body) override;
+  void JoinWorkers() override;
+  int staging_buffers() const override { return staging_buffers_; }
+  Status ExecuteRound(const StagingTarget& target, const Round& round,
+                      std::span<const Transfer> transfers) override;
+  Status CopyLocal(const StagingTarget& target, std::span<const LocalCopy> copies) override;
+  Status CommitLayer(const StagingTarget& target, std::span<const int32_t> slots) override;
+
+  Signal<void(const TransferRecord&)> on_transfer;
+
+ private:
+  const Platform& platform_;
+  int staging_buffers_;
+  double hbm_bytes_per_s_;
+  std::vector<simgrid::s4u::ActorPtr> workers_;
+};
+
+class SimStepRunner final : public StepRunner {
+ public:
+  SimStepRunner(const Platform& platform, const StepModel& model)
+      : platform_(platform), model_(model) {}
+  void RunStep(const StepCost& cost, bool contended) override;
+
+ private:
+  void Phase(const StepCost& cost, bool combine, double idle_time);
+  const Platform& platform_;
+  const StepModel& model_;
+};
+
+}  // namespace eplb::sim

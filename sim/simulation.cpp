@@ -1,0 +1,56 @@
+#include "simulation.h"
+
+#include <chrono>
+
+#include <xbt/log.h>
+#include <simgrid/s4u.hpp>
+
+#include "eplb/workload.h"
+#include "sim_backend.h"
+
+namespace sg4 = simgrid::s4u;
+
+namespace eplb::sim {
+
+Result<RunResult> RunSimulation(const Scenario& scenario,
+                                std::function<void(const StepRecord&)> on_step) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  auto workload = MakeWorkload(scenario);
+  if (!workload.ok()) return workload.status();
+
+  int argc = 1;
+  char name[] = "eplb";
+  char* argv[] = {name, nullptr};
+  xbt_log_control_set("root.thresh:critical");
+  sg4::Engine engine(&argc, argv);
+  ConfigureEngine(engine);
+  const Topology topology = scenario.topology();
+  const Platform platform(topology, scenario.cluster.pcie_gbps * 1e9);
+  // Stop-the-world stages every layer at once; async needs only its staging depth.
+  SimBackend backend(platform, scenario.model.layers, scenario.cluster.hbm_gbps * 1e9);
+  const StepModel model(scenario);
+  SimStepRunner runner(platform, model);
+
+  RunResult result;
+  result.scenario = scenario;
+  result.backend = "simgrid";
+  backend.on_transfer.Connect([&](const TransferRecord& t) { result.transfers.push_back(t); });
+  Status status;
+  sg4::Actor::create("inference", platform.host(0), [&] {
+    EplbLoop loop(scenario, **workload, backend, runner);
+    loop.on_step = on_step;
+    status = loop.Run();
+    result.steps = loop.steps();
+    result.rearrangements = loop.rearrangements();
+    result.commits = loop.commits();
+    result.skipped_rearrangements = loop.skipped_rearrangements();
+  });
+  engine.run();
+  if (!status.ok()) return status;
+  result.wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  result.peak_rss_bytes = PeakRssBytes();
+  return result;
+}
+
+}  // namespace eplb::sim

@@ -1,0 +1,180 @@
+// The SimGrid model against arithmetic, and the simulator running the same rearranger as the
+// host backend. SimGrid allows one engine per process: each test here builds at most one, and
+// ctest runs every test in its own process.
+#include <chrono>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <xbt/log.h>
+#include <simgrid/s4u.hpp>
+
+#include "eplb/eplb_loop.h"
+#include "eplb/host_backend.h"
+#include "eplb/workload.h"
+#include "platform.h"
+#include "sim_backend.h"
+#include "simulation.h"
+
+namespace sg4 = simgrid::s4u;
+
+namespace eplb {
+namespace {
+
+Topology TwoNodes() {
+  TopologyConfig c;
+  c.nodes = 2;
+  c.gpus_per_node = 4;
+  c.slots_per_gpu = 2;
+  c.nvlink = {400e9, 0};
+  c.nic = {50e9, 0};
+  return *Topology::Create(c);
+}
+
+double Elapsed(const std::function<void()>& body) {
+  const double t0 = sg4::Engine::get_clock();
+  body();
+  return sg4::Engine::get_clock() - t0;
+}
+
+TEST(SimModel, TransfersTakeWhatArithmeticSays) {
+  int argc = 1;
+  char name[] = "sim_test";
+  char* argv[] = {name, nullptr};
+  xbt_log_control_set("root.thresh:critical");
+  sg4::Engine engine(&argc, argv);
+  sim::ConfigureEngine(engine);
+  const sim::Platform p(TwoNodes(), 64e9);
+  const uint64_t bytes = 400'000'000;
+  std::vector<double> t;
+  sg4::Actor::create("check", p.host(0), [&] {
+    // One NVLink transfer on idle links: bytes / bandwidth.
+    t.push_back(Elapsed([&] { sg4::Comm::sendto(p.host(0), p.host(1), bytes); }));
+    // Two flows out of one GPU share its NVLink port: twice as long.
+    t.push_back(Elapsed([&] {
+      auto a = sg4::Comm::sendto_async(p.host(0), p.host(1), bytes);
+      auto b = sg4::Comm::sendto_async(p.host(0), p.host(2), bytes);
+      a->wait();
+      b->wait();
+    }));
+    // Split duplex: both directions at once, each at full speed.
+    t.push_back(Elapsed([&] {
+      auto a = sg4::Comm::sendto_async(p.host(0), p.host(1), bytes);
+      auto b = sg4::Comm::sendto_async(p.host(1), p.host(0), bytes);
+      a->wait();
+      b->wait();
+    }));
+    // Inter-node: NIC-bound (50 GB/s < PCIe 64 GB/s).
+    t.push_back(Elapsed([&] { sg4::Comm::sendto(p.host(0), p.host(4), bytes); }));
+    // NVLink and NIC flows from one GPU do not interfere.
+    t.push_back(Elapsed([&] {
+      auto a = sg4::Comm::sendto_async(p.host(0), p.host(1), bytes);
+      auto b = sg4::Comm::sendto_async(p.host(0), p.host(5), bytes / 8);
+      a->wait();
+      b->wait();
+    }));
+  });
+  engine.run();
+  ASSERT_EQ(t.size(), 5u);
+  EXPECT_NEAR(t[0], 1e-3, 1e-6);
+  EXPECT_NEAR(t[1], 2e-3, 2e-6);
+  EXPECT_NEAR(t[2], 1e-3, 1e-6);
+  EXPECT_NEAR(t[3], 8e-3, 8e-6);
+  EXPECT_NEAR(t[4], 1e-3, 1e-6);
+}
+
+// The backend adds the link's latency to a round; the step runner reproduces the analytic step
+// time exactly on idle links.
+TEST(SimModel, RoundsAndIdleStepsMatchTheAnalyticModel) {
+  int argc = 1;
+  char name[] = "sim_test";
+  char* argv[] = {name, nullptr};
+  xbt_log_control_set("root.thresh:critical");
+  sg4::Engine engine(&argc, argv);
+  sim::ConfigureEngine(engine);
+  auto scenario =
+      ParseScenario("", "t",
+                    {"cluster.nodes=2", "cluster.gpus_per_node=4", "model.experts=16",
+                     "model.groups=4", "model.layers=3", "eplb.num_redundant_experts=0"});
+  ASSERT_TRUE(scenario.ok()) << scenario.status().message();
+  const Topology topo = scenario->topology();
+  const sim::Platform p(topo, scenario->cluster.pcie_gbps * 1e9);
+  sim::SimBackend backend(p, 1, 3e12);
+  const StepModel model(*scenario);
+  sim::SimStepRunner runner(p, model);
+  auto workload = MakeWorkload(*scenario);
+  const Placement placement = *Placement::Initial(3, 16, 16);
+  double round_time = -1, predicted = 0, idle_step = -1, contended_step = -1, analytic = 0;
+  sg4::Actor::create("check", p.host(0), [&] {
+    // One round: rank 0 receives an expert from rank 1 (NVLink) and rank 2 from rank 5 (NIC).
+    const std::vector<Transfer> transfers = {
+        {3, 1, 2, 0, 0, topo.expert_bytes(), LinkClass::kNvlink},
+        {7, 5, 10, 2, 4, topo.expert_bytes(), LinkClass::kNic}};
+    const Schedule s = ScheduleTransfers(transfers, topo, ScheduleStrategy::kBest);
+    predicted = s.makespan_s;
+    const double t0 = sg4::Engine::get_clock();
+    std::vector<sg4::ActorPtr> lanes;
+    for (int c = 0; c < kNumLinkClasses; ++c) {
+      lanes.push_back(sg4::Actor::create("lane", p.host(0), [&, c] {
+        for (const Round& r : s.lanes[c]) {
+          for (const Flow& f : r.flows) {
+            ASSERT_TRUE(backend.ExecuteRound({f.dst_rank, 0, 0}, r, transfers).ok());
+          }
+        }
+      }));
+    }
+    for (auto& a : lanes) a->join();
+    round_time = sg4::Engine::get_clock() - t0;
+
+    LoadMatrix load;
+    (*workload)->Next(load);
+    StepCost cost;
+    StepModel m(*scenario);
+    m.Cost(load, placement, cost);
+    analytic = cost.total_s();
+    idle_step = Elapsed([&] { runner.RunStep(cost, false); });
+    contended_step =
+        Elapsed([&] { runner.RunStep(cost, true); });  // simulated, nothing else on the links
+  });
+  engine.run();
+  EXPECT_NEAR(round_time, predicted, predicted * 1e-6);
+  EXPECT_NEAR(idle_step, analytic, analytic * 1e-9);
+  EXPECT_NEAR(contended_step, analytic, analytic * 1e-6);
+}
+
+// A step runner for the host backend: time is wall time. A step with a migration in flight
+// lasts 2 ms, ample for the tiny scenario's workers to stage a layer of 64-byte experts, so
+// that, as in the simulation, each rearrangement completes before the next one is due.
+class HostStepRunner final : public StepRunner {
+ public:
+  void RunStep(const StepCost&, bool contended) override {
+    if (contended) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+};
+
+// The simulator runs the core's rearranger, not a copy: the sequence of committed placements
+// of the tiny scenario is the same under the host backend (threads, real bytes) and SimGrid.
+TEST(SimModel, CommitsMatchTheHostBackend) {
+  auto scenario = LoadScenarioFile(std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml");
+  ASSERT_TRUE(scenario.ok()) << scenario.status().message();
+  auto simulated = sim::RunSimulation(*scenario);
+  ASSERT_TRUE(simulated.ok()) << simulated.status().message();
+
+  HostBackend host(scenario->topology(), scenario->model.layers, scenario->model.layers, 64);
+  host.Fill(
+      *Placement::Initial(scenario->model.layers, scenario->model.experts, scenario->num_slots()));
+  auto workload = MakeWorkload(*scenario);
+  HostStepRunner runner;
+  EplbLoop loop(*scenario, **workload, host, runner);
+  ASSERT_TRUE(loop.Run().ok());
+  ASSERT_TRUE(host.Verify(loop.placement()).ok());
+
+  ASSERT_GT(simulated->commits.size(), 4u);
+  ASSERT_EQ(loop.commits().size(), simulated->commits.size());
+  for (size_t i = 0; i < loop.commits().size(); ++i) {
+    EXPECT_EQ(loop.commits()[i].layer, simulated->commits[i].layer) << "commit " << i;
+    EXPECT_EQ(loop.commits()[i].phy2log, simulated->commits[i].phy2log) << "commit " << i;
+  }
+}
+
+}  // namespace
+}  // namespace eplb
