@@ -60,8 +60,26 @@ class CliTest : public ::testing::Test {
                  "20,107,104,64,19,197,187,157,172,86,16,27\n");
   }
 
+  // Each case exits 2, names the problem on stderr and prints nothing on stdout.
+  void ExpectErrors(const std::vector<struct ErrorCase>& cases);
+
   fs::path dir_;
 };
+
+struct ErrorCase {
+  std::string name;
+  std::string args;
+  std::string expected;  // a part of stderr
+};
+
+void CliTest::ExpectErrors(const std::vector<ErrorCase>& cases) {
+  for (const auto& c : cases) {
+    const CliRun r = Eplb(c.args);
+    EXPECT_EQ(r.code, 2) << c.name << ": " << r.err;
+    EXPECT_NE(r.err.find(c.expected), std::string::npos) << c.name << ": stderr was: " << r.err;
+    EXPECT_TRUE(r.out.empty()) << c.name << ": stdout was: " << r.out;
+  }
+}
 
 constexpr const char* kReadmeArgs = "--replicas 16 --groups 4 --nodes 2 --gpus 8";
 
@@ -102,12 +120,6 @@ TEST_F(CliTest, RebalanceAcceptsJsonLoadAndCurrentPlacement) {
   EXPECT_EQ(j["logcnt"].dump(), "[[3,1,1,1],[1,1,1,3]]");
 }
 
-struct ErrorCase {
-  std::string name;
-  std::string args;      // {load} is replaced by the README load file
-  std::string expected;  // a part of stderr
-};
-
 TEST_F(CliTest, ErrorsExitTwoWithAClearMessage) {
   const std::string load = ReadmeLoad();
   const std::string bad_csv = Write("bad.csv", "1,2,3\n4,five,6\n");
@@ -142,12 +154,7 @@ TEST_F(CliTest, ErrorsExitTwoWithAClearMessage) {
       {"groups zero", "rebalance --load " + load + " --replicas 16 --groups 0 --gpus 8",
        "groups is 0; it must be at least 1"},
   };
-  for (const auto& c : cases) {
-    const CliRun r = Eplb(c.args);
-    EXPECT_EQ(r.code, 2) << c.name << ": " << r.err;
-    EXPECT_NE(r.err.find(c.expected), std::string::npos) << c.name << ": stderr was: " << r.err;
-    EXPECT_TRUE(r.out.empty()) << c.name << ": stdout was: " << r.out;
-  }
+  ExpectErrors(cases);
 }
 
 // vLLM's sender-rule example, with a sixth rank keeping expert 1 so both placements are valid.
@@ -211,12 +218,7 @@ TEST_F(CliTest, PlanErrorsExitTwo) {
       {"missing", "plan --old /no/such.json --new " + a + " --gpus 2",
        "/no/such.json: cannot open"},
   };
-  for (const auto& c : cases) {
-    const CliRun r = Eplb(c.args);
-    EXPECT_EQ(r.code, 2) << c.name << ": " << r.err;
-    EXPECT_NE(r.err.find(c.expected), std::string::npos) << c.name << ": stderr was: " << r.err;
-    EXPECT_TRUE(r.out.empty()) << c.name;
-  }
+  ExpectErrors(cases);
 }
 
 #ifdef EPLB_HAVE_SIM

@@ -30,6 +30,17 @@ Topology TwoNodes() {
   return *Topology::Create(c);
 }
 
+// The process's one SimGrid engine, configured as eplb run configures it.
+sg4::Engine& NewEngine() {
+  static int argc = 1;
+  static char name[] = "sim_test";
+  static char* argv[] = {name, nullptr};
+  xbt_log_control_set("root.thresh:critical");
+  static sg4::Engine engine(&argc, argv);
+  sim::ConfigureEngine(engine);
+  return engine;
+}
+
 double Elapsed(const std::function<void()>& body) {
   const double t0 = sg4::Engine::get_clock();
   body();
@@ -37,12 +48,7 @@ double Elapsed(const std::function<void()>& body) {
 }
 
 TEST(SimModel, TransfersTakeWhatArithmeticSays) {
-  int argc = 1;
-  char name[] = "sim_test";
-  char* argv[] = {name, nullptr};
-  xbt_log_control_set("root.thresh:critical");
-  sg4::Engine engine(&argc, argv);
-  sim::ConfigureEngine(engine);
+  sg4::Engine& engine = NewEngine();
   const sim::Platform p(TwoNodes(), 64e9);
   const uint64_t bytes = 400'000'000;
   std::vector<double> t;
@@ -85,12 +91,7 @@ TEST(SimModel, TransfersTakeWhatArithmeticSays) {
 // The backend adds the link's latency to a round; the step runner reproduces the analytic step
 // time exactly on idle links.
 TEST(SimModel, RoundsAndIdleStepsMatchTheAnalyticModel) {
-  int argc = 1;
-  char name[] = "sim_test";
-  char* argv[] = {name, nullptr};
-  xbt_log_control_set("root.thresh:critical");
-  sg4::Engine engine(&argc, argv);
-  sim::ConfigureEngine(engine);
+  sg4::Engine& engine = NewEngine();
   auto scenario =
       ParseScenario("", "t",
                     {"cluster.nodes=2", "cluster.gpus_per_node=4", "model.experts=16",

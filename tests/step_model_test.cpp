@@ -20,14 +20,20 @@ Scenario TwoGpus() {
   return *s;
 }
 
-TEST(StepModel, StragglerComputeAndDispatchByHand) {
-  const Scenario s = TwoGpus();
-  StepModel model(s);
-  const Placement p = *Placement::Create(3, {{0, 1, 0, 2}});
-  LoadMatrix load(1, 3);
-  load << 8, 2, 6;
+class StepModelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    load << 8, 2, 6;
+    model.Cost(load, placement, cost);
+  }
+  const Scenario scenario = TwoGpus();
+  StepModel model{scenario};
+  const Placement placement = *Placement::Create(3, {{0, 1, 0, 2}});
+  LoadMatrix load = LoadMatrix(1, 3);
   StepCost cost;
-  model.Cost(load, p, cost);
+};
+
+TEST_F(StepModelTest, StragglerComputeAndDispatchByHand) {
   // GPU 0: 8/2 + 2 = 6 tokens; GPU 1: 8/2 + 6 = 10 tokens: GPU 1 is the straggler.
   EXPECT_DOUBLE_EQ(cost.compute_s, 100e-6 + 10e-6 + 0.5e-6 * 10);
   // Tokens start evenly on 2 GPUs, so half of each GPU's tokens come over NVLink:
@@ -45,14 +51,7 @@ TEST(StepModel, StragglerComputeAndDispatchByHand) {
   EXPECT_DOUBLE_EQ(cost.imbalance_ratio, 0.25);
 }
 
-TEST(StepModel, AllToAllFlowsCarryTheBusiestPortInOneFlowEach) {
-  const Scenario s = TwoGpus();
-  StepModel model(s);
-  const Placement p = *Placement::Create(3, {{0, 1, 0, 2}});
-  LoadMatrix load(1, 3);
-  load << 8, 2, 6;
-  StepCost cost;
-  model.Cost(load, p, cost);
+TEST_F(StepModelTest, AllToAllFlowsCarryTheBusiestPortInOneFlowEach) {
   const auto flows = model.AllToAllFlows(cost, false);
   ASSERT_EQ(flows.size(), 2u);  // 0 -> 1 and 1 -> 0 over NVLink
   double busiest = 0;
