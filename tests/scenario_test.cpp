@@ -82,7 +82,8 @@ TEST(Scenario, ImpossibleValuesSayWhatIsValid) {
             "s.yaml:2:11: model.groups is 7; it must divide model.experts (256)");
   EXPECT_EQ(
       Err("eplb:\n  policy: oracle\n"),
-      "s.yaml:2:11: eplb.policy is 'oracle'; unknown policy 'oracle'; valid policies: deepseek");
+      "s.yaml:2:11: eplb.policy is 'oracle'; unknown policy 'oracle'; valid policies: deepseek, "
+      "static, deepseek-preserve, replicate-lpt, timeseries, incremental, migration-aware");
   EXPECT_EQ(Err("workload:\n  kind: trace\n"),
             "s.yaml:2:9: workload.kind is 'trace' but workload.trace names no file");
 }

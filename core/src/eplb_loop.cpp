@@ -70,8 +70,30 @@ Status EplbLoop::Rearrange(int step) {
   const Placement current = placement();
   // Float accumulation leaves crumbs around zero; the policy needs non-negative loads.
   const LoadMatrix window = window_sum_.cwiseMax(0.0);
+  // The window in consecutive chunks of steps, oldest first, for policies that look at time.
+  constexpr int kChunks = 16;
+  const int filled = std::max(1, window_filled_);
+  const int per_chunk = std::max(1, (filled + kChunks - 1) / kChunks);
+  const size_t cells = static_cast<size_t>(window.size());
+  const int size = scenario_.eplb.window_size;
+  std::vector<LoadMatrix> chunks;
+  for (int first = 0; first < filled; first += per_chunk) {
+    LoadMatrix chunk = LoadMatrix::Zero(window.rows(), window.cols());
+    for (int i = first; i < std::min(filled, first + per_chunk); ++i) {
+      const int slot = ((window_next_ - filled + i) % size + size) % size;
+      const float* recorded = window_steps_.data() + static_cast<size_t>(slot) * cells;
+      for (size_t c = 0; c < cells; ++c) chunk.data()[c] += recorded[c];
+    }
+    chunks.push_back(std::move(chunk));
+  }
+  PolicyInput input{window, topology_, &current, scenario_.model.groups, chunks};
+  input.migration.window_steps = filled;
+  input.migration.serve_steps = scenario_.eplb.step_interval;
+  input.migration.seconds_per_token = scenario_.compute.per_token_us * 1e-6;
+  input.migration.weight = scenario_.eplb.migration_weight;
+  input.migration.max_moves_per_layer = scenario_.eplb.max_moves_per_layer;
   const auto start = std::chrono::steady_clock::now();
-  auto target = policy_->Rebalance({window, topology_, &current, scenario_.model.groups});
+  auto target = policy_->Rebalance(input);
   const double policy_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!target.ok())

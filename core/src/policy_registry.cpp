@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "eplb/policies.h"
 #include "eplb/policy.h"
 #include "eplb/policy_deepseek.h"
 
@@ -22,6 +23,25 @@ Registry& GetRegistry() {
                            "DeepSeek's hierarchical policy (groups to nodes, replicas inside "
                            "nodes, replicas to GPUs) with its global fallback",
                            [] { return std::make_unique<DeepSeekPolicy>(); }});
+    r->policies.push_back(
+        {"static", "never rearranges", [] { return std::make_unique<StaticPolicy>(); }});
+    r->policies.push_back({"deepseek-preserve", "deepseek, then slot preservation",
+                           [] { return std::make_unique<DeepSeekPreservePolicy>(); }});
+    r->policies.push_back(
+        {"replicate-lpt",
+         "TensorRT-LLM's: greedy replication, replicas heaviest first on the least loaded GPU",
+         [] { return std::make_unique<ReplicateLptPolicy>(); }});
+    r->policies.push_back(
+        {"timeseries", "SGLang's deepseek_vec idea: replicas where they cut the per-chunk peaks",
+         [] { return std::make_unique<TimeSeriesPolicy>(); }});
+    r->policies.push_back(
+        {"incremental",
+         "SwiftBalancer-like: bounded re-points and swaps from the current placement",
+         [] { return std::make_unique<IncrementalPolicy>(); }});
+    r->policies.push_back(
+        {"migration-aware",
+         "ours: per layer, the cheapest of keep, repair and deepseek over the next interval",
+         [] { return std::make_unique<MigrationAwarePolicy>(); }});
     return r;
   }();
   return *registry;

@@ -50,6 +50,39 @@ std::string TransfersCsv(const RunResult& run) {
   return out;
 }
 
+// Balancedness of the load that follows each rearrangement: the steps from its start to the
+// next one's (or the run's end), the policy's real test rather than the window it was given.
+std::vector<double> FollowingBalancedness(const RunResult& run) {
+  std::vector<double> out;
+  for (size_t i = 0; i < run.rearrangements.size(); ++i) {
+    const int first = run.rearrangements[i].step + 1;
+    const int last = i + 1 < run.rearrangements.size() ? run.rearrangements[i + 1].step
+                                                       : static_cast<int>(run.steps.size()) - 1;
+    double sum = 0;
+    int n = 0;
+    for (int s = first; s <= last && s < static_cast<int>(run.steps.size()); ++s, ++n)
+      sum += run.steps[s].balancedness;
+    out.push_back(n > 0 ? sum / n : 1.0);
+  }
+  return out;
+}
+
+std::string RearrangementsCsv(const RunResult& run) {
+  std::string out =
+      "step,start_s,end_s,layers,transfers,bytes_nvlink,bytes_nic,predicted_makespan_s,lower_bound_"
+      "s,policy_ms,"
+      "window_balancedness_before,window_balancedness_after,following_balancedness\n";
+  const auto following = FollowingBalancedness(run);
+  for (size_t i = 0; i < run.rearrangements.size(); ++i) {
+    const RearrangementRecord& r = run.rearrangements[i];
+    out += fmt::format("{},{:.9g},{:.9g},{},{},{},{},{:.9g},{:.9g},{:.3f},{:.6f},{:.6f},{:.6f}\n",
+                       r.step, r.start_s, r.end_s, r.layers, r.transfers, r.bytes[0], r.bytes[1],
+                       r.predicted_makespan_s, r.lower_bound_s, r.policy_ms,
+                       r.window_balancedness_before, r.window_balancedness_after, following[i]);
+  }
+  return out;
+}
+
 std::string PlacementsJsonl(const RunResult& run) {
   std::string out;
   const Scenario& s = run.scenario;
@@ -257,6 +290,7 @@ Status WriteRunFolder(const std::string& dir, const RunResult& run) {
   Status s = WriteText(partial / "scenario.yaml", ScenarioToYaml(run.scenario));
   if (s.ok()) s = WriteText(partial / "metrics.csv", MetricsCsv(run));
   if (s.ok()) s = WriteText(partial / "transfers.csv", TransfersCsv(run));
+  if (s.ok()) s = WriteText(partial / "rearrangements.csv", RearrangementsCsv(run));
   if (s.ok()) s = WriteText(partial / "placements.jsonl", PlacementsJsonl(run));
   if (s.ok()) s = WriteText(partial / "trace.json", TraceJson(run));
   // The summary last: a folder without it was never finished.

@@ -354,6 +354,8 @@ Result<Scenario> ParseScenario(const std::string& text, const std::string& sourc
     s.eplb.sender_rule = *ParseSenderRule(rule);
     s.eplb.schedule = *ParseScheduleStrategy(sched);
     e.Bool("preserve_slots", s.eplb.preserve_slots);
+    e.Double("migration_weight", s.eplb.migration_weight, 0);
+    e.Int("max_moves_per_layer", s.eplb.max_moves_per_layer, 0);
     e.Finish();
   }
   {
@@ -427,7 +429,9 @@ std::string ScenarioToYaml(const Scenario& s) {
       << YAML::Value << s.eplb.staging_layers << YAML::Key << "sender_rule" << YAML::Value
       << SenderRuleName(s.eplb.sender_rule) << YAML::Key << "schedule" << YAML::Value
       << ScheduleStrategyName(s.eplb.schedule) << YAML::Key << "preserve_slots" << YAML::Value
-      << s.eplb.preserve_slots << YAML::EndMap;
+      << s.eplb.preserve_slots << YAML::Key << "migration_weight" << YAML::Value
+      << s.eplb.migration_weight << YAML::Key << "max_moves_per_layer" << YAML::Value
+      << s.eplb.max_moves_per_layer << YAML::EndMap;
   out << YAML::Key << "run" << YAML::Value << YAML::BeginMap << YAML::Key << "steps" << YAML::Value
       << s.run.steps << YAML::Key << "seed" << YAML::Value
       << static_cast<unsigned long long>(s.run.seed) << YAML::EndMap;

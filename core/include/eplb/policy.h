@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,16 @@
 
 namespace eplb {
 
+// What migration-aware policies weigh against balance. Loads are window sums; these turn them
+// into time.
+struct MigrationCost {
+  double window_steps = 1;    // steps summed in the load window
+  double serve_steps = 3000;  // steps the new placement will serve (the rearrangement interval)
+  double seconds_per_token = 0.15e-6;  // per token-expert on a GPU (the step model's per_token)
+  double weight = 1.0;                 // multiplies the cost of moving bytes; 0 ignores it
+  int max_moves_per_layer = 8;         // `incremental`: experts moved per layer at most
+};
+
 struct PolicyInput {
   const LoadMatrix& load;
   const Topology& topology;
@@ -28,6 +39,10 @@ struct PolicyInput {
   const Placement* current = nullptr;
   // Expert groups of the model (DeepSeek's group-limited routing); 1 when the model has none.
   int num_groups = 1;
+  // The window cut into consecutive chunks of steps (each layers × experts, summing to `load`),
+  // for policies that look at load over time; empty when unknown.
+  std::span<const LoadMatrix> window_chunks = {};
+  MigrationCost migration = {};
 };
 
 // Checks what every policy needs: a valid load, at least as many slots as experts, and a

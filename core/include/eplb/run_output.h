@@ -8,6 +8,12 @@
 //                     committed), stalled_s (time the step boundary blocked)
 //   transfers.csv     every expert transfer: layer, expert, src_rank, dst_rank, bytes, link,
 //                     start_s, end_s (its flow's start and end)
+//   rearrangements.csv one line per rearrangement: step, start_s, end_s (last commit, −1 if
+//                     none), layers, transfers, bytes_nvlink, bytes_nic, predicted_makespan_s and
+//                     lower_bound_s (schedule.h, summed over layers), policy_ms (wall time),
+//                     window_balancedness_before/after (of the window the policy saw, under the
+//                     old and new placements) and following_balancedness (mean balancedness of
+//                     the steps it served, up to the next rearrangement)
 //   placements.jsonl  the initial placement of each layer (step −1), then one line per layer
 //                     commit: {"step", "time_s", "layer", "phy2log"}
 //   trace.json        Chrome/Perfetto trace events: a process per GPU with its transfers (async

@@ -77,6 +77,8 @@ struct EplbSpec {
   SenderRule sender_rule = SenderRule::kLocal;
   ScheduleStrategy schedule = ScheduleStrategy::kBest;
   bool preserve_slots = false;
+  double migration_weight = 16;  // migration-aware: weight of the time to move bytes
+  int max_moves_per_layer = 8;   // incremental: experts moved per layer at most
 };
 
 struct RunSpec {

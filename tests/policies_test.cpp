@@ -1,0 +1,216 @@
+// The policy family: every policy gives valid placements, none beats the lower bound, and each
+// shows the behaviour that defines it.
+#include "eplb/policies.h"
+
+#include <algorithm>
+#include <functional>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "eplb/balance_bound.h"
+#include "eplb/metrics.h"
+#include "eplb/policy_deepseek.h"
+#include "test_util.h"
+
+namespace eplb {
+namespace {
+
+using testing::Drift;
+using testing::MakeTopology;
+using testing::RandomLoad;
+using testing::RandomPlacement;
+
+double MaxGpuLoad(const LoadMatrix& load, const Placement& p, const Topology& t, int layer) {
+  return GpuLoads(load, p, t).row(layer).maxCoeff();
+}
+
+TEST(Policies, AllAreRegisteredAndGiveValidPlacementsThatNeverBeatTheBound) {
+  std::mt19937_64 rng(31);
+  for (const PolicyInfo& info : RegisteredPolicies()) {
+    SCOPED_TRACE(info.name);
+    for (int trial = 0; trial < 60; ++trial) {
+      const Topology topo = MakeTopology(1 + trial % 2, 2 + trial % 3, 2 + trial % 3, 1'000'000);
+      const int experts = std::max(2, topo.num_slots() - 1 - trial % 4);
+      const int groups = experts % 2 == 0 ? 2 : 1;
+      const LoadMatrix load = RandomLoad(rng, 3, experts);
+      const Placement current = RandomPlacement(rng, 3, topo.num_slots(), experts);
+      auto policy = MakePolicy(info.name);
+      ASSERT_TRUE(policy.ok());
+      auto p = (*policy)->Rebalance({load, topo, trial % 3 ? &current : nullptr, groups});
+      ASSERT_TRUE(p.ok()) << p.status().message();
+      ASSERT_EQ(p->num_slots(), topo.num_slots());
+      ASSERT_EQ(p->num_experts(), experts);
+      const auto bound = MaxGpuLoadLowerBound(load, topo);
+      for (int l = 0; l < 3; ++l) {
+        for (int e = 0; e < experts; ++e) ASSERT_GE(p->logcnt(l, e), 1);
+        ASSERT_GE(MaxGpuLoad(load, *p, topo, l), bound[l] * (1 - 1e-12)) << "layer " << l;
+      }
+    }
+  }
+  EXPECT_EQ(RegisteredPolicies().size(), 7u);
+}
+
+TEST(Policies, StaticNeverMoves) {
+  std::mt19937_64 rng(1);
+  const Topology topo = MakeTopology(2, 2, 3);
+  const Placement current = RandomPlacement(rng, 4, 12, 10);
+  const LoadMatrix load = RandomLoad(rng, 4, 10);
+  StaticPolicy policy;
+  EXPECT_EQ(*policy.Rebalance({load, topo, &current}), current);
+  EXPECT_EQ(*policy.Rebalance({load, topo}), *Placement::Initial(4, 10, 12));
+}
+
+TEST(Policies, IncrementalNeverMovesMoreThanItsBound) {
+  std::mt19937_64 rng(2);
+  for (int bound : {0, 1, 2, 5, 8}) {
+    for (int trial = 0; trial < 40; ++trial) {
+      const Topology topo = MakeTopology(2, 4, 4);
+      const Placement current = RandomPlacement(rng, 3, 32, 24);
+      const LoadMatrix load = RandomLoad(rng, 3, 24);
+      IncrementalPolicy policy;
+      PolicyInput input{load, topo, &current};
+      input.migration.max_moves_per_layer = bound;
+      auto p = policy.Rebalance(input);
+      ASSERT_TRUE(p.ok());
+      for (int l = 0; l < 3; ++l) {
+        int moved = 0;
+        for (int s = 0; s < 32; ++s) moved += p->expert_at(l, s) != current.expert_at(l, s);
+        ASSERT_LE(moved, bound);
+        // It only ever improves the straggler.
+        ASSERT_LE(MaxGpuLoad(load, *p, topo, l), MaxGpuLoad(load, current, topo, l) + 1e-9);
+      }
+    }
+  }
+}
+
+// The balance optimum of a small layer by brute force: every row with each expert present.
+double BruteForceOptimum(const LoadMatrix& load, const Topology& topo) {
+  const int slots = topo.num_slots(), experts = static_cast<int>(load.cols());
+  std::vector<int32_t> row(static_cast<size_t>(slots), 0);
+  double best = 1e300;
+  std::function<void(int)> go = [&](int s) {
+    if (s == slots) {
+      auto p = Placement::Create(experts, slots, row);
+      if (p.ok()) best = std::min(best, MaxGpuLoad(load, *p, topo, 0));
+      return;
+    }
+    for (int e = 0; e < experts; ++e) {
+      row[s] = e;
+      go(s + 1);
+    }
+  };
+  go(0);
+  return best;
+}
+
+TEST(Policies, MigrationAwareWithZeroWeightIsTheBalanceOptimumOnSmallCases) {
+  std::mt19937_64 rng(3);
+  for (int trial = 0; trial < 40; ++trial) {
+    const Topology topo = MakeTopology(1, 2 + trial % 2, 2 + trial % 2 - (trial % 4 == 3), 1000);
+    const int experts = 2 + static_cast<int>(rng() % 3);
+    if (experts > topo.num_slots()) continue;
+    const LoadMatrix load = RandomLoad(rng, 1, experts);
+    const Placement current = RandomPlacement(rng, 1, topo.num_slots(), experts);
+    MigrationAwarePolicy policy;
+    PolicyInput input{load, topo, &current};
+    input.migration.weight = 0;
+    auto p = policy.Rebalance(input);
+    ASSERT_TRUE(p.ok());
+    EXPECT_NEAR(MaxGpuLoad(load, *p, topo, 0), BruteForceOptimum(load, topo), 1e-9)
+        << "trial " << trial;
+  }
+}
+
+TEST(Policies, MigrationAwareKeepsThePlacementWhenMovingIsExpensive) {
+  std::mt19937_64 rng(4);
+  const Topology topo = MakeTopology(2, 4, 3);
+  const Placement current = RandomPlacement(rng, 5, 24, 20);
+  const LoadMatrix load = RandomLoad(rng, 5, 20);
+  MigrationAwarePolicy policy;
+  PolicyInput input{load, topo, &current};
+  input.migration.weight = 1e12;
+  EXPECT_EQ(*policy.Rebalance(input), current);
+  // Balance only: never worse than deepseek's placement, which is one of its candidates.
+  input.migration.weight = 0;
+  auto balanced = policy.Rebalance(input);
+  auto deepseek = RebalanceDeepSeek(load, 24, 1, 2, 8);
+  for (int l = 0; l < 5; ++l) {
+    EXPECT_LE(MaxGpuLoad(load, *balanced, topo, l), MaxGpuLoad(load, *deepseek, topo, l) + 1e-9);
+  }
+}
+
+TEST(Policies, MigrationAwareMovesFewerExpertsThanDeepSeekOnDrift) {
+  std::mt19937_64 rng(5);
+  const Topology topo = MakeTopology(4, 8, 9);
+  // A window of 1000 steps of 16k tokens × top-8 over 256 experts: ~500k assignments each.
+  LoadMatrix load = RandomLoad(rng, 8, 256) * 300.0;
+  auto first = RebalanceDeepSeek(load, 288, 8, 4, 32);
+  for (int e = 0; e < 256; ++e)
+    load.col(e) *= std::exp(std::normal_distribution<double>(0, 0.3)(rng));
+  MigrationAwarePolicy aware;
+  PolicyInput input{load, topo, &*first, 8};
+  input.migration.weight = 16;
+  input.migration.window_steps = 1000;  // the load is a window of 1000 steps, as in a run
+  auto moved_aware = aware.Rebalance(input);
+  auto moved_deepseek = RebalanceDeepSeek(load, 288, 8, 4, 32);
+  int changed_aware = 0, changed_deepseek = 0;
+  for (int l = 0; l < 8; ++l) {
+    for (int s = 0; s < 288; ++s) {
+      changed_aware += moved_aware->expert_at(l, s) != first->expert_at(l, s);
+      changed_deepseek += moved_deepseek->expert_at(l, s) != first->expert_at(l, s);
+    }
+  }
+  EXPECT_LT(changed_aware * 3, changed_deepseek);
+  EXPECT_GT(Balancedness(GpuLoads(load, *moved_aware, topo)),
+            0.98 * Balancedness(GpuLoads(load, *moved_deepseek, topo)));
+}
+
+TEST(Policies, ReplicateLptGivesTheHotExpertTheMostReplicas) {
+  LoadMatrix load = LoadMatrix::Constant(1, 6, 10.0);
+  load(0, 4) = 200;
+  const Topology topo = MakeTopology(1, 3, 4);
+  ReplicateLptPolicy policy;
+  auto p = policy.Rebalance({load, topo});
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->logcnt(0, 4), 7);  // all 6 redundant slots: 200/7 is still above 10
+  // Heaviest first on the least loaded GPU: the 7 replicas of 28.6 spread 3/2/2.
+  const auto gpu = GpuLoads(load, *p, topo);
+  EXPECT_LT(gpu.row(0).maxCoeff() - gpu.row(0).minCoeff(), 200.0 / 7 + 1e-9);
+}
+
+TEST(Policies, TimeSeriesReplicatesWhatPeaksNotWhatSums) {
+  // Chunk 1: expert 0 peaks; chunk 2: expert 1 peaks; expert 2 is steady and largest in sum.
+  LoadMatrix c1(1, 3), c2(1, 3);
+  c1 << 10, 0, 6;
+  c2 << 0, 10, 6;
+  const LoadMatrix sum = c1 + c2;
+  const std::vector<LoadMatrix> chunks = {c1, c2};
+  const Topology topo = MakeTopology(1, 5, 1);
+  TimeSeriesPolicy ts;
+  PolicyInput input{sum, topo};
+  input.window_chunks = chunks;
+  auto p = ts.Rebalance(input);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->logcnt(0, 0), 2);
+  EXPECT_EQ(p->logcnt(0, 1), 2);
+  EXPECT_EQ(p->logcnt(0, 2), 1);
+  ReplicateLptPolicy by_sum;  // by the window's sum, the steady expert gets the extra replica
+  EXPECT_EQ(by_sum.Rebalance({sum, topo})->logcnt(0, 2), 2);
+}
+
+TEST(BalanceBound, IsTheMeanOrTheHottestReplica) {
+  LoadMatrix load(2, 4);
+  load << 10, 10, 10, 10,  //
+      100, 1, 1, 1;
+  const Topology two = MakeTopology(1, 2, 3);
+  EXPECT_DOUBLE_EQ(MaxGpuLoadLowerBound(load, two)[0], 20);    // the mean of 40 over 2 GPUs
+  EXPECT_DOUBLE_EQ(MaxGpuLoadLowerBound(load, two)[1], 51.5);  // the mean, above 100/3
+  // One slot per GPU: expert 0 cannot be split, so its GPU carries all 100.
+  const Topology four = MakeTopology(1, 4, 1);
+  EXPECT_DOUBLE_EQ(MaxGpuLoadLowerBound(load, four)[1], 100);
+  EXPECT_NEAR(BalancednessUpperBound(load, four), (10 + 25.75) / (10 + 100), 1e-12);
+}
+
+}  // namespace
+}  // namespace eplb
