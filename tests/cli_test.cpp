@@ -40,9 +40,10 @@ class CliTest : public ::testing::Test {
     return p.string();
   }
 
-  CliRun Eplb(const std::string& args) {
+  // Runs eplb with `args`; `env` (VAR=value ...) goes before it.
+  CliRun Eplb(const std::string& args, const std::string& env = "") {
     const std::string err_path = (dir_ / "stderr.txt").string();
-    const std::string cmd = std::string(EPLB_BINARY) + " " + args + " 2>" + err_path;
+    const std::string cmd = env + " " + std::string(EPLB_BINARY) + " " + args + " 2>" + err_path;
     CliRun r;
     FILE* f = popen(cmd.c_str(), "r");
     char buf[4096];
@@ -312,6 +313,148 @@ TEST_F(CliTest, RunErrorsLeaveNoFolder) {
   for (const auto& e : fs::directory_iterator(dir_)) {
     EXPECT_EQ(e.path().filename().string().find(".partial-"), std::string::npos) << e.path();
   }
+}
+// Checks that every tag opened in `html` is closed in order (void elements aside): enough to
+// catch a truncated or malformed page without an HTML library.
+std::string CheckTags(const std::string& html) {
+  static const std::set<std::string> kVoid = {"meta",  "br",   "hr",      "img",
+                                              "input", "link", "!DOCTYPE"};
+  std::vector<std::string> open;
+  for (size_t i = html.find('<'); i != std::string::npos; i = html.find('<', i + 1)) {
+    const size_t end = html.find('>', i);
+    if (end == std::string::npos) return "unterminated tag";
+    std::string tag = html.substr(i + 1, end - i - 1);
+    const bool closing = !tag.empty() && tag[0] == '/';
+    const bool self_closing = !tag.empty() && tag.back() == '/';
+    const std::string name =
+        tag.substr(closing ? 1 : 0, tag.find_first_of(" />", closing ? 1 : 0) - (closing ? 1 : 0));
+    if (kVoid.count(name) || self_closing) continue;
+    if (!closing) {
+      open.push_back(name);
+    } else if (open.empty() || open.back() != name) {
+      return "</" + name + "> closes " + (open.empty() ? "nothing" : "<" + open.back() + ">");
+    } else {
+      open.pop_back();
+    }
+  }
+  return open.empty() ? "" : "<" + open.back() + "> never closed";
+}
+
+TEST_F(CliTest, CompareWritesAReportWhoseNumbersAreTheJsons) {
+  const std::string out = (dir_ / "cmp").string();
+  const CliRun r =
+      Eplb(std::string("compare ") + EPLB_SCENARIO_DIR +
+           "/tiny.yaml --policies static,deepseek,timeseries,migration-aware --out " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string html = testing::ReadFile(out + "/report.html");
+  EXPECT_EQ(CheckTags(html), "");
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_EQ(html.find("http"), html.find("http://www.w3.org/2000/svg"));  // nothing to fetch
+  for (const char* plot : {"Balancedness over time", "Step time over time",
+                           "Bytes moved per rearrangement", "CDF of step time"}) {
+    EXPECT_NE(html.find(std::string("aria-label=\"") + plot + "\""), std::string::npos) << plot;
+  }
+  EXPECT_NE(html.find("<pre>name: tiny"), std::string::npos);
+  const auto doc = nlohmann::json::parse(testing::ReadFile(out + "/comparison.json"));
+  ASSERT_EQ(doc["policies"].size(), 4u);
+  size_t values = 0;
+  for (const auto& row : doc["policies"]) {
+    const std::string label = row["label"];
+    EXPECT_NE(html.find("data-series=\"" + label + "\""), std::string::npos) << label;
+    EXPECT_TRUE(fs::exists(fs::path(out) / label / "summary.json"));
+    // Every number in the table row equals comparison.json's.
+    const size_t at = html.find("<tr><td>" + label + "</td>");
+    ASSERT_NE(at, std::string::npos) << label;
+    const std::string tr = html.substr(at, html.find("</tr>", at) - at);
+    for (size_t k = tr.find("data-key=\""); k != std::string::npos;
+         k = tr.find("data-key=\"", k + 1)) {
+      const size_t ks = k + 10, ke = tr.find('"', ks);
+      const std::string key = tr.substr(ks, ke - ks);
+      const size_t vs = tr.find("data-value=\"", ke) + 12;
+      const double v = std::stod(tr.substr(vs, tr.find('"', vs) - vs));
+      EXPECT_NEAR(v, row[key].get<double>(), 1e-12 * std::max(1.0, std::abs(v)))
+          << label << " " << key;
+      ++values;
+    }
+  }
+  EXPECT_EQ(values, 4u * 14u);
+  // The static policy never moves anything; the others do.
+  EXPECT_EQ(doc["policies"][0]["bytes_per_rearrangement"], 0);
+  EXPECT_GT(doc["policies"][1]["bytes_per_rearrangement"].get<double>(), 0);
+  const std::string csv = testing::ReadFile(out + "/comparison.csv");
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5);
+}
+
+TEST_F(CliTest, SweepRunsTheCrossProduct) {
+  const std::string out = (dir_ / "sweep").string();
+  const CliRun r =
+      Eplb(std::string("sweep ") + EPLB_SCENARIO_DIR +
+           "/tiny.yaml --vary cluster.nic.bandwidth_gbps=25,100 --vary eplb.step_interval=100,200 "
+           "--policies deepseek,static --set run.steps=250 --out " +
+           out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(testing::ReadFile(out + "/sweep.json"));
+  ASSERT_EQ(doc["points"].size(), 8u);
+  std::set<std::tuple<double, double, std::string>> seen;
+  for (const auto& p : doc["points"]) {
+    seen.insert({p["cluster.nic.bandwidth_gbps"].get<double>(),
+                 p["eplb.step_interval"].get<double>(), p["policy"].get<std::string>()});
+  }
+  EXPECT_EQ(seen.size(), 8u);
+  const std::string html = testing::ReadFile(out + "/report.html");
+  EXPECT_EQ(CheckTags(html), "");
+  EXPECT_NE(html.find("mean step time (ms) against cluster.nic.bandwidth_gbps"), std::string::npos);
+  EXPECT_NE(html.find("balancedness against eplb.step_interval"), std::string::npos);
+  // A faster NIC never makes the same point's steps slower.
+  const auto& pts = doc["points"];
+  for (const auto& a : pts) {
+    for (const auto& b : pts) {
+      if (a["policy"] == b["policy"] && a["eplb.step_interval"] == b["eplb.step_interval"] &&
+          a["cluster.nic.bandwidth_gbps"] < b["cluster.nic.bandwidth_gbps"]) {
+        EXPECT_GE(a["step_time_mean_s"].get<double>(),
+                  b["step_time_mean_s"].get<double>() * (1 - 1e-12));
+      }
+    }
+  }
+}
+
+// Under mpirun each rank takes every size-th point; rank 0 waits for the others' marks in the
+// shared folder and writes the tables. Two ranks are two processes with Open MPI's variables.
+TEST_F(CliTest, SweepSpreadsPointsOverMpiRanks) {
+  const std::string out = (dir_ / "mpi").string();
+  const std::string args =
+      std::string("sweep ") + EPLB_SCENARIO_DIR +
+      "/tiny.yaml --vary eplb.num_redundant_experts=0,4,8 --set run.steps=150 --jobs 1 --out " +
+      out;
+  FILE* rank1 = popen(("OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2 " + std::string(EPLB_BINARY) +
+                       " " + args + " >/dev/null 2>&1")
+                          .c_str(),
+                      "r");
+  const CliRun rank0 = Eplb(args, "OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2");
+  const int status1 = pclose(rank1);
+  ASSERT_EQ(rank0.code, 0) << rank0.err;
+  EXPECT_EQ(WEXITSTATUS(status1), 0);
+  const auto doc = nlohmann::json::parse(testing::ReadFile(out + "/sweep.json"));
+  ASSERT_EQ(doc["points"].size(), 3u);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_TRUE(fs::exists(fs::path(out) / "points" / std::to_string(i) / "summary.json"));
+  EXPECT_FALSE(fs::exists(out + ".mpi-partial"));
+}
+
+TEST_F(CliTest, CompareAndSweepErrorsExitTwo) {
+  const std::string tiny = std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml";
+  ExpectErrors({
+      {"unknown policy", "compare " + tiny + " --policies deepseek,oracle",
+       "--policies: unknown policy 'oracle'"},
+      {"empty policies", "compare " + tiny + " --policies ,", "--policies names no policy"},
+      {"bad vary", "sweep " + tiny + " --vary cluster.nodes",
+       "--vary 'cluster.nodes': expected key.path=v1,v2,..."},
+      {"bad point", "sweep " + tiny + " --vary cluster.nodes=2,0",
+       "point 1: " + tiny +
+           " (--set cluster.nodes): cluster.nodes is 0; valid values are 1..100000"},
+      {"unknown field", "sweep " + tiny + " --vary cluster.nodez=1,2",
+       "unknown field 'cluster.nodez'"},
+  });
 }
 #else
 TEST_F(CliTest, RunSaysTheSimulatorWasNotBuilt) {

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "eplb/balance_bound.h"
 #include "eplb/metrics.h"
 #include "eplb/slot_preservation.h"
 
@@ -108,6 +109,7 @@ Status EplbLoop::Rearrange(int step) {
   r.policy_ms = policy_ms;
   r.window_balancedness_before = Balancedness(GpuLoads(window, current, topology_));
   r.window_balancedness_after = Balancedness(GpuLoads(window, next, topology_));
+  r.window_balancedness_bound = BalancednessUpperBound(window, topology_);
   rearrangements_.push_back(r);
   EPLB_RETURN_IF_ERROR(rearranger_->Start(current, next));
   RearrangementRecord& rec = rearrangements_.back();

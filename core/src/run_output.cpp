@@ -69,16 +69,17 @@ std::vector<double> FollowingBalancedness(const RunResult& run) {
 
 std::string RearrangementsCsv(const RunResult& run) {
   std::string out =
-      "step,start_s,end_s,layers,transfers,bytes_nvlink,bytes_nic,predicted_makespan_s,lower_bound_"
-      "s,policy_ms,"
-      "window_balancedness_before,window_balancedness_after,following_balancedness\n";
+      "step,start_s,end_s,layers,transfers,bytes_nvlink,bytes_nic,predicted_makespan_s,"
+      "lower_bound_s,policy_ms,window_balancedness_before,window_balancedness_after,window_"
+      "balancedness_bound,following_balancedness\n";
   const auto following = FollowingBalancedness(run);
   for (size_t i = 0; i < run.rearrangements.size(); ++i) {
     const RearrangementRecord& r = run.rearrangements[i];
-    out += fmt::format("{},{:.9g},{:.9g},{},{},{},{},{:.9g},{:.9g},{:.3f},{:.6f},{:.6f},{:.6f}\n",
-                       r.step, r.start_s, r.end_s, r.layers, r.transfers, r.bytes[0], r.bytes[1],
-                       r.predicted_makespan_s, r.lower_bound_s, r.policy_ms,
-                       r.window_balancedness_before, r.window_balancedness_after, following[i]);
+    out += fmt::format(
+        "{},{:.9g},{:.9g},{},{},{},{},{:.9g},{:.9g},{:.3f},{:.6f},{:.6f},{:.6f},{:.6f}\n", r.step,
+        r.start_s, r.end_s, r.layers, r.transfers, r.bytes[0], r.bytes[1], r.predicted_makespan_s,
+        r.lower_bound_s, r.policy_ms, r.window_balancedness_before, r.window_balancedness_after,
+        r.window_balancedness_bound, following[i]);
   }
   return out;
 }

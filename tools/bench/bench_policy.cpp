@@ -4,6 +4,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "eplb/policy.h"
 #include "eplb/policy_deepseek.h"
 
 namespace {
@@ -41,6 +42,35 @@ BENCHMARK(BM_DeepSeek)
     ->Args({58, 256, 384, 8, 2, 128})  // 384 slots on 128 GPUs / 2 nodes
     ->Args({94, 128, 144, 1, 1, 16})   // Qwen3-235B-like: global
     ->Unit(benchmark::kMicrosecond);
+
+// Every registered policy on DeepSeek-V3 EP32 (58 layers, 256 experts, 288 slots, 32 GPUs,
+// 4 nodes, 8 groups), from the placement deepseek chose on the previous window.
+void BM_Policy(benchmark::State& state, const std::string& name) {
+  const eplb::LoadMatrix before = SkewedLoad(58, 256, 42);
+  eplb::LoadMatrix load = before;
+  std::mt19937_64 rng(7);
+  std::lognormal_distribution<double> drift(0.0, 0.3);
+  for (Eigen::Index i = 0; i < load.size(); ++i)
+    load.data()[i] = std::round(load.data()[i] * drift(rng));
+  auto topology = eplb::Topology::FromReplicas(288, 4, 32);
+  auto current = eplb::RebalanceDeepSeek(before, 288, 8, 4, 32);
+  auto policy = eplb::MakePolicy(name);
+  eplb::PolicyInput input{load, *topology, &*current, 8};
+  input.migration.window_steps = 1000;  // SkewedLoad's scale: a window of ~1000 steps
+  for (auto _ : state) {
+    auto p = (*policy)->Rebalance(input);
+    if (!p.ok()) state.SkipWithError(p.status().message().c_str());
+    benchmark::DoNotOptimize(p);
+  }
+}
+
+const bool kRegistered = [] {
+  for (const auto& info : eplb::RegisteredPolicies()) {
+    benchmark::RegisterBenchmark(("BM_Policy/" + info.name).c_str(), BM_Policy, info.name)
+        ->Unit(benchmark::kMillisecond);
+  }
+  return true;
+}();
 
 }  // namespace
 

@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "eplb/run_output.h"
 #include "eplb/scenario.h"
+#include "sim_jobs.h"
 #ifdef EPLB_HAVE_SIM
 #include "simulation.h"
 #endif

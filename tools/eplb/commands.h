@@ -14,5 +14,7 @@ using Action = std::function<int()>;
 void AddRebalanceCommand(CLI::App& app, Action& action);
 void AddPlanCommand(CLI::App& app, Action& action);
 void AddRunCommand(CLI::App& app, Action& action);
+void AddCompareCommand(CLI::App& app, Action& action);
+void AddSweepCommand(CLI::App& app, Action& action);
 
 }  // namespace eplb::cli

@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
   eplb::cli::AddRebalanceCommand(app, action);
   eplb::cli::AddPlanCommand(app, action);
   eplb::cli::AddRunCommand(app, action);
+  eplb::cli::AddCompareCommand(app, action);
+  eplb::cli::AddSweepCommand(app, action);
 
   try {
     app.parse(argc, argv);

@@ -55,6 +55,8 @@ struct RearrangementRecord {
   double lower_bound_s = 0;               // Σ over layers of the lower bound
   double window_balancedness_before = 1;  // of the window's load, old placement
   double window_balancedness_after = 1;   // of the window's load, new placement
+  double window_balancedness_bound =
+      1;  // no placement can beat it on that window (balance_bound.h)
 };
 
 struct CommitRecord {

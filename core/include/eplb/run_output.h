@@ -12,8 +12,9 @@
 //                     none), layers, transfers, bytes_nvlink, bytes_nic, predicted_makespan_s and
 //                     lower_bound_s (schedule.h, summed over layers), policy_ms (wall time),
 //                     window_balancedness_before/after (of the window the policy saw, under the
-//                     old and new placements) and following_balancedness (mean balancedness of
-//                     the steps it served, up to the next rearrangement)
+//                     old and new placements), window_balancedness_bound (the best any placement
+//                     could do on that window, balance_bound.h) and following_balancedness (mean
+//                     balancedness of the steps it served, up to the next rearrangement)
 //   placements.jsonl  the initial placement of each layer (step −1), then one line per layer
 //                     commit: {"step", "time_s", "layer", "phy2log"}
 //   trace.json        Chrome/Perfetto trace events: a process per GPU with its transfers (async

@@ -1,0 +1,111 @@
+// eplb compare: run one scenario once per policy and write a comparison report.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "eplb/load_file.h"
+#include "eplb/policy.h"
+#include "eplb/report.h"
+#include "run_pool.h"
+#include "sim_jobs.h"
+
+namespace eplb::cli {
+namespace {
+
+struct CompareArgs {
+  std::string scenario_path;
+  std::string policies = "static,deepseek,replicate-lpt,incremental,migration-aware";
+  std::string out;
+  std::vector<std::string> overrides;
+  int jobs = 0;
+};
+
+Status WriteText(const std::string& path, const std::string& text) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return Status::IoError(path + ": cannot write");
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  return std::fclose(f) == 0 && ok ? Status::Ok() : Status::IoError(path + ": write failed");
+}
+
+int RunCompare(const CompareArgs& args) {
+  const std::string cmd = "compare";
+  auto scenario = LoadScenarioArg(args.scenario_path, args.overrides);
+  if (!scenario.ok()) return ReportError(cmd, scenario.status());
+  const std::vector<std::string> policies = SplitList(args.policies);
+  if (policies.empty())
+    return ReportError(cmd, Status::InvalidArgument("--policies names no policy"));
+  for (const std::string& p : policies) {
+    auto made = MakePolicy(p);
+    if (!made.ok()) return ReportError(cmd, made.status().WithContext("--policies: "));
+  }
+#ifdef EPLB_HAVE_SIM
+  const std::string dir = args.out.empty() ? "runs/compare-" + scenario->name : args.out;
+  std::vector<nlohmann::ordered_json> rows;
+  const Status s =
+      WriteFolderAtomically(dir, "comparison.json", [&](const std::string& partial) -> Status {
+        std::vector<Job> jobs;
+        for (const std::string& p : policies) {
+          jobs.push_back({p, [&, p] {
+                            Scenario one = *scenario;
+                            one.eplb.policy = p;
+                            return SimulateToFolder(one, partial + "/" + p);
+                          }});
+        }
+        fmt::print(stderr, "eplb compare: {} policies on {} ({} steps each)\n", policies.size(),
+                   scenario->name, scenario->run.steps);
+        EPLB_RETURN_IF_ERROR(RunJobs(jobs, args.jobs));
+        std::vector<RunDigest> runs;
+        for (const std::string& p : policies) {
+          auto d = ReadRunFolder(partial + "/" + p, p);
+          if (!d.ok()) return d.status();
+          runs.push_back(std::move(d).value());
+          rows.push_back(ComparisonRow(runs.back()));
+        }
+        const std::string yaml = ScenarioToYaml(*scenario);
+        EPLB_RETURN_IF_ERROR(WriteText(partial + "/scenario.yaml", yaml));
+        EPLB_RETURN_IF_ERROR(WriteText(partial + "/comparison.csv", ComparisonCsv(rows)));
+        EPLB_RETURN_IF_ERROR(
+            WriteText(partial + "/report.html", CompareReportHtml(scenario->name, yaml, runs)));
+        nlohmann::ordered_json doc{{"scenario", scenario->name}, {"policies", rows}};
+        return WriteText(partial + "/comparison.json", doc.dump(2) + "\n");
+      });
+  if (!s.ok()) return ReportError(cmd, s);
+  fmt::print("{:<18} {:>12} {:>12} {:>12} {:>14} {:>10}\n", "policy", "balancedness",
+             "after rearr.", "step ms", "GB / rearr.", "policy ms");
+  for (const auto& r : rows) {
+    fmt::print("{:<18} {:>12.4f} {:>12.4f} {:>12.2f} {:>14.1f} {:>10.1f}\n",
+               r["label"].get<std::string>(), r["balancedness_mean"].get<double>(),
+               r["following_balancedness"].get<double>(), r["step_time_mean_s"].get<double>() * 1e3,
+               r["bytes_per_rearrangement"].get<double>() / 1e9, r["policy_ms"].get<double>());
+  }
+  fmt::print("report: {}/report.html\n", dir);
+  return kExitOk;
+#else
+  return ReportError(cmd,
+                     Status::Internal("this eplb was built without the SimGrid simulator (install "
+                                      "libsimgrid-dev and rebuild)"));
+#endif
+}
+
+}  // namespace
+
+void AddCompareCommand(CLI::App& app, Action& action) {
+  auto args = std::make_shared<CompareArgs>();
+  CLI::App* sub =
+      app.add_subcommand("compare", "Run a scenario once per policy and write a comparison report");
+  sub->add_option("scenario", args->scenario_path,
+                  "Scenario file (YAML); default: the built-in DeepSeek-V3 prefill EP32");
+  sub->add_option("--policies", args->policies, "Comma-separated policies")->capture_default_str();
+  sub->add_option("--out", args->out, "Folder to write (default: runs/compare-<scenario name>)");
+  sub->add_option("--set", args->overrides,
+                  "Override a scenario field: key.path=value (repeatable)");
+  sub->add_option("--jobs", args->jobs, "Simulations at once (default: one per core)")
+      ->check(CLI::NonNegativeNumber);
+  sub->callback([&action, args] { action = [args] { return RunCompare(*args); }; });
+}
+
+}  // namespace eplb::cli

@@ -1,0 +1,217 @@
+// eplb sweep: run a scenario over the cross product of field values (and policies), in
+// parallel on the machine's cores, or spread over MPI ranks when launched under mpirun.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "eplb/policy.h"
+#include "eplb/report.h"
+#include "run_pool.h"
+#include "sim_jobs.h"
+
+namespace eplb::cli {
+namespace {
+
+struct SweepArgs {
+  std::string scenario_path;
+  std::vector<std::string> vary;
+  std::string policies;
+  std::string out;
+  std::vector<std::string> overrides;
+  int jobs = 0;
+};
+
+struct Point {
+  std::vector<std::string> values;  // one per varied key
+  std::string policy;
+};
+
+// This process's place among the ranks of an MPI launch (Open MPI, MPICH/PMI), or {0, 1}.
+std::pair<int, int> MpiRank() {
+  for (const auto& [rank, size] : {std::pair{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                   std::pair{"PMI_RANK", "PMI_SIZE"}}) {
+    const char* r = std::getenv(rank);
+    const char* n = std::getenv(size);
+    if (r != nullptr && n != nullptr) return {std::atoi(r), std::max(1, std::atoi(n))};
+  }
+  return {0, 1};
+}
+
+Status WriteText(const std::string& path, const std::string& text) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return Status::IoError(path + ": cannot write");
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  return std::fclose(f) == 0 && ok ? Status::Ok() : Status::IoError(path + ": write failed");
+}
+
+int RunSweep(const SweepArgs& args) {
+  const std::string cmd = "sweep";
+  auto base = LoadScenarioArg(args.scenario_path, args.overrides);
+  if (!base.ok()) return ReportError(cmd, base.status());
+  std::vector<std::string> keys;
+  std::vector<std::vector<std::string>> values;
+  for (const std::string& v : args.vary) {
+    const size_t eq = v.find('=');
+    if (eq == std::string::npos || eq == 0 || SplitList(v.substr(eq + 1)).empty()) {
+      return ReportError(
+          cmd, Status::InvalidArgument(fmt::format("--vary '{}': expected key.path=v1,v2,...", v)));
+    }
+    keys.push_back(v.substr(0, eq));
+    values.push_back(SplitList(v.substr(eq + 1)));
+  }
+  std::vector<std::string> policies = args.policies.empty()
+                                          ? std::vector<std::string>{base->eplb.policy}
+                                          : SplitList(args.policies);
+  for (const std::string& p : policies) {
+    auto made = MakePolicy(p);
+    if (!made.ok()) return ReportError(cmd, made.status().WithContext("--policies: "));
+  }
+  // The cross product, policies innermost; every point's scenario is checked before any runs.
+  std::vector<Point> points{{}};
+  for (const auto& vals : values) {
+    std::vector<Point> next;
+    for (const Point& p : points) {
+      for (const std::string& v : vals) {
+        Point q = p;
+        q.values.push_back(v);
+        next.push_back(q);
+      }
+    }
+    points = next;
+  }
+  std::vector<Point> all;
+  std::vector<Scenario> scenarios;
+  for (const Point& p : points) {
+    for (const std::string& policy : policies) {
+      std::vector<std::string> o = args.overrides;
+      for (size_t k = 0; k < keys.size(); ++k) o.push_back(keys[k] + "=" + p.values[k]);
+      o.push_back("eplb.policy=" + policy);
+      auto s = LoadScenarioArg(args.scenario_path, o);
+      if (!s.ok())
+        return ReportError(cmd, s.status().WithContext(fmt::format("point {}: ", all.size())));
+      all.push_back({p.values, policy});
+      scenarios.push_back(std::move(s).value());
+    }
+  }
+#ifdef EPLB_HAVE_SIM
+  const auto [rank, ranks] = MpiRank();
+  const std::string dir = args.out.empty() ? "runs/sweep-" + base->name : args.out;
+  // Under MPI every rank writes its points into one shared folder and marks when it is done;
+  // rank 0 waits for the marks, then writes the tables and the report.
+  auto run_points = [&](const std::string& root) -> Status {
+    std::vector<Job> jobs;
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (static_cast<int>(i % static_cast<size_t>(ranks)) != rank) continue;
+      jobs.push_back({fmt::format("point {}", i), [&, i] {
+                        return SimulateToFolder(scenarios[i], fmt::format("{}/points/{}", root, i));
+                      }});
+    }
+    return RunJobs(jobs, args.jobs);
+  };
+  auto report = [&](const std::string& root) -> Status {
+    std::vector<nlohmann::ordered_json> rows;
+    for (size_t i = 0; i < all.size(); ++i) {
+      auto d = ReadRunFolder(fmt::format("{}/points/{}", root, i), all[i].policy);
+      if (!d.ok()) return d.status();
+      nlohmann::ordered_json row{{"point", i}};
+      for (size_t k = 0; k < keys.size(); ++k) {
+        char* end = nullptr;
+        const double num = std::strtod(all[i].values[k].c_str(), &end);
+        if (end != nullptr && *end == '\0') {
+          row[keys[k]] = num;
+        } else {
+          row[keys[k]] = all[i].values[k];
+        }
+      }
+      row["policy"] = all[i].policy;
+      const nlohmann::ordered_json numbers = ComparisonRow(*d);
+      for (auto it = numbers.begin(); it != numbers.end(); ++it) {
+        if (it.key() != "label") row[it.key()] = *it;
+      }
+      rows.push_back(std::move(row));
+    }
+    EPLB_RETURN_IF_ERROR(WriteText(root + "/sweep.csv", ComparisonCsv(rows)));
+    EPLB_RETURN_IF_ERROR(WriteText(
+        root + "/sweep.json",
+        nlohmann::ordered_json{{"scenario", base->name}, {"points", rows}}.dump(2) + "\n"));
+    EPLB_RETURN_IF_ERROR(WriteText(root + "/scenario.yaml", ScenarioToYaml(*base)));
+    return WriteText(root + "/report.html", SweepReportHtml(base->name, keys, rows));
+  };
+  Status s;
+  if (ranks == 1) {
+    fmt::print(stderr, "eplb sweep: {} points on {}\n", all.size(), base->name);
+    s = WriteFolderAtomically(dir, "sweep.json", [&](const std::string& partial) {
+      EPLB_RETURN_IF_ERROR(run_points(partial));
+      return report(partial);
+    });
+  } else {
+    namespace fs = std::filesystem;
+    const std::string shared = dir + ".mpi-partial";
+    fs::create_directories(shared + "/points");
+    s = run_points(shared);
+    WriteText(fmt::format("{}/.rank-{}.{}", shared, rank, s.ok() ? "done" : "failed"), "");
+    if (s.ok() && rank == 0) {
+      for (int r = 0; r < ranks && s.ok(); ++r) {
+        while (!fs::exists(fmt::format("{}/.rank-{}.done", shared, r))) {
+          if (fs::exists(fmt::format("{}/.rank-{}.failed", shared, r))) {
+            s = Status::Internal(fmt::format("MPI rank {} failed its points", r));
+            break;
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+      }
+      if (s.ok()) {
+        s = WriteFolderAtomically(dir, "sweep.json", [&](const std::string& partial) {
+          std::error_code ec;
+          fs::rename(shared + "/points", partial + "/points", ec);
+          if (ec) return Status::IoError(fmt::format("{}: {}", shared, ec.message()));
+          return report(partial);
+        });
+        std::error_code ec;
+        fs::remove_all(shared, ec);
+      }
+    }
+    if (rank != 0) return s.ok() ? kExitOk : ReportError(cmd, s);
+  }
+  if (!s.ok()) return ReportError(cmd, s);
+  fmt::print("{} points: {}/sweep.csv, report {}/report.html\n", all.size(), dir, dir);
+  return kExitOk;
+#else
+  return ReportError(cmd,
+                     Status::Internal("this eplb was built without the SimGrid simulator (install "
+                                      "libsimgrid-dev and rebuild)"));
+#endif
+}
+
+}  // namespace
+
+void AddSweepCommand(CLI::App& app, Action& action) {
+  auto args = std::make_shared<SweepArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "sweep", "Run a scenario over the cross product of field values and policies");
+  sub->add_option("scenario", args->scenario_path,
+                  "Scenario file (YAML); default: the built-in DeepSeek-V3 prefill EP32");
+  sub->add_option("--vary", args->vary, "key.path=v1,v2,... (repeatable; the cross product runs)")
+      ->required();
+  sub->add_option("--policies", args->policies,
+                  "Comma-separated policies (default: the scenario's)");
+  sub->add_option("--out", args->out, "Folder to write (default: runs/sweep-<scenario name>)");
+  sub->add_option("--set", args->overrides,
+                  "Override a scenario field: key.path=value (repeatable)");
+  sub->add_option("--jobs", args->jobs,
+                  "Simulations at once on this machine (default: one per core)")
+      ->check(CLI::NonNegativeNumber);
+  sub->callback([&action, args] { action = [args] { return RunSweep(*args); }; });
+}
+
+}  // namespace eplb::cli

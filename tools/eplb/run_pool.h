@@ -1,0 +1,27 @@
+// Runs jobs in child processes, a few at a time. SimGrid allows one engine per process, so
+// every simulation of a comparison or sweep gets its own process.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "eplb/status.h"
+
+namespace eplb::cli {
+
+struct Job {
+  std::string name;
+  std::function<Status()> run;  // runs in the child; its Status decides the exit code
+};
+
+// Runs every job, at most `parallel` at once (0: one per core). Fails naming the jobs that
+// failed; their errors went to stderr from the children.
+Status RunJobs(const std::vector<Job>& jobs, int parallel);
+
+// Writes a folder atomically: fill(partial) builds DIR.partial-PID; then it replaces DIR, but
+// only if DIR does not exist or holds `marker` (a folder this command wrote before).
+Status WriteFolderAtomically(const std::string& dir, const std::string& marker,
+                             const std::function<Status(const std::string&)>& fill);
+
+}  // namespace eplb::cli
