@@ -24,13 +24,6 @@ struct CompareArgs {
   int jobs = 0;
 };
 
-Status WriteText(const std::string& path, const std::string& text) {
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return Status::IoError(path + ": cannot write");
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  return std::fclose(f) == 0 && ok ? Status::Ok() : Status::IoError(path + ": write failed");
-}
-
 int RunCompare(const CompareArgs& args) {
   const std::string cmd = "compare";
   auto scenario = LoadScenarioArg(args.scenario_path, args.overrides);
@@ -66,12 +59,12 @@ int RunCompare(const CompareArgs& args) {
           rows.push_back(ComparisonRow(runs.back()));
         }
         const std::string yaml = ScenarioToYaml(*scenario);
-        EPLB_RETURN_IF_ERROR(WriteText(partial + "/scenario.yaml", yaml));
-        EPLB_RETURN_IF_ERROR(WriteText(partial + "/comparison.csv", ComparisonCsv(rows)));
+        EPLB_RETURN_IF_ERROR(WriteTextFile(partial + "/scenario.yaml", yaml));
+        EPLB_RETURN_IF_ERROR(WriteTextFile(partial + "/comparison.csv", ComparisonCsv(rows)));
         EPLB_RETURN_IF_ERROR(
-            WriteText(partial + "/report.html", CompareReportHtml(scenario->name, yaml, runs)));
+            WriteTextFile(partial + "/report.html", CompareReportHtml(scenario->name, yaml, runs)));
         nlohmann::ordered_json doc{{"scenario", scenario->name}, {"policies", rows}};
-        return WriteText(partial + "/comparison.json", doc.dump(2) + "\n");
+        return WriteTextFile(partial + "/comparison.json", doc.dump(2) + "\n");
       });
   if (!s.ok()) return ReportError(cmd, s);
   fmt::print("{:<18} {:>12} {:>12} {:>12} {:>14} {:>10}\n", "policy", "balancedness",

@@ -36,6 +36,7 @@ struct Point {
   std::string policy;
 };
 
+#ifdef EPLB_HAVE_SIM
 // This process's place among the ranks of an MPI launch (Open MPI, MPICH/PMI), or {0, 1}.
 std::pair<int, int> MpiRank() {
   for (const auto& [rank, size] : {std::pair{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
@@ -46,13 +47,7 @@ std::pair<int, int> MpiRank() {
   }
   return {0, 1};
 }
-
-Status WriteText(const std::string& path, const std::string& text) {
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return Status::IoError(path + ": cannot write");
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  return std::fclose(f) == 0 && ok ? Status::Ok() : Status::IoError(path + ": write failed");
-}
+#endif
 
 int RunSweep(const SweepArgs& args) {
   const std::string cmd = "sweep";
@@ -140,12 +135,12 @@ int RunSweep(const SweepArgs& args) {
       }
       rows.push_back(std::move(row));
     }
-    EPLB_RETURN_IF_ERROR(WriteText(root + "/sweep.csv", ComparisonCsv(rows)));
-    EPLB_RETURN_IF_ERROR(WriteText(
+    EPLB_RETURN_IF_ERROR(WriteTextFile(root + "/sweep.csv", ComparisonCsv(rows)));
+    EPLB_RETURN_IF_ERROR(WriteTextFile(
         root + "/sweep.json",
         nlohmann::ordered_json{{"scenario", base->name}, {"points", rows}}.dump(2) + "\n"));
-    EPLB_RETURN_IF_ERROR(WriteText(root + "/scenario.yaml", ScenarioToYaml(*base)));
-    return WriteText(root + "/report.html", SweepReportHtml(base->name, keys, rows));
+    EPLB_RETURN_IF_ERROR(WriteTextFile(root + "/scenario.yaml", ScenarioToYaml(*base)));
+    return WriteTextFile(root + "/report.html", SweepReportHtml(base->name, keys, rows));
   };
   Status s;
   if (ranks == 1) {
@@ -159,7 +154,7 @@ int RunSweep(const SweepArgs& args) {
     const std::string shared = dir + ".mpi-partial";
     fs::create_directories(shared + "/points");
     s = run_points(shared);
-    WriteText(fmt::format("{}/.rank-{}.{}", shared, rank, s.ok() ? "done" : "failed"), "");
+    WriteTextFile(fmt::format("{}/.rank-{}.{}", shared, rank, s.ok() ? "done" : "failed"), "");
     if (s.ok() && rank == 0) {
       for (int r = 0; r < ranks && s.ok(); ++r) {
         while (!fs::exists(fmt::format("{}/.rank-{}.done", shared, r))) {
