@@ -78,9 +78,7 @@ int RunCompare(const CompareArgs& args) {
   fmt::print("report: {}/report.html\n", dir);
   return kExitOk;
 #else
-  return ReportError(cmd,
-                     Status::Internal("this eplb was built without the SimGrid simulator (install "
-                                      "libsimgrid-dev and rebuild)"));
+  return ReportError(cmd, SimulatorMissing());
 #endif
 }
 
@@ -90,12 +88,9 @@ void AddCompareCommand(CLI::App& app, Action& action) {
   auto args = std::make_shared<CompareArgs>();
   CLI::App* sub =
       app.add_subcommand("compare", "Run a scenario once per policy and write a comparison report");
-  sub->add_option("scenario", args->scenario_path,
-                  "Scenario file (YAML); default: the built-in DeepSeek-V3 prefill EP32");
+  AddScenarioOptions(sub, args->scenario_path, args->overrides);
   sub->add_option("--policies", args->policies, "Comma-separated policies")->capture_default_str();
   sub->add_option("--out", args->out, "Folder to write (default: runs/compare-<scenario name>)");
-  sub->add_option("--set", args->overrides,
-                  "Override a scenario field: key.path=value (repeatable)");
   sub->add_option("--jobs", args->jobs, "Simulations at once (default: one per core)")
       ->check(CLI::NonNegativeNumber);
   sub->callback([&action, args] { action = [args] { return RunCompare(*args); }; });

@@ -78,9 +78,7 @@ int RunRun(const RunArgs& args) {
   PrintSummary(*run, dir);
   return kExitOk;
 #else
-  return ReportError(
-      cmd, Status::Internal("this eplb was built without the SimGrid simulator (SimGrid >= 3.32 "
-                            "was not found at build time; install libsimgrid-dev and rebuild)"));
+  return ReportError(cmd, SimulatorMissing());
 #endif
 }
 
@@ -90,11 +88,8 @@ void AddRunCommand(CLI::App& app, Action& action) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* sub = app.add_subcommand(
       "run", "Simulate a scenario on the SimGrid cluster model and write a run folder");
-  sub->add_option("scenario", args->scenario_path,
-                  "Scenario file (YAML); default: the built-in DeepSeek-V3 prefill EP32");
+  AddScenarioOptions(sub, args->scenario_path, args->overrides);
   sub->add_option("--out", args->out, "Run folder to write (default: runs/<scenario name>)");
-  sub->add_option("--set", args->overrides,
-                  "Override a scenario field: key.path=value (repeatable)");
   sub->callback([&action, args] { action = [args] { return RunRun(*args); }; });
 }
 

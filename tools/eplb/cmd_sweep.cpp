@@ -182,9 +182,7 @@ int RunSweep(const SweepArgs& args) {
   fmt::print("{} points: {}/sweep.csv, report {}/report.html\n", all.size(), dir, dir);
   return kExitOk;
 #else
-  return ReportError(cmd,
-                     Status::Internal("this eplb was built without the SimGrid simulator (install "
-                                      "libsimgrid-dev and rebuild)"));
+  return ReportError(cmd, SimulatorMissing());
 #endif
 }
 
@@ -194,15 +192,12 @@ void AddSweepCommand(CLI::App& app, Action& action) {
   auto args = std::make_shared<SweepArgs>();
   CLI::App* sub = app.add_subcommand(
       "sweep", "Run a scenario over the cross product of field values and policies");
-  sub->add_option("scenario", args->scenario_path,
-                  "Scenario file (YAML); default: the built-in DeepSeek-V3 prefill EP32");
+  AddScenarioOptions(sub, args->scenario_path, args->overrides);
   sub->add_option("--vary", args->vary, "key.path=v1,v2,... (repeatable; the cross product runs)")
       ->required();
   sub->add_option("--policies", args->policies,
                   "Comma-separated policies (default: the scenario's)");
   sub->add_option("--out", args->out, "Folder to write (default: runs/sweep-<scenario name>)");
-  sub->add_option("--set", args->overrides,
-                  "Override a scenario field: key.path=value (repeatable)");
   sub->add_option("--jobs", args->jobs,
                   "Simulations at once on this machine (default: one per core)")
       ->check(CLI::NonNegativeNumber);

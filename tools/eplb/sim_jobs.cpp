@@ -16,6 +16,19 @@ Result<Scenario> LoadScenarioArg(const std::string& path,
   return LoadScenarioFile(path, overrides);
 }
 
+Status SimulatorMissing() {
+  return Status::Internal(
+      "this eplb was built without the SimGrid simulator (SimGrid >= 3.32 was not found at build "
+      "time; install libsimgrid-dev and rebuild)");
+}
+
+void AddScenarioOptions(CLI::App* command, std::string& scenario_path,
+                        std::vector<std::string>& overrides) {
+  command->add_option("scenario", scenario_path,
+                      "Scenario file (YAML); default: the built-in DeepSeek-V3 prefill EP32");
+  command->add_option("--set", overrides, "Override a scenario field: key.path=value (repeatable)");
+}
+
 std::vector<std::string> SplitList(const std::string& list) {
   std::vector<std::string> out;
   std::stringstream ss(list);

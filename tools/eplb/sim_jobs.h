@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "eplb/scenario.h"
 #include "eplb/status.h"
 
@@ -13,6 +15,13 @@ namespace eplb::cli {
 // The scenario file at `path` (or the built-in default when empty) with `overrides` applied.
 Result<Scenario> LoadScenarioArg(const std::string& path,
                                  const std::vector<std::string>& overrides);
+
+// The error of a simulating command in a build without SimGrid.
+Status SimulatorMissing();
+
+// The positional SCENARIO and the repeatable --set every simulating command takes.
+void AddScenarioOptions(CLI::App* command, std::string& scenario_path,
+                        std::vector<std::string>& overrides);
 
 // Splits "a,b,c".
 std::vector<std::string> SplitList(const std::string& list);
