@@ -33,6 +33,17 @@ TEST(Scenario, DefaultsDescribeDeepSeekV3PrefillEp32) {
   EXPECT_EQ(ScenarioToYaml(*empty).substr(0, 200), ScenarioToYaml(*s).substr(0, 200));
 }
 
+TEST(Scenario, SharedSwitchAndFabricLimitEachGpusShare) {
+  auto s =
+      ParseScenario("", "t", {"cluster.nvswitch_gbps=1800", "cluster.fabric_oversubscription=3"});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  // 1800 GB/s over 8 GPUs: 225 GB/s each, below 450 × 0.8; NIC 45 GB/s shared 3 ways.
+  EXPECT_DOUBLE_EQ(s->topology().link(LinkClass::kNvlink).bandwidth_bytes_per_s, 225e9);
+  EXPECT_DOUBLE_EQ(s->topology().link(LinkClass::kNic).bandwidth_bytes_per_s, 15e9);
+  EXPECT_EQ(Err("cluster:\n  fabric_oversubscription: 0.5\n"),
+            "s.yaml:2:28: cluster.fabric_oversubscription is 0.5; it must be at least 1");
+}
+
 TEST(Scenario, ResolvedYamlRoundTrips) {
   auto s = ParseScenario(DefaultScenarioText(), "default",
                          {"cluster.nic.bandwidth_gbps=100", "eplb.policy=deepseek"});

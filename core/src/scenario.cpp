@@ -22,11 +22,16 @@ Topology Scenario::topology() const {
   c.gpus_per_node = cluster.gpus_per_node;
   c.slots_per_gpu = num_slots() / num_gpus();
   c.expert_bytes = model.expert_bytes;
-  c.nvlink = {cluster.nvlink.bandwidth_gbps * 1e9 * cluster.nvlink.efficiency,
-              cluster.nvlink.latency_us * 1e-6};
-  // Inter-node flows cross the GPU's PCIe link to reach its NIC: the slower of the two limits them.
-  c.nic = {std::min(cluster.nic.bandwidth_gbps * cluster.nic.efficiency, cluster.pcie_gbps) * 1e9,
-           cluster.nic.latency_us * 1e-6};
+  double nvlink_gbps = cluster.nvlink.bandwidth_gbps * cluster.nvlink.efficiency;
+  if (cluster.nvswitch_gbps > 0) {
+    nvlink_gbps = std::min(nvlink_gbps, cluster.nvswitch_gbps / cluster.gpus_per_node);
+  }
+  c.nvlink = {nvlink_gbps * 1e9, cluster.nvlink.latency_us * 1e-6};
+  // Inter-node flows cross the GPU's PCIe link to reach its NIC: the slower of the two limits
+  // them, and an oversubscribed fabric gives each GPU only its share.
+  const double nic_gbps =
+      std::min(cluster.nic.bandwidth_gbps * cluster.nic.efficiency, cluster.pcie_gbps);
+  c.nic = {nic_gbps / cluster.fabric_oversubscription * 1e9, cluster.nic.latency_us * 1e-6};
   return *Topology::Create(c);
 }
 
@@ -300,6 +305,8 @@ Result<Scenario> ParseScenario(const std::string& text, const std::string& sourc
     ReadLink(c.Sub("nic"), s.cluster.nic);
     c.Double("pcie_gbps", s.cluster.pcie_gbps, 0, kInf, true);
     c.Double("hbm_gbps", s.cluster.hbm_gbps, 0, kInf, true);
+    c.Double("nvswitch_gbps", s.cluster.nvswitch_gbps, 0);
+    c.Double("fabric_oversubscription", s.cluster.fabric_oversubscription, 1);
     c.Finish();
   }
   {
@@ -403,7 +410,9 @@ std::string ScenarioToYaml(const Scenario& s) {
   link("nvlink", s.cluster.nvlink);
   link("nic", s.cluster.nic);
   out << YAML::Key << "pcie_gbps" << YAML::Value << s.cluster.pcie_gbps << YAML::Key << "hbm_gbps"
-      << YAML::Value << s.cluster.hbm_gbps << YAML::EndMap;
+      << YAML::Value << s.cluster.hbm_gbps << YAML::Key << "nvswitch_gbps" << YAML::Value
+      << s.cluster.nvswitch_gbps << YAML::Key << "fabric_oversubscription" << YAML::Value
+      << s.cluster.fabric_oversubscription << YAML::EndMap;
   out << YAML::Key << "compute" << YAML::Value << YAML::BeginMap << YAML::Key << "attention_us"
       << YAML::Value << s.compute.attention_us << YAML::Key << "layer_fixed_us" << YAML::Value
       << s.compute.layer_fixed_us << YAML::Key << "per_token_us" << YAML::Value

@@ -40,6 +40,12 @@ struct ClusterSpec {
   LinkConfig nic{50, 10, 0.9};
   double pcie_gbps = 64;   // GPU to NIC; inter-node flows cross it
   double hbm_gbps = 3000;  // local copies inside a GPU
+  // Aggregate NVSwitch capacity per node, GB/s per direction; 0 when the switch is non-blocking.
+  // Modelled as each GPU's share under all-to-all load: NVLink per GPU <= nvswitch / gpus_per_node.
+  double nvswitch_gbps = 0;
+  // Inter-node fabric oversubscription (1: non-blocking). Modelled as each GPU's share under
+  // all-to-all load: NIC per GPU / oversubscription.
+  double fabric_oversubscription = 1;
 };
 
 // The time of one inference step (see step_model.h).
