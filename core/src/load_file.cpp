@@ -107,6 +107,14 @@ Result<std::string> ReadTextFile(const std::string& path) {
   return ss.str();
 }
 
+Status WriteTextFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) return Status::IoError(fmt::format("{}: write failed", path));
+  return Status::Ok();
+}
+
 Result<LoadMatrix> ParseLoadCsv(std::string_view text, const std::string& name) {
   Rows rows;
   size_t line_no = 0;

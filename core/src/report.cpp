@@ -138,7 +138,6 @@ std::string Page(const std::string& title, const std::string& body) {
 Result<RunDigest> ReadRunFolder(const std::string& dir, const std::string& label) {
   RunDigest d;
   d.label = label;
-  d.dir = dir;
   auto summary = ReadTextFile(dir + "/summary.json");
   if (!summary.ok()) return summary.status();
   try {

@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "eplb/load_file.h"
+
 namespace eplb {
 namespace fs = std::filesystem;
 
@@ -208,14 +210,6 @@ std::string TraceJson(const RunResult& run) {
   return out;
 }
 
-Status WriteText(const fs::path& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-  f.close();
-  if (!f) return Status::IoError(fmt::format("{}: write failed", path.string()));
-  return Status::Ok();
-}
-
 }  // namespace
 
 nlohmann::ordered_json RunSummary(const RunResult& run) {
@@ -280,38 +274,46 @@ nlohmann::ordered_json RunSummary(const RunResult& run) {
           {"peak_rss_bytes", run.peak_rss_bytes}};
 }
 
-Status WriteRunFolder(const std::string& dir, const RunResult& run) {
-  const fs::path target(dir);
-  const fs::path partial = fs::path(dir + ".partial-" + std::to_string(::getpid()));
+Status WriteFolderAtomically(const std::string& dir, const std::string& kind,
+                             const std::string& marker,
+                             const std::function<Status(const std::string&)>& fill) {
+  const std::string partial = dir + ".partial-" + std::to_string(::getpid());
   std::error_code ec;
   fs::remove_all(partial, ec);
   if (!fs::create_directories(partial, ec) && ec) {
-    return Status::IoError(fmt::format("{}: cannot create: {}", partial.string(), ec.message()));
+    return Status::IoError(fmt::format("{}: cannot create: {}", partial, ec.message()));
   }
-  Status s = WriteText(partial / "scenario.yaml", ScenarioToYaml(run.scenario));
-  if (s.ok()) s = WriteText(partial / "metrics.csv", MetricsCsv(run));
-  if (s.ok()) s = WriteText(partial / "transfers.csv", TransfersCsv(run));
-  if (s.ok()) s = WriteText(partial / "rearrangements.csv", RearrangementsCsv(run));
-  if (s.ok()) s = WriteText(partial / "placements.jsonl", PlacementsJsonl(run));
-  if (s.ok()) s = WriteText(partial / "trace.json", TraceJson(run));
-  // The summary last: a folder without it was never finished.
-  if (s.ok()) s = WriteText(partial / "summary.json", RunSummary(run).dump(2) + "\n");
+  Status s = fill(partial);
+  if (s.ok() && fs::exists(dir) && !fs::exists(fs::path(dir) / marker)) {
+    s = Status::InvalidArgument(fmt::format(
+        "{} exists and is not an eplb {} folder (no {}); choose another --out", dir, kind, marker));
+  }
   if (!s.ok()) {
     fs::remove_all(partial, ec);
     return s;
   }
-  if (fs::exists(target)) {
-    if (!fs::exists(target / "summary.json")) {
-      fs::remove_all(partial, ec);
-      return Status::InvalidArgument(fmt::format(
-          "{} exists and is not an eplb run folder (no summary.json); choose another --out", dir));
-    }
-    fs::remove_all(target, ec);
-  }
-  fs::rename(partial, target, ec);
+  fs::remove_all(dir, ec);
+  fs::rename(partial, dir, ec);
   if (ec)
     return Status::IoError(fmt::format("{}: cannot rename into place: {}", dir, ec.message()));
   return Status::Ok();
+}
+
+Status WriteRunFolder(const std::string& dir, const RunResult& run) {
+  return WriteFolderAtomically(dir, "run", "summary.json", [&](const std::string& partial) {
+    const std::vector<std::pair<const char*, std::string>> files = {
+        {"scenario.yaml", ScenarioToYaml(run.scenario)},
+        {"metrics.csv", MetricsCsv(run)},
+        {"transfers.csv", TransfersCsv(run)},
+        {"rearrangements.csv", RearrangementsCsv(run)},
+        {"placements.jsonl", PlacementsJsonl(run)},
+        {"trace.json", TraceJson(run)},
+        // The summary last: a folder without it was never finished.
+        {"summary.json", RunSummary(run).dump(2) + "\n"}};
+    for (const auto& [name, text] : files)
+      EPLB_RETURN_IF_ERROR(WriteTextFile(partial + "/" + name, text));
+    return Status::Ok();
+  });
 }
 
 }  // namespace eplb

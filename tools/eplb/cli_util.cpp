@@ -14,11 +14,4 @@ int ReportError(const std::string& command, const Status& status) {
   return bad_input ? kExitBadInput : kExitFailed;
 }
 
-Status WriteTextFile(const std::string& path, const std::string& text) {
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return Status::IoError(path + ": cannot write");
-  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  return std::fclose(f) == 0 && written ? Status::Ok() : Status::IoError(path + ": write failed");
-}
-
 }  // namespace eplb::cli

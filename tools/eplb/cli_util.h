@@ -14,7 +14,4 @@ inline constexpr int kExitFailed = 1;    // the job itself failed
 // Prints "eplb <command>: error: <message>" on stderr and returns the exit code for `status`.
 int ReportError(const std::string& command, const Status& status);
 
-// Writes `text` to `path`, or an IoError naming it.
-Status WriteTextFile(const std::string& path, const std::string& text);
-
 }  // namespace eplb::cli

@@ -10,6 +10,7 @@
 #include "eplb/load_file.h"
 #include "eplb/policy.h"
 #include "eplb/report.h"
+#include "eplb/run_output.h"
 #include "run_pool.h"
 #include "sim_jobs.h"
 
@@ -38,8 +39,8 @@ int RunCompare(const CompareArgs& args) {
 #ifdef EPLB_HAVE_SIM
   const std::string dir = args.out.empty() ? "runs/compare-" + scenario->name : args.out;
   std::vector<nlohmann::ordered_json> rows;
-  const Status s =
-      WriteFolderAtomically(dir, "comparison.json", [&](const std::string& partial) -> Status {
+  const Status s = WriteFolderAtomically(
+      dir, "comparison", "comparison.json", [&](const std::string& partial) -> Status {
         std::vector<Job> jobs;
         for (const std::string& p : policies) {
           jobs.push_back({p, [&, p] {

@@ -14,8 +14,10 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "eplb/load_file.h"
 #include "eplb/policy.h"
 #include "eplb/report.h"
+#include "eplb/run_output.h"
 #include "run_pool.h"
 #include "sim_jobs.h"
 
@@ -145,7 +147,7 @@ int RunSweep(const SweepArgs& args) {
   Status s;
   if (ranks == 1) {
     fmt::print(stderr, "eplb sweep: {} points on {}\n", all.size(), base->name);
-    s = WriteFolderAtomically(dir, "sweep.json", [&](const std::string& partial) {
+    s = WriteFolderAtomically(dir, "sweep", "sweep.json", [&](const std::string& partial) {
       EPLB_RETURN_IF_ERROR(run_points(partial));
       return report(partial);
     });
@@ -154,7 +156,9 @@ int RunSweep(const SweepArgs& args) {
     const std::string shared = dir + ".mpi-partial";
     fs::create_directories(shared + "/points");
     s = run_points(shared);
-    WriteTextFile(fmt::format("{}/.rank-{}.{}", shared, rank, s.ok() ? "done" : "failed"), "");
+    const Status marked =
+        WriteTextFile(fmt::format("{}/.rank-{}.{}", shared, rank, s.ok() ? "done" : "failed"), "");
+    if (s.ok()) s = marked;
     if (s.ok() && rank == 0) {
       for (int r = 0; r < ranks && s.ok(); ++r) {
         while (!fs::exists(fmt::format("{}/.rank-{}.done", shared, r))) {
@@ -166,7 +170,7 @@ int RunSweep(const SweepArgs& args) {
         }
       }
       if (s.ok()) {
-        s = WriteFolderAtomically(dir, "sweep.json", [&](const std::string& partial) {
+        s = WriteFolderAtomically(dir, "sweep", "sweep.json", [&](const std::string& partial) {
           std::error_code ec;
           fs::rename(shared + "/points", partial + "/points", ec);
           if (ec) return Status::IoError(fmt::format("{}: {}", shared, ec.message()));

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <map>
 #include <thread>
 
@@ -38,30 +37,6 @@ Status RunJobs(const std::vector<Job>& jobs, int parallel) {
     running.erase(done);
   }
   if (!failed.empty()) return Status::Internal(fmt::format("failed: {}", fmt::join(failed, ", ")));
-  return Status::Ok();
-}
-
-Status WriteFolderAtomically(const std::string& dir, const std::string& marker,
-                             const std::function<Status(const std::string&)>& fill) {
-  namespace fs = std::filesystem;
-  const std::string partial = dir + ".partial-" + std::to_string(getpid());
-  std::error_code ec;
-  fs::remove_all(partial, ec);
-  fs::create_directories(partial, ec);
-  if (ec) return Status::IoError(fmt::format("{}: cannot create: {}", partial, ec.message()));
-  Status s = fill(partial);
-  if (s.ok() && fs::exists(dir) && !fs::exists(fs::path(dir) / marker)) {
-    s = Status::InvalidArgument(fmt::format(
-        "{} exists and was not written by eplb (no {}); choose another --out", dir, marker));
-  }
-  if (!s.ok()) {
-    fs::remove_all(partial, ec);
-    return s;
-  }
-  fs::remove_all(dir, ec);
-  fs::rename(partial, dir, ec);
-  if (ec)
-    return Status::IoError(fmt::format("{}: cannot rename into place: {}", dir, ec.message()));
   return Status::Ok();
 }
 

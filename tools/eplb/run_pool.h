@@ -19,9 +19,4 @@ struct Job {
 // failed; their errors went to stderr from the children.
 Status RunJobs(const std::vector<Job>& jobs, int parallel);
 
-// Writes a folder atomically: fill(partial) builds DIR.partial-PID; then it replaces DIR, but
-// only if DIR does not exist or holds `marker` (a folder this command wrote before).
-Status WriteFolderAtomically(const std::string& dir, const std::string& marker,
-                             const std::function<Status(const std::string&)>& fill);
-
 }  // namespace eplb::cli

@@ -24,5 +24,7 @@ Result<LoadMatrix> ParseLoadJson(std::string_view text, const std::string& name)
 
 // The whole file, or an IoError naming it.
 Result<std::string> ReadTextFile(const std::string& path);
+// Writes `text` to `path`, or an IoError naming it.
+Status WriteTextFile(const std::string& path, const std::string& text);
 
 }  // namespace eplb

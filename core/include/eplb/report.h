@@ -27,7 +27,6 @@ namespace eplb {
 
 struct RunDigest {
   std::string label;  // the policy, or a sweep point
-  std::string dir;
   nlohmann::json summary;
   std::vector<double> step_start_s, step_s, balancedness;
   std::vector<double> rearrangement_bytes, following_balancedness, window_after, window_bound;

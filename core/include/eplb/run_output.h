@@ -29,6 +29,7 @@
 // run never leaves a folder that looks whole; a previous run folder at DIR is replaced.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,13 @@ struct RunResult {
 };
 
 nlohmann::ordered_json RunSummary(const RunResult& run);
+
+// Writes a folder atomically: fill(partial) builds DIR.partial-PID, which then replaces DIR, but
+// only when DIR does not exist or holds `marker` (an eplb `kind` folder written before).
+// On any failure the partial folder is removed and DIR is left as it was.
+Status WriteFolderAtomically(const std::string& dir, const std::string& kind,
+                             const std::string& marker,
+                             const std::function<Status(const std::string&)>& fill);
 Status WriteRunFolder(const std::string& dir, const RunResult& run);
 // The process's peak resident set so far (0 where unknown).
 int64_t PeakRssBytes();

@@ -22,7 +22,6 @@ class Signal<void(Args...)> {
   void operator()(const Args&... args) const {
     for (const auto& callback : callbacks_) callback(args...);
   }
-  bool empty() const { return callbacks_.empty(); }
 
  private:
   std::vector<Callback> callbacks_;
