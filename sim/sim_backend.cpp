@@ -85,14 +85,15 @@ Status SimBackend::CommitLayer(const StagingTarget&, std::span<const int32_t>) {
   return Status::Ok();
 }
 
-void SimStepRunner::RunStep(const StepCost& cost, bool contended) {
+Status SimStepRunner::RunStep(const StepCost& cost, bool contended) {
   if (!contended) {
     sg4::this_actor::sleep_for(cost.total_s());
-    return;
+    return Status::Ok();
   }
   Phase(cost, false, cost.dispatch_s);
   sg4::this_actor::sleep_for(cost.compute_s);
   Phase(cost, true, cost.combine_s);
+  return Status::Ok();
 }
 
 // A phase's flows start together; each link class then takes its layers × latency plus the

@@ -48,7 +48,7 @@ class SimStepRunner final : public StepRunner {
  public:
   SimStepRunner(const Platform& platform, const StepModel& model)
       : platform_(platform), model_(model) {}
-  void RunStep(const StepCost& cost, bool contended) override;
+  Status RunStep(const StepCost& cost, bool contended) override;
 
  private:
   void Phase(const StepCost& cost, bool combine, double idle_time);

@@ -466,6 +466,38 @@ TEST_F(CliTest, RunSaysTheSimulatorWasNotBuilt) {
 }
 #endif
 
+// On a GPU machine: the tiny scenario runs on virtual ranks and writes a whole run folder.
+// Elsewhere: a clear error naming the missing GPU (or the part not built), exit 1, no folder.
+TEST_F(CliTest, DeviceRunRunsOnAGpuOrSaysWhyNot) {
+  const std::string out = (dir_ / "device").string();
+  const CliRun r = Eplb(std::string("device-run ") + EPLB_SCENARIO_DIR +
+                        "/tiny.yaml --virtual --set run.steps=120 --step-scale 0.01 --out " + out);
+  const bool no_gpu = r.err.find("no CUDA GPU") != std::string::npos ||
+                      r.err.find("built without the GPU backend") != std::string::npos;
+  if (no_gpu) {
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_FALSE(fs::exists(out));
+#ifdef EPLB_HAVE_DEVICE
+    EXPECT_NE(r.err.find("cudaGetDeviceCount"), std::string::npos) << r.err;
+#endif
+    GTEST_SKIP() << "no GPU here: " << r.err;
+  }
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto summary = nlohmann::json::parse(testing::ReadFile(out + "/summary.json"));
+  EXPECT_EQ(summary["steps"], 120);
+  EXPECT_GE(summary["rearrangements"]["completed"].get<int>(), 1);
+  EXPECT_GT(summary["transfers"].get<int>(), 0);
+}
+
+TEST_F(CliTest, DeviceCommandsRejectBadOptions) {
+  const std::string tiny = std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml";
+  ExpectErrors({
+      {"both modes", "device-run " + tiny + " --virtual --nccl", "--virtual excludes --nccl"},
+      {"bad ranks", "device-run " + tiny + " --ranks 0", "--ranks"},
+      {"ranks that do not divide the slots", "validate " + tiny + " --ranks 7", "--ranks 7: "},
+  });
+}
+
 TEST_F(CliTest, HelpExitsZero) {
   const CliRun r = Eplb("rebalance --help");
   EXPECT_EQ(r.code, 0);

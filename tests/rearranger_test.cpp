@@ -17,22 +17,11 @@ namespace eplb {
 namespace {
 
 using testing::Drift;
+using testing::EachLayerIsOneOf;
 using testing::MakeTopology;
 using testing::RandomPlacement;
 
 constexpr size_t kExpertBytes = 256;
-
-// Each layer of `now` equals that layer of `a` or of `b`.
-bool EachLayerIsOneOf(const Placement& now, const Placement& a, const Placement& b) {
-  for (int l = 0; l < now.num_layers(); ++l) {
-    const bool is_a =
-        std::equal(now.phy2log(l).begin(), now.phy2log(l).end(), a.phy2log(l).begin());
-    const bool is_b =
-        std::equal(now.phy2log(l).begin(), now.phy2log(l).end(), b.phy2log(l).begin());
-    if (!is_a && !is_b) return false;
-  }
-  return true;
-}
 
 struct Case {
   int nodes, gpus_per_node, per_rank, layers, experts;

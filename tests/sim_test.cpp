@@ -132,9 +132,9 @@ TEST(SimModel, RoundsAndIdleStepsMatchTheAnalyticModel) {
     StepModel m(*scenario);
     m.Cost(load, placement, cost);
     analytic = cost.total_s();
-    idle_step = Elapsed([&] { runner.RunStep(cost, false); });
-    contended_step =
-        Elapsed([&] { runner.RunStep(cost, true); });  // simulated, nothing else on the links
+    idle_step = Elapsed([&] { EXPECT_TRUE(runner.RunStep(cost, false).ok()); });
+    // Simulated, nothing else on the links.
+    contended_step = Elapsed([&] { EXPECT_TRUE(runner.RunStep(cost, true).ok()); });
   });
   engine.run();
   EXPECT_NEAR(round_time, predicted, predicted * 1e-6);
@@ -147,8 +147,9 @@ TEST(SimModel, RoundsAndIdleStepsMatchTheAnalyticModel) {
 // that, as in the simulation, each rearrangement completes before the next one is due.
 class HostStepRunner final : public StepRunner {
  public:
-  void RunStep(const StepCost&, bool contended) override {
+  Status RunStep(const StepCost&, bool contended) override {
     if (contended) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    return Status::Ok();
   }
 };
 

@@ -102,6 +102,18 @@ inline Placement Drift(std::mt19937_64& rng, const Placement& base, double keep)
   return *Placement::Create(base.num_experts(), base.num_slots(), std::move(flat));
 }
 
+// Each layer of `now` equals that layer of `a` or of `b`.
+inline bool EachLayerIsOneOf(const Placement& now, const Placement& a, const Placement& b) {
+  for (int l = 0; l < now.num_layers(); ++l) {
+    const bool is_a =
+        std::equal(now.phy2log(l).begin(), now.phy2log(l).end(), a.phy2log(l).begin());
+    const bool is_b =
+        std::equal(now.phy2log(l).begin(), now.phy2log(l).end(), b.phy2log(l).begin());
+    if (!is_a && !is_b) return false;
+  }
+  return true;
+}
+
 inline Topology MakeTopology(int nodes, int gpus_per_node, int slots_per_gpu,
                              int64_t expert_bytes = 44040192) {
   TopologyConfig c;

@@ -110,6 +110,11 @@ Status EplbLoop::Rearrange(int step) {
   r.window_balancedness_before = Balancedness(GpuLoads(window, current, topology_));
   r.window_balancedness_after = Balancedness(GpuLoads(window, next, topology_));
   r.window_balancedness_bound = BalancednessUpperBound(window, topology_);
+  r.window_load.reserve(static_cast<size_t>(window.size()));
+  for (int l = 0; l < window.rows(); ++l) {
+    for (int e = 0; e < window.cols(); ++e)
+      r.window_load.push_back(static_cast<float>(window(l, e)));
+  }
   rearrangements_.push_back(r);
   EPLB_RETURN_IF_ERROR(rearranger_->Start(current, next));
   RearrangementRecord& rec = rearrangements_.back();
@@ -152,7 +157,9 @@ Status EplbLoop::Run() {
                    cost.imbalance_ratio,
                    bytes_pending_,
                    0};
-    runner_.RunStep(cost, contended);
+    if (const Status s = runner_.RunStep(cost, contended); !s.ok()) {
+      return s.WithContext(fmt::format("step {}: ", step));
+    }
     const double boundary = backend_.Now();
     rec.step_s = boundary - rec.start_s;
     auto committed = rearranger_->OnStepBoundary();

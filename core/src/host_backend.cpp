@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "eplb/weight_pattern.h"
+
 namespace eplb {
 namespace {
 
@@ -24,14 +26,6 @@ class StdMonitor final : public Monitor {
   std::mutex mu_;
   std::condition_variable cv_;
 };
-
-uint64_t Mix(uint64_t x) {  // splitmix64's finaliser
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 }  // namespace
 
@@ -52,9 +46,7 @@ HostBackend::~HostBackend() {
 }
 
 uint8_t HostBackend::Pattern(int layer, int expert, size_t offset) {
-  const uint64_t word = Mix((static_cast<uint64_t>(layer) << 40) ^
-                            (static_cast<uint64_t>(expert) << 20) ^ (offset / 8) ^ 0x5eed);
-  return static_cast<uint8_t>(word >> (8 * (offset % 8)));
+  return PatternByte(layer, expert, offset);
 }
 
 void HostBackend::Fill(const Placement& placement) {

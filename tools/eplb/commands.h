@@ -16,5 +16,7 @@ void AddPlanCommand(CLI::App& app, Action& action);
 void AddRunCommand(CLI::App& app, Action& action);
 void AddCompareCommand(CLI::App& app, Action& action);
 void AddSweepCommand(CLI::App& app, Action& action);
+void AddDeviceRunCommand(CLI::App& app, Action& action);
+void AddValidateCommand(CLI::App& app, Action& action);
 
 }  // namespace eplb::cli

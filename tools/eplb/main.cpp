@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   eplb::cli::AddRunCommand(app, action);
   eplb::cli::AddCompareCommand(app, action);
   eplb::cli::AddSweepCommand(app, action);
+  eplb::cli::AddDeviceRunCommand(app, action);
+  eplb::cli::AddValidateCommand(app, action);
 
   try {
     app.parse(argc, argv);

@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "eplb/run_output.h"
 #ifdef EPLB_HAVE_SIM
 #include "simulation.h"
@@ -36,6 +38,33 @@ std::vector<std::string> SplitList(const std::string& list) {
     if (!item.empty()) out.push_back(item);
   }
   return out;
+}
+
+void PrintRunSummary(const RunResult& run, const std::string& dir) {
+  const auto s = RunSummary(run);
+  fmt::print("{}: {} steps, {:.1f} s {} in {:.1f} s wall\n", run.scenario.name, run.steps.size(),
+             s["simulated_s"].get<double>(),
+             run.backend == "simgrid" ? "simulated" : "run on " + run.backend, run.wall_s);
+  fmt::print("  step time      mean {:.3f} ms, p99 {:.3f} ms (idle links: {:.3f} ms)\n",
+             s["step_time_s"]["mean"].get<double>() * 1e3,
+             s["step_time_s"]["p99"].get<double>() * 1e3,
+             s["idle_step_time_s_mean"].get<double>() * 1e3);
+  fmt::print("  balancedness   mean {:.4f}, min {:.4f}; imbalance ratio mean {:.4f}\n",
+             s["balancedness"]["mean"].get<double>(), s["balancedness"]["min"].get<double>(),
+             s["imbalance_ratio"]["mean"].get<double>());
+  const auto& r = s["rearrangements"];
+  fmt::print(
+      "  rearrangements {} started, {} completed, {} skipped; makespan mean {:.3f} s "
+      "(schedule predicted {:.3f} s, bound {:.3f} s)\n",
+      r["started"].get<int>(), r["completed"].get<int>(), r["skipped"].get<int>(),
+      r["makespan_s_mean"].get<double>(), r["predicted_makespan_s_mean"].get<double>(),
+      r["lower_bound_s_mean"].get<double>());
+  fmt::print(
+      "  moved          {:.1f} GB over NVLink, {:.1f} GB over NICs in {} transfers; "
+      "steps slowed {:.3f} s, stalled {:.3f} s\n",
+      s["bytes_moved"]["nvlink"].get<double>() / 1e9, s["bytes_moved"]["nic"].get<double>() / 1e9,
+      s["transfers"].get<int64_t>(), s["slowed_s"].get<double>(), s["stalled_s"].get<double>());
+  fmt::print("  run folder     {}\n", dir);
 }
 
 #ifdef EPLB_HAVE_SIM

@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "eplb/run_output.h"
 #include "eplb/scenario.h"
 #include "eplb/status.h"
 
@@ -22,6 +23,9 @@ Status SimulatorMissing();
 // The positional SCENARIO and the repeatable --set every simulating command takes.
 void AddScenarioOptions(CLI::App* command, std::string& scenario_path,
                         std::vector<std::string>& overrides);
+
+// The summary lines of a finished run and where its folder is.
+void PrintRunSummary(const RunResult& run, const std::string& dir);
 
 // Splits "a,b,c".
 std::vector<std::string> SplitList(const std::string& list);

@@ -28,8 +28,9 @@ class StepRunner {
  public:
   virtual ~StepRunner() = default;
   // Runs one step whose cost on idle links is `cost`; `contended` says that migration flows may
-  // share the links. Returns when the step is over, in the backend's time.
-  virtual void RunStep(const StepCost& cost, bool contended) = 0;
+  // share the links. Returns when the step is over, in the backend's time; an error (a device
+  // failure) ends the run.
+  virtual Status RunStep(const StepCost& cost, bool contended) = 0;
 };
 
 struct StepRecord {
@@ -57,6 +58,8 @@ struct RearrangementRecord {
   double window_balancedness_after = 1;   // of the window's load, new placement
   double window_balancedness_bound =
       1;  // no placement can beat it on that window (balance_bound.h)
+  // The window's load the policy was given: tokens per (layer, logical expert), row-major.
+  std::vector<float> window_load;
 };
 
 struct CommitRecord {

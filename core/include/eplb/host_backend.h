@@ -26,8 +26,7 @@ class HostBackend final : public RearrangementBackend {
   HostBackend(const Topology& topology, int num_layers, int staging_buffers, size_t expert_bytes);
   ~HostBackend() override;
 
-  // The byte every replica of `expert` in `layer` holds at `offset`: unique to the triple in
-  // all but a 1/256 chance per byte, so a wrong or stale slot shows within a few bytes.
+  // The byte every replica of `expert` in `layer` holds at `offset` (weight_pattern.h).
   static uint8_t Pattern(int layer, int expert, size_t offset);
   // Fills every slot's live weights with its expert's pattern under `placement`.
   void Fill(const Placement& placement);

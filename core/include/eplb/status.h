@@ -14,7 +14,15 @@ namespace eplb {
 
 class Status {
  public:
-  enum class Code { kOk = 0, kInvalidArgument, kNotFound, kIoError, kCancelled, kInternal };
+  enum class Code {
+    kOk = 0,
+    kInvalidArgument,
+    kNotFound,
+    kIoError,
+    kCancelled,
+    kInternal,
+    kUnavailable
+  };
 
   Status() = default;
   static Status Ok() { return Status(); }
@@ -25,6 +33,8 @@ class Status {
   static Status IoError(std::string msg) { return {Code::kIoError, std::move(msg)}; }
   static Status Cancelled(std::string msg) { return {Code::kCancelled, std::move(msg)}; }
   static Status Internal(std::string msg) { return {Code::kInternal, std::move(msg)}; }
+  // What the run needs is not on this machine (a GPU, a driver).
+  static Status Unavailable(std::string msg) { return {Code::kUnavailable, std::move(msg)}; }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }

@@ -1,0 +1,494 @@
+#include "device_backend.h"
+
+#include <condition_variable>
+#include <mutex>
+
+#include <nvtx3/nvToolsExt.h>
+
+#include "cuda_check.h"
+#include "eplb/weight_pattern.h"
+#include "kernels.h"
+
+namespace eplb::device {
+namespace {
+
+class StdMonitor final : public Monitor {
+ public:
+  void lock() override { mu_.lock(); }
+  void unlock() override { mu_.unlock(); }
+  void Wait() override {
+    std::unique_lock lock(mu_, std::adopt_lock);
+    cv_.wait(lock);
+    lock.release();  // the caller still holds it
+  }
+  void NotifyAll() override { cv_.notify_all(); }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+};
+
+std::string At(int rank) {
+  return fmt::format("rank {}: ", rank);
+}
+std::string At(int rank, int layer) {
+  return fmt::format("rank {}, layer {}: ", rank, layer);
+}
+
+// Ranges in the "eplb" NVTX domain carry the simulator's event names (run_output.h's trace).
+nvtxDomainHandle_t NvtxDomain() {
+  static const nvtxDomainHandle_t domain = nvtxDomainCreateA("eplb");
+  return domain;
+}
+
+class NvtxRange {
+ public:
+  explicit NvtxRange(const std::string& name) {
+    nvtxEventAttributes_t a{};
+    a.version = NVTX_VERSION;
+    a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    a.message.ascii = name.c_str();
+    nvtxDomainRangePushEx(NvtxDomain(), &a);
+  }
+  ~NvtxRange() { nvtxDomainRangePop(NvtxDomain()); }
+  NvtxRange(const NvtxRange&) = delete;
+  NvtxRange& operator=(const NvtxRange&) = delete;
+};
+
+}  // namespace
+
+struct DeviceBackend::RankState {
+  int device = 0;
+  cudaStream_t main = nullptr;
+  cudaStream_t local = nullptr;
+  cudaStream_t lane[kNumLinkClasses] = {};
+  std::vector<cudaEvent_t> staged, consumed;  // [staging buffer]
+  void* pool = nullptr;
+  // Foreground slot lists on the device: checks, and the slots an emulated step reads.
+  SlotRef* check_slots = nullptr;
+  SlotRef* step_slots = nullptr;
+  int step_count = 0;
+  bool step_slots_stale = true;
+  unsigned long long* mismatch = nullptr;
+  uint64_t* sink = nullptr;
+  // An error of StartWorker, reported by the rank's next round.
+  Status start_error;
+#ifdef EPLB_HAVE_NCCL
+  ncclComm_t comm[kNumLinkClasses] = {};
+#endif
+};
+
+const char* DeviceModeName(DeviceMode mode) {
+  return mode == DeviceMode::kVirtual ? "virtual" : "nccl";
+}
+
+bool HaveNccl() {
+#ifdef EPLB_HAVE_NCCL
+  return true;
+#else
+  return false;
+#endif
+}
+
+Result<int> CountDevices() {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    return Status::Unavailable(fmt::format("no CUDA GPU: cudaGetDeviceCount failed: {} ({})",
+                                           cudaGetErrorName(e), cudaGetErrorString(e)));
+  }
+  if (count == 0) return Status::Unavailable("no CUDA GPU: cudaGetDeviceCount found 0 devices");
+  return count;
+}
+
+std::string DescribeDevice(int device) {
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, device) != cudaSuccess) return fmt::format("GPU {}", device);
+  return fmt::format("{} (sm_{}{}, {:.1f} GiB)", p.name, p.major, p.minor,
+                     static_cast<double>(p.totalGlobalMem) / (1ULL << 30));
+}
+
+Result<size_t> FreeMemory(int device) {
+  EPLB_CUDA(cudaSetDevice(device), "");
+  size_t free = 0, total = 0;
+  EPLB_CUDA(cudaMemGetInfo(&free, &total), fmt::format("GPU {}: ", device));
+  return free;
+}
+
+DeviceBackend::DeviceBackend(const Topology& topology, const DeviceConfig& config)
+    : topology_(topology),
+      config_(config),
+      slots_(topology.num_slots()),
+      expert_bytes_(static_cast<size_t>(topology.expert_bytes())),
+      live_(static_cast<size_t>(config.num_layers) * slots_, nullptr),
+      staging_(static_cast<size_t>(config.staging_buffers) * slots_, nullptr),
+      epoch_(std::chrono::steady_clock::now()) {}
+
+Result<std::unique_ptr<DeviceBackend>> DeviceBackend::Create(const Topology& topology,
+                                                             const DeviceConfig& config) {
+  if (topology.expert_bytes() <= 0 || topology.expert_bytes() % 8 != 0) {
+    return Status::InvalidArgument(
+        fmt::format("expert bytes is {}; the device backend needs a positive multiple of 8",
+                    topology.expert_bytes()));
+  }
+  if (config.num_layers < 1 || config.staging_buffers < 1) {
+    return Status::InvalidArgument(
+        fmt::format("layers {} and staging buffers {}: both must be at least 1", config.num_layers,
+                    config.staging_buffers));
+  }
+  auto devices = CountDevices();
+  if (!devices.ok()) return devices.status();
+  const int ranks = topology.num_ranks();
+  if (config.mode == DeviceMode::kNccl) {
+    if (!HaveNccl()) {
+      return Status::InvalidArgument(
+          "this eplb was built without NCCL (nccl.h not found): use virtual ranks");
+    }
+    if (config.first_device + ranks > *devices) {
+      return Status::InvalidArgument(fmt::format(
+          "NCCL mode runs one rank per GPU: {} ranks from GPU {} need {} GPUs, this machine has "
+          "{}; use virtual ranks (--virtual) or fewer ranks",
+          ranks, config.first_device, config.first_device + ranks, *devices));
+    }
+  } else if (config.first_device >= *devices) {
+    return Status::InvalidArgument(fmt::format("GPU {} does not exist: this machine has {} GPUs",
+                                               config.first_device, *devices));
+  }
+  // Memory: every rank's weights and staging buffers, against the free memory of each GPU.
+  const size_t per_rank = static_cast<size_t>(config.num_layers + config.staging_buffers) *
+                          topology.slots_per_gpu() * static_cast<size_t>(topology.expert_bytes());
+  const size_t ranks_per_gpu = config.mode == DeviceMode::kVirtual ? ranks : 1;
+  auto free = FreeMemory(config.first_device);
+  if (!free.ok()) return free.status();
+  if (per_rank * ranks_per_gpu > *free) {
+    return Status::InvalidArgument(fmt::format(
+        "{} rank(s) per GPU × ({} layers + {} staging) × {} slots × {} bytes per expert need "
+        "{:.2f} GiB; GPU {} has {:.2f} GiB free: lower the expert bytes",
+        ranks_per_gpu, config.num_layers, config.staging_buffers, topology.slots_per_gpu(),
+        topology.expert_bytes(), static_cast<double>(per_rank * ranks_per_gpu) / (1ULL << 30),
+        config.first_device, static_cast<double>(*free) / (1ULL << 30)));
+  }
+  std::unique_ptr<DeviceBackend> backend(new DeviceBackend(topology, config));
+  EPLB_RETURN_IF_ERROR(backend->Init());
+  return backend;
+}
+
+Status DeviceBackend::Init() {
+  const int ranks = topology_.num_ranks();
+  const int per_gpu = topology_.slots_per_gpu();
+  const int buffers = config_.staging_buffers;
+  for (int r = 0; r < ranks; ++r) {
+    auto state = std::make_unique<RankState>();
+    RankState& s = *state;
+    ranks_.push_back(std::move(state));
+    s.device =
+        config_.mode == DeviceMode::kVirtual ? config_.first_device : config_.first_device + r;
+    const std::string at = At(r);
+    EPLB_CUDA(cudaSetDevice(s.device), at);
+    EPLB_CUDA(cudaStreamCreateWithFlags(&s.main, cudaStreamNonBlocking), at);
+    EPLB_CUDA(cudaStreamCreateWithFlags(&s.local, cudaStreamNonBlocking), at);
+    for (auto& lane : s.lane)
+      EPLB_CUDA(cudaStreamCreateWithFlags(&lane, cudaStreamNonBlocking), at);
+    s.staged.assign(buffers, nullptr);
+    s.consumed.assign(buffers, nullptr);
+    for (int b = 0; b < buffers; ++b) {
+      EPLB_CUDA(cudaEventCreateWithFlags(&s.staged[b], cudaEventDisableTiming), at);
+      EPLB_CUDA(cudaEventCreateWithFlags(&s.consumed[b], cudaEventDisableTiming), at);
+    }
+    const size_t slot_buffers = static_cast<size_t>(config_.num_layers + buffers) * per_gpu;
+    EPLB_CUDA(cudaMalloc(&s.pool, slot_buffers * expert_bytes_), at);
+    auto* next = static_cast<uint8_t*>(s.pool);
+    const auto take = [&] {
+      auto* p = reinterpret_cast<uint64_t*>(next);
+      next += expert_bytes_;
+      return p;
+    };
+    for (int layer = 0; layer < config_.num_layers; ++layer) {
+      for (int i = 0; i < per_gpu; ++i) live(layer, r * per_gpu + i) = take();
+    }
+    for (int b = 0; b < buffers; ++b) {
+      for (int i = 0; i < per_gpu; ++i) staged(b, r * per_gpu + i) = take();
+    }
+    const size_t list = static_cast<size_t>(config_.num_layers) * per_gpu * sizeof(SlotRef);
+    EPLB_CUDA(cudaMalloc(&s.check_slots, list), at);
+    EPLB_CUDA(cudaMalloc(&s.step_slots, list), at);
+    EPLB_CUDA(cudaMalloc(&s.mismatch, sizeof(*s.mismatch)), at);
+    EPLB_CUDA(cudaMalloc(&s.sink, sizeof(*s.sink)), at);
+  }
+#ifdef EPLB_HAVE_NCCL
+  if (config_.mode == DeviceMode::kNccl) {
+    std::vector<int> devices;
+    for (const auto& s : ranks_) devices.push_back(s->device);
+    for (int lane = 0; lane < kNumLinkClasses; ++lane) {
+      std::vector<ncclComm_t> comms(ranks);
+      EPLB_NCCL(ncclCommInitAll(comms.data(), ranks, devices.data()), "");
+      for (int r = 0; r < ranks; ++r) ranks_[r]->comm[lane] = comms[r];
+    }
+  }
+#endif
+  return Status::Ok();
+}
+
+DeviceBackend::~DeviceBackend() {
+  JoinWorkers();
+  // Teardown cannot report: free what exists, ignoring errors of a device already lost.
+  for (auto& state : ranks_) {
+    RankState& s = *state;
+    cudaSetDevice(s.device);
+    if (s.main) cudaStreamSynchronize(s.main);
+#ifdef EPLB_HAVE_NCCL
+    for (auto& c : s.comm) {
+      if (c) ncclCommDestroy(c);
+    }
+#endif
+    for (cudaStream_t st : {s.main, s.local, s.lane[0], s.lane[1]}) {
+      if (st) cudaStreamDestroy(st);
+    }
+    for (auto* events : {&s.staged, &s.consumed}) {
+      for (cudaEvent_t e : *events) {
+        if (e) cudaEventDestroy(e);
+      }
+    }
+    for (void* p : {s.pool, static_cast<void*>(s.check_slots), static_cast<void*>(s.step_slots),
+                    static_cast<void*>(s.mismatch), static_cast<void*>(s.sink)}) {
+      if (p) cudaFree(p);
+    }
+  }
+}
+
+int DeviceBackend::device_of(int rank) const {
+  return ranks_[rank]->device;
+}
+
+Status DeviceBackend::Fill(const Placement& placement) {
+  const int per_gpu = topology_.slots_per_gpu();
+  for (int r = 0; r < topology_.num_ranks(); ++r) {
+    RankState& s = *ranks_[r];
+    std::vector<SlotRef> list;
+    for (int layer = 0; layer < config_.num_layers; ++layer) {
+      for (int slot = r * per_gpu; slot < (r + 1) * per_gpu; ++slot) {
+        const int expert = placement.expert_at(layer, slot);
+        if (expert != kEmptySlot) list.push_back({live(layer, slot), layer, expert});
+      }
+    }
+    const std::string at = At(r);
+    EPLB_CUDA(cudaSetDevice(s.device), at);
+    EPLB_CUDA(cudaMemcpyAsync(s.check_slots, list.data(), list.size() * sizeof(SlotRef),
+                              cudaMemcpyHostToDevice, s.main),
+              at);
+    EPLB_CUDA(LaunchFill(s.check_slots, static_cast<int>(list.size()), expert_bytes_ / 8, s.main),
+              at);
+    EPLB_CUDA(cudaStreamSynchronize(s.main), at);
+    s.step_slots_stale = true;
+  }
+  return Status::Ok();
+}
+
+Status DeviceBackend::Verify(const Placement& placement, int layer) {
+  if (layer < 0) return CheckSlots(placement, 0, config_.num_layers - 1);
+  return CheckSlots(placement, layer, layer);
+}
+
+Status DeviceBackend::CheckSlots(const Placement& placement, int first_layer, int last_layer) {
+  const int per_gpu = topology_.slots_per_gpu();
+  const int ranks = topology_.num_ranks();
+  std::vector<std::vector<SlotRef>> lists(ranks);
+  std::vector<std::vector<int>> where(ranks);  // global slot of each list entry
+  // Launch every rank's check, then collect: ranks on different GPUs check at once.
+  for (int r = 0; r < ranks; ++r) {
+    RankState& s = *ranks_[r];
+    for (int layer = first_layer; layer <= last_layer; ++layer) {
+      for (int slot = r * per_gpu; slot < (r + 1) * per_gpu; ++slot) {
+        const int expert = placement.expert_at(layer, slot);
+        if (expert == kEmptySlot) continue;
+        lists[r].push_back({live(layer, slot), layer, expert});
+        where[r].push_back(slot);
+      }
+    }
+    const std::string at = At(r);
+    EPLB_CUDA(cudaSetDevice(s.device), at);
+    EPLB_CUDA(cudaMemcpyAsync(s.check_slots, lists[r].data(), lists[r].size() * sizeof(SlotRef),
+                              cudaMemcpyHostToDevice, s.main),
+              at);
+    EPLB_CUDA(LaunchCheck(s.check_slots, static_cast<int>(lists[r].size()), expert_bytes_ / 8,
+                          s.mismatch, s.main),
+              at);
+  }
+  for (int r = 0; r < ranks; ++r) {
+    RankState& s = *ranks_[r];
+    const std::string at = At(r);
+    unsigned long long key = kNoMismatch;
+    EPLB_CUDA(cudaSetDevice(s.device), at);
+    EPLB_CUDA(cudaMemcpyAsync(&key, s.mismatch, sizeof(key), cudaMemcpyDeviceToHost, s.main), at);
+    EPLB_CUDA(cudaStreamSynchronize(s.main), at);
+    if (key == kNoMismatch) continue;
+    const SlotRef& bad = lists[r][MismatchSlot(key)];
+    const uint64_t word = MismatchWord(key);
+    uint64_t found = 0;
+    EPLB_CUDA(cudaMemcpy(&found, bad.data + word, sizeof(found), cudaMemcpyDeviceToHost), at);
+    return Status::Internal(fmt::format(
+        "weights check failed: layer {}, slot {} (rank {}) should hold expert {}, but byte {} "
+        "onwards reads {:#018x} where the expert's weights have {:#018x}",
+        bad.layer, where[r][MismatchSlot(key)], r, bad.expert, word * 8, found,
+        PatternWord(bad.layer, bad.expert, word)));
+  }
+  return Status::Ok();
+}
+
+Status DeviceBackend::RunEmulatedStep(double seconds) {
+  NvtxRange range("step");
+  const int per_gpu = topology_.slots_per_gpu();
+  const auto ns = static_cast<uint64_t>(seconds * 1e9);
+  for (int r = 0; r < topology_.num_ranks(); ++r) {
+    RankState& s = *ranks_[r];
+    const std::string at = At(r);
+    EPLB_CUDA(cudaSetDevice(s.device), at);
+    if (s.step_slots_stale) {
+      std::vector<SlotRef> list;
+      for (int layer = 0; layer < config_.num_layers; ++layer) {
+        for (int slot = r * per_gpu; slot < (r + 1) * per_gpu; ++slot) {
+          list.push_back({live(layer, slot), layer, 0});
+        }
+      }
+      EPLB_CUDA(cudaMemcpyAsync(s.step_slots, list.data(), list.size() * sizeof(SlotRef),
+                                cudaMemcpyHostToDevice, s.main),
+                at);
+      s.step_count = static_cast<int>(list.size());
+      s.step_slots_stale = false;
+    }
+    EPLB_CUDA(LaunchEmulatedStep(ns, s.step_slots, s.step_count, s.sink, s.main), at);
+  }
+  for (int r = 0; r < topology_.num_ranks(); ++r) {
+    EPLB_CUDA(cudaSetDevice(ranks_[r]->device), At(r));
+    EPLB_CUDA(cudaStreamSynchronize(ranks_[r]->main), At(r));
+  }
+  return Status::Ok();
+}
+
+Status DeviceBackend::Synchronize() {
+  for (int r = 0; r < topology_.num_ranks(); ++r) {
+    const RankState& s = *ranks_[r];
+    EPLB_CUDA(cudaSetDevice(s.device), At(r));
+    for (cudaStream_t stream : {s.main, s.local, s.lane[0], s.lane[1]}) {
+      EPLB_CUDA(cudaStreamSynchronize(stream), At(r));
+    }
+  }
+  return Status::Ok();
+}
+
+double DeviceBackend::Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_).count();
+}
+
+std::unique_ptr<Monitor> DeviceBackend::NewMonitor() {
+  return std::make_unique<StdMonitor>();
+}
+
+void DeviceBackend::StartWorker(int rank, std::function<void()> body) {
+  RankState& s = *ranks_[rank];
+  // A new rearrangement pulls from live weights that earlier commits made live; their local
+  // copies may still be in flight on the local stream.
+  s.start_error = Status::Ok();
+  const cudaError_t e = cudaSetDevice(s.device);
+  const cudaError_t sync = e == cudaSuccess ? cudaStreamSynchronize(s.local) : e;
+  if (sync != cudaSuccess) {
+    s.start_error = CudaStatus(sync, "cudaStreamSynchronize(local)", At(rank));
+  }
+  workers_.emplace_back([device = s.device, body = std::move(body)] {
+    cudaSetDevice(device);  // an error here resurfaces at the worker's first CUDA call
+    body();
+  });
+}
+
+void DeviceBackend::JoinWorkers() {
+  for (auto& w : workers_) w.join();
+  workers_.clear();
+}
+
+Status DeviceBackend::ExecuteRound(const StagingTarget& target, const Round& round,
+                                   std::span<const Transfer> transfers) {
+  RankState& s = *ranks_[target.rank];
+  EPLB_RETURN_IF_ERROR(s.start_error);
+  const std::string at = At(target.rank, target.layer);
+  cudaStream_t stream = s.lane[static_cast<int>(round.link)];
+  EPLB_CUDA(cudaStreamWaitEvent(stream, s.consumed[target.buffer], 0), at);
+  std::vector<const Transfer*> received;
+  for (const Flow& flow : round.flows) {
+    if (flow.dst_rank != target.rank) continue;
+    for (int32_t t : flow.transfers) received.push_back(&transfers[t]);
+  }
+  std::vector<std::unique_ptr<NvtxRange>> ranges;
+  for (const Transfer* t : received) {
+    ranges.push_back(
+        std::make_unique<NvtxRange>(fmt::format("expert {} layer {}", t->expert, target.layer)));
+  }
+  const double start = Now();
+  if (config_.mode == DeviceMode::kVirtual) {
+    // Receivers pull; the sender's live weights stay intact until the layer is committed.
+    for (const Transfer* t : received) {
+      EPLB_CUDA(cudaMemcpyAsync(staged(target.buffer, t->dst_slot), live(target.layer, t->src_slot),
+                                expert_bytes_, cudaMemcpyDeviceToDevice, stream),
+                at);
+    }
+  } else {
+#ifdef EPLB_HAVE_NCCL
+    ncclComm_t comm = s.comm[static_cast<int>(round.link)];
+    EPLB_NCCL(ncclGroupStart(), at);
+    for (const Flow& flow : round.flows) {
+      const bool receives = flow.dst_rank == target.rank, sends = flow.src_rank == target.rank;
+      if (!receives && !sends) continue;
+      for (int32_t i : flow.transfers) {
+        const Transfer& t = transfers[i];
+        if (receives) {
+          EPLB_NCCL(ncclRecv(staged(target.buffer, t.dst_slot), expert_bytes_, ncclUint8,
+                             flow.src_rank, comm, stream),
+                    at);
+        } else {
+          EPLB_NCCL(ncclSend(live(target.layer, t.src_slot), expert_bytes_, ncclUint8,
+                             flow.dst_rank, comm, stream),
+                    at);
+        }
+      }
+    }
+    EPLB_NCCL(ncclGroupEnd(), at);
+#endif
+  }
+  EPLB_CUDA(cudaStreamSynchronize(stream), at);
+  const double end = Now();
+  for (const Transfer* t : received) {
+    on_transfer(TransferRecord{target.layer, t->expert, t->src_rank, t->dst_rank, t->bytes, t->link,
+                               start, end});
+  }
+  return Status::Ok();
+}
+
+Status DeviceBackend::CopyLocal(const StagingTarget& target, std::span<const LocalCopy> copies) {
+  RankState& s = *ranks_[target.rank];
+  EPLB_RETURN_IF_ERROR(s.start_error);
+  const std::string at = At(target.rank, target.layer);
+  EPLB_CUDA(cudaStreamWaitEvent(s.local, s.consumed[target.buffer], 0), at);
+  for (const LocalCopy& c : copies) {
+    const uint64_t* src =
+        c.after_receive ? staged(target.buffer, c.src_slot) : live(target.layer, c.src_slot);
+    EPLB_CUDA(cudaMemcpyAsync(staged(target.buffer, c.dst_slot), src, expert_bytes_,
+                              cudaMemcpyDeviceToDevice, s.local),
+              at);
+  }
+  // No wait here: the commit orders the main stream after these copies.
+  EPLB_CUDA(cudaEventRecord(s.staged[target.buffer], s.local), at);
+  return Status::Ok();
+}
+
+Status DeviceBackend::CommitLayer(const StagingTarget& target, std::span<const int32_t> slots) {
+  RankState& s = *ranks_[target.rank];
+  const std::string at = fmt::format("commit of {}", At(target.rank, target.layer));
+  EPLB_CUDA(cudaSetDevice(s.device), at);
+  EPLB_CUDA(cudaStreamWaitEvent(s.main, s.staged[target.buffer], 0), at);
+  for (int32_t slot : slots) std::swap(live(target.layer, slot), staged(target.buffer, slot));
+  EPLB_CUDA(cudaEventRecord(s.consumed[target.buffer], s.main), at);
+  s.step_slots_stale = true;
+  return Status::Ok();
+}
+
+}  // namespace eplb::device

@@ -1,0 +1,126 @@
+// The rearranger's backend on real GPUs: every rank's expert weights in device memory, transfers
+// by NCCL (one rank per GPU) or by device-to-device copies between ranks that share one GPU
+// (virtual ranks), and a foreground that emulates inference steps with kernels on each rank's
+// main stream, so that migrations and compute really overlap.
+//
+// Streams and events, per rank:
+//   main       the foreground: emulated steps, commits, checks
+//   lane[k]    the worker of link lane k: its rounds (receives, and sends under NCCL)
+//   local      local copies into the staging buffer
+//   staged[b]  recorded on `local` after a layer's local copies into staging buffer b; a commit
+//              makes `main` wait on it, so the foreground never reads a slot before its bytes
+//              have landed
+//   consumed[b] recorded on `main` when a commit swaps buffer b into the live weights; a worker
+//              makes its stream wait on it before writing into b, so no transfer overwrites
+//              weights a step launched before the commit may still read
+// A round returns when its stream has drained, so the rearranger's "rank staged" is a fact
+// on the device, and the round's measured times are the transfers' times.
+//
+// Modes: kVirtual puts every rank on one GPU; a receive is cudaMemcpyAsync from the sender's
+// live weights (which stay intact until every rank has staged the layer). kNccl puts rank r on
+// GPU first_device + r, in one process (ncclCommInitAll, a communicator per lane, so each is
+// used by one thread); a round is a group of ncclSend/ncclRecv.
+//
+// Thread-safety: the RearrangementBackend calls follow that interface's contract; Fill,
+// Verify and RunEmulatedStep are foreground calls. on_transfer fires from worker threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "eplb/backend.h"
+#include "eplb/placement.h"
+#include "eplb/run_output.h"
+#include "eplb/signal.h"
+#include "eplb/status.h"
+#include "eplb/topology.h"
+
+namespace eplb::device {
+
+enum class DeviceMode { kVirtual, kNccl };
+const char* DeviceModeName(DeviceMode mode);
+
+struct DeviceConfig {
+  DeviceMode mode = DeviceMode::kVirtual;
+  int num_layers = 1;
+  int staging_buffers = 1;
+  // kVirtual: the GPU every rank shares; kNccl: rank r runs on GPU first_device + r.
+  int first_device = 0;
+};
+
+// The CUDA GPUs this process sees; an error that says why when there are none (no driver, no
+// device), naming the CUDA call.
+Result<int> CountDevices();
+// "NVIDIA H200 (sm_90, 139.8 GiB)"
+std::string DescribeDevice(int device);
+// Free bytes on `device`.
+Result<size_t> FreeMemory(int device);
+// Whether this build has NCCL.
+bool HaveNccl();
+
+class DeviceBackend final : public RearrangementBackend {
+ public:
+  // Allocates every rank's weights and staging buffers (topology.expert_bytes() each, which
+  // must be a multiple of 8). Fails with the CUDA or NCCL call that failed, or with the memory
+  // needed against what the GPU has.
+  static Result<std::unique_ptr<DeviceBackend>> Create(const Topology& topology,
+                                                       const DeviceConfig& config);
+  ~DeviceBackend() override;
+  DeviceBackend(const DeviceBackend&) = delete;
+  DeviceBackend& operator=(const DeviceBackend&) = delete;
+
+  // Writes every slot's expert pattern (weight_pattern.h) under `placement`.
+  Status Fill(const Placement& placement);
+  // Checks on the GPU that every non-empty slot of `layer` (every layer when −1) holds its
+  // expert's pattern exactly; the error names the layer, slot, rank, expert and word. Runs on
+  // the main streams, so it sees what the next inference step would read.
+  Status Verify(const Placement& placement, int layer = -1);
+  // One emulated inference step of `seconds` on every rank, each reading its live weights.
+  // Returns when every rank's step is over.
+  Status RunEmulatedStep(double seconds);
+
+  // Waits for every stream of every rank.
+  Status Synchronize();
+
+  DeviceMode mode() const { return config_.mode; }
+  int device_of(int rank) const;
+
+  double Now() override;
+  std::unique_ptr<Monitor> NewMonitor() override;
+  void StartWorker(int rank, std::function<void()> body) override;
+  void JoinWorkers() override;
+  int staging_buffers() const override { return config_.staging_buffers; }
+  Status ExecuteRound(const StagingTarget& target, const Round& round,
+                      std::span<const Transfer> transfers) override;
+  Status CopyLocal(const StagingTarget& target, std::span<const LocalCopy> copies) override;
+  Status CommitLayer(const StagingTarget& target, std::span<const int32_t> slots) override;
+
+  // Each received transfer, with its round's measured start and end (receiver side).
+  Signal<void(const TransferRecord&)> on_transfer;
+
+ private:
+  struct RankState;
+  DeviceBackend(const Topology& topology, const DeviceConfig& config);
+  Status Init();
+  uint64_t*& live(int layer, int slot) { return live_[static_cast<size_t>(layer) * slots_ + slot]; }
+  uint64_t*& staged(int buffer, int slot) {
+    return staging_[static_cast<size_t>(buffer) * slots_ + slot];
+  }
+  Status CheckSlots(const Placement& placement, int first_layer, int last_layer);
+
+  Topology topology_;
+  DeviceConfig config_;
+  int slots_;
+  size_t expert_bytes_;
+  std::vector<std::unique_ptr<RankState>> ranks_;
+  std::vector<uint64_t*> live_;     // [layer][global slot]
+  std::vector<uint64_t*> staging_;  // [buffer][global slot]
+  std::vector<std::thread> workers_;
+  std::chrono::steady_clock::time_point epoch_;
+};
+
+}  // namespace eplb::device

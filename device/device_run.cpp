@@ -1,0 +1,261 @@
+#include "device_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include "cuda_check.h"
+#include "eplb/eplb_loop.h"
+#include "eplb/workload.h"
+
+namespace eplb::device {
+namespace {
+
+constexpr int64_t kGranule = 4096;
+
+// Emulated steps; a failed weights check after a commit ends the run at the next step.
+class DeviceStepRunner final : public StepRunner {
+ public:
+  DeviceStepRunner(DeviceBackend& backend, double scale) : backend_(backend), scale_(scale) {}
+  Status RunStep(const StepCost& cost, bool /*contended: the GPU shares for real*/) override {
+    EPLB_RETURN_IF_ERROR(pending_);
+    return backend_.RunEmulatedStep(cost.total_s() * scale_);
+  }
+  void Fail(const Status& status) {
+    if (pending_.ok()) pending_ = status;
+  }
+  const Status& pending() const { return pending_; }
+
+ private:
+  DeviceBackend& backend_;
+  double scale_;
+  Status pending_;
+};
+
+int StagingBuffers(const Scenario& s) {
+  return s.eplb.use_async ? s.eplb.staging_layers : s.model.layers;
+}
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+}  // namespace
+
+int64_t FitExpertBytes(int64_t wanted, int64_t slot_buffers, size_t free_bytes, double fraction) {
+  if (slot_buffers <= 0) return 0;
+  const double budget = static_cast<double>(free_bytes) * fraction;
+  int64_t fit = static_cast<int64_t>(budget / static_cast<double>(slot_buffers));
+  fit = std::min(fit, std::max<int64_t>(wanted, kGranule));
+  fit -= fit % kGranule;
+  return fit >= kGranule ? fit : 0;
+}
+
+int64_t SlotBuffersPerGpu(const Scenario& scenario, DeviceMode mode) {
+  const int64_t ranks_per_gpu = mode == DeviceMode::kVirtual ? scenario.num_gpus() : 1;
+  const int64_t per_rank = scenario.num_slots() / scenario.num_gpus();
+  return (scenario.model.layers + StagingBuffers(scenario)) * per_rank * ranks_per_gpu;
+}
+
+Result<Scenario> DeviceScenario(const Scenario& scenario, const DeviceRunOptions& options) {
+  Scenario s = scenario;
+  if (options.expert_bytes > 0) {
+    if (options.expert_bytes % 8 != 0) {
+      return Status::InvalidArgument(fmt::format(
+          "--expert-bytes {}: the device backend moves 8-byte words; use a multiple of 8",
+          options.expert_bytes));
+    }
+    s.model.expert_bytes = options.expert_bytes;
+    return s;
+  }
+  if (options.memory_fraction <= 0 || options.memory_fraction > 1) {
+    return Status::InvalidArgument(
+        fmt::format("--memory-fraction {}: valid values are in (0, 1]", options.memory_fraction));
+  }
+  auto free = FreeMemory(options.first_device);
+  if (!free.ok()) return free.status();
+  const int64_t buffers = SlotBuffersPerGpu(s, options.mode);
+  const int64_t fit = FitExpertBytes(s.model.expert_bytes, buffers, *free, options.memory_fraction);
+  if (fit == 0) {
+    return Status::InvalidArgument(fmt::format(
+        "{} expert slot buffers per GPU do not fit in {:.0f}% of GPU {}'s {:.2f} GiB free, even at "
+        "4 KiB per expert: run fewer ranks, layers or slots",
+        buffers, options.memory_fraction * 100, options.first_device,
+        static_cast<double>(*free) / (1ULL << 30)));
+  }
+  s.model.expert_bytes = fit;
+  return s;
+}
+
+Result<RunResult> RunOnDevice(const Scenario& requested, const DeviceRunOptions& options,
+                              std::function<void(const StepRecord&)> on_step) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  auto scenario = DeviceScenario(requested, options);
+  if (!scenario.ok()) return scenario.status();
+  auto workload = MakeWorkload(*scenario);
+  if (!workload.ok()) return workload.status();
+  const Topology topology = scenario->topology();
+  DeviceConfig config;
+  config.mode = options.mode;
+  config.first_device = options.first_device;
+  config.num_layers = scenario->model.layers;
+  config.staging_buffers = StagingBuffers(*scenario);
+  auto backend = DeviceBackend::Create(topology, config);
+  if (!backend.ok()) return backend.status();
+  DeviceBackend& device = **backend;
+
+  RunResult result;
+  result.scenario = *scenario;
+  result.backend = fmt::format("device ({} ranks on {})", DeviceModeName(options.mode),
+                               DescribeDevice(options.first_device));
+  std::mutex transfers_mu;
+  device.on_transfer.Connect([&](const TransferRecord& t) {
+    std::lock_guard lock(transfers_mu);
+    result.transfers.push_back(t);
+  });
+  DeviceStepRunner runner(device, options.step_scale);
+  EplbLoop loop(*scenario, **workload, device, runner);
+  EPLB_RETURN_IF_ERROR(device.Fill(loop.placement()));
+  if (options.check_commits) {
+    loop.rearranger().on_layer_committed.Connect([&](const LayerEvent& e) {
+      const Status s = device.Verify(loop.rearranger().placement(), e.layer);
+      if (!s.ok())
+        runner.Fail(s.WithContext(fmt::format("after the commit of layer {}: ", e.layer)));
+    });
+  }
+  loop.on_step = std::move(on_step);
+  EPLB_RETURN_IF_ERROR(loop.Run());
+  EPLB_RETURN_IF_ERROR(runner.pending());
+  // The whole placement, once more, at the end.
+  EPLB_RETURN_IF_ERROR(device.Verify(loop.placement()).WithContext("at the end of the run: "));
+  result.steps = loop.steps();
+  result.rearrangements = loop.rearrangements();
+  result.commits = loop.commits();
+  result.skipped_rearrangements = loop.skipped_rearrangements();
+  {
+    std::lock_guard lock(transfers_mu);
+    std::sort(
+        result.transfers.begin(), result.transfers.end(),
+        [](const TransferRecord& a, const TransferRecord& b) { return a.start_s < b.start_s; });
+  }
+  result.wall_s = Seconds(wall_start);
+  result.peak_rss_bytes = PeakRssBytes();
+  return result;
+}
+
+namespace {
+
+// Times `body` (which enqueues on `stream`) from issue to the stream's completion, best of
+// `repetitions` after one warm-up.
+Result<double> TimeOnStream(cudaStream_t stream, int repetitions,
+                            const std::function<cudaError_t()>& body, const char* what) {
+  double best = 1e30;
+  for (int i = 0; i <= repetitions; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    if (const cudaError_t e = body(); e != cudaSuccess) return CudaStatus(e, what, "");
+    EPLB_CUDA(cudaStreamSynchronize(stream), fmt::format("{}: ", what));
+    if (i > 0) best = std::min(best, Seconds(start));
+  }
+  return best;
+}
+
+}  // namespace
+
+Result<Bandwidths> MeasureBandwidths(DeviceBackend& backend, const Topology& topology,
+                                     int repetitions) {
+  Bandwidths out;
+  const int device = backend.device_of(0);
+  const auto expert = static_cast<size_t>(topology.expert_bytes());
+  const int per_gpu = topology.slots_per_gpu();
+  const int ranks = topology.num_ranks();
+  EPLB_CUDA(cudaSetDevice(device), "");
+  {
+    // Plain copy and round latency on buffers of their own.
+    const size_t bytes = expert * static_cast<size_t>(per_gpu) * 8;
+    void *a = nullptr, *b = nullptr;
+    cudaStream_t stream = nullptr;
+    EPLB_CUDA(cudaMalloc(&a, bytes), "plain copy: ");
+    const cudaError_t eb = cudaMalloc(&b, bytes);
+    const cudaError_t es = eb == cudaSuccess ? cudaStreamCreate(&stream) : eb;
+    Result<double> plain = Status::Ok();
+    Result<double> tiny = Status::Ok();
+    if (es == cudaSuccess) {
+      plain = TimeOnStream(
+          stream, repetitions,
+          [&] { return cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, stream); },
+          "cudaMemcpyAsync (plain copy)");
+      tiny = TimeOnStream(
+          stream, repetitions * 20,
+          [&] { return cudaMemcpyAsync(b, a, 8, cudaMemcpyDeviceToDevice, stream); },
+          "cudaMemcpyAsync (8 bytes)");
+    }
+    if (stream) cudaStreamDestroy(stream);
+    if (b) cudaFree(b);
+    cudaFree(a);
+    if (es != cudaSuccess) return CudaStatus(es, "cudaMalloc / cudaStreamCreate", "plain copy: ");
+    if (!plain.ok()) return plain.status();
+    if (!tiny.ok()) return tiny.status();
+    out.plain_copy_bps = static_cast<double>(bytes) / *plain;
+    out.round_latency_s = *tiny;
+  }
+  // Local copies: rank 0 copies each of its live slots into its staging buffer.
+  {
+    std::vector<LocalCopy> copies;
+    for (int i = 0; i < per_gpu; ++i) copies.push_back(LocalCopy{0, 0, i, i, false});
+    double best = 1e30;
+    for (int rep = 0; rep <= repetitions; ++rep) {
+      const double start = backend.Now();
+      EPLB_RETURN_IF_ERROR(backend.CopyLocal({0, 0, 0}, copies));
+      EPLB_RETURN_IF_ERROR(backend.Synchronize());
+      if (rep > 0) best = std::min(best, backend.Now() - start);
+    }
+    out.local_copy_bps = static_cast<double>(expert) * per_gpu / best;
+  }
+  // Peer: one round in which every rank receives all its slots from its ring neighbour.
+  if (ranks > 1) {
+    std::vector<Transfer> transfers;
+    Round round;
+    round.link = LinkClass::kNvlink;
+    for (int r = 0; r < ranks; ++r) {
+      const int src = (r + 1) % ranks;
+      Flow flow{src, r, 0, {}};
+      for (int i = 0; i < per_gpu; ++i) {
+        flow.transfers.push_back(static_cast<int32_t>(transfers.size()));
+        Transfer t;
+        t.src_rank = src;
+        t.src_slot = src * per_gpu + i;
+        t.dst_rank = r;
+        t.dst_slot = r * per_gpu + i;
+        t.bytes = topology.expert_bytes();
+        transfers.push_back(t);
+      }
+      flow.bytes = static_cast<int64_t>(expert) * per_gpu;
+      round.flows.push_back(flow);
+    }
+    double best = 1e30;
+    for (int rep = 0; rep <= repetitions; ++rep) {
+      std::vector<Status> status(static_cast<size_t>(ranks));
+      std::vector<std::thread> threads;
+      const double start = backend.Now();
+      for (int r = 0; r < ranks; ++r) {
+        threads.emplace_back([&, r] {
+          cudaSetDevice(backend.device_of(r));
+          status[r] = backend.ExecuteRound({r, 0, 0}, round, transfers);
+        });
+      }
+      for (auto& t : threads) t.join();
+      for (const Status& s : status) EPLB_RETURN_IF_ERROR(s);
+      if (rep > 0) best = std::min(best, backend.Now() - start);
+    }
+    out.peer_bps = static_cast<double>(expert) * per_gpu / best;
+  } else {
+    out.peer_bps = out.local_copy_bps;
+  }
+  return out;
+}
+
+}  // namespace eplb::device

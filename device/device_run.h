@@ -1,0 +1,62 @@
+// Runs a scenario on real GPUs: the EPLB loop with DeviceBackend, emulated inference steps
+// whose durations follow the step model, a weights check after every commit, and the run
+// folder's records measured on the device. Also the bandwidth probes `eplb validate` and the
+// device benchmark calibrate with.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "device_backend.h"
+#include "eplb/run_output.h"
+#include "eplb/scenario.h"
+
+namespace eplb::device {
+
+struct DeviceRunOptions {
+  DeviceMode mode = DeviceMode::kVirtual;
+  int first_device = 0;
+  // Bytes per expert on the device; 0: the scenario's, lowered to fit `memory_fraction` of the
+  // GPU's free memory.
+  int64_t expert_bytes = 0;
+  double memory_fraction = 0.8;
+  // An emulated step lasts the step model's time × step_scale.
+  double step_scale = 1.0;
+  // Check every committed layer's weights on the GPU (a checksum kernel).
+  bool check_commits = true;
+};
+
+// The largest multiple of 4 KiB (at most `wanted`, at least 4 KiB) such that `slot_buffers`
+// experts fit in `fraction` × `free_bytes`; 0 when not even 4 KiB experts fit.
+int64_t FitExpertBytes(int64_t wanted, int64_t slot_buffers, size_t free_bytes, double fraction);
+
+// Expert slot buffers one GPU holds for `scenario`: (layers + staging) × slots per GPU × ranks
+// sharing the GPU.
+int64_t SlotBuffersPerGpu(const Scenario& scenario, DeviceMode mode);
+
+// The scenario as it will run on the device: expert bytes chosen per `options`. Fails when the
+// GPU cannot hold it.
+Result<Scenario> DeviceScenario(const Scenario& scenario, const DeviceRunOptions& options);
+
+// Runs `scenario` (as DeviceScenario gives it) and collects the run folder's records; the run's
+// scenario is the device scenario. `on_step` is called after every step.
+Result<RunResult> RunOnDevice(const Scenario& scenario, const DeviceRunOptions& options,
+                              std::function<void(const StepRecord&)> on_step = {});
+
+// Effective bandwidths on this machine, bytes per second, and the start-up time of one round.
+//   plain_copy_bps  one large cudaMemcpyAsync device to device (all slot buffers of rank 0 at
+//                   once): the GPU's copy bandwidth, the reference for the benchmark
+//   local_copy_bps  copies of one expert within one rank, back to back on one stream
+//   peer_bps        per rank, while every rank receives experts from its ring neighbour at
+//                   once (virtual ranks: copies between ranks' buffers; NCCL: send/recv)
+//   round_latency_s one round of one 8-byte transfer, issue to completion
+struct Bandwidths {
+  double plain_copy_bps = 0;
+  double local_copy_bps = 0;
+  double peer_bps = 0;
+  double round_latency_s = 0;
+};
+Result<Bandwidths> MeasureBandwidths(DeviceBackend& backend, const Topology& topology,
+                                     int repetitions = 5);
+
+}  // namespace eplb::device
