@@ -109,6 +109,22 @@ std::string PlacementsJsonl(const RunResult& run) {
   return out;
 }
 
+std::string LoadsJsonl(const RunResult& run) {
+  std::string out;
+  const int experts = run.scenario.model.experts;
+  for (const RearrangementRecord& r : run.rearrangements) {
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (size_t first = 0; first + experts <= r.window_load.size(); first += experts) {
+      rows.push_back(
+          std::vector<float>(r.window_load.begin() + static_cast<ptrdiff_t>(first),
+                             r.window_load.begin() + static_cast<ptrdiff_t>(first + experts)));
+    }
+    out += nlohmann::ordered_json{{"step", r.step}, {"time_s", r.start_s}, {"load", rows}}.dump() +
+           "\n";
+  }
+  return out;
+}
+
 std::string TraceJson(const RunResult& run) {
   using Json = nlohmann::ordered_json;
   const Scenario& s = run.scenario;
@@ -307,6 +323,7 @@ Status WriteRunFolder(const std::string& dir, const RunResult& run) {
         {"transfers.csv", TransfersCsv(run)},
         {"rearrangements.csv", RearrangementsCsv(run)},
         {"placements.jsonl", PlacementsJsonl(run)},
+        {"loads.jsonl", LoadsJsonl(run)},
         {"trace.json", TraceJson(run)},
         // The summary last: a folder without it was never finished.
         {"summary.json", RunSummary(run).dump(2) + "\n"}};

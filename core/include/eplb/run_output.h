@@ -17,6 +17,8 @@
 //                     balancedness of the steps it served, up to the next rearrangement)
 //   placements.jsonl  the initial placement of each layer (step −1), then one line per layer
 //                     commit: {"step", "time_s", "layer", "phy2log"}
+//   loads.jsonl       one line per rearrangement: {"step", "time_s", "load": [layer][expert]},
+//                     the window's load (tokens) its policy was given
 //   trace.json        Chrome/Perfetto trace events: a process per GPU with its transfers (async
 //                     slices on its receive side), and a "cluster" process with the steps,
 //                     balance counters, and rearrangement and commit marks

@@ -1,0 +1,88 @@
+// eplb-viewer [RUN_DIR] [--compare RUN_DIR] [--screenshot FILE [--at STEP] [--layer L]]
+// Opens a run folder written by `eplb run` or `eplb device-run`. With --screenshot it renders
+// the window to a PNG and exits (works headless with QT_QPA_PLATFORM=offscreen).
+#include <cstdio>
+
+#include <QApplication>
+#include <QCommandLineParser>
+
+#include "main_window.h"
+
+namespace {
+
+int Fail(const QString& message) {
+  std::fprintf(stderr, "eplb-viewer: error: %s\n", message.toLocal8Bit().constData());
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  QApplication::setApplicationName("eplb-viewer");
+  QApplication::setOrganizationName("eplb");
+  QCommandLineParser parser;
+  parser.setApplicationDescription(
+      "Animates the expert placement and transfer timeline of an eplb run folder.");
+  parser.addHelpOption();
+  parser.addPositionalArgument("run", "Run folder (from eplb run or eplb device-run)", "[RUN_DIR]");
+  const QCommandLineOption compare("compare", "A second run folder, shown side by side.", "dir");
+  const QCommandLineOption screenshot("screenshot", "Render to a PNG file and exit.", "file");
+  const QCommandLineOption at("at", "Step to show (default 0; -1: the last).", "step", "0");
+  const QCommandLineOption layer("layer", "Layer to show (default 0).", "layer", "0");
+  const QCommandLineOption color("color", "Cell colours: expert or load.", "mode", "expert");
+  const QCommandLineOption size("size", "Window size (default 1400x900).", "WxH", "1400x900");
+  parser.addOptions({compare, screenshot, at, layer, color, size});
+  parser.process(app);
+
+  const QStringList args = parser.positionalArguments();
+  if (args.size() > 1) return Fail("give one run folder (use --compare for a second)");
+  bool ok_step = false, ok_layer = false;
+  const int step = parser.value(at).toInt(&ok_step);
+  const int layer_index = parser.value(layer).toInt(&ok_layer);
+  if (!ok_step) return Fail(QString("--at '%1': expected a step number").arg(parser.value(at)));
+  if (!ok_layer || layer_index < 0) {
+    return Fail(QString("--layer '%1': expected a layer number >= 0").arg(parser.value(layer)));
+  }
+  const QString mode = parser.value(color);
+  if (mode != "expert" && mode != "load") {
+    return Fail(QString("--color '%1': valid values are expert, load").arg(mode));
+  }
+  const QStringList wh = parser.value(size).split('x');
+  const int w = wh.size() == 2 ? wh[0].toInt() : 0, h = wh.size() == 2 ? wh[1].toInt() : 0;
+  if (w < 320 || h < 240) {
+    return Fail(QString("--size '%1': expected WxH, at least 320x240").arg(parser.value(size)));
+  }
+
+  const bool headless = parser.isSet(screenshot);
+  eplb::viewer::MainWindow window;
+  window.SetDialogs(!headless);
+  window.resize(w, h);
+  QString error;
+  QObject::connect(&window, &eplb::viewer::MainWindow::ErrorShown,
+                   [&](const QString& message) { error = message; });
+  if (headless && args.isEmpty()) return Fail("--screenshot needs a run folder");
+  if (!args.isEmpty() && !window.OpenRun(args[0]) && headless) return Fail(error);
+  if (parser.isSet(compare) && !window.OpenComparison(parser.value(compare)) && headless) {
+    return Fail(error);
+  }
+  window.SetColorMode(mode == "load" ? eplb::viewer::ColorMode::kLoad
+                                     : eplb::viewer::ColorMode::kExpert);
+  if (window.panel()) {
+    if (layer_index >= window.panel()->run().layers()) {
+      return Fail(QString("--layer %1: the run has layers 0..%2")
+                      .arg(layer_index)
+                      .arg(window.panel()->run().layers() - 1));
+    }
+    window.SetLayer(layer_index);
+    window.SetStep(step < 0 ? window.panel()->run().steps() - 1 : step);
+  }
+  window.show();
+  if (!headless) return app.exec();
+  QApplication::processEvents();
+  const QString file = parser.value(screenshot);
+  if (!window.Render().save(file, "PNG"))
+    return Fail(QString("%1: cannot write the PNG").arg(file));
+  std::printf("%s\n", file.toLocal8Bit().constData());
+  return 0;
+}

@@ -1,0 +1,70 @@
+// The placement of one layer at the cursor: a row per GPU (nodes separated by a gap), a cell per
+// slot coloured by logical expert or by load, the selected expert's replicas outlined
+// everywhere, and each GPU's load beside its row.
+//
+// A GPU's load is Σ over its slots of load(expert) / replicas(expert), with the load that the
+// latest rearrangement's policy saw (loads.jsonl), so the bars show what the policy balanced.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include <QWidget>
+
+#include "run_data.h"
+
+namespace eplb::viewer {
+
+enum class ColorMode { kExpert, kLoad };
+
+class PlacementView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit PlacementView(QWidget* parent = nullptr);
+
+  void SetRun(std::shared_ptr<const RunData> run);
+  void SetLayer(int layer);
+  void SetStep(int step);
+  void SetColorMode(ColorMode mode);
+  void SelectExpert(int expert);  // −1: none
+
+  int layer() const { return layer_; }
+  int selected_expert() const { return selected_; }
+  // Where slot `slot` (0-based within the GPU) of GPU `gpu` is drawn, and in which colour.
+  QRect CellRect(int gpu, int slot) const;
+  QColor CellColor(int gpu, int slot) const;
+  // The (GPU, slot) under a point, or (−1, −1).
+  std::pair<int, int> CellAt(QPoint p) const;
+  QSize sizeHint() const override { return {700, 320}; }
+
+ signals:
+  void ExpertSelected(int expert);
+
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+  void mousePressEvent(QMouseEvent* event) override;
+  bool event(QEvent* event) override;  // tooltips
+
+ private:
+  struct Layout {
+    int top, left, cell_w, row_h, node_gap, bars_left, bars_w;
+  };
+  Layout ComputeLayout() const;
+  void Recompute();
+  int RowTop(const Layout& l, int gpu) const;
+
+  std::shared_ptr<const RunData> run_;
+  int layer_ = 0;
+  int step_ = 0;
+  ColorMode mode_ = ColorMode::kExpert;
+  int selected_ = -1;
+  // Of the current layer and step.
+  std::vector<int32_t> row_;
+  std::vector<int> replicas_;
+  std::vector<float> load_;        // per expert, empty without load data
+  std::vector<double> slot_load_;  // per slot
+  std::vector<double> gpu_load_;   // per GPU
+  double max_slot_load_ = 0, max_gpu_load_ = 0, mean_gpu_load_ = 0;
+};
+
+}  // namespace eplb::viewer

@@ -1,0 +1,65 @@
+#include "run_panel.h"
+
+#include <QSplitter>
+#include <QVBoxLayout>
+
+namespace eplb::viewer {
+
+RunPanel::RunPanel(std::shared_ptr<const RunData> run, QWidget* parent)
+    : QWidget(parent), run_(std::move(run)) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(2, 2, 2, 2);
+  title_ = new QLabel(this);
+  title_->setText(tr("<b>%1</b> — %2 · %3 layers × %4 experts on %5 GPUs (%6 nodes) · %7 steps, "
+                     "%8 transfers · %9")
+                      .arg(QString::fromStdString(run_->name()))
+                      .arg(QString::fromStdString(run_->backend()))
+                      .arg(run_->layers())
+                      .arg(run_->experts())
+                      .arg(run_->gpus())
+                      .arg(run_->nodes())
+                      .arg(run_->steps())
+                      .arg(run_->transfers().size())
+                      .arg(QString::fromStdString(run_->dir())));
+  title_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  layout->addWidget(title_);
+  auto* split = new QSplitter(Qt::Vertical, this);
+  placement_ = new PlacementView(split);
+  timeline_ = new TimelineView(split);
+  metrics_ = new MetricsStrip(split);
+  split->addWidget(placement_);
+  split->addWidget(timeline_);
+  split->addWidget(metrics_);
+  split->setStretchFactor(0, 4);
+  split->setStretchFactor(1, 3);
+  split->setStretchFactor(2, 2);
+  layout->addWidget(split, 1);
+  placement_->SetRun(run_);
+  timeline_->SetRun(run_);
+  metrics_->SetRun(run_);
+
+  connect(metrics_, &MetricsStrip::StepClicked, this, &RunPanel::StepRequested);
+  connect(timeline_, &TimelineView::TransferHovered, this,
+          [this](int, const QString& text) { emit TransferHovered(text); });
+  connect(timeline_, &TimelineView::TransferClicked, this, [this](int index) {
+    const TransferRow& t = run_->transfers()[index];
+    emit LayerRequested(t.layer);
+    emit StepRequested(run_->StepAt(t.end_s));
+  });
+}
+
+void RunPanel::SetStep(int step) {
+  placement_->SetStep(step);
+  metrics_->SetStep(step);
+  if (step >= 0 && step < run_->steps()) timeline_->SetCursorTime(run_->step_end_s(step));
+}
+
+void RunPanel::SetLayer(int layer) {
+  placement_->SetLayer(layer);
+}
+
+void RunPanel::SetColorMode(ColorMode mode) {
+  placement_->SetColorMode(mode);
+}
+
+}  // namespace eplb::viewer

@@ -1,0 +1,277 @@
+// The viewer, driven headless (QT_QPA_PLATFORM=offscreen) on a tiny run folder kept in
+// tests/data/tiny-run (written by `eplb run scenarios/tiny.yaml --set run.steps=240`).
+#include <QDir>
+#include <QFile>
+#include <QProcess>
+#include <QSignalSpy>
+#include <QSlider>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "main_window.h"
+#include "palette.h"
+
+using eplb::viewer::ColorMode;
+using eplb::viewer::ExpertColor;
+using eplb::viewer::MainWindow;
+using eplb::viewer::PlacementView;
+using eplb::viewer::RunData;
+
+class ViewerTest : public QObject {
+  Q_OBJECT
+
+ private:
+  static QString RunDir() { return QStringLiteral(EPLB_VIEWER_TEST_RUN); }
+
+  // The colour drawn at the centre of (gpu, slot), read back from the rendered widget.
+  static QColor Pixel(PlacementView* view, int gpu, int slot) {
+    const QImage image = view->grab().toImage();
+    return image.pixelColor(view->CellRect(gpu, slot).center());
+  }
+
+  // Every cell of the layer shows the colour of the expert `row` puts there.
+  static void ExpectRow(PlacementView* view, const RunData& run, const std::vector<int32_t>& row) {
+    const QImage image = view->grab().toImage();
+    for (int g = 0; g < run.gpus(); ++g) {
+      for (int s = 0; s < run.slots_per_gpu(); ++s) {
+        const int expert = row[static_cast<size_t>(g) * run.slots_per_gpu() + s];
+        QCOMPARE(image.pixelColor(view->CellRect(g, s).center()),
+                 expert < 0 ? eplb::viewer::EmptySlotColor() : ExpertColor(expert));
+      }
+    }
+  }
+
+  // Copies the test run into `dir` for a corrupted variant.
+  static QString CopyRun(const QTemporaryDir& tmp, const QString& name) {
+    const QString dst = tmp.path() + "/" + name;
+    QDir().mkpath(dst);
+    for (const QString& f : QDir(RunDir()).entryList(QDir::Files)) {
+      QFile::copy(RunDir() + "/" + f, dst + "/" + f);
+      QFile(dst + "/" + f).setPermissions(QFile::ReadOwner | QFile::WriteOwner);
+    }
+    return dst;
+  }
+
+ private slots:
+  void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+
+  void OpensARunAndShowsItsFirstPlacement() {
+    MainWindow w;
+    w.SetDialogs(false);
+    QVERIFY(w.OpenRun(RunDir()));
+    w.show();
+    const RunData& run = w.panel()->run();
+    QCOMPARE(run.name(), std::string("tiny"));
+    QCOMPARE(w.step(), 0);
+    // No commit at step 0: the initial placement, cell by cell.
+    QVERIFY(run.commits().front().step > 0);
+    PlacementView* view = w.panel()->placement();
+    const auto& initial = run.PlacementAt(0, -1);
+    QCOMPARE(Pixel(view, 0, 0), ExpertColor(initial[0]));
+    ExpectRow(view, run, initial);
+  }
+
+  void PlayAdvancesFrames() {
+    MainWindow w;
+    w.SetDialogs(false);
+    QVERIFY(w.OpenRun(RunDir()));
+    w.show();
+    w.activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(&w));
+    QSignalSpy steps(&w, &MainWindow::StepChanged);
+    w.SetSpeed(4);
+    QTest::keyClick(&w, Qt::Key_Space);
+    QVERIFY(w.playing());
+    QTRY_VERIFY_WITH_TIMEOUT(w.step() >= 12, 5000);
+    QVERIFY(steps.count() >= 3);
+    QTest::keyClick(&w, Qt::Key_Space);
+    QVERIFY(!w.playing());
+    const int paused_at = w.step();
+    QTest::qWait(200);
+    QCOMPARE(w.step(), paused_at);
+    QTest::keyClick(&w, Qt::Key_Right);
+    QCOMPARE(w.step(), paused_at + 1);
+    QTest::keyClick(&w, Qt::Key_Left);
+    QCOMPARE(w.step(), paused_at);
+  }
+
+  void TheSliderShowsALaterCommitsPlacement() {
+    MainWindow w;
+    w.SetDialogs(false);
+    QVERIFY(w.OpenRun(RunDir()));
+    w.show();
+    const RunData& run = w.panel()->run();
+    // The last commit of the run, on its layer.
+    const eplb::viewer::CommitRow last = run.commits().back();
+    w.SetLayer(last.layer);
+    w.activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(&w));
+    w.slider()->setValue(last.step);
+    QCOMPARE(w.step(), last.step);
+    const auto& committed = run.PlacementAt(last.layer, last.step);
+    QVERIFY(committed != run.PlacementAt(last.layer, -1));
+    ExpectRow(w.panel()->placement(), run, committed);
+    // Shift+Left goes to the commit before it.
+    QTest::keyClick(&w, Qt::Key_Left, Qt::ShiftModifier);
+    QVERIFY(w.step() < last.step);
+  }
+
+  void HoveringATransferReportsItsFields() {
+    MainWindow w;
+    w.SetDialogs(false);
+    QVERIFY(w.OpenRun(RunDir()));
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    const RunData& run = w.panel()->run();
+    QVERIFY(!run.transfers().empty());
+    auto* timeline = w.panel()->timeline();
+    // Zoom to the first transfer so that it is wide enough to hover.
+    const auto& t = run.transfers().front();
+    timeline->SetRange(t.start_s - (t.end_s - t.start_s), t.end_s + (t.end_s - t.start_s));
+    QSignalSpy hovered(timeline, &eplb::viewer::TimelineView::TransferHovered);
+    const QPoint at = timeline->PointOf(0, true);
+    QCOMPARE(timeline->TransferAt(at), 0);
+    QTest::mouseMove(timeline, at);
+    QTRY_VERIFY(hovered.count() >= 1);
+    const QString text = hovered.last().at(1).toString();
+    QVERIFY2(text.contains(QString("expert %1, layer %2").arg(t.expert).arg(t.layer)),
+             qPrintable(text));
+    QVERIFY2(text.contains(QString("GPU %1 → GPU %2").arg(t.src_rank).arg(t.dst_rank)),
+             qPrintable(text));
+    QVERIFY(text.contains(t.nic ? "NIC" : "NVLink"));
+    QVERIFY(text.contains(QString::number(t.start_s, 'f', 6)));
+    QVERIFY(text.contains(QString::number(t.end_s, 'f', 6)));
+    QVERIFY(text.contains(" MB") && text.contains(" GB/s"));
+    // A click moves the placement to the transfer's layer and time.
+    QTest::mouseClick(timeline, Qt::LeftButton, {}, at);
+    QCOMPARE(w.layer(), t.layer);
+    QCOMPARE(w.step(), run.StepAt(t.end_s));
+  }
+
+  void SelectingAnExpertOutlinesItsReplicas() {
+    MainWindow w;
+    w.SetDialogs(false);
+    QVERIFY(w.OpenRun(RunDir()));
+    w.show();
+    PlacementView* view = w.panel()->placement();
+    const QRect cell = view->CellRect(0, 0);
+    const int expert = w.panel()->run().PlacementAt(0, 0)[0];
+    QTest::mouseClick(view, Qt::LeftButton, {}, cell.center());
+    QCOMPARE(view->selected_expert(), expert);
+    // The outline is drawn just inside the cell.
+    const QImage image = view->grab().toImage();
+    QCOMPARE(image.pixelColor(cell.left() + 1, cell.center().y()), QColor(Qt::black));
+  }
+
+  void LoadColoursUseTheRearrangementsLoad() {
+    MainWindow w;
+    w.SetDialogs(false);
+    QVERIFY(w.OpenRun(RunDir()));
+    w.show();
+    const RunData& run = w.panel()->run();
+    QVERIFY(!run.LoadAt(0, 0).empty());
+    w.SetColorMode(ColorMode::kLoad);
+    PlacementView* view = w.panel()->placement();
+    // The hottest slot is drawn at the top of the heat scale.
+    const auto& row = run.PlacementAt(0, 0);
+    const auto load = run.LoadAt(0, 0);
+    std::vector<int> replicas(static_cast<size_t>(run.experts()), 0);
+    for (int e : row) replicas[e]++;
+    const auto per_replica = [&](size_t s) {
+      return static_cast<double>(load[row[s]]) / replicas[row[s]];
+    };
+    int hottest = 0;
+    for (size_t s = 0; s < row.size(); ++s) {
+      if (per_replica(s) > per_replica(static_cast<size_t>(hottest))) hottest = static_cast<int>(s);
+    }
+    QCOMPARE(Pixel(view, hottest / run.slots_per_gpu(), hottest % run.slots_per_gpu()),
+             eplb::viewer::HeatColor(1.0));
+  }
+
+  void CompareLocksTheCursors() {
+    MainWindow w;
+    w.SetDialogs(false);
+    QVERIFY(w.OpenRun(RunDir()));
+    QVERIFY(w.OpenComparison(RunDir()));
+    w.show();
+    QVERIFY(w.comparison() != nullptr);
+    const int later = w.panel()->run().commits().back().step;
+    w.SetStep(later);
+    w.SetLayer(w.panel()->run().commits().back().layer);
+    const RunData& run = w.comparison()->run();
+    ExpectRow(w.comparison()->placement(), run,
+              run.PlacementAt(w.panel()->run().commits().back().layer, later));
+  }
+
+  void TheScreenshotCommandWritesAPng() {
+    QTemporaryDir tmp;
+    const QString png = tmp.path() + "/shot.png";
+    QProcess viewer;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("QT_QPA_PLATFORM", "offscreen");
+    viewer.setProcessEnvironment(env);
+    viewer.start(EPLB_VIEWER_BINARY, {RunDir(), "--screenshot", png, "--at", "150", "--layer", "2",
+                                      "--size", "900x700"});
+    QVERIFY(viewer.waitForFinished(60000));
+    QVERIFY2(viewer.exitCode() == 0, viewer.readAllStandardError().constData());
+    QImage image(png);
+    QVERIFY(!image.isNull());
+    QCOMPARE(image.size(), QSize(900, 700));
+    QSet<QRgb> colours;
+    for (int y = 0; y < image.height(); y += 7) {
+      for (int x = 0; x < image.width(); x += 7) colours.insert(image.pixel(x, y));
+    }
+    QVERIFY2(colours.size() > 20, qPrintable(QString("%1 colours").arg(colours.size())));
+  }
+
+  void CorruptFoldersGiveAnErrorNotACrash() {
+    QTemporaryDir tmp;
+    struct Case {
+      QString name, file, content, expected;
+    };
+    const QList<Case> cases = {
+        {"no-summary", "summary.json", "", "no summary.json"},
+        {"bad-transfers", "transfers.csv",
+         "layer,expert,src_rank,dst_rank,bytes,link,start_s,end_s\n0,1,0,1,100,nvlink\n",
+         "transfers.csv:2: 6 fields, expected 8"},
+        {"bad-link", "transfers.csv",
+         "layer,expert,src_rank,dst_rank,bytes,link,start_s,end_s\n0,1,0,1,100,pcie,0,1\n",
+         "link 'pcie'"},
+        {"bad-placement", "placements.jsonl", "{\"step\": -1, \"layer\": 0, \"phy2log\": [1,2\n",
+         "placements.jsonl:1:"},
+        {"bad-metrics", "metrics.csv", "step,time\n1,2\n", "metrics.csv:1: the header should be"},
+    };
+    for (const Case& c : cases) {
+      const QString dir = CopyRun(tmp, c.name);
+      if (c.content.isEmpty()) {
+        QVERIFY(QFile::remove(dir + "/" + c.file));
+      } else {
+        QFile f(dir + "/" + c.file);
+        QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        f.write(c.content.toUtf8());
+      }
+      MainWindow w;
+      w.SetDialogs(false);
+      QSignalSpy errors(&w, &MainWindow::ErrorShown);
+      QVERIFY(!w.OpenRun(dir));
+      QCOMPARE(errors.count(), 1);
+      const QString message = errors.first().first().toString();
+      QVERIFY2(message.contains(c.expected), qPrintable(c.name + ": " + message));
+      QVERIFY(w.panel() == nullptr);
+    }
+    // The command line says the same and exits non-zero.
+    QProcess viewer;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("QT_QPA_PLATFORM", "offscreen");
+    viewer.setProcessEnvironment(env);
+    viewer.start(EPLB_VIEWER_BINARY,
+                 {tmp.path() + "/bad-link", "--screenshot", tmp.path() + "/x.png"});
+    QVERIFY(viewer.waitForFinished(60000));
+    QCOMPARE(viewer.exitCode(), 2);
+    QVERIFY(viewer.readAllStandardError().contains("link 'pcie'"));
+    QVERIFY(!QFile::exists(tmp.path() + "/x.png"));
+  }
+};
+
+QTEST_MAIN(ViewerTest)
+#include "viewer_test.moc"

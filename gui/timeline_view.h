@@ -1,0 +1,64 @@
+// Transfers over time: for each GPU a send lane and a receive lane, each transfer a bar from
+// its start to its end on its source's send lane and its destination's receive lane, coloured
+// by link (NVLink, NIC); rearrangement starts as red lines; the cursor as a black line.
+// Wheel zooms about the mouse, dragging pans, a double click shows the whole run. Only the
+// transfers overlapping the visible time range are drawn (RunData::TransfersIn).
+#pragma once
+
+#include <memory>
+
+#include <QWidget>
+
+#include "run_data.h"
+
+namespace eplb::viewer {
+
+class TimelineView : public QWidget {
+  Q_OBJECT
+ public:
+  explicit TimelineView(QWidget* parent = nullptr);
+
+  void SetRun(std::shared_ptr<const RunData> run);
+  void SetCursorTime(double t);
+  void SetRange(double t0, double t1);
+  void ShowAll();
+  double range_start() const { return t0_; }
+  double range_end() const { return t1_; }
+
+  // The transfer drawn under `p` (−1: none), and where transfer `index` is drawn on its
+  // receive (or send) lane: the centre of its bar, clipped to the view.
+  int TransferAt(QPoint p) const;
+  QPoint PointOf(int index, bool receive_lane) const;
+  // "expert 5, layer 2, 1.0 MB, GPU 0 → GPU 3 (NVLink), 0.120000–0.121400 s, 0.75 GB/s"
+  QString Describe(int index) const;
+  QSize sizeHint() const override { return {700, 260}; }
+
+ signals:
+  void TransferHovered(int index, const QString& description);
+  void TransferClicked(int index);
+
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+  void wheelEvent(QWheelEvent* event) override;
+  void mousePressEvent(QMouseEvent* event) override;
+  void mouseMoveEvent(QMouseEvent* event) override;
+  void mouseReleaseEvent(QMouseEvent* event) override;
+  void mouseDoubleClickEvent(QMouseEvent* event) override;
+
+ private:
+  QRect Plot() const;
+  double LaneHeight() const;
+  int LaneTop(int gpu, bool receive) const;
+  double X(double t) const;
+  double T(double x) const;
+
+  std::shared_ptr<const RunData> run_;
+  double t0_ = 0, t1_ = 1;
+  double cursor_ = 0;
+  bool dragging_ = false;
+  QPoint press_pos_;
+  double press_t0_ = 0;
+  int hovered_ = -1;
+};
+
+}  // namespace eplb::viewer
