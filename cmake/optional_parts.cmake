@@ -34,6 +34,10 @@ eplb_part(sim sim EPLB_WITH_SIM "${EPLB_HAVE_SIMGRID}"
 
 set(EPLB_HAVE_CUDA OFF)
 if(EPLB_WITH_DEVICE)
+  # Where these machines keep CUDA, whether or not it is on the PATH.
+  if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc CACHE FILEPATH "CUDA compiler")
+  endif()
   include(CheckLanguage)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)

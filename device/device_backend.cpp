@@ -1,6 +1,5 @@
 #include "device_backend.h"
 
-#include <condition_variable>
 #include <mutex>
 
 #include <nvtx3/nvToolsExt.h>
@@ -11,22 +10,6 @@
 
 namespace eplb::device {
 namespace {
-
-class StdMonitor final : public Monitor {
- public:
-  void lock() override { mu_.lock(); }
-  void unlock() override { mu_.unlock(); }
-  void Wait() override {
-    std::unique_lock lock(mu_, std::adopt_lock);
-    cv_.wait(lock);
-    lock.release();  // the caller still holds it
-  }
-  void NotifyAll() override { cv_.notify_all(); }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-};
 
 std::string At(int rank) {
   return fmt::format("rank {}: ", rank);
@@ -382,7 +365,7 @@ double DeviceBackend::Now() {
 }
 
 std::unique_ptr<Monitor> DeviceBackend::NewMonitor() {
-  return std::make_unique<StdMonitor>();
+  return NewThreadMonitor();
 }
 
 void DeviceBackend::StartWorker(int rank, std::function<void()> body) {

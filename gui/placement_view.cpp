@@ -144,10 +144,15 @@ void PlacementView::paintEvent(QPaintEvent*) {
   const bool outline = l.cell_w >= 6 && l.row_h >= 6;
   for (int g = 0; g < run_->gpus(); ++g) {
     const int top = RowTop(l, g);
-    if (l.row_h >= 8 || g % std::max(1, 10 / l.row_h) == 0) {
-      p.setPen(Qt::darkGray);
+    // A label per GPU when rows are tall enough, else one per node.
+    const int node_h = l.row_h * run_->gpus_per_node();
+    p.setPen(Qt::darkGray);
+    if (l.row_h >= 10) {
       p.drawText(QRect(0, top, kLabelW - 4, l.row_h), Qt::AlignVCenter | Qt::AlignRight,
                  tr("GPU %1").arg(g));
+    } else if (g % run_->gpus_per_node() == 0 && node_h >= 10) {
+      p.drawText(QRect(0, top, kLabelW - 4, node_h), Qt::AlignVCenter | Qt::AlignRight,
+                 tr("node %1").arg(g / run_->gpus_per_node()));
     }
     for (int s = 0; s < per_gpu; ++s) {
       const QRect cell(l.left + s * l.cell_w, top, l.cell_w, l.row_h);

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -86,6 +87,29 @@ Result<CsvReader> OpenCsv(const std::string& path, std::string_view header) {
   CsvReader csv(path, std::move(text).value());
   EPLB_RETURN_IF_ERROR(csv.ExpectHeader(header));
   return csv;
+}
+
+// Calls `parse` on each non-empty line of a JSON-lines file; its errors, and malformed JSON,
+// come back prefixed with the file and line.
+Status ForEachJsonLine(const std::string& path,
+                       const std::function<Status(const nlohmann::json&)>& parse) {
+  auto text = ReadTextFile(path);
+  if (!text.ok()) return text.status();
+  size_t pos = 0;
+  for (int line_no = 1; pos < text->size(); ++line_no) {
+    const size_t nl = std::min(text->find('\n', pos), text->size());
+    const std::string_view line = std::string_view(*text).substr(pos, nl - pos);
+    pos = nl + 1;
+    if (line.empty()) continue;
+    Status status;
+    try {
+      status = parse(nlohmann::json::parse(line));
+    } catch (const std::exception& e) {
+      status = Status::InvalidArgument(e.what());
+    }
+    EPLB_RETURN_IF_ERROR(status.WithContext(fmt::format("{}:{}: ", path, line_no)));
+  }
+  return Status::Ok();
 }
 
 Status CheckFields(const CsvReader& csv, const std::vector<std::string_view>& f, size_t n) {
@@ -195,83 +219,55 @@ Result<std::shared_ptr<const RunData>> RunData::Load(const std::string& dir) {
     }
   }
   {
-    const std::string path = p + "placements.jsonl";
-    auto text = ReadTextFile(path);
-    if (!text.ok()) return text.status();
     run->initial_row_.assign(static_cast<size_t>(run->layers_), -1);
     run->layer_commits_.assign(static_cast<size_t>(run->layers_), {});
-    size_t pos = 0;
-    for (int line_no = 1; pos < text->size(); ++line_no) {
-      const size_t nl = std::min(text->find('\n', pos), text->size());
-      const std::string_view line = std::string_view(*text).substr(pos, nl - pos);
-      pos = nl + 1;
-      if (line.empty()) continue;
-      const auto error = [&](const std::string& what) {
-        return Status::InvalidArgument(fmt::format("{}:{}: {}", path, line_no, what));
-      };
-      try {
-        const auto j = nlohmann::json::parse(line);
-        const int step = j.at("step").get<int>(), layer = j.at("layer").get<int>();
-        auto row = j.at("phy2log").get<std::vector<int32_t>>();
-        if (layer < 0 || layer >= run->layers_) {
-          return error(fmt::format("layer {} is outside 0..{}", layer, run->layers_ - 1));
-        }
-        if (static_cast<int>(row.size()) != run->num_slots()) {
-          return error(
-              fmt::format("phy2log has {} slots, the scenario {}", row.size(), run->num_slots()));
-        }
-        for (int32_t e : row) {
-          if (e < -1 || e >= run->experts_) {
-            return error(fmt::format("expert {} is outside -1..{}", e, run->experts_ - 1));
-          }
-        }
-        run->rows_.push_back(std::move(row));
-        const int index = static_cast<int>(run->rows_.size()) - 1;
-        if (step < 0) {
-          run->initial_row_[layer] = index;
-        } else {
-          const CommitRow c{step, j.at("time_s").get<double>(), layer, index};
-          run->layer_commits_[layer].push_back(c);
-          run->commits_.push_back(c);
-        }
-      } catch (const std::exception& e) {
-        return error(e.what());
+    EPLB_RETURN_IF_ERROR(ForEachJsonLine(p + "placements.jsonl", [&](const nlohmann::json& j) {
+      const int step = j.at("step").get<int>(), layer = j.at("layer").get<int>();
+      auto row = j.at("phy2log").get<std::vector<int32_t>>();
+      if (layer < 0 || layer >= run->layers_) {
+        return Status::InvalidArgument(
+            fmt::format("layer {} is outside 0..{}", layer, run->layers_ - 1));
       }
-    }
+      if (static_cast<int>(row.size()) != run->num_slots()) {
+        return Status::InvalidArgument(
+            fmt::format("phy2log has {} slots, the scenario {}", row.size(), run->num_slots()));
+      }
+      for (int32_t e : row) {
+        if (e < -1 || e >= run->experts_) {
+          return Status::InvalidArgument(
+              fmt::format("expert {} is outside -1..{}", e, run->experts_ - 1));
+        }
+      }
+      run->rows_.push_back(std::move(row));
+      const int index = static_cast<int>(run->rows_.size()) - 1;
+      if (step < 0) {
+        run->initial_row_[layer] = index;
+      } else {
+        const CommitRow c{step, j.at("time_s").get<double>(), layer, index};
+        run->layer_commits_[layer].push_back(c);
+        run->commits_.push_back(c);
+      }
+      return Status::Ok();
+    }));
     for (int l = 0; l < run->layers_; ++l) {
       if (run->initial_row_[l] < 0) {
         return Status::InvalidArgument(
-            fmt::format("{}: no initial placement (step -1) for layer {}", path, l));
+            fmt::format("{}placements.jsonl: no initial placement (step -1) for layer {}", p, l));
       }
     }
   }
-  {
-    // Runs written before loads.jsonl existed show expert colours only.
-    const std::string path = p + "loads.jsonl";
-    if (fs::exists(path)) {
-      auto text = ReadTextFile(path);
-      if (!text.ok()) return text.status();
-      size_t pos = 0;
-      for (int line_no = 1; pos < text->size(); ++line_no) {
-        const size_t nl = std::min(text->find('\n', pos), text->size());
-        const std::string_view line = std::string_view(*text).substr(pos, nl - pos);
-        pos = nl + 1;
-        if (line.empty()) continue;
-        try {
-          const auto j = nlohmann::json::parse(line);
-          LoadSnapshot s{j.at("step").get<int>(),
-                         j.at("load").get<std::vector<std::vector<float>>>()};
-          if (static_cast<int>(s.load.size()) != run->layers_ ||
-              (!s.load.empty() && static_cast<int>(s.load[0].size()) != run->experts_)) {
-            return Status::InvalidArgument(fmt::format("{}:{}: load is not {} layers × {} experts",
-                                                       path, line_no, run->layers_, run->experts_));
-          }
-          run->loads_.push_back(std::move(s));
-        } catch (const std::exception& e) {
-          return Status::InvalidArgument(fmt::format("{}:{}: {}", path, line_no, e.what()));
-        }
+  // Runs written before loads.jsonl existed show expert colours only.
+  if (fs::exists(p + "loads.jsonl")) {
+    EPLB_RETURN_IF_ERROR(ForEachJsonLine(p + "loads.jsonl", [&](const nlohmann::json& j) {
+      LoadSnapshot s{j.at("step").get<int>(), j.at("load").get<std::vector<std::vector<float>>>()};
+      if (static_cast<int>(s.load.size()) != run->layers_ ||
+          (!s.load.empty() && static_cast<int>(s.load[0].size()) != run->experts_)) {
+        return Status::InvalidArgument(
+            fmt::format("load is not {} layers × {} experts", run->layers_, run->experts_));
       }
-    }
+      run->loads_.push_back(std::move(s));
+      return Status::Ok();
+    }));
   }
   return std::shared_ptr<const RunData>(std::move(run));
 }

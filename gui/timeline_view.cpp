@@ -136,10 +136,15 @@ void TimelineView::paintEvent(QPaintEvent*) {
                        static_cast<int>(std::ceil(2 * lane_h))),
                  QColor(246, 246, 246));
     }
-    if (lane_h * 2 >= 10 || g % std::max(1, static_cast<int>(10 / (lane_h * 2))) == 0) {
-      p.setPen(Qt::darkGray);
+    // A label per GPU when lanes are tall enough, else one per node.
+    const int node_h = static_cast<int>(2 * lane_h * run_->gpus_per_node());
+    p.setPen(Qt::darkGray);
+    if (lane_h * 2 >= 10) {
       p.drawText(QRect(0, LaneTop(g, false), kLabelW - 4, static_cast<int>(2 * lane_h)),
                  Qt::AlignVCenter | Qt::AlignRight, tr("GPU %1").arg(g));
+    } else if (g % run_->gpus_per_node() == 0 && node_h >= 10) {
+      p.drawText(QRect(0, LaneTop(g, false), kLabelW - 4, node_h),
+                 Qt::AlignVCenter | Qt::AlignRight, tr("node %1").arg(g / run_->gpus_per_node()));
     }
   }
   p.setClipRect(plot);

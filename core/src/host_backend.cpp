@@ -89,8 +89,12 @@ double HostBackend::Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_).count();
 }
 
-std::unique_ptr<Monitor> HostBackend::NewMonitor() {
+std::unique_ptr<Monitor> NewThreadMonitor() {
   return std::make_unique<StdMonitor>();
+}
+
+std::unique_ptr<Monitor> HostBackend::NewMonitor() {
+  return NewThreadMonitor();
 }
 
 void HostBackend::StartWorker(int /*rank*/, std::function<void()> body) {

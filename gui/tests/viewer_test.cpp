@@ -41,6 +41,14 @@ class ViewerTest : public QObject {
     }
   }
 
+  // Opens the test run in a shown window whose errors do not open dialogs.
+  static bool OpenTestRun(MainWindow& w) {
+    w.SetDialogs(false);
+    if (!w.OpenRun(RunDir())) return false;
+    w.show();
+    return true;
+  }
+
   // Copies the test run into `dir` for a corrupted variant.
   static QString CopyRun(const QTemporaryDir& tmp, const QString& name) {
     const QString dst = tmp.path() + "/" + name;
@@ -57,9 +65,7 @@ class ViewerTest : public QObject {
 
   void OpensARunAndShowsItsFirstPlacement() {
     MainWindow w;
-    w.SetDialogs(false);
-    QVERIFY(w.OpenRun(RunDir()));
-    w.show();
+    QVERIFY(OpenTestRun(w));
     const RunData& run = w.panel()->run();
     QCOMPARE(run.name(), std::string("tiny"));
     QCOMPARE(w.step(), 0);
@@ -73,9 +79,7 @@ class ViewerTest : public QObject {
 
   void PlayAdvancesFrames() {
     MainWindow w;
-    w.SetDialogs(false);
-    QVERIFY(w.OpenRun(RunDir()));
-    w.show();
+    QVERIFY(OpenTestRun(w));
     w.activateWindow();
     QVERIFY(QTest::qWaitForWindowActive(&w));
     QSignalSpy steps(&w, &MainWindow::StepChanged);
@@ -97,9 +101,7 @@ class ViewerTest : public QObject {
 
   void TheSliderShowsALaterCommitsPlacement() {
     MainWindow w;
-    w.SetDialogs(false);
-    QVERIFY(w.OpenRun(RunDir()));
-    w.show();
+    QVERIFY(OpenTestRun(w));
     const RunData& run = w.panel()->run();
     // The last commit of the run, on its layer.
     const eplb::viewer::CommitRow last = run.commits().back();
@@ -118,9 +120,7 @@ class ViewerTest : public QObject {
 
   void HoveringATransferReportsItsFields() {
     MainWindow w;
-    w.SetDialogs(false);
-    QVERIFY(w.OpenRun(RunDir()));
-    w.show();
+    QVERIFY(OpenTestRun(w));
     QVERIFY(QTest::qWaitForWindowExposed(&w));
     const RunData& run = w.panel()->run();
     QVERIFY(!run.transfers().empty());
@@ -150,9 +150,7 @@ class ViewerTest : public QObject {
 
   void SelectingAnExpertOutlinesItsReplicas() {
     MainWindow w;
-    w.SetDialogs(false);
-    QVERIFY(w.OpenRun(RunDir()));
-    w.show();
+    QVERIFY(OpenTestRun(w));
     PlacementView* view = w.panel()->placement();
     const QRect cell = view->CellRect(0, 0);
     const int expert = w.panel()->run().PlacementAt(0, 0)[0];
@@ -165,9 +163,7 @@ class ViewerTest : public QObject {
 
   void LoadColoursUseTheRearrangementsLoad() {
     MainWindow w;
-    w.SetDialogs(false);
-    QVERIFY(w.OpenRun(RunDir()));
-    w.show();
+    QVERIFY(OpenTestRun(w));
     const RunData& run = w.panel()->run();
     QVERIFY(!run.LoadAt(0, 0).empty());
     w.SetColorMode(ColorMode::kLoad);

@@ -34,6 +34,9 @@ class Monitor {
   virtual void NotifyAll() = 0;
 };
 
+// A Monitor on std::mutex and std::condition_variable, for backends whose workers are threads.
+std::unique_ptr<Monitor> NewThreadMonitor();
+
 // Where a worker's writes for one layer go: `rank`'s staging buffer `buffer`.
 struct StagingTarget {
   int rank = 0;

@@ -1,0 +1,174 @@
+// GPU benchmarks of the device backend (device/check.sh runs them on an H200).
+//
+//   BM_PlainCopy        one cudaMemcpyAsync device to device of a layer's migration bytes:
+//                       the GPU's copy bandwidth (bytes_per_second = bytes / time)
+//   BM_LayerMigration   one layer of a DeepSeek-V3-shaped migration (32 virtual ranks on one GPU,
+//                       9 slots each, old placement drifted to a new one) through the core's
+//                       rearranger: bytes_per_second counts the bytes of the plan's transfers and
+//                       local copies; vs_plain_copy = that / a plain copy of as many bytes
+//                       measured in the same run (goal ≥ 0.9)
+//   BM_StepSlowdown     emulated 1 ms inference steps while a 4-layer migration runs, against
+//                       the same steps on an idle GPU: slowdown = mean step time with / without
+//
+// Without a GPU every benchmark stops with the reason.
+#include <chrono>
+#include <random>
+
+#include <benchmark/benchmark.h>
+#include <cuda_runtime_api.h>
+
+#include "device_backend.h"
+#include "eplb/rearranger.h"
+
+namespace eplb::device {
+namespace {
+
+constexpr int64_t kExpertBytes = 44040192;  // DeepSeek-V3 FP8: 3 × 7168 × 2048
+
+Topology MakeTopology(int64_t expert_bytes) {
+  TopologyConfig c;
+  c.nodes = 4;
+  c.gpus_per_node = 8;
+  c.slots_per_gpu = 9;
+  c.expert_bytes = expert_bytes;
+  return *Topology::Create(c);
+}
+
+// vLLM's initial placement and, from it, one where about `moved` of the slots changed.
+std::pair<Placement, Placement> Migration(int layers, int slots, int experts, double moved,
+                                          uint64_t seed) {
+  const Placement old_p = *Placement::Initial(layers, experts, slots);
+  std::mt19937_64 rng(seed);
+  std::vector<int32_t> flat;
+  for (int l = 0; l < layers; ++l) {
+    std::vector<int32_t> row(old_p.phy2log(l).begin(), old_p.phy2log(l).end());
+    // Swap slot pairs: every expert keeps a replica count, the placement stays valid.
+    for (int k = 0; k < static_cast<int>(moved * slots / 2); ++k) {
+      std::swap(row[rng() % row.size()], row[rng() % row.size()]);
+    }
+    flat.insert(flat.end(), row.begin(), row.end());
+  }
+  return {old_p, *Placement::Create(experts, slots, std::move(flat))};
+}
+
+bool HaveGpu(benchmark::State& state) {
+  auto n = CountDevices();
+  if (!n.ok()) state.SkipWithError(n.status().message().c_str());
+  return n.ok();
+}
+
+double PlainCopySeconds(size_t bytes, int repetitions) {
+  void *a = nullptr, *b = nullptr;
+  cudaStream_t s = nullptr;
+  if (cudaMalloc(&a, bytes) != cudaSuccess || cudaMalloc(&b, bytes) != cudaSuccess ||
+      cudaStreamCreate(&s) != cudaSuccess) {
+    return -1;
+  }
+  double best = 1e30;
+  for (int i = 0; i <= repetitions; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s);
+    cudaStreamSynchronize(s);
+    const double t =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (i > 0) best = std::min(best, t);
+  }
+  cudaStreamDestroy(s);
+  cudaFree(a);
+  cudaFree(b);
+  return best;
+}
+
+void BM_PlainCopy(benchmark::State& state) {
+  if (!HaveGpu(state)) return;
+  const auto bytes = static_cast<size_t>(state.range(0)) << 20;
+  for (auto _ : state) {
+    const double t = PlainCopySeconds(bytes, 1);
+    if (t < 0) return state.SkipWithError("cudaMalloc failed");
+    state.SetIterationTime(t);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+}
+BENCHMARK(BM_PlainCopy)->Arg(1024)->Arg(8192)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+void BM_LayerMigration(benchmark::State& state) {
+  if (!HaveGpu(state)) return;
+  const Topology topo = MakeTopology(kExpertBytes);
+  const auto [old_p, new_p] = Migration(1, topo.num_slots(), 256, 0.5, 1);
+  DeviceConfig config;
+  config.num_layers = 1;
+  auto backend = DeviceBackend::Create(topo, config);
+  if (!backend.ok()) return state.SkipWithError(backend.status().message().c_str());
+  DeviceBackend& device = **backend;
+  int64_t bytes = 0;
+  double seconds = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    if (!device.Fill(old_p).ok()) return state.SkipWithError("fill failed");
+    Rearranger rearranger(device, topo, RearrangerOptions{});
+    state.ResumeTiming();
+    const auto start = std::chrono::steady_clock::now();
+    if (!rearranger.Start(old_p, new_p).ok()) return state.SkipWithError("start failed");
+    while (rearranger.in_progress()) {
+      if (!rearranger.OnStepBoundary().ok()) return state.SkipWithError("rearrangement failed");
+    }
+    if (!device.Synchronize().ok()) return state.SkipWithError("synchronize failed");
+    const double t =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    state.SetIterationTime(t);
+    seconds += t;
+    const LayerPlan& plan = rearranger.plans().front();
+    bytes = (static_cast<int64_t>(plan.transfers.size()) +
+             static_cast<int64_t>(plan.local_copies.size())) *
+            kExpertBytes;
+  }
+  backend->reset();  // free its memory before the reference copy
+  const double plain = PlainCopySeconds(static_cast<size_t>(bytes), 3);
+  state.SetBytesProcessed(bytes * state.iterations());
+  state.counters["moved_GB"] = static_cast<double>(bytes) / 1e9;
+  state.counters["plain_copy_GBps"] = static_cast<double>(bytes) / plain / 1e9;
+  state.counters["vs_plain_copy"] =
+      (static_cast<double>(bytes) * static_cast<double>(state.iterations()) / seconds) /
+      (static_cast<double>(bytes) / plain);
+}
+BENCHMARK(BM_LayerMigration)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(5);
+
+void BM_StepSlowdown(benchmark::State& state) {
+  if (!HaveGpu(state)) return;
+  const Topology topo = MakeTopology(8 << 20);
+  const int layers = 4;
+  const auto [old_p, new_p] = Migration(layers, topo.num_slots(), 256, 0.5, 2);
+  DeviceConfig config;
+  config.num_layers = layers;
+  auto backend = DeviceBackend::Create(topo, config);
+  if (!backend.ok()) return state.SkipWithError(backend.status().message().c_str());
+  DeviceBackend& device = **backend;
+  constexpr double kStep = 1e-3;
+  const auto timed_step = [&] {
+    const double t0 = device.Now();
+    if (!device.RunEmulatedStep(kStep).ok()) return -1.0;
+    return device.Now() - t0;
+  };
+  double idle = 0, busy = 0;
+  int idle_n = 0, busy_n = 0;
+  for (auto _ : state) {
+    if (!device.Fill(old_p).ok()) return state.SkipWithError("fill failed");
+    for (int i = 0; i < 20; ++i, ++idle_n) idle += timed_step();
+    Rearranger rearranger(device, topo, RearrangerOptions{});
+    if (!rearranger.Start(old_p, new_p).ok()) return state.SkipWithError("start failed");
+    while (rearranger.in_progress()) {
+      busy += timed_step();
+      ++busy_n;
+      if (!rearranger.OnStepBoundary().ok()) return state.SkipWithError("rearrangement failed");
+    }
+  }
+  state.counters["idle_step_ms"] = idle / idle_n * 1e3;
+  state.counters["busy_step_ms"] = busy / std::max(1, busy_n) * 1e3;
+  state.counters["slowdown"] = (busy / std::max(1, busy_n)) / (idle / idle_n);
+}
+BENCHMARK(BM_StepSlowdown)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+}  // namespace
+}  // namespace eplb::device
+
+BENCHMARK_MAIN();
