@@ -2,11 +2,10 @@
 
 #include <mutex>
 
-#include <nvtx3/nvToolsExt.h>
-
 #include "cuda_check.h"
 #include "eplb/weight_pattern.h"
 #include "kernels.h"
+#include "nvtx.h"
 
 namespace eplb::device {
 namespace {
@@ -17,27 +16,6 @@ std::string At(int rank) {
 std::string At(int rank, int layer) {
   return fmt::format("rank {}, layer {}: ", rank, layer);
 }
-
-// Ranges in the "eplb" NVTX domain carry the simulator's event names (run_output.h's trace).
-nvtxDomainHandle_t NvtxDomain() {
-  static const nvtxDomainHandle_t domain = nvtxDomainCreateA("eplb");
-  return domain;
-}
-
-class NvtxRange {
- public:
-  explicit NvtxRange(const std::string& name) {
-    nvtxEventAttributes_t a{};
-    a.version = NVTX_VERSION;
-    a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-    a.messageType = NVTX_MESSAGE_TYPE_ASCII;
-    a.message.ascii = name.c_str();
-    nvtxDomainRangePushEx(NvtxDomain(), &a);
-  }
-  ~NvtxRange() { nvtxDomainRangePop(NvtxDomain()); }
-  NvtxRange(const NvtxRange&) = delete;
-  NvtxRange& operator=(const NvtxRange&) = delete;
-};
 
 }  // namespace
 

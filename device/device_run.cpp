@@ -11,6 +11,7 @@
 #include "cuda_check.h"
 #include "eplb/eplb_loop.h"
 #include "eplb/workload.h"
+#include "nvtx.h"
 
 namespace eplb::device {
 namespace {
@@ -120,6 +121,7 @@ Result<RunResult> RunOnDevice(const Scenario& requested, const DeviceRunOptions&
   DeviceStepRunner runner(device, options.step_scale);
   EplbLoop loop(*scenario, **workload, device, runner);
   EPLB_RETURN_IF_ERROR(device.Fill(loop.placement()));
+  loop.rearranger().on_layer_committed.Connect([](const LayerEvent&) { NvtxMark("commit"); });
   if (options.check_commits) {
     loop.rearranger().on_layer_committed.Connect([&](const LayerEvent& e) {
       const Status s = device.Verify(loop.rearranger().placement(), e.layer);
@@ -127,7 +129,15 @@ Result<RunResult> RunOnDevice(const Scenario& requested, const DeviceRunOptions&
         runner.Fail(s.WithContext(fmt::format("after the commit of layer {}: ", e.layer)));
     });
   }
-  loop.on_step = std::move(on_step);
+  // Marked when the loop reports the step at whose boundary the rearrangement started.
+  size_t rearrangements = 0;
+  loop.on_step = [&, report = std::move(on_step)](const StepRecord& step) {
+    if (loop.rearrangements().size() > rearrangements) {
+      rearrangements = loop.rearrangements().size();
+      NvtxMark("rearrangement");
+    }
+    if (report) report(step);
+  };
   EPLB_RETURN_IF_ERROR(loop.Run());
   EPLB_RETURN_IF_ERROR(runner.pending());
   // The whole placement, once more, at the end.

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds the GPU programs here for sm_90 and bundles them, with the shared libraries they need
+# that a bare GPU machine may lack (SimGrid, yaml-cpp, fmt, ...; not CUDA, NCCL or libc), into
+# build-device/bundle/{bin,lib} (about 45 MB). The device tool can then carry that one folder and
+# run device/check.sh there without building:
+#   device/bundle.sh
+#   (device tool) run: device/check.sh   with carry: ["build-device/bundle"]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=build-device
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DEPLB_WITH_GUI=OFF \
+  >"$build.configure.log" 2>&1 || { cat "$build.configure.log"; exit 1; }
+cmake --build "$build" -j "$(nproc)" --target eplb device_test eplb_bench_device
+bundle=$build/bundle
+rm -rf "$bundle"
+mkdir -p "$bundle/bin" "$bundle/lib"
+cp "$build/tools/eplb" "$build/tests/device_test" "$build/tools/bench/eplb_bench_device" "$bundle/bin/"
+for bin in "$bundle"/bin/*; do ldd "$bin" | awk '/=> \// {print $3}'; done | sort -u |
+  grep -v -E '/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s|libcuda|libcudart|libnccl)\.so' |
+  while read -r lib; do cp -L "$lib" "$bundle/lib/"; done
+du -sh "$bundle"
