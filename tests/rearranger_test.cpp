@@ -4,6 +4,7 @@
 #include "eplb/rearranger.h"
 
 #include <atomic>
+#include <condition_variable>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -224,6 +225,137 @@ TEST(Rearranger, AWorkerErrorStopsTheRearrangementAndIsReportedOnce) {
   EXPECT_NE(error.message().find("rank "), std::string::npos) << error.message();
   EXPECT_TRUE(EachLayerIsOneOf(rearranger.placement(), old_p, new_p));
   EXPECT_TRUE(host.Verify(rearranger.placement()).ok());
+}
+
+// Ranks split between "processes" as MPI would split them, here threads sharing one host
+// backend's memory: each process's backend executes its own ranks only, and the gate is the
+// minimum over the processes, met at every step boundary (a two-party barrier).
+class SharedGate {
+ public:
+  explicit SharedGate(int parties) : parties_(parties) {}
+  int Agree(int value) {
+    std::unique_lock lock(mu_);
+    const int round = round_;
+    min_ = arrived_ == 0 ? value : std::min(min_, value);
+    if (++arrived_ == parties_) {
+      result_ = min_;
+      arrived_ = 0;
+      ++round_;
+      cv_.notify_all();
+    } else {
+      cv_.wait(lock, [&] { return round_ != round; });
+    }
+    ++calls_;
+    return result_;
+  }
+  int calls() {
+    std::lock_guard lock(mu_);
+    return calls_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  const int parties_;
+  int arrived_ = 0, round_ = 0, min_ = 0, result_ = 0, calls_ = 0;
+};
+
+class ProcessBackend final : public RearrangementBackend {
+ public:
+  ProcessBackend(HostBackend& host, SharedGate& gate, int process, int processes, int fail_at)
+      : host_(host), gate_(gate), process_(process), processes_(processes), fail_at_(fail_at) {}
+  ~ProcessBackend() override { JoinWorkers(); }
+  bool IsLocal(int rank) const override { return rank % processes_ == process_; }
+  int AgreeOnStagedLayers(int staged_here) override { return gate_.Agree(staged_here); }
+  double Now() override { return host_.Now(); }
+  std::unique_ptr<Monitor> NewMonitor() override { return NewThreadMonitor(); }
+  void StartWorker(int rank, std::function<void()> body) override {
+    EXPECT_TRUE(IsLocal(rank)) << "worker of rank " << rank << " started in process " << process_;
+    workers_.emplace_back(std::move(body));
+  }
+  void JoinWorkers() override {
+    for (auto& w : workers_) w.join();
+    workers_.clear();
+  }
+  int staging_buffers() const override { return host_.staging_buffers(); }
+  Status ExecuteRound(const StagingTarget& t, const Round& r,
+                      std::span<const Transfer> tr) override {
+    EXPECT_TRUE(IsLocal(t.rank));
+    if (calls_++ == fail_at_) return Status::IoError("GPU lost");
+    return host_.ExecuteRound(t, r, tr);
+  }
+  Status CopyLocal(const StagingTarget& t, std::span<const LocalCopy> c) override {
+    EXPECT_TRUE(IsLocal(t.rank));
+    return host_.CopyLocal(t, c);
+  }
+  Status CommitLayer(const StagingTarget& t, std::span<const int32_t> s) override {
+    EXPECT_TRUE(IsLocal(t.rank)) << "commit of rank " << t.rank << " in process " << process_;
+    return host_.CommitLayer(t, s);
+  }
+
+ private:
+  HostBackend& host_;
+  SharedGate& gate_;
+  const int process_, processes_, fail_at_;
+  std::atomic<int> calls_{0};
+  std::vector<std::thread> workers_;
+};
+
+// Every process commits the same layers at the same boundaries, and the shared memory ends
+// bit-exact; a failure in one process stops every process.
+TEST(Rearranger, RanksSpanningProcessesAgreeOnEveryCommit) {
+  std::mt19937_64 rng(10);
+  for (int trial = 0; trial < 20; ++trial) {
+    const int processes = 2 + static_cast<int>(rng() % 3);
+    const Topology topo = MakeTopology(2, 3, 3);
+    const Placement old_p = RandomPlacement(rng, 6, topo.num_slots(), 14);
+    const Placement new_p = Drift(rng, old_p, 0.3);
+    const bool fail = trial % 4 == 3;
+    const bool sync = trial % 5 == 4;
+    HostBackend host(topo, 6, sync ? 6 : 2, kExpertBytes);
+    host.Fill(old_p);
+    SharedGate gate(processes);
+    std::vector<std::vector<std::vector<int>>> commits(static_cast<size_t>(processes));
+    std::vector<Status> errors(static_cast<size_t>(processes));
+    std::vector<Placement> final_placement(static_cast<size_t>(processes), old_p);
+    std::vector<std::thread> foregrounds;
+    for (int p = 0; p < processes; ++p) {
+      foregrounds.emplace_back([&, p] {
+        std::mt19937_64 jitter(static_cast<uint64_t>(trial * 16 + p));  // one per thread
+        ProcessBackend backend(host, gate, p, processes, fail && p == 1 ? 5 : -1);
+        Rearranger rearranger(backend, topo,
+                              Options(1 + trial % 2, sync ? 1 : 2, sync, SenderRule::kLocal,
+                                      ScheduleStrategy::kBest));
+        ASSERT_TRUE(rearranger.Start(old_p, new_p).ok());
+        while (rearranger.in_progress()) {
+          auto committed = rearranger.OnStepBoundary();
+          if (!committed.ok()) {
+            errors[p] = committed.status();
+            break;
+          }
+          commits[p].push_back(*committed);
+          std::this_thread::sleep_for(std::chrono::microseconds(jitter() % 2 ? 30 : 0));
+        }
+        final_placement[p] = rearranger.placement();
+      });
+    }
+    for (auto& f : foregrounds) f.join();
+    for (int p = 1; p < processes; ++p) {
+      EXPECT_EQ(commits[p], commits[0]) << "trial " << trial << ", process " << p;
+      EXPECT_EQ(final_placement[p], final_placement[0]);
+    }
+    if (fail) {
+      for (int p = 0; p < processes; ++p) EXPECT_FALSE(errors[p].ok()) << "process " << p;
+      EXPECT_NE(errors[1].message().find("GPU lost"), std::string::npos) << errors[1].message();
+      EXPECT_NE(errors[0].message().find("another process"), std::string::npos);
+    } else {
+      for (const Status& e : errors) EXPECT_TRUE(e.ok()) << e.message();
+      EXPECT_EQ(final_placement[0], new_p);
+    }
+    EXPECT_TRUE(EachLayerIsOneOf(final_placement[0], old_p, new_p));
+    const Status v = host.Verify(final_placement[0]);
+    EXPECT_TRUE(v.ok()) << v.message();
+  }
 }
 
 TEST(Rearranger, RejectsBadOptionsAndOverlappingStarts) {

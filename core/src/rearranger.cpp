@@ -54,12 +54,15 @@ Status Rearranger::Start(const Placement& current, const Placement& target) {
   }
   lanes_done_.assign(plans_.size(), std::vector<int>(static_cast<size_t>(ranks), 0));
   ranks_ready_.assign(plans_.size(), 0);
+  local_ranks_ = 0;
+  for (int rank = 0; rank < ranks; ++rank) local_ranks_ += backend_.IsLocal(rank) ? 1 : 0;
   committed_ = 0;
   error_ = Status::Ok();
   cancelled_ = false;
   in_progress_ = !plans_.empty();
   if (!in_progress_) return Status::Ok();
   for (int rank = 0; rank < ranks; ++rank) {
+    if (!backend_.IsLocal(rank)) continue;  // its own process runs it
     for (int lane = 0; lane < kNumLinkClasses; ++lane) {
       backend_.StartWorker(rank,
                            [this, rank, lane] { RunWorker(rank, static_cast<LinkClass>(lane)); });
@@ -82,7 +85,6 @@ void Rearranger::Fail(const Status& status) {
 }
 
 void Rearranger::RunWorker(int rank, LinkClass lane) {
-  const int ranks = topology_.num_ranks();
   for (size_t i = 0; i < plans_.size(); ++i) {
     if (!WaitForBuffer(i)) return;
     const LayerPlan& plan = plans_[i];
@@ -114,7 +116,7 @@ void Rearranger::RunWorker(int rank, LinkClass lane) {
       }
     }
     std::unique_lock lock(*monitor_);
-    if (++ranks_ready_[i] == ranks) {
+    if (++ranks_ready_[i] == local_ranks_) {
       on_layer_staged(LayerEvent{plan.layer, backend_.Now()});
       monitor_->NotifyAll();
     }
@@ -124,6 +126,7 @@ void Rearranger::RunWorker(int rank, LinkClass lane) {
 Status Rearranger::CommitLocked(size_t index) {
   const LayerPlan& plan = plans_[index];
   for (int rank = 0; rank < topology_.num_ranks(); ++rank) {
+    if (!backend_.IsLocal(rank)) continue;
     const StagingTarget target{rank, plan.layer, static_cast<int>(index % staging_layers_)};
     EPLB_RETURN_IF_ERROR(backend_.CommitLayer(target, plan.written_slots[rank]));
   }
@@ -136,34 +139,49 @@ Status Rearranger::CommitLocked(size_t index) {
 Result<std::vector<int>> Rearranger::OnStepBoundary() {
   std::vector<int> committed;
   if (!in_progress_) return committed;
-  Status status;
-  {
-    std::unique_lock lock(*monitor_);
-    const auto all_ready = [&](size_t i) { return ranks_ready_[i] == topology_.num_ranks(); };
-    if (options_.sync) {
-      // Stop the world: wait for every layer to be staged.
-      const auto staged = [&](int n) { return n == topology_.num_ranks(); };
-      while (!cancelled_ && !std::all_of(ranks_ready_.begin(), ranks_ready_.end(), staged)) {
-        monitor_->Wait();
-      }
+  std::unique_lock lock(*monitor_);
+  const auto staged_here = [&](size_t i) { return ranks_ready_[i] == local_ranks_; };
+  if (options_.sync) {
+    // Stop the world: wait for every layer to be staged.
+    while (!cancelled_ && !std::all_of(ranks_ready_.begin(), ranks_ready_.end(),
+                                       [&](int n) { return n == local_ranks_; })) {
+      monitor_->Wait();
     }
-    const size_t limit =
-        options_.sync ? plans_.size() : static_cast<size_t>(options_.layers_per_step);
-    while (!cancelled_ && committed.size() < limit &&
-           static_cast<size_t>(committed_) < plans_.size() &&
-           all_ready(static_cast<size_t>(committed_))) {
-      const int layer = plans_[static_cast<size_t>(committed_)].layer;
-      status = CommitLocked(static_cast<size_t>(committed_));
-      if (!status.ok()) break;
-      committed.push_back(layer);
-    }
-    if (!status.ok() && error_.ok()) {
-      error_ = status;
-      cancelled_ = true;
-    }
-    monitor_->NotifyAll();
   }
-  if (cancelled_ || static_cast<size_t>(committed_) == plans_.size()) {
+  // The all-ranks gate: the layers staged here, agreed with the other processes (if any)
+  // without holding the lock, which the workers need meanwhile. What happens here after the
+  // snapshot (a worker failing) waits for the next boundary, so that every process acts on
+  // the same agreed numbers and they all stop at the same boundary.
+  const bool failed_here = cancelled_;
+  int ready = 0;
+  while (!failed_here && static_cast<size_t>(committed_ + ready) < plans_.size() &&
+         staged_here(static_cast<size_t>(committed_ + ready))) {
+    ++ready;
+  }
+  lock.unlock();
+  const int agreed = backend_.AgreeOnStagedLayers(failed_here ? -1 : ready);
+  lock.lock();
+  if (agreed < 0) {
+    if (error_.ok() && !failed_here) {
+      error_ = Status::Cancelled("the rearrangement failed or was cancelled in another process");
+    }
+    cancelled_ = true;
+  }
+  const int limit = options_.sync ? static_cast<int>(plans_.size()) : options_.layers_per_step;
+  for (int n = 0; n < std::min(agreed, limit); ++n) {
+    const int layer = plans_[static_cast<size_t>(committed_)].layer;
+    const Status status = CommitLocked(static_cast<size_t>(committed_));
+    if (!status.ok()) {
+      // Reported to the other processes at the next boundary.
+      if (error_.ok()) error_ = status;
+      cancelled_ = true;
+      break;
+    }
+    committed.push_back(layer);
+  }
+  monitor_->NotifyAll();
+  lock.unlock();
+  if (agreed < 0 || static_cast<size_t>(committed_) == plans_.size()) {
     Finish();
     if (!error_.ok()) return error_;  // once: the rearrangement is over
   }

@@ -58,6 +58,17 @@ class RearrangementBackend {
   // How many layers each rank can stage at once.
   virtual int staging_buffers() const = 0;
 
+  // Ranks spanning processes (one GPU per process under MPI): a backend executes only its own
+  // ranks, and the rearranger starts workers and commits for those alone.
+  virtual bool IsLocal(int /*rank*/) const { return true; }
+  // The all-ranks gate across processes. The foreground calls it at every step boundary of a
+  // rearrangement in progress, at the same boundaries in every process, with how many changing
+  // layers, in order from the first uncommitted one, every local rank has staged (−1 when the
+  // rearrangement failed or was cancelled here). Returns the minimum over the processes: the
+  // layers every rank has staged, or −1 if any process failed. A collective where ranks span
+  // processes; the identity otherwise.
+  virtual int AgreeOnStagedLayers(int staged_here) { return staged_here; }
+
   // Worker side, called from `target.rank`'s worker for each round of a lane in which that rank
   // sends or receives, in lane order. The rank's part of `round`: receive each flow whose
   // destination it is into its staging buffer (slot positions as in the transfers), and send

@@ -10,8 +10,11 @@
 // committed only when every rank has staged it (the all-ranks gate); committing swaps the
 // layer's weights on every rank and its routing table (phy2log/log2phy/logcnt) together, and
 // frees its staging buffer. So inference never sees a layer half-updated, and every layer is
-// at all times wholly old or wholly new. Cancel() stops the workers at their next round; the
-// committed layers stay new, the rest stay old, and the placement stays valid.
+// at all times wholly old or wholly new. Where the backend's ranks span processes (MPI), each
+// process runs the workers and commits of its own ranks, and the gate is agreed between the
+// processes at every step boundary (RearrangementBackend::AgreeOnStagedLayers). Cancel() stops the
+// workers at their next round; the committed layers stay new, the rest stay old, and the placement
+// stays valid.
 //
 // Thread-safety: Start, OnStepBoundary, Cancel and the accessors are for the foreground
 // context only. Signals fire from worker contexts (on_round, on_layer_staged) and from the
@@ -112,7 +115,8 @@ class Rearranger {
 
   // Guarded by monitor_.
   std::vector<std::vector<int>> lanes_done_;  // [layer index][rank]
-  std::vector<int> ranks_ready_;              // [layer index]
+  std::vector<int> ranks_ready_;              // [layer index]: local ranks staged
+  int local_ranks_ = 0;                       // ranks this process executes
   int committed_ = 0;
   Status error_;
   std::atomic<bool> cancelled_{false};
