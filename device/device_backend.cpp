@@ -200,7 +200,7 @@ DeviceBackend::~DeviceBackend() {
     if (s.main) cudaStreamSynchronize(s.main);
 #ifdef EPLB_HAVE_NCCL
     for (auto& c : s.comm) {
-      if (c) ncclCommDestroy(c);
+      if (c && !aborted_) ncclCommDestroy(c);
     }
 #endif
     for (cudaStream_t st : {s.main, s.local, s.lane[0], s.lane[1]}) {
@@ -362,6 +362,19 @@ void DeviceBackend::StartWorker(int rank, std::function<void()> body) {
   });
 }
 
+void DeviceBackend::AbortTransfers() {
+#ifdef EPLB_HAVE_NCCL
+  if (config_.mode != DeviceMode::kNccl || aborted_.exchange(true)) return;
+  // Meant to be called while other threads wait in the communicator. The handles stay as
+  // they are (workers read them); aborted_ keeps later rounds, and the destructor, off them.
+  for (auto& s : ranks_) {
+    for (ncclComm_t comm : s->comm) {
+      if (comm) ncclCommAbort(comm);
+    }
+  }
+#endif
+}
+
 void DeviceBackend::JoinWorkers() {
   for (auto& w : workers_) w.join();
   workers_.clear();
@@ -394,6 +407,9 @@ Status DeviceBackend::ExecuteRound(const StagingTarget& target, const Round& rou
     }
   } else {
 #ifdef EPLB_HAVE_NCCL
+    if (aborted_) {
+      return Status::Cancelled(at + "NCCL communicators were aborted by a cancellation");
+    }
     ncclComm_t comm = s.comm[static_cast<int>(round.link)];
     EPLB_NCCL(ncclGroupStart(), at);
     for (const Flow& flow : round.flows) {

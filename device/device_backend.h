@@ -25,6 +25,7 @@
 // Verify and RunEmulatedStep are foreground calls. on_transfer fires from worker threads.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -93,6 +94,9 @@ class DeviceBackend final : public RearrangementBackend {
   std::unique_ptr<Monitor> NewMonitor() override;
   void StartWorker(int rank, std::function<void()> body) override;
   void JoinWorkers() override;
+  // NCCL: aborts the communicators (a cancelled peer may never post its half of a round);
+  // later NCCL rounds fail.
+  void AbortTransfers() override;
   int staging_buffers() const override { return config_.staging_buffers; }
   Status ExecuteRound(const StagingTarget& target, const Round& round,
                       std::span<const Transfer> transfers) override;
@@ -120,6 +124,7 @@ class DeviceBackend final : public RearrangementBackend {
   std::vector<uint64_t*> live_;     // [layer][global slot]
   std::vector<uint64_t*> staging_;  // [buffer][global slot]
   std::vector<std::thread> workers_;
+  std::atomic<bool> aborted_{false};
   std::chrono::steady_clock::time_point epoch_;
 };
 

@@ -199,6 +199,8 @@ void Rearranger::Cancel() {
 }
 
 void Rearranger::Finish() {
+  // A worker that passed its cancellation check may be inside a round whose peer never came.
+  if (cancelled_) backend_.AbortTransfers();
   backend_.JoinWorkers();
   in_progress_ = false;
 }

@@ -55,6 +55,11 @@ class RearrangementBackend {
   virtual void StartWorker(int rank, std::function<void()> body) = 0;
   // Waits for every started worker to return.
   virtual void JoinWorkers() = 0;
+  // A cancellation or failure is stopping the workers: make a round waiting for a peer that
+  // will not come (a collective library's send or receive) return, failing if need be, so the
+  // workers can be joined. Called from the foreground before JoinWorkers; transfers may fail
+  // from then on. Backends whose rounds cannot block on a peer need nothing here.
+  virtual void AbortTransfers() {}
   // How many layers each rank can stage at once.
   virtual int staging_buffers() const = 0;
 
