@@ -5,6 +5,7 @@
 #include "cuda_check.h"
 #include "eplb/weight_pattern.h"
 #include "kernels.h"
+#include "mpi_session.h"
 #include "nvtx.h"
 
 namespace eplb::device {
@@ -41,7 +42,15 @@ struct DeviceBackend::RankState {
 };
 
 const char* DeviceModeName(DeviceMode mode) {
-  return mode == DeviceMode::kVirtual ? "virtual" : "nccl";
+  switch (mode) {
+    case DeviceMode::kVirtual:
+      return "virtual";
+    case DeviceMode::kNccl:
+      return "nccl";
+    case DeviceMode::kMpi:
+      return "mpi";
+  }
+  return "?";
 }
 
 bool HaveNccl() {
@@ -112,6 +121,22 @@ Result<std::unique_ptr<DeviceBackend>> DeviceBackend::Create(const Topology& top
           "{}; use virtual ranks (--virtual) or fewer ranks",
           ranks, config.first_device, config.first_device + ranks, *devices));
     }
+  } else if (config.mode == DeviceMode::kMpi) {
+    if (!HaveNccl() || !mpi::Initialized()) {
+      return Status::InvalidArgument(
+          "MPI mode needs NCCL and MPI, started (eplb device-run --mpi under mpirun)");
+    }
+    if (mpi::Size() != ranks) {
+      return Status::InvalidArgument(fmt::format(
+          "MPI mode runs one rank per process: the scenario has {} ranks, mpirun started {} "
+          "processes (mpirun -np {})",
+          ranks, mpi::Size(), ranks));
+    }
+    if (config.first_device + mpi::LocalRank() >= *devices) {
+      return Status::InvalidArgument(fmt::format(
+          "process {} is number {} on its node but the node has {} GPUs from GPU {}", mpi::Rank(),
+          mpi::LocalRank(), *devices - config.first_device, config.first_device));
+    }
   } else if (config.first_device >= *devices) {
     return Status::InvalidArgument(fmt::format("GPU {} does not exist: this machine has {} GPUs",
                                                config.first_device, *devices));
@@ -120,15 +145,16 @@ Result<std::unique_ptr<DeviceBackend>> DeviceBackend::Create(const Topology& top
   const size_t per_rank = static_cast<size_t>(config.num_layers + config.staging_buffers) *
                           topology.slots_per_gpu() * static_cast<size_t>(topology.expert_bytes());
   const size_t ranks_per_gpu = config.mode == DeviceMode::kVirtual ? ranks : 1;
-  auto free = FreeMemory(config.first_device);
+  const int gpu = config.first_device + (config.mode == DeviceMode::kMpi ? mpi::LocalRank() : 0);
+  auto free = FreeMemory(gpu);
   if (!free.ok()) return free.status();
   if (per_rank * ranks_per_gpu > *free) {
     return Status::InvalidArgument(fmt::format(
         "{} rank(s) per GPU × ({} layers + {} staging) × {} slots × {} bytes per expert need "
         "{:.2f} GiB; GPU {} has {:.2f} GiB free: lower the expert bytes",
         ranks_per_gpu, config.num_layers, config.staging_buffers, topology.slots_per_gpu(),
-        topology.expert_bytes(), static_cast<double>(per_rank * ranks_per_gpu) / (1ULL << 30),
-        config.first_device, static_cast<double>(*free) / (1ULL << 30)));
+        topology.expert_bytes(), static_cast<double>(per_rank * ranks_per_gpu) / (1ULL << 30), gpu,
+        static_cast<double>(*free) / (1ULL << 30)));
   }
   std::unique_ptr<DeviceBackend> backend(new DeviceBackend(topology, config));
   EPLB_RETURN_IF_ERROR(backend->Init());
@@ -139,12 +165,24 @@ Status DeviceBackend::Init() {
   const int ranks = topology_.num_ranks();
   const int per_gpu = topology_.slots_per_gpu();
   const int buffers = config_.staging_buffers;
+  ranks_.resize(static_cast<size_t>(ranks));  // null for the ranks of other processes
   for (int r = 0; r < ranks; ++r) {
-    auto state = std::make_unique<RankState>();
-    RankState& s = *state;
-    ranks_.push_back(std::move(state));
-    s.device =
-        config_.mode == DeviceMode::kVirtual ? config_.first_device : config_.first_device + r;
+    if (IsLocal(r)) local_ranks_.push_back(r);
+  }
+  for (int r : local_ranks_) {
+    ranks_[r] = std::make_unique<RankState>();
+    RankState& s = *ranks_[r];
+    switch (config_.mode) {
+      case DeviceMode::kVirtual:
+        s.device = config_.first_device;
+        break;
+      case DeviceMode::kNccl:
+        s.device = config_.first_device + r;
+        break;
+      case DeviceMode::kMpi:
+        s.device = config_.first_device + mpi::LocalRank();
+        break;
+    }
     const std::string at = At(r);
     EPLB_CUDA(cudaSetDevice(s.device), at);
     EPLB_CUDA(cudaStreamCreateWithFlags(&s.main, cudaStreamNonBlocking), at);
@@ -187,6 +225,18 @@ Status DeviceBackend::Init() {
       for (int r = 0; r < ranks; ++r) ranks_[r]->comm[lane] = comms[r];
     }
   }
+  if (config_.mode == DeviceMode::kMpi) {
+    const int r = mpi::Rank();
+    for (int lane = 0; lane < kNumLinkClasses; ++lane) {
+      ncclUniqueId id{};
+      if (r == 0) EPLB_NCCL(ncclGetUniqueId(&id), At(r));
+      mpi::Broadcast(&id, sizeof(id), 0);
+      EPLB_NCCL(ncclCommInitRank(&ranks_[r]->comm[lane], ranks, id, r), At(r));
+    }
+    // One time origin for every process, as near as a barrier allows.
+    mpi::Barrier();
+    epoch_ = std::chrono::steady_clock::now();
+  }
 #endif
   return Status::Ok();
 }
@@ -195,6 +245,7 @@ DeviceBackend::~DeviceBackend() {
   JoinWorkers();
   // Teardown cannot report: free what exists, ignoring errors of a device already lost.
   for (auto& state : ranks_) {
+    if (!state) continue;
     RankState& s = *state;
     cudaSetDevice(s.device);
     if (s.main) cudaStreamSynchronize(s.main);
@@ -219,12 +270,24 @@ DeviceBackend::~DeviceBackend() {
 }
 
 int DeviceBackend::device_of(int rank) const {
-  return ranks_[rank]->device;
+  return ranks_[rank] ? ranks_[rank]->device : -1;
+}
+
+bool DeviceBackend::IsLocal(int rank) const {
+  return config_.mode != DeviceMode::kMpi || rank == mpi::Rank();
+}
+
+int DeviceBackend::AgreeOnStagedLayers(int staged_here) {
+  return config_.mode == DeviceMode::kMpi ? mpi::AllMin(staged_here) : staged_here;
+}
+
+bool DeviceBackend::AllOk(bool ok_here) {
+  return config_.mode == DeviceMode::kMpi ? mpi::AllMin(ok_here ? 1 : 0) == 1 : ok_here;
 }
 
 Status DeviceBackend::Fill(const Placement& placement) {
   const int per_gpu = topology_.slots_per_gpu();
-  for (int r = 0; r < topology_.num_ranks(); ++r) {
+  for (int r : local_ranks_) {
     RankState& s = *ranks_[r];
     std::vector<SlotRef> list;
     for (int layer = 0; layer < config_.num_layers; ++layer) {
@@ -257,7 +320,7 @@ Status DeviceBackend::CheckSlots(const Placement& placement, int first_layer, in
   std::vector<std::vector<SlotRef>> lists(ranks);
   std::vector<std::vector<int>> where(ranks);  // global slot of each list entry
   // Launch every rank's check, then collect: ranks on different GPUs check at once.
-  for (int r = 0; r < ranks; ++r) {
+  for (int r : local_ranks_) {
     RankState& s = *ranks_[r];
     for (int layer = first_layer; layer <= last_layer; ++layer) {
       for (int slot = r * per_gpu; slot < (r + 1) * per_gpu; ++slot) {
@@ -276,7 +339,7 @@ Status DeviceBackend::CheckSlots(const Placement& placement, int first_layer, in
                           s.mismatch, s.main),
               at);
   }
-  for (int r = 0; r < ranks; ++r) {
+  for (int r : local_ranks_) {
     RankState& s = *ranks_[r];
     const std::string at = At(r);
     unsigned long long key = kNoMismatch;
@@ -301,7 +364,7 @@ Status DeviceBackend::RunEmulatedStep(double seconds) {
   NvtxRange range("step");
   const int per_gpu = topology_.slots_per_gpu();
   const auto ns = static_cast<uint64_t>(seconds * 1e9);
-  for (int r = 0; r < topology_.num_ranks(); ++r) {
+  for (int r : local_ranks_) {
     RankState& s = *ranks_[r];
     const std::string at = At(r);
     EPLB_CUDA(cudaSetDevice(s.device), at);
@@ -320,15 +383,17 @@ Status DeviceBackend::RunEmulatedStep(double seconds) {
     }
     EPLB_CUDA(LaunchEmulatedStep(ns, s.step_slots, s.step_count, s.sink, s.main), at);
   }
-  for (int r = 0; r < topology_.num_ranks(); ++r) {
+  for (int r : local_ranks_) {
     EPLB_CUDA(cudaSetDevice(ranks_[r]->device), At(r));
     EPLB_CUDA(cudaStreamSynchronize(ranks_[r]->main), At(r));
   }
+  // A step ends on every rank together, as its all-to-all would make it.
+  if (config_.mode == DeviceMode::kMpi) mpi::Barrier();
   return Status::Ok();
 }
 
 Status DeviceBackend::Synchronize() {
-  for (int r = 0; r < topology_.num_ranks(); ++r) {
+  for (int r : local_ranks_) {
     const RankState& s = *ranks_[r];
     EPLB_CUDA(cudaSetDevice(s.device), At(r));
     for (cudaStream_t stream : {s.main, s.local, s.lane[0], s.lane[1]}) {
@@ -364,10 +429,11 @@ void DeviceBackend::StartWorker(int rank, std::function<void()> body) {
 
 void DeviceBackend::AbortTransfers() {
 #ifdef EPLB_HAVE_NCCL
-  if (config_.mode != DeviceMode::kNccl || aborted_.exchange(true)) return;
+  if (config_.mode == DeviceMode::kVirtual || aborted_.exchange(true)) return;
   // Meant to be called while other threads wait in the communicator. The handles stay as
   // they are (workers read them); aborted_ keeps later rounds, and the destructor, off them.
   for (auto& s : ranks_) {
+    if (!s) continue;
     for (ncclComm_t comm : s->comm) {
       if (comm) ncclCommAbort(comm);
     }

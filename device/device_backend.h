@@ -19,7 +19,10 @@
 // Modes: kVirtual puts every rank on one GPU; a receive is cudaMemcpyAsync from the sender's
 // live weights (which stay intact until every rank has staged the layer). kNccl puts rank r on
 // GPU first_device + r, in one process (ncclCommInitAll, a communicator per lane, so each is
-// used by one thread); a round is a group of ncclSend/ncclRecv.
+// used by one thread); a round is a group of ncclSend/ncclRecv. kMpi runs one rank per process
+// under mpirun (rank = MPI rank, GPU = first_device + the process's number on its node, the NCCL
+// ids broadcast with MPI): the backend executes its own rank only, the rearranger's gate is
+// agreed with MPI_Allreduce, and every emulated step ends with a barrier.
 //
 // Thread-safety: the RearrangementBackend calls follow that interface's contract; Fill,
 // Verify and RunEmulatedStep are foreground calls. on_transfer fires from worker threads.
@@ -42,14 +45,15 @@
 
 namespace eplb::device {
 
-enum class DeviceMode { kVirtual, kNccl };
+enum class DeviceMode { kVirtual, kNccl, kMpi };
 const char* DeviceModeName(DeviceMode mode);
 
 struct DeviceConfig {
   DeviceMode mode = DeviceMode::kVirtual;
   int num_layers = 1;
   int staging_buffers = 1;
-  // kVirtual: the GPU every rank shares; kNccl: rank r runs on GPU first_device + r.
+  // kVirtual: the GPU every rank shares; kNccl: rank r runs on GPU first_device + r; kMpi: on
+  // GPU first_device + the process's number among those on its node.
   int first_device = 0;
 };
 
@@ -87,6 +91,9 @@ class DeviceBackend final : public RearrangementBackend {
   // Waits for every stream of every rank.
   Status Synchronize();
 
+  // Whether every process is fine: `ok_here` agreed over the processes (kMpi), else itself.
+  bool AllOk(bool ok_here);
+
   DeviceMode mode() const { return config_.mode; }
   int device_of(int rank) const;
 
@@ -98,6 +105,8 @@ class DeviceBackend final : public RearrangementBackend {
   // later NCCL rounds fail.
   void AbortTransfers() override;
   int staging_buffers() const override { return config_.staging_buffers; }
+  bool IsLocal(int rank) const override;
+  int AgreeOnStagedLayers(int staged_here) override;
   Status ExecuteRound(const StagingTarget& target, const Round& round,
                       std::span<const Transfer> transfers) override;
   Status CopyLocal(const StagingTarget& target, std::span<const LocalCopy> copies) override;
@@ -120,7 +129,8 @@ class DeviceBackend final : public RearrangementBackend {
   DeviceConfig config_;
   int slots_;
   size_t expert_bytes_;
-  std::vector<std::unique_ptr<RankState>> ranks_;
+  std::vector<std::unique_ptr<RankState>> ranks_;  // null for other processes' ranks
+  std::vector<int> local_ranks_;
   std::vector<uint64_t*> live_;     // [layer][global slot]
   std::vector<uint64_t*> staging_;  // [buffer][global slot]
   std::vector<std::thread> workers_;

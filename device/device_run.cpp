@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <mutex>
 #include <thread>
 
@@ -11,6 +12,7 @@
 #include "cuda_check.h"
 #include "eplb/eplb_loop.h"
 #include "eplb/workload.h"
+#include "mpi_session.h"
 #include "nvtx.h"
 
 namespace eplb::device {
@@ -23,7 +25,11 @@ class DeviceStepRunner final : public StepRunner {
  public:
   DeviceStepRunner(DeviceBackend& backend, double scale) : backend_(backend), scale_(scale) {}
   Status RunStep(const StepCost& cost, bool /*contended: the GPU shares for real*/) override {
-    EPLB_RETURN_IF_ERROR(pending_);
+    // Every process stops at the same step when a check failed in any of them.
+    if (!backend_.AllOk(pending_.ok())) {
+      return pending_.ok() ? Status::Internal("a weights check failed in another process")
+                           : pending_;
+    }
     return backend_.RunEmulatedStep(cost.total_s() * scale_);
   }
   void Fail(const Status& status) {
@@ -77,16 +83,21 @@ Result<Scenario> DeviceScenario(const Scenario& scenario, const DeviceRunOptions
     return Status::InvalidArgument(
         fmt::format("--memory-fraction {}: valid values are in (0, 1]", options.memory_fraction));
   }
-  auto free = FreeMemory(options.first_device);
+  const int gpu = options.first_device + (options.mode == DeviceMode::kMpi ? mpi::LocalRank() : 0);
+  auto free = FreeMemory(gpu);
   if (!free.ok()) return free.status();
   const int64_t buffers = SlotBuffersPerGpu(s, options.mode);
-  const int64_t fit = FitExpertBytes(s.model.expert_bytes, buffers, *free, options.memory_fraction);
+  int64_t fit = FitExpertBytes(s.model.expert_bytes, buffers, *free, options.memory_fraction);
+  // Every process must move experts of one size: the smallest any GPU can hold.
+  if (options.mode == DeviceMode::kMpi) {
+    const int64_t cap = std::numeric_limits<int>::max() / kGranule * kGranule;
+    fit = mpi::AllMin(static_cast<int>(std::min(fit, cap)));
+  }
   if (fit == 0) {
     return Status::InvalidArgument(fmt::format(
         "{} expert slot buffers per GPU do not fit in {:.0f}% of GPU {}'s {:.2f} GiB free, even at "
         "4 KiB per expert: run fewer ranks, layers or slots",
-        buffers, options.memory_fraction * 100, options.first_device,
-        static_cast<double>(*free) / (1ULL << 30)));
+        buffers, options.memory_fraction * 100, gpu, static_cast<double>(*free) / (1ULL << 30)));
   }
   s.model.expert_bytes = fit;
   return s;
@@ -112,7 +123,7 @@ Result<RunResult> RunOnDevice(const Scenario& requested, const DeviceRunOptions&
   RunResult result;
   result.scenario = *scenario;
   result.backend = fmt::format("device ({} ranks on {})", DeviceModeName(options.mode),
-                               DescribeDevice(options.first_device));
+                               DescribeDevice(device.device_of(mpi::Rank())));
   std::mutex transfers_mu;
   device.on_transfer.Connect([&](const TransferRecord& t) {
     std::lock_guard lock(transfers_mu);
@@ -140,14 +151,20 @@ Result<RunResult> RunOnDevice(const Scenario& requested, const DeviceRunOptions&
   };
   EPLB_RETURN_IF_ERROR(loop.Run());
   EPLB_RETURN_IF_ERROR(runner.pending());
-  // The whole placement, once more, at the end.
-  EPLB_RETURN_IF_ERROR(device.Verify(loop.placement()).WithContext("at the end of the run: "));
+  // The whole placement, once more, at the end, on every process's ranks.
+  const Status final_check = device.Verify(loop.placement());
+  if (!device.AllOk(final_check.ok())) {
+    return final_check.ok() ? Status::Internal("the final weights check failed in another process")
+                            : final_check.WithContext("at the end of the run: ");
+  }
   result.steps = loop.steps();
   result.rearrangements = loop.rearrangements();
   result.commits = loop.commits();
   result.skipped_rearrangements = loop.skipped_rearrangements();
   {
     std::lock_guard lock(transfers_mu);
+    // Under MPI each process measured its own receives; rank 0 writes them all.
+    result.transfers = mpi::GatherTransfers(result.transfers);
     std::sort(
         result.transfers.begin(), result.transfers.end(),
         [](const TransferRecord& a, const TransferRecord& b) { return a.start_s < b.start_s; });
@@ -178,7 +195,9 @@ Result<double> TimeOnStream(cudaStream_t stream, int repetitions,
 Result<Bandwidths> MeasureBandwidths(DeviceBackend& backend, const Topology& topology,
                                      int repetitions) {
   Bandwidths out;
-  const int device = backend.device_of(0);
+  int me = 0;  // the first rank this process runs
+  while (!backend.IsLocal(me)) ++me;
+  const int device = backend.device_of(me);
   const auto expert = static_cast<size_t>(topology.expert_bytes());
   const int per_gpu = topology.slots_per_gpu();
   const int ranks = topology.num_ranks();
@@ -212,14 +231,16 @@ Result<Bandwidths> MeasureBandwidths(DeviceBackend& backend, const Topology& top
     out.plain_copy_bps = static_cast<double>(bytes) / *plain;
     out.round_latency_s = *tiny;
   }
-  // Local copies: rank 0 copies each of its live slots into its staging buffer.
+  // Local copies: one rank copies each of its live slots into its staging buffer.
   {
     std::vector<LocalCopy> copies;
-    for (int i = 0; i < per_gpu; ++i) copies.push_back(LocalCopy{0, 0, i, i, false});
+    for (int i = me * per_gpu; i < (me + 1) * per_gpu; ++i) {
+      copies.push_back(LocalCopy{me, 0, i, i, false});
+    }
     double best = 1e30;
     for (int rep = 0; rep <= repetitions; ++rep) {
       const double start = backend.Now();
-      EPLB_RETURN_IF_ERROR(backend.CopyLocal({0, 0, 0}, copies));
+      EPLB_RETURN_IF_ERROR(backend.CopyLocal({me, 0, 0}, copies));
       EPLB_RETURN_IF_ERROR(backend.Synchronize());
       if (rep > 0) best = std::min(best, backend.Now() - start);
     }
@@ -252,6 +273,7 @@ Result<Bandwidths> MeasureBandwidths(DeviceBackend& backend, const Topology& top
       std::vector<std::thread> threads;
       const double start = backend.Now();
       for (int r = 0; r < ranks; ++r) {
+        if (!backend.IsLocal(r)) continue;
         threads.emplace_back([&, r] {
           cudaSetDevice(backend.device_of(r));
           status[r] = backend.ExecuteRound({r, 0, 0}, round, transfers);

@@ -493,6 +493,10 @@ TEST_F(CliTest, DeviceCommandsRejectBadOptions) {
   const std::string tiny = std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml";
   ExpectErrors({
       {"both modes", "device-run " + tiny + " --virtual --nccl", "--virtual excludes --nccl"},
+#ifdef EPLB_HAVE_DEVICE
+      {"mpi and virtual", "device-run " + tiny + " --mpi --virtual", "excludes --mpi"},
+      {"validate is one process", "validate " + tiny + " --mpi", "--mpi"},
+#endif
       {"bad ranks", "device-run " + tiny + " --ranks 0", "--ranks"},
       {"ranks that do not divide the slots", "validate " + tiny + " --ranks 7", "--ranks 7: "},
   });

@@ -19,6 +19,7 @@
 #include "sim_jobs.h"
 #ifdef EPLB_HAVE_DEVICE
 #include "device_run.h"
+#include "mpi_session.h"
 #endif
 #ifdef EPLB_HAVE_SIM
 #include "simulation.h"
@@ -34,6 +35,7 @@ struct DeviceArgs {
   int ranks = 0;
   bool force_virtual = false;
   bool force_nccl = false;
+  bool mpi = false;
   int device = 0;
   int64_t expert_bytes = 0;
   double memory_fraction = 0.8;
@@ -42,7 +44,7 @@ struct DeviceArgs {
   int steps = 0;  // validate only
 };
 
-void AddDeviceOptions(CLI::App* sub, DeviceArgs& a) {
+void AddDeviceOptions(CLI::App* sub, DeviceArgs& a, bool allow_mpi) {
   AddScenarioOptions(sub, a.scenario_path, a.overrides);
   sub->add_option("--ranks", a.ranks,
                   "Ranks (GPUs of the scenario's cluster) to run; default: the scenario's")
@@ -50,8 +52,16 @@ void AddDeviceOptions(CLI::App* sub, DeviceArgs& a) {
   auto* v = sub->add_flag("--virtual", a.force_virtual,
                           "Run every rank on one GPU (virtual ranks; the default when there are "
                           "fewer GPUs than ranks)");
-  sub->add_flag("--nccl", a.force_nccl, "One rank per GPU through NCCL (the default when possible)")
-      ->excludes(v);
+  auto* n =
+      sub->add_flag("--nccl", a.force_nccl,
+                    "One rank per GPU through NCCL, in this process (the default when possible)");
+  n->excludes(v);
+  if (allow_mpi) {
+    sub->add_flag("--mpi", a.mpi,
+                  "One rank per process and GPU: run as mpirun -np RANKS eplb device-run --mpi")
+        ->excludes(v)
+        ->excludes(n);
+  }
   sub->add_option("--device", a.device, "First GPU to use")->check(CLI::NonNegativeNumber);
   sub->add_option("--expert-bytes", a.expert_bytes,
                   "Bytes per expert on the GPU (multiple of 8); default: the scenario's, lowered "
@@ -90,6 +100,16 @@ Result<device::DeviceRunOptions> DeviceOptions(const DeviceArgs& a, const Scenar
   o.memory_fraction = a.memory_fraction;
   o.step_scale = a.step_scale;
   o.check_commits = !a.no_check;
+  if (a.mpi) {
+    EPLB_RETURN_IF_ERROR(device::CountDevices().status());
+    EPLB_RETURN_IF_ERROR(device::mpi::Init());
+    o.mode = device::DeviceMode::kMpi;
+    return o;
+  }
+  if (device::mpi::Launched()) {
+    return Status::InvalidArgument(
+        "started by an MPI launcher without --mpi: every process would run every rank; add --mpi");
+  }
   auto gpus = device::CountDevices();
   if (!gpus.ok()) return gpus.status();
   const int available = *gpus - a.device;
@@ -133,8 +153,15 @@ int RunDeviceRun(const DeviceArgs& a) {
 #ifdef EPLB_HAVE_DEVICE
   auto options = DeviceOptions(a, *scenario);
   if (!options.ok()) return ReportError(cmd, options.status());
-  auto run = device::RunOnDevice(*scenario, *options, Progress(scenario->run.steps));
-  if (!run.ok()) return ReportError(cmd, run.status());
+  const bool lead = device::mpi::Rank() == 0;  // under MPI, rank 0 reports and writes
+  auto run =
+      device::RunOnDevice(*scenario, *options, lead ? Progress(scenario->run.steps) : nullptr);
+  if (!run.ok()) {
+    return ReportError(
+        device::mpi::Size() > 1 ? fmt::format("{} (rank {})", cmd, device::mpi::Rank()) : cmd,
+        run.status());
+  }
+  if (!lead) return kExitOk;
   const std::string dir = a.out.empty() ? "runs/" + scenario->name + "-device" : a.out;
   if (const Status s = WriteRunFolder(dir, *run); !s.ok()) return ReportError(cmd, s);
   fmt::print("  expert bytes   {} on the device\n", run->scenario.model.expert_bytes);
@@ -233,7 +260,7 @@ void AddDeviceRunCommand(CLI::App& app, Action& action) {
   auto args = std::make_shared<DeviceArgs>();
   CLI::App* sub = app.add_subcommand(
       "device-run", "Run a scenario's rearrangements on real GPUs (CUDA/NCCL), write a run folder");
-  AddDeviceOptions(sub, *args);
+  AddDeviceOptions(sub, *args, /*allow_mpi=*/true);
   sub->add_option("--out", args->out, "Run folder to write (default: runs/<scenario>-device)");
   sub->callback([&action, args] { action = [args] { return RunDeviceRun(*args); }; });
 }
@@ -243,7 +270,7 @@ void AddValidateCommand(CLI::App& app, Action& action) {
   CLI::App* sub = app.add_subcommand(
       "validate",
       "Compare the simulator's transfer times with a short run of the same scenario on GPUs");
-  AddDeviceOptions(sub, *args);
+  AddDeviceOptions(sub, *args, /*allow_mpi=*/false);  // validate runs in one process
   sub->add_option("--steps", args->steps,
                   "Steps of the device run (default: through the first rearrangement)")
       ->check(CLI::PositiveNumber);
