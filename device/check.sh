@@ -63,6 +63,17 @@ step "device run: default scenario, 32 virtual ranks, 600 steps"
   --set eplb.window_size=100 --step-scale 0.1 --out "$out/device-run" 2>&1 | tee "$out/device-run.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
+step "device run under MPI: one process per GPU (as many as this machine has)"
+gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+mpi_rc="skipped (no mpirun)"
+if command -v mpirun >/dev/null && [ "$gpus" -ge 1 ]; then
+  mpirun --allow-run-as-root --oversubscribe -np "$gpus" "$bin/eplb" device-run scenarios/tiny.yaml \
+    --mpi --ranks "$gpus" --set run.steps=300 --step-scale 0.1 --out "$out/mpi-run" 2>&1 |
+    tee "$out/mpi-run.log" | head -3
+  mpi_rc=${PIPESTATUS[0]}
+  [ "$mpi_rc" = 0 ] || status=1
+fi
+
 step "validate: simulated against measured"
 "$bin/eplb" validate --virtual --set eplb.step_interval=200 --set eplb.window_size=100 \
   --step-scale 0.1 --out "$out/validate" 2>&1 | tee "$out/validate.log" | tail -8
@@ -79,6 +90,7 @@ printf '%-44s %s\n' "layer migration, 32 virtual ranks" "$(grep -E '^BM_LayerMig
 printf '%-44s %s\n' "  / plain copy of as many bytes (goal ≥ 0.9)" "$(counter vs_plain_copy)"
 printf '%-44s %s\n' "emulated step slowdown during migration" "$(counter slowdown)"
 printf '%-44s %s\n' "device run" "$(head -1 "$out/device-run.log")"
+printf '%-44s %s\n' "device run under MPI (exit code)" "$mpi_rc"
 printf '%-44s %s\n' "validate, per layer" "$(grep -E '^per layer' "$out/validate.log")"
 printf '%-44s %s\n' "validate, per transfer" "$(grep -E '^per transfer' "$out/validate.log")"
 echo
