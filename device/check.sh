@@ -65,7 +65,7 @@ step "device run: default scenario, 32 virtual ranks, 600 steps"
 
 step "device run under MPI: one process per GPU (as many as this machine has)"
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
-mpi_rc="skipped (no mpirun)"
+mpi_rc="skipped (no mpirun, or no GPU)"
 if command -v mpirun >/dev/null && [ "$gpus" -ge 1 ]; then
   mpirun --allow-run-as-root --oversubscribe -np "$gpus" "$bin/eplb" device-run scenarios/tiny.yaml \
     --mpi --ranks "$gpus" --set run.steps=300 --step-scale 0.1 --out "$out/mpi-run" 2>&1 |
