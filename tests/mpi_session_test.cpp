@@ -32,8 +32,8 @@ TEST(MpiSession, BroadcastCarriesRankZerosBytes) {
 TEST(MpiSession, RankZeroGathersEveryTransfer) {
   std::vector<TransferRecord> mine;
   for (int i = 0; i <= Rank(); ++i) {  // rank r measured r + 1 transfers
-    mine.push_back({i, 100 * Rank() + i, Rank(), (Rank() + 1) % Size(), 4096,
-                    LinkClass::kNvlink, 0.5 * i, 0.5 * i + 0.25});
+    mine.push_back({i, 100 * Rank() + i, Rank(), (Rank() + 1) % Size(), 4096, LinkClass::kNvlink,
+                    0.5 * i, 0.5 * i + 0.25});
   }
   const auto all = GatherTransfers(mine);
   if (Rank() != 0) {
