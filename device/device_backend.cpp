@@ -1,6 +1,5 @@
 #include "device_backend.h"
 
-#include <mutex>
 
 #include "cuda_check.h"
 #include "eplb/weight_pattern.h"
