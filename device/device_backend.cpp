@@ -1,6 +1,5 @@
 #include "device_backend.h"
 
-
 #include "cuda_check.h"
 #include "eplb/weight_pattern.h"
 #include "kernels.h"
