@@ -94,7 +94,6 @@ class DeviceBackend final : public RearrangementBackend {
   // Whether every process is fine: `ok_here` agreed over the processes (kMpi), else itself.
   bool AllOk(bool ok_here);
 
-  DeviceMode mode() const { return config_.mode; }
   int device_of(int rank) const;
 
   double Now() override;

@@ -28,10 +28,6 @@ void FinalizeAtExit() {
 }
 }  // namespace
 
-bool Available() {
-  return true;
-}
-
 Status Init() {
   if (g_initialized) return Status::Ok();
   int provided = 0;
@@ -97,9 +93,6 @@ std::vector<TransferRecord> GatherTransfers(const std::vector<TransferRecord>& m
 
 #else  // built without MPI: one process
 
-bool Available() {
-  return false;
-}
 Status Init() {
   return Status::Unavailable(
       "this eplb was built without MPI (install libopenmpi-dev and rebuild for --mpi)");

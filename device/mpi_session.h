@@ -15,8 +15,6 @@
 
 namespace eplb::device::mpi {
 
-// Whether this build has MPI.
-bool Available();
 // Whether the process was started by an MPI launcher (mpirun, srun).
 bool Launched();
 // Starts MPI once (later calls do nothing); MPI is finalised at exit.

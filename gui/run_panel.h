@@ -20,10 +20,8 @@ class RunPanel : public QWidget {
   explicit RunPanel(std::shared_ptr<const RunData> run, QWidget* parent = nullptr);
 
   const RunData& run() const { return *run_; }
-  std::shared_ptr<const RunData> shared_run() const { return run_; }
   PlacementView* placement() const { return placement_; }
   TimelineView* timeline() const { return timeline_; }
-  MetricsStrip* metrics() const { return metrics_; }
 
   void SetStep(int step);
   void SetLayer(int layer);

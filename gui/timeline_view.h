@@ -22,8 +22,6 @@ class TimelineView : public QWidget {
   void SetCursorTime(double t);
   void SetRange(double t0, double t1);
   void ShowAll();
-  double range_start() const { return t0_; }
-  double range_end() const { return t1_; }
 
   // The transfer drawn under `p` (−1: none), and where transfer `index` is drawn on its
   // receive (or send) lane: the centre of its bar, clipped to the view.

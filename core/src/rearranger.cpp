@@ -140,11 +140,10 @@ Result<std::vector<int>> Rearranger::OnStepBoundary() {
   std::vector<int> committed;
   if (!in_progress_) return committed;
   std::unique_lock lock(*monitor_);
-  const auto staged_here = [&](size_t i) { return ranks_ready_[i] == local_ranks_; };
+  const auto staged_here = [&](int ready) { return ready == local_ranks_; };
   if (options_.sync) {
     // Stop the world: wait for every layer to be staged.
-    while (!cancelled_ && !std::all_of(ranks_ready_.begin(), ranks_ready_.end(),
-                                       [&](int n) { return n == local_ranks_; })) {
+    while (!cancelled_ && !std::all_of(ranks_ready_.begin(), ranks_ready_.end(), staged_here)) {
       monitor_->Wait();
     }
   }
@@ -155,7 +154,7 @@ Result<std::vector<int>> Rearranger::OnStepBoundary() {
   const bool failed_here = cancelled_;
   int ready = 0;
   while (!failed_here && static_cast<size_t>(committed_ + ready) < plans_.size() &&
-         staged_here(static_cast<size_t>(committed_ + ready))) {
+         staged_here(ranks_ready_[static_cast<size_t>(committed_ + ready)])) {
     ++ready;
   }
   lock.unlock();
