@@ -174,23 +174,31 @@ Result<RunResult> RunOnDevice(const Scenario& requested, const DeviceRunOptions&
   return result;
 }
 
-namespace {
+namespace {}  // namespace
 
-// Times `body` (which enqueues on `stream`) from issue to the stream's completion, best of
-// `repetitions` after one warm-up.
-Result<double> TimeOnStream(cudaStream_t stream, int repetitions,
-                            const std::function<cudaError_t()>& body, const char* what) {
+Result<double> TimePlainCopy(int device, size_t bytes, int repetitions) {
+  EPLB_CUDA(cudaSetDevice(device), "plain copy: ");
+  void *a = nullptr, *b = nullptr;
+  cudaStream_t stream = nullptr;
+  cudaError_t e = cudaMalloc(&a, bytes);
+  if (e == cudaSuccess) e = cudaMalloc(&b, bytes);
+  if (e == cudaSuccess) e = cudaStreamCreate(&stream);
   double best = 1e30;
-  for (int i = 0; i <= repetitions; ++i) {
+  for (int i = 0; e == cudaSuccess && i <= repetitions; ++i) {
     const auto start = std::chrono::steady_clock::now();
-    if (const cudaError_t e = body(); e != cudaSuccess) return CudaStatus(e, what, "");
-    EPLB_CUDA(cudaStreamSynchronize(stream), fmt::format("{}: ", what));
+    e = cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
     if (i > 0) best = std::min(best, Seconds(start));
+  }
+  if (stream) cudaStreamDestroy(stream);
+  if (b) cudaFree(b);
+  if (a) cudaFree(a);
+  if (e != cudaSuccess) {
+    return CudaStatus(e, "cudaMalloc / cudaMemcpyAsync / cudaStreamSynchronize",
+                      fmt::format("plain copy of {} bytes: ", bytes));
   }
   return best;
 }
-
-}  // namespace
 
 Result<Bandwidths> MeasureBandwidths(DeviceBackend& backend, const Topology& topology,
                                      int repetitions) {
@@ -205,28 +213,9 @@ Result<Bandwidths> MeasureBandwidths(DeviceBackend& backend, const Topology& top
   {
     // Plain copy and round latency on buffers of their own.
     const size_t bytes = expert * static_cast<size_t>(per_gpu) * 8;
-    void *a = nullptr, *b = nullptr;
-    cudaStream_t stream = nullptr;
-    EPLB_CUDA(cudaMalloc(&a, bytes), "plain copy: ");
-    const cudaError_t eb = cudaMalloc(&b, bytes);
-    const cudaError_t es = eb == cudaSuccess ? cudaStreamCreate(&stream) : eb;
-    Result<double> plain = Status::Ok();
-    Result<double> tiny = Status::Ok();
-    if (es == cudaSuccess) {
-      plain = TimeOnStream(
-          stream, repetitions,
-          [&] { return cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, stream); },
-          "cudaMemcpyAsync (plain copy)");
-      tiny = TimeOnStream(
-          stream, repetitions * 20,
-          [&] { return cudaMemcpyAsync(b, a, 8, cudaMemcpyDeviceToDevice, stream); },
-          "cudaMemcpyAsync (8 bytes)");
-    }
-    if (stream) cudaStreamDestroy(stream);
-    if (b) cudaFree(b);
-    cudaFree(a);
-    if (es != cudaSuccess) return CudaStatus(es, "cudaMalloc / cudaStreamCreate", "plain copy: ");
+    auto plain = TimePlainCopy(device, bytes, repetitions);
     if (!plain.ok()) return plain.status();
+    auto tiny = TimePlainCopy(device, 8, repetitions * 20);
     if (!tiny.ok()) return tiny.status();
     out.plain_copy_bps = static_cast<double>(bytes) / *plain;
     out.round_latency_s = *tiny;

@@ -43,6 +43,10 @@ Result<Scenario> DeviceScenario(const Scenario& scenario, const DeviceRunOptions
 Result<RunResult> RunOnDevice(const Scenario& scenario, const DeviceRunOptions& options,
                               std::function<void(const StepRecord&)> on_step = {});
 
+// Seconds of one cudaMemcpyAsync of `bytes` device to device on `device`, issue to completion,
+// best of `repetitions` after a warm-up, on buffers of its own.
+Result<double> TimePlainCopy(int device, size_t bytes, int repetitions);
+
 // Effective bandwidths on this machine, bytes per second, and the start-up time of one round.
 //   plain_copy_bps  one large cudaMemcpyAsync device to device (all slot buffers of rank 0 at
 //                   once): the GPU's copy bandwidth, the reference for the benchmark

@@ -15,9 +15,9 @@
 #include <random>
 
 #include <benchmark/benchmark.h>
-#include <cuda_runtime_api.h>
 
 #include "device_backend.h"
+#include "device_run.h"
 #include "eplb/rearranger.h"
 
 namespace eplb::device {
@@ -57,35 +57,13 @@ bool HaveGpu(benchmark::State& state) {
   return n.ok();
 }
 
-double PlainCopySeconds(size_t bytes, int repetitions) {
-  void *a = nullptr, *b = nullptr;
-  cudaStream_t s = nullptr;
-  if (cudaMalloc(&a, bytes) != cudaSuccess || cudaMalloc(&b, bytes) != cudaSuccess ||
-      cudaStreamCreate(&s) != cudaSuccess) {
-    return -1;
-  }
-  double best = 1e30;
-  for (int i = 0; i <= repetitions; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, s);
-    cudaStreamSynchronize(s);
-    const double t =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (i > 0) best = std::min(best, t);
-  }
-  cudaStreamDestroy(s);
-  cudaFree(a);
-  cudaFree(b);
-  return best;
-}
-
 void BM_PlainCopy(benchmark::State& state) {
   if (!HaveGpu(state)) return;
   const auto bytes = static_cast<size_t>(state.range(0)) << 20;
   for (auto _ : state) {
-    const double t = PlainCopySeconds(bytes, 1);
-    if (t < 0) return state.SkipWithError("cudaMalloc failed");
-    state.SetIterationTime(t);
+    const auto t = TimePlainCopy(0, bytes, 1);
+    if (!t.ok()) return state.SkipWithError(t.status().message().c_str());
+    state.SetIterationTime(*t);
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
 }
@@ -123,7 +101,9 @@ void BM_LayerMigration(benchmark::State& state) {
             kExpertBytes;
   }
   backend->reset();  // free its memory before the reference copy
-  const double plain = PlainCopySeconds(static_cast<size_t>(bytes), 3);
+  const auto plain_copy = TimePlainCopy(0, static_cast<size_t>(bytes), 3);
+  if (!plain_copy.ok()) return state.SkipWithError(plain_copy.status().message().c_str());
+  const double plain = *plain_copy;
   state.SetBytesProcessed(bytes * state.iterations());
   state.counters["moved_GB"] = static_cast<double>(bytes) / 1e9;
   state.counters["plain_copy_GBps"] = static_cast<double>(bytes) / plain / 1e9;
