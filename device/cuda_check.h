@@ -7,7 +7,7 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
-#include "eplb/status.h"
+#include "eplb/base/status.h"
 
 #ifdef EPLB_HAVE_NCCL
 #include <nccl.h>

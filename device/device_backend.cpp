@@ -1,7 +1,7 @@
 #include "device_backend.h"
 
 #include "cuda_check.h"
-#include "eplb/weight_pattern.h"
+#include "eplb/migrate/weight_pattern.h"
 #include "kernels.h"
 #include "mpi_session.h"
 #include "nvtx.h"
@@ -419,7 +419,7 @@ void DeviceBackend::StartWorker(int rank, std::function<void()> body) {
   if (sync != cudaSuccess) {
     s.start_error = CudaStatus(sync, "cudaStreamSynchronize(local)", At(rank));
   }
-  workers_.emplace_back([device = s.device, body = std::move(body)] {
+  workers_.Start([device = s.device, body = std::move(body)] {
     cudaSetDevice(device);  // an error here resurfaces at the worker's first CUDA call
     body();
   });
@@ -440,8 +440,7 @@ void DeviceBackend::AbortTransfers() {
 }
 
 void DeviceBackend::JoinWorkers() {
-  for (auto& w : workers_) w.join();
-  workers_.clear();
+  workers_.JoinAll();
 }
 
 Status DeviceBackend::ExecuteRound(const StagingTarget& target, const Round& round,

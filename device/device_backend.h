@@ -36,12 +36,11 @@
 #include <thread>
 #include <vector>
 
-#include "eplb/backend.h"
-#include "eplb/placement.h"
-#include "eplb/run_output.h"
-#include "eplb/signal.h"
-#include "eplb/status.h"
-#include "eplb/topology.h"
+#include "eplb/migrate/backend.h"
+#include "eplb/migrate/thread_workers.h"
+#include "eplb/model/placement.h"
+#include "eplb/base/status.h"
+#include "eplb/model/topology.h"
 
 namespace eplb::device {
 
@@ -112,7 +111,6 @@ class DeviceBackend final : public RearrangementBackend {
   Status CommitLayer(const StagingTarget& target, std::span<const int32_t> slots) override;
 
   // Each received transfer, with its round's measured start and end (receiver side).
-  Signal<void(const TransferRecord&)> on_transfer;
 
  private:
   struct RankState;
@@ -132,7 +130,7 @@ class DeviceBackend final : public RearrangementBackend {
   std::vector<int> local_ranks_;
   std::vector<uint64_t*> live_;     // [layer][global slot]
   std::vector<uint64_t*> staging_;  // [buffer][global slot]
-  std::vector<std::thread> workers_;
+  ThreadWorkers workers_;
   std::atomic<bool> aborted_{false};
   std::chrono::steady_clock::time_point epoch_;
 };

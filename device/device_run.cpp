@@ -10,8 +10,9 @@
 #include <fmt/format.h>
 
 #include "cuda_check.h"
-#include "eplb/eplb_loop.h"
-#include "eplb/workload.h"
+#include "eplb/base/file_io.h"
+#include "eplb/engine/eplb_loop.h"
+#include "eplb/engine/workload.h"
 #include "mpi_session.h"
 #include "nvtx.h"
 

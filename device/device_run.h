@@ -8,8 +8,8 @@
 #include <functional>
 
 #include "device_backend.h"
-#include "eplb/run_output.h"
-#include "eplb/scenario.h"
+#include "eplb/engine/run_result.h"
+#include "eplb/engine/scenario.h"
 
 namespace eplb::device {
 

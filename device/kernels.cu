@@ -1,6 +1,6 @@
 #include "kernels.h"
 
-#include "eplb/weight_pattern.h"
+#include "eplb/migrate/weight_pattern.h"
 
 namespace eplb::device {
 namespace {

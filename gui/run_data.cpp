@@ -10,8 +10,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "eplb/load_file.h"
-#include "eplb/scenario.h"
+#include "eplb/formats/load_file.h"
+#include "eplb/engine/scenario.h"
+#include "eplb/io/scenario_file.h"
 
 namespace eplb::viewer {
 namespace {

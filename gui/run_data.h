@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "eplb/status.h"
+#include "eplb/base/status.h"
 
 namespace eplb::viewer {
 

@@ -13,7 +13,7 @@
 
 #include <simgrid/s4u.hpp>
 
-#include "eplb/topology.h"
+#include "eplb/model/topology.h"
 
 namespace eplb::sim {
 

@@ -12,11 +12,9 @@
 
 #include <vector>
 
-#include "eplb/backend.h"
-#include "eplb/eplb_loop.h"
-#include "eplb/run_output.h"
-#include "eplb/signal.h"
-#include "eplb/step_model.h"
+#include "eplb/migrate/backend.h"
+#include "eplb/engine/eplb_loop.h"
+#include "eplb/engine/step_model.h"
 #include "platform.h"
 
 namespace eplb::sim {
@@ -35,7 +33,6 @@ class SimBackend final : public RearrangementBackend {
   Status CopyLocal(const StagingTarget& target, std::span<const LocalCopy> copies) override;
   Status CommitLayer(const StagingTarget& target, std::span<const int32_t> slots) override;
 
-  Signal<void(const TransferRecord&)> on_transfer;
 
  private:
   const Platform& platform_;

@@ -5,8 +5,8 @@
 
 #include <functional>
 
-#include "eplb/run_output.h"
-#include "eplb/scenario.h"
+#include "eplb/engine/run_result.h"
+#include "eplb/engine/scenario.h"
 
 namespace eplb::sim {
 

@@ -491,15 +491,32 @@ TEST_F(CliTest, DeviceRunRunsOnAGpuOrSaysWhyNot) {
 
 TEST_F(CliTest, DeviceCommandsRejectBadOptions) {
   const std::string tiny = std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml";
+#ifdef EPLB_HAVE_DEVICE
   ExpectErrors({
       {"both modes", "device-run " + tiny + " --virtual --nccl", "--virtual excludes --nccl"},
-#ifdef EPLB_HAVE_DEVICE
       {"mpi and virtual", "device-run " + tiny + " --mpi --virtual", "excludes --mpi"},
       {"validate is one process", "validate " + tiny + " --mpi", "--mpi"},
-#endif
       {"bad ranks", "device-run " + tiny + " --ranks 0", "--ranks"},
       {"ranks that do not divide the slots", "validate " + tiny + " --ranks 7", "--ranks 7: "},
   });
+#else
+  // Without the GPU backend its commands are not there to parse options: they say why.
+  for (const char* command : {"device-run", "validate"}) {
+    const CliRun r = Eplb(std::string(command) + " " + tiny + " --ranks 0");
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_NE(r.err.find("built without the GPU backend"), std::string::npos) << r.err;
+  }
+#endif
+}
+
+// The front end lists every command, whichever executable carries it.
+TEST_F(CliTest, HelpListsEveryCommand) {
+  const CliRun r = Eplb("--help");
+  EXPECT_EQ(r.code, 0);
+  for (const char* command :
+       {"rebalance", "plan", "run", "compare", "sweep", "device-run", "validate"}) {
+    EXPECT_NE(r.out.find(std::string("  ") + command + " "), std::string::npos) << command;
+  }
 }
 
 TEST_F(CliTest, HelpExitsZero) {

@@ -2,10 +2,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "eplb/metrics.h"
-#include "eplb/placement.h"
-#include "eplb/placement_file.h"
-#include "eplb/topology.h"
+#include "eplb/model/metrics.h"
+#include "eplb/model/placement.h"
+#include "eplb/formats/placement_file.h"
+#include "eplb/model/topology.h"
 
 namespace eplb {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "device_backend.h"
 #include "device_run.h"
-#include "eplb/rearranger.h"
+#include "eplb/migrate/rearranger.h"
 #include "test_util.h"
 
 namespace eplb::device {

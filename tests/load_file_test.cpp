@@ -1,8 +1,8 @@
 // Load and placement files: formats and error messages.
 #include <gtest/gtest.h>
 
-#include "eplb/load_file.h"
-#include "eplb/placement_file.h"
+#include "eplb/formats/load_file.h"
+#include "eplb/formats/placement_file.h"
 #include "test_util.h"
 
 namespace eplb {

@@ -1,6 +1,6 @@
 // The policy family: every policy gives valid placements, none beats the lower bound, and each
 // shows the behaviour that defines it.
-#include "eplb/policies.h"
+#include "eplb/policy/policies.h"
 
 #include <algorithm>
 #include <functional>
@@ -8,9 +8,9 @@
 
 #include <gtest/gtest.h>
 
-#include "eplb/balance_bound.h"
-#include "eplb/metrics.h"
-#include "eplb/policy_deepseek.h"
+#include "eplb/model/balance_bound.h"
+#include "eplb/model/metrics.h"
+#include "eplb/policy/deepseek.h"
 #include "test_util.h"
 
 namespace eplb {

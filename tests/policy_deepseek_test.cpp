@@ -1,5 +1,5 @@
 // Golden and property tests of the `deepseek` policy against DeepSeek's reference eplb.py.
-#include "eplb/policy_deepseek.h"
+#include "eplb/policy/deepseek.h"
 
 #include <random>
 #include <set>
@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "eplb/metrics.h"
+#include "eplb/model/metrics.h"
 #include "test_util.h"
 
 namespace eplb {

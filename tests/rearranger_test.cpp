@@ -1,7 +1,7 @@
 // The async rearrangement protocol on the host backend: real bytes move, every slot ends
 // bit-identical to its expert's weights, unchanged slots are never written, and at every step
 // boundary (and after a cancellation) each layer is wholly old or wholly new.
-#include "eplb/rearranger.h"
+#include "eplb/migrate/rearranger.h"
 
 #include <atomic>
 #include <condition_variable>
@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "eplb/host_backend.h"
+#include "eplb/migrate/host_backend.h"
 #include "test_util.h"
 
 namespace eplb {

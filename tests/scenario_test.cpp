@@ -1,12 +1,13 @@
 // Scenario files: defaults, overrides, the shipped scenarios, and one test per kind of error,
 // each checking that the message names the file, line and field.
-#include "eplb/scenario.h"
+#include "eplb/engine/scenario.h"
+#include "eplb/io/scenario_file.h"
 
 #include <filesystem>
 
 #include <gtest/gtest.h>
 
-#include "eplb/workload.h"
+#include "eplb/engine/workload.h"
 #include "test_util.h"
 
 namespace eplb {

@@ -1,13 +1,13 @@
 // The scheduler: round rules, the link model's arithmetic, and the best strategy's distance
 // from the lower bound.
-#include "eplb/schedule.h"
+#include "eplb/migrate/schedule.h"
 
 #include <random>
 #include <set>
 
 #include <gtest/gtest.h>
 
-#include "eplb/policy_deepseek.h"
+#include "eplb/policy/deepseek.h"
 #include "test_util.h"
 
 namespace eplb {

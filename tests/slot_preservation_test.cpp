@@ -1,12 +1,12 @@
 // Slot preservation: vLLM's preserve_intragpu_slots cases and its invariants.
-#include "eplb/slot_preservation.h"
+#include "eplb/model/slot_preservation.h"
 
 #include <algorithm>
 #include <random>
 
 #include <gtest/gtest.h>
 
-#include "eplb/transfer_plan.h"
+#include "eplb/migrate/transfer_plan.h"
 #include "test_util.h"
 
 namespace eplb {

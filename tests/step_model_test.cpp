@@ -1,9 +1,10 @@
 // The step cost model against hand arithmetic.
-#include "eplb/step_model.h"
+#include "eplb/engine/step_model.h"
 
 #include <gtest/gtest.h>
 
-#include "eplb/scenario.h"
+#include "eplb/engine/scenario.h"
+#include "eplb/io/scenario_file.h"
 
 namespace eplb {
 namespace {

@@ -13,9 +13,9 @@
 #include <cmath>
 #include <vector>
 
-#include "eplb/load.h"
-#include "eplb/placement.h"
-#include "eplb/topology.h"
+#include "eplb/model/load.h"
+#include "eplb/model/placement.h"
+#include "eplb/model/topology.h"
 
 namespace eplb::testing {
 

@@ -1,6 +1,6 @@
 // The transfer planner: vLLM's sender rule exactly, our local rule, and plans that reproduce
 // the new placement on random inputs.
-#include "eplb/transfer_plan.h"
+#include "eplb/migrate/transfer_plan.h"
 
 #include <algorithm>
 #include <random>

@@ -18,7 +18,7 @@
 
 #include "device_backend.h"
 #include "device_run.h"
-#include "eplb/rearranger.h"
+#include "eplb/migrate/rearranger.h"
 
 namespace eplb::device {
 namespace {

@@ -1,17 +1,94 @@
 #include "cli_util.h"
 
 #include <cstdio>
+#include <sstream>
 
 #include <fmt/format.h>
 
+#include "eplb/io/run_folder.h"
+#include "eplb/io/scenario_file.h"
+
 namespace eplb::cli {
+
+int ExitCodeFor(const Status& status) {
+  switch (status.code()) {
+    case Status::Code::kOk: return kExitOk;
+    case Status::Code::kInvalidArgument:
+    case Status::Code::kNotFound:
+    case Status::Code::kIoError: return kExitBadInput;
+    case Status::Code::kCancelled:
+    case Status::Code::kInternal:
+    case Status::Code::kUnavailable: return kExitFailed;
+  }
+  return kExitFailed;
+}
 
 int ReportError(const std::string& command, const Status& status) {
   fmt::print(stderr, "eplb {}: error: {}\n", command, status.message());
-  const bool bad_input = status.code() == Status::Code::kInvalidArgument ||
-                         status.code() == Status::Code::kNotFound ||
-                         status.code() == Status::Code::kIoError;
-  return bad_input ? kExitBadInput : kExitFailed;
+  return ExitCodeFor(status);
+}
+
+int RunCommandLine(int argc, char** argv, std::span<const AddCommand> commands,
+                   const std::function<void(CLI::App&)>& extend) {
+  CLI::App app{"eplb: expert-parallel load balancing for Mixture-of-Experts models", "eplb"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "eplb 0.1.0");
+  Action action;
+  for (AddCommand add : commands) add(app, action);
+  if (extend) extend(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitBadInput;
+  }
+  return action ? action() : kExitBadInput;
+}
+
+Result<Scenario> LoadScenarioArg(const std::string& path,
+                                 const std::vector<std::string>& overrides) {
+  if (path.empty())
+    return ParseScenario(DefaultScenarioText(), "(built-in default scenario)", overrides);
+  return LoadScenarioFile(path, overrides);
+}
+
+void AddScenarioOptions(CLI::App* command, std::string& scenario_path,
+                        std::vector<std::string>& overrides) {
+  command->add_option("scenario", scenario_path,
+                      "Scenario file (YAML); default: the built-in DeepSeek-V3 prefill EP32");
+  command->add_option("--set", overrides, "Override a scenario field: key.path=value (repeatable)");
+}
+
+std::vector<std::string> SplitList(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream ss(list);
+  for (std::string item; std::getline(ss, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+void PrintRunSummary(const RunResult& run, const std::string& dir) {
+  const RunSummary s = Summarize(run);
+  fmt::print("{}: {} steps, {:.1f} s {} in {:.1f} s wall\n", run.scenario.name, run.steps.size(),
+             s.simulated_s,
+             run.backend == "simgrid" ? "simulated" : "run on " + run.backend, run.wall_s);
+  fmt::print("  step time      mean {:.3f} ms, p99 {:.3f} ms (idle links: {:.3f} ms)\n",
+             s.step_time_s.mean * 1e3, s.step_time_s.p99 * 1e3, s.idle_step_time_s_mean * 1e3);
+  fmt::print("  balancedness   mean {:.4f}, min {:.4f}; imbalance ratio mean {:.4f}\n",
+             s.balancedness.mean, s.balancedness.min, s.imbalance_ratio.mean);
+  const auto& r = s.rearrangements;
+  fmt::print(
+      "  rearrangements {} started, {} completed, {} skipped; makespan mean {:.3f} s "
+      "(schedule predicted {:.3f} s, bound {:.3f} s)\n",
+      r.started, r.completed, r.skipped, r.makespan_s_mean, r.predicted_makespan_s_mean,
+      r.lower_bound_s_mean);
+  fmt::print(
+      "  moved          {:.1f} GB over NVLink, {:.1f} GB over NICs in {} transfers; "
+      "steps slowed {:.3f} s, stalled {:.3f} s\n",
+      static_cast<double>(s.bytes_moved_nvlink) / 1e9, static_cast<double>(s.bytes_moved_nic) / 1e9,
+      s.transfers, s.slowed_s, s.stalled_s);
+  fmt::print("  run folder     {}\n", dir);
 }
 
 }  // namespace eplb::cli

@@ -1,17 +1,53 @@
-// Helpers shared by the eplb subcommands: exit codes and error reporting.
+// Helpers shared by the eplb subcommands: exit codes, error reporting, the scenario argument,
+// and the command-line front end every eplb executable runs.
 #pragma once
 
+#include <functional>
+#include <span>
 #include <string>
+#include <vector>
 
-#include "eplb/status.h"
+#include <CLI/CLI.hpp>
+
+#include "eplb/base/status.h"
+#include "eplb/engine/run_result.h"
+#include "eplb/engine/scenario.h"
 
 namespace eplb::cli {
 
 inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;    // the job itself failed, or a part is not built
 inline constexpr int kExitBadInput = 2;  // bad arguments or input files
-inline constexpr int kExitFailed = 1;    // the job itself failed
 
-// Prints "eplb <command>: error: <message>" on stderr and returns the exit code for `status`.
+// The one mapping from a Status to an exit code: what the user can fix (bad arguments, files
+// missing or malformed) is kExitBadInput, everything else kExitFailed.
+int ExitCodeFor(const Status& status);
+
+// Prints "eplb <command>: error: <message>" on stderr and returns ExitCodeFor(status).
 int ReportError(const std::string& command, const Status& status);
+
+// What a parsed command does; returns the exit code.
+using Action = std::function<int()>;
+// Adds one subcommand to the app; its callback sets the action.
+using AddCommand = void (*)(CLI::App& app, Action& action);
+
+// Parses the command line with the given subcommands and runs the chosen one: the main() of
+// every eplb executable (eplb, eplb-sim, eplb-device, eplb-validate).
+int RunCommandLine(int argc, char** argv, std::span<const AddCommand> commands,
+                   const std::function<void(CLI::App&)>& extend = {});
+
+// The scenario file at `path` (or the built-in default when empty) with `overrides` applied.
+Result<Scenario> LoadScenarioArg(const std::string& path,
+                                 const std::vector<std::string>& overrides);
+
+// The positional SCENARIO and the repeatable --set every scenario command takes.
+void AddScenarioOptions(CLI::App* command, std::string& scenario_path,
+                        std::vector<std::string>& overrides);
+
+// The summary lines of a finished run and where its folder is.
+void PrintRunSummary(const RunResult& run, const std::string& dir);
+
+// Splits "a,b,c".
+std::vector<std::string> SplitList(const std::string& list);
 
 }  // namespace eplb::cli

@@ -7,12 +7,13 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "eplb/load_file.h"
-#include "eplb/policy.h"
-#include "eplb/report.h"
-#include "eplb/run_output.h"
+#include "eplb/base/file_io.h"
+#include "eplb/io/scenario_file.h"
+#include "eplb/policy/policy.h"
+#include "eplb/io/report.h"
+#include "eplb/io/run_folder.h"
 #include "run_pool.h"
-#include "sim_jobs.h"
+#include "simulate.h"
 
 namespace eplb::cli {
 namespace {
@@ -36,7 +37,6 @@ int RunCompare(const CompareArgs& args) {
     auto made = MakePolicy(p);
     if (!made.ok()) return ReportError(cmd, made.status().WithContext("--policies: "));
   }
-#ifdef EPLB_HAVE_SIM
   const std::string dir = args.out.empty() ? "runs/compare-" + scenario->name : args.out;
   std::vector<nlohmann::ordered_json> rows;
   const Status s = WriteFolderAtomically(
@@ -52,11 +52,11 @@ int RunCompare(const CompareArgs& args) {
         fmt::print(stderr, "eplb compare: {} policies on {} ({} steps each)\n", policies.size(),
                    scenario->name, scenario->run.steps);
         EPLB_RETURN_IF_ERROR(RunJobs(jobs, args.jobs));
-        std::vector<RunDigest> runs;
+        std::vector<LabelledRun> runs;
         for (const std::string& p : policies) {
-          auto d = ReadRunFolder(partial + "/" + p, p);
-          if (!d.ok()) return d.status();
-          runs.push_back(std::move(d).value());
+          auto folder = ReadRunFolder(partial + "/" + p);
+          if (!folder.ok()) return folder.status();
+          runs.push_back({p, std::move(folder).value()});
           rows.push_back(ComparisonRow(runs.back()));
         }
         const std::string yaml = ScenarioToYaml(*scenario);
@@ -78,9 +78,6 @@ int RunCompare(const CompareArgs& args) {
   }
   fmt::print("report: {}/report.html\n", dir);
   return kExitOk;
-#else
-  return ReportError(cmd, SimulatorMissing());
-#endif
 }
 
 }  // namespace

@@ -8,10 +8,10 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "eplb/placement_file.h"
-#include "eplb/schedule.h"
-#include "eplb/slot_preservation.h"
-#include "eplb/transfer_plan.h"
+#include "eplb/formats/placement_file.h"
+#include "eplb/migrate/schedule.h"
+#include "eplb/model/slot_preservation.h"
+#include "eplb/migrate/transfer_plan.h"
 
 namespace eplb::cli {
 namespace {

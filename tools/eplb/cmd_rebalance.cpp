@@ -10,10 +10,10 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "eplb/load_file.h"
-#include "eplb/metrics.h"
-#include "eplb/placement_file.h"
-#include "eplb/policy.h"
+#include "eplb/formats/load_file.h"
+#include "eplb/model/metrics.h"
+#include "eplb/formats/placement_file.h"
+#include "eplb/policy/policy.h"
 
 namespace eplb::cli {
 namespace {

@@ -10,12 +10,8 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "eplb/run_output.h"
-#include "eplb/scenario.h"
-#include "sim_jobs.h"
-#ifdef EPLB_HAVE_SIM
+#include "eplb/io/run_folder.h"
 #include "simulation.h"
-#endif
 
 namespace eplb::cli {
 namespace {
@@ -28,12 +24,8 @@ struct RunArgs {
 
 int RunRun(const RunArgs& args) {
   const std::string cmd = "run";
-  auto scenario =
-      args.scenario_path.empty()
-          ? ParseScenario(DefaultScenarioText(), "(built-in default scenario)", args.overrides)
-          : LoadScenarioFile(args.scenario_path, args.overrides);
+  auto scenario = LoadScenarioArg(args.scenario_path, args.overrides);
   if (!scenario.ok()) return ReportError(cmd, scenario.status());
-#ifdef EPLB_HAVE_SIM
   const std::string dir = args.out.empty() ? "runs/" + scenario->name : args.out;
   const bool progress = isatty(STDERR_FILENO);
   const int steps = scenario->run.steps;
@@ -49,9 +41,6 @@ int RunRun(const RunArgs& args) {
   if (!written.ok()) return ReportError(cmd, written);
   PrintRunSummary(*run, dir);
   return kExitOk;
-#else
-  return ReportError(cmd, SimulatorMissing());
-#endif
 }
 
 }  // namespace

@@ -14,12 +14,13 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "eplb/load_file.h"
-#include "eplb/policy.h"
-#include "eplb/report.h"
-#include "eplb/run_output.h"
+#include "eplb/base/file_io.h"
+#include "eplb/io/scenario_file.h"
+#include "eplb/policy/policy.h"
+#include "eplb/io/report.h"
+#include "eplb/io/run_folder.h"
 #include "run_pool.h"
-#include "sim_jobs.h"
+#include "simulate.h"
 
 namespace eplb::cli {
 namespace {
@@ -38,7 +39,6 @@ struct Point {
   std::string policy;
 };
 
-#ifdef EPLB_HAVE_SIM
 // This process's place among the ranks of an MPI launch (Open MPI, MPICH/PMI), or {0, 1}.
 std::pair<int, int> MpiRank() {
   for (const auto& [rank, size] : {std::pair{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
@@ -49,7 +49,6 @@ std::pair<int, int> MpiRank() {
   }
   return {0, 1};
 }
-#endif
 
 int RunSweep(const SweepArgs& args) {
   const std::string cmd = "sweep";
@@ -100,7 +99,6 @@ int RunSweep(const SweepArgs& args) {
       scenarios.push_back(std::move(s).value());
     }
   }
-#ifdef EPLB_HAVE_SIM
   const auto [rank, ranks] = MpiRank();
   const std::string dir = args.out.empty() ? "runs/sweep-" + base->name : args.out;
   // Under MPI every rank writes its points into one shared folder and marks when it is done;
@@ -118,8 +116,8 @@ int RunSweep(const SweepArgs& args) {
   auto report = [&](const std::string& root) -> Status {
     std::vector<nlohmann::ordered_json> rows;
     for (size_t i = 0; i < all.size(); ++i) {
-      auto d = ReadRunFolder(fmt::format("{}/points/{}", root, i), all[i].policy);
-      if (!d.ok()) return d.status();
+      auto folder = ReadRunFolder(fmt::format("{}/points/{}", root, i));
+      if (!folder.ok()) return folder.status();
       nlohmann::ordered_json row{{"point", i}};
       for (size_t k = 0; k < keys.size(); ++k) {
         char* end = nullptr;
@@ -131,7 +129,7 @@ int RunSweep(const SweepArgs& args) {
         }
       }
       row["policy"] = all[i].policy;
-      const nlohmann::ordered_json numbers = ComparisonRow(*d);
+      const nlohmann::ordered_json numbers = ComparisonRow({all[i].policy, std::move(folder).value()});
       for (auto it = numbers.begin(); it != numbers.end(); ++it) {
         if (it.key() != "label") row[it.key()] = *it;
       }
@@ -185,9 +183,6 @@ int RunSweep(const SweepArgs& args) {
   if (!s.ok()) return ReportError(cmd, s);
   fmt::print("{} points: {}/sweep.csv, report {}/report.html\n", all.size(), dir, dir);
   return kExitOk;
-#else
-  return ReportError(cmd, SimulatorMissing());
-#endif
 }
 
 }  // namespace

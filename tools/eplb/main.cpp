@@ -1,32 +1,101 @@
 // eplb: expert-parallel load balancing toolkit. See README.md.
-#include <cstdio>
-#include <string>
-#include <vector>
+//
+// The front end. Commands that need only the core (rebalance, plan) run here; the others run in
+// an executable of their part, beside this one, so that `eplb --version` or `eplb rebalance`
+// never loads SimGrid, CUDA, NCCL or MPI (the dynamic loader's work for those libraries was most
+// of such a process's time). `eplb run ...` replaces this process with `eplb-sim run ...` —
+// same arguments, same output, same exit code. A part that was not built has no executable, and
+// the command says which part is missing and why.
+#include <unistd.h>
 
-#include <CLI/CLI.hpp>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
 
 #include "cli_util.h"
 #include "commands.h"
 
-int main(int argc, char** argv) {
-  CLI::App app{"eplb: expert-parallel load balancing for Mixture-of-Experts models"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", "eplb 0.1.0");
+namespace {
 
-  eplb::cli::Action action;
-  eplb::cli::AddRebalanceCommand(app, action);
-  eplb::cli::AddPlanCommand(app, action);
-  eplb::cli::AddRunCommand(app, action);
-  eplb::cli::AddCompareCommand(app, action);
-  eplb::cli::AddSweepCommand(app, action);
-  eplb::cli::AddDeviceRunCommand(app, action);
-  eplb::cli::AddValidateCommand(app, action);
+namespace fs = std::filesystem;
+using eplb::Status;
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? eplb::cli::kExitOk : eplb::cli::kExitBadInput;
+// One row per command: where it runs and what the build needs for it.
+struct Runner {
+  std::string_view command;
+  std::string_view executable;  // empty: in this process
+  std::string_view about;       // for --help
+  std::string_view missing;     // why the executable may be absent
+};
+
+constexpr std::string_view kNoSim =
+    "this eplb was built without the SimGrid simulator (SimGrid >= 3.32 was not found at build "
+    "time; install libsimgrid-dev and rebuild)";
+constexpr std::string_view kNoDevice =
+    "this eplb was built without the GPU backend (no CUDA compiler was found at build time; "
+    "install CUDA under /usr/local/cuda and rebuild)";
+constexpr std::string_view kNoValidate =
+    "this eplb was built without the GPU backend or the SimGrid simulator, which validate both "
+    "needs (CUDA under /usr/local/cuda and libsimgrid-dev; rebuild with both)";
+
+constexpr std::array<Runner, 7> kRunners = {{
+    {"rebalance", "", "", ""},
+    {"plan", "", "", ""},
+    {"run", "eplb-sim", "Simulate a scenario on the SimGrid cluster model and write a run folder",
+     kNoSim},
+    {"compare", "eplb-sim", "Run a scenario once per policy and write a comparison report",
+     kNoSim},
+    {"sweep", "eplb-sim", "Run a scenario over the cross product of field values and policies",
+     kNoSim},
+    {"device-run", "eplb-device",
+     "Run a scenario's rearrangements on real GPUs (CUDA/NCCL), write a run folder", kNoDevice},
+    {"validate", "eplb-validate",
+     "Compare the simulator's transfer times with a short run of the same scenario on GPUs",
+     kNoValidate},
+}};
+
+// The part's executable: beside this one (the build tree), or in ../libexec/eplb (an install).
+std::string FindExecutable(std::string_view name) {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  for (const fs::path& dir : {self.parent_path(), self.parent_path() / "../libexec/eplb"}) {
+    const fs::path candidate = dir / name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate.string();
   }
-  return action();
+  return "";
+}
+
+[[noreturn]] void Dispatch(const Runner& runner, char** argv) {
+  const std::string path = FindExecutable(runner.executable);
+  const std::string command(runner.command);
+  if (path.empty()) {
+    std::_Exit(eplb::cli::ReportError(command, Status::Unavailable(std::string(runner.missing))));
+  }
+  execv(path.c_str(), argv);
+  std::_Exit(eplb::cli::ReportError(
+      command, Status::Unavailable(fmt::format("cannot start {}: {}", path, std::strerror(errno)))));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 2) {
+    for (const Runner& r : kRunners) {
+      if (!r.executable.empty() && argv[1] == r.command) Dispatch(r, argv);
+    }
+  }
+  constexpr std::array<eplb::cli::AddCommand, 2> here = {eplb::cli::AddRebalanceCommand,
+                                                         eplb::cli::AddPlanCommand};
+  return eplb::cli::RunCommandLine(argc, argv, here, [](CLI::App& app) {
+    // The other parts' commands, listed in --help; they never get here (Dispatch).
+    for (const Runner& r : kRunners) {
+      if (!r.executable.empty()) app.add_subcommand(std::string(r.command), std::string(r.about));
+    }
+  });
 }

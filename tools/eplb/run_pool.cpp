@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "cli_util.h"
+
 namespace eplb::cli {
 
 Status RunJobs(const std::vector<Job>& jobs, int parallel) {
@@ -26,7 +28,7 @@ Status RunJobs(const std::vector<Job>& jobs, int parallel) {
         const Status s = job.run();
         if (!s.ok()) fmt::print(stderr, "eplb: {}: {}\n", job.name, s.message());
         std::fflush(nullptr);
-        _exit(s.ok() ? 0 : (s.code() == Status::Code::kInvalidArgument ? 2 : 1));
+        _exit(ExitCodeFor(s));
       }
       running[pid] = job.name;
     }

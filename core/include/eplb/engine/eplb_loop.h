@@ -1,0 +1,118 @@
+// The EPLB loop with vLLM's semantics, on any backend: each step's logical load enters a
+// sliding window of `window_size` steps; every `step_interval` steps (the first after a quarter
+// of an interval, as vLLM starts its counter at interval − interval/4) the policy gets the
+// window's load and the placement in force, and the rearranger moves the weights, async (a
+// layer per step boundary) or stop-the-world. A rearrangement due while one is still in
+// flight is skipped and counted.
+//
+// Run() must be called in the backend's foreground context (the main thread for the host
+// backend, an actor for the simulator). Thread-safety: not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "eplb/migrate/backend.h"
+#include "eplb/model/placement.h"
+#include "eplb/policy/policy.h"
+#include "eplb/migrate/rearranger.h"
+#include "eplb/engine/scenario.h"
+#include "eplb/engine/step_model.h"
+#include "eplb/engine/workload.h"
+
+namespace eplb {
+
+// How an inference step's time passes on a backend.
+class StepRunner {
+ public:
+  virtual ~StepRunner() = default;
+  // Runs one step whose cost on idle links is `cost`; `contended` says that migration flows may
+  // share the links. Returns when the step is over, in the backend's time; an error (a device
+  // failure) ends the run.
+  virtual Status RunStep(const StepCost& cost, bool contended) = 0;
+};
+
+struct StepRecord {
+  int step;
+  double start_s;
+  double step_s;  // as the backend ran it
+  double idle_s;  // the same step on idle links (step_model.h)
+  double balancedness;
+  double imbalance_ratio;
+  int64_t bytes_in_flight;  // migration bytes of layers not yet committed
+  double stalled_s;         // time the step boundary blocked (stop-the-world rearrangements)
+};
+
+struct RearrangementRecord {
+  int step;  // the step after which it started
+  double start_s;
+  double end_s = -1;  // last commit; -1 if it never finished
+  double policy_ms;   // wall time of the policy
+  int layers = 0;     // layers whose placement changed
+  int64_t transfers = 0;
+  int64_t bytes[kNumLinkClasses] = {0, 0};
+  double predicted_makespan_s = 0;        // Σ over layers of the schedule's makespan
+  double lower_bound_s = 0;               // Σ over layers of the lower bound
+  double window_balancedness_before = 1;  // of the window's load, old placement
+  double window_balancedness_after = 1;   // of the window's load, new placement
+  double window_balancedness_bound =
+      1;  // no placement can beat it on that window (balance_bound.h)
+  // The window's load the policy was given: tokens per (layer, logical expert), row-major.
+  std::vector<float> window_load;
+};
+
+struct CommitRecord {
+  int step;
+  double time_s;
+  int layer;
+  std::vector<int32_t> phy2log;
+};
+
+class EplbLoop {
+ public:
+  EplbLoop(const Scenario& scenario, Workload& workload, RearrangementBackend& backend,
+           StepRunner& runner);
+  ~EplbLoop();
+
+  Status Run();
+
+  const std::vector<StepRecord>& steps() const { return steps_; }
+  const std::vector<RearrangementRecord>& rearrangements() const { return rearrangements_; }
+  const std::vector<CommitRecord>& commits() const { return commits_; }
+  int skipped_rearrangements() const { return skipped_; }
+  const Placement& placement() const;
+  Rearranger& rearranger() { return *rearranger_; }
+  // Called after each step with its record; for progress lines.
+  std::function<void(const StepRecord&)> on_step;
+
+ private:
+  Status Rearrange(int step);
+  void AddToWindow(const LoadMatrix& load);
+
+  const Scenario& scenario_;
+  Workload& workload_;
+  RearrangementBackend& backend_;
+  StepRunner& runner_;
+  Topology topology_;
+  StepModel model_;
+  std::unique_ptr<Policy> policy_;
+  std::unique_ptr<Rearranger> rearranger_;
+  Placement initial_;
+
+  // Sliding window: the last window_size steps' loads and their sum.
+  std::vector<float> window_steps_;
+  LoadMatrix window_sum_;
+  int window_filled_ = 0;
+  int window_next_ = 0;
+
+  int64_t bytes_pending_ = 0;
+  std::vector<int64_t> layer_bytes_;  // per layer, bytes of the rearrangement in flight
+  int current_step_ = 0;
+  std::vector<StepRecord> steps_;
+  std::vector<RearrangementRecord> rearrangements_;
+  std::vector<CommitRecord> commits_;
+  int skipped_ = 0;
+};
+
+}  // namespace eplb

@@ -1,0 +1,30 @@
+// Everything one run produced, on any backend: the resolved scenario, every step, every
+// rearrangement, commit and transfer. io/run_folder.h writes it as a run folder and reads it
+// back.
+//
+// Thread-safety: a plain value.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "eplb/engine/eplb_loop.h"
+#include "eplb/engine/scenario.h"
+#include "eplb/migrate/transfer_record.h"
+
+namespace eplb {
+
+struct RunResult {
+  Scenario scenario;
+  std::string backend;  // "simgrid", "host", "device"
+  std::vector<StepRecord> steps;
+  std::vector<RearrangementRecord> rearrangements;
+  std::vector<CommitRecord> commits;
+  std::vector<TransferRecord> transfers;
+  int skipped_rearrangements = 0;
+  double wall_s = 0;
+  int64_t peak_rss_bytes = 0;
+};
+
+}  // namespace eplb

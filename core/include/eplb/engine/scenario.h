@@ -1,0 +1,111 @@
+// A scenario: a model, a cluster, a step cost model, a workload, the EPLB settings and the run,
+// as validated values. io/scenario_file.h reads and writes them as YAML; every field has a
+// default (scenarios/README.md lists them).
+//
+// Thread-safety: plain values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "eplb/migrate/schedule.h"
+#include "eplb/base/status.h"
+#include "eplb/model/topology.h"
+#include "eplb/migrate/transfer_plan.h"
+
+namespace eplb {
+
+struct ModelSpec {
+  int layers = 58;  // MoE layers
+  int experts = 256;
+  int groups = 8;
+  int top_k = 8;
+  int hidden = 7168;
+  int64_t expert_bytes = 3LL * 7168 * 2048;  // DeepSeek-V3 FP8
+  int activation_bytes = 1;                  // per hidden element in dispatch/combine (FP8)
+};
+
+struct LinkConfig {
+  double bandwidth_gbps = 0;  // 10^9 bytes/s per direction per GPU, nominal
+  double latency_us = 0;
+  double efficiency = 1.0;  // achieved fraction of nominal bandwidth
+};
+
+struct ClusterSpec {
+  int nodes = 4;
+  int gpus_per_node = 8;
+  LinkConfig nvlink{450, 3, 0.8};
+  LinkConfig nic{50, 10, 0.9};
+  double pcie_gbps = 64;   // GPU to NIC; inter-node flows cross it
+  double hbm_gbps = 3000;  // local copies inside a GPU
+  // Aggregate NVSwitch capacity per node, GB/s per direction; 0 when the switch is non-blocking.
+  // Modelled as each GPU's share under all-to-all load: NVLink per GPU <= nvswitch / gpus_per_node.
+  double nvswitch_gbps = 0;
+  // Inter-node fabric oversubscription (1: non-blocking). Modelled as each GPU's share under
+  // all-to-all load: NIC per GPU / oversubscription.
+  double fabric_oversubscription = 1;
+};
+
+// The time of one inference step (see step_model.h).
+struct ComputeSpec {
+  double attention_us = 20000;  // attention and dense layers, per step
+  double layer_fixed_us = 30;   // per MoE layer, on every GPU
+  double per_token_us = 0.15;   // per token routed to one GPU's experts, per layer
+};
+
+struct PhaseChange {
+  int step = 0;
+  double shuffle = 0.5;  // fraction of experts whose popularity is swapped with another's
+};
+
+struct WorkloadSpec {
+  std::string kind = "generator";  // generator | trace
+  int tokens_per_step = 16384;
+  std::string popularity = "lognormal";  // lognormal | zipf
+  double sigma = 0.9;                    // lognormal: spread of log-popularity
+  double zipf_s = 1.0;                   // zipf: exponent
+  double drift = 0.002;                  // per-step random walk of log-popularity
+  bool noise = true;                     // per-step sampling noise on the counts
+  std::vector<PhaseChange> phases;
+  std::string trace;  // kind: trace; resolved against the scenario file's folder
+};
+
+struct EplbSpec {
+  int window_size = 1000;
+  int step_interval = 3000;
+  int num_redundant_experts = 32;
+  std::string policy = "deepseek";
+  bool use_async = true;
+  int layers_per_step = 1;
+  int staging_layers = 1;
+  SenderRule sender_rule = SenderRule::kLocal;
+  ScheduleStrategy schedule = ScheduleStrategy::kBest;
+  bool preserve_slots = false;
+  double migration_weight = 16;  // migration-aware: weight of the time to move bytes
+  int max_moves_per_layer = 8;   // incremental: experts moved per layer at most
+};
+
+struct RunSpec {
+  int steps = 30000;
+  uint64_t seed = 1;
+};
+
+struct Scenario {
+  std::string name = "deepseek-v3-prefill-ep32";
+  std::string source;  // the file it came from, or "(built-in)"
+  std::string base_dir = ".";
+  ModelSpec model;
+  ClusterSpec cluster;
+  ComputeSpec compute;
+  WorkloadSpec workload;
+  EplbSpec eplb;
+  RunSpec run;
+
+  int num_gpus() const { return cluster.nodes * cluster.gpus_per_node; }
+  int num_slots() const { return model.experts + eplb.num_redundant_experts; }
+  // The topology the scenario describes, with effective (efficiency-scaled) bandwidths.
+  Topology topology() const;
+};
+
+}  // namespace eplb

@@ -1,0 +1,33 @@
+// Workloads: where each step's expert load comes from.
+//
+// The generator draws, per layer, a popularity over experts (log-normal or Zipf, a random hot
+// set per layer), lets it drift (a random walk of log-popularity per step), switches hot sets at
+// phase changes (a fraction of experts swap popularity), and counts tokens × top-k assignments
+// per step with sampling noise. Replay reads recorded loads: CSV `step,layer,expert,tokens`,
+// JSON per-step arrays (`steps`: [step][layer][expert]), or a fixed distribution (SGLang's
+// `logical_count`, or any single layers × experts matrix) sampled per step. Recorded steps
+// repeat from the start when the run is longer.
+//
+// Thread-safety: a Workload is not thread-safe.
+#pragma once
+
+#include <memory>
+
+#include "eplb/model/load.h"
+#include "eplb/engine/scenario.h"
+#include "eplb/base/status.h"
+
+namespace eplb {
+
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  // The next step's load, `layers × experts` tokens (token-expert assignments).
+  virtual void Next(LoadMatrix& load) = 0;
+};
+
+// Builds the scenario's workload; trace files resolve against scenario.base_dir, and their
+// shape must match the model's.
+Result<std::unique_ptr<Workload>> MakeWorkload(const Scenario& scenario);
+
+}  // namespace eplb

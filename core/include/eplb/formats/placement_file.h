@@ -1,0 +1,25 @@
+// Placement files: JSON objects with `phy2log` (layers × slots, -1 for an empty slot), as
+// `eplb rebalance` prints them. The logical expert count is, in this order: the caller's
+// `num_experts` when positive (e.g. the load's), the file's `num_experts`, or the largest expert
+// id plus one.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "eplb/model/placement.h"
+#include "eplb/base/status.h"
+
+namespace eplb {
+
+Result<Placement> ReadPlacementFile(const std::string& path, int num_experts = 0);
+Result<Placement> ParsePlacementJson(std::string_view text, const std::string& name,
+                                     int num_experts = 0);
+
+// {"phy2log": [[...]], "log2phy": [[[...]]], "logcnt": [[...]]}; log2phy rows list each
+// expert's slots in ascending order, padded with -1 to the largest replica count.
+nlohmann::ordered_json PlacementToJson(const Placement& placement);
+
+}  // namespace eplb

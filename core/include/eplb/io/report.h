@@ -1,0 +1,47 @@
+// Comparison reports: read run folders back, reduce each to the numbers a comparison shows,
+// and write comparison.csv / comparison.json and a self-contained report.html (inline SVG
+// plots, no network needed).
+//
+// The numbers, per run (all from the run folder, io/run_folder.h):
+//   balancedness_mean/min, imbalance_ratio_mean/max   over every step of the run
+//   step_time_mean_s, step_time_p99_s                  as the backend ran the steps
+//   rearrangements, transfers_per_rearrangement, bytes_per_rearrangement
+//   rearrangement_makespan_s                           mean, start to last commit
+//   slowed_s, stalled_s                                summary.json's definitions
+//   policy_ms                                          mean wall time of the policy
+//   window_balancedness_after                          mean over rearrangements: the balance the
+//                                                      policy achieved on the window it was given
+//   following_balancedness                             mean over rearrangements: the balance of
+//                                                      the steps each placement then served
+//   window_balancedness_bound                          mean over rearrangements: the best possible
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "eplb/base/status.h"
+#include "eplb/io/run_folder.h"
+
+namespace eplb {
+
+// A run folder and what the comparison calls it: the policy, or a sweep point.
+struct LabelledRun {
+  std::string label;
+  RunFolder folder;
+};
+
+nlohmann::ordered_json ComparisonRow(const LabelledRun& run);
+std::string ComparisonCsv(const std::vector<nlohmann::ordered_json>& rows);
+// The report of one scenario run once per policy.
+std::string CompareReportHtml(const std::string& scenario_name, const std::string& scenario_yaml,
+                              const std::vector<LabelledRun>& runs);
+
+// A sweep: one row per point (varied values, policy, the comparison numbers); one plot per
+// varied key of mean step time and of balancedness against the key's values, a line per
+// policy, each point the mean over the other keys' values.
+std::string SweepReportHtml(const std::string& scenario_name, const std::vector<std::string>& keys,
+                            const std::vector<nlohmann::ordered_json>& rows);
+
+}  // namespace eplb

@@ -1,0 +1,112 @@
+// A run folder: what `eplb run` and `eplb device-run` write, what `compare`, `sweep`, `validate`
+// and the viewer read, and the definition of every number in it. This module is the only code
+// that knows the folder's format: its files, their columns (RunFolderFiles(), one table that the
+// writer, the reader and the documentation all use), the writer and a typed reader.
+//
+//   scenario.yaml      the resolved scenario (io/scenario_file.h)
+//   summary.json       RunSummary below, written last: a folder without it was never finished
+//   metrics.csv        one line per step               (columns: RunFolderFiles())
+//   transfers.csv      one line per expert transfer    (columns: RunFolderFiles())
+//   rearrangements.csv one line per rearrangement      (columns: RunFolderFiles())
+//   placements.jsonl   the initial placement of each layer (step −1), then one line per layer
+//                      commit: {"step", "time_s", "layer", "phy2log"}
+//   loads.jsonl        one line per rearrangement: {"step", "time_s", "load": [layer][expert]},
+//                      the window's load (tokens) its policy was given
+//   trace.json         Chrome/Perfetto trace events: a process per GPU with its transfers (async
+//                      slices on its receive side), and a "cluster" process with the steps,
+//                      balance counters, and rearrangement and commit marks. Written, not read.
+//
+// The folder is written as DIR.partial-PID and renamed to DIR only when complete (base/file_io.h),
+// so a failed run never leaves a folder that looks whole; a previous run folder at DIR is
+// replaced.
+//
+// Thread-safety: pure functions over values.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "eplb/base/status.h"
+#include "eplb/engine/run_result.h"
+
+namespace eplb {
+
+// One column of a CSV file of the folder.
+struct RunFolderColumn {
+  std::string_view name;
+  std::string_view unit;  // "s", "bytes", "tokens", "ms", "1" (a ratio), "" (an id or a name)
+  std::string_view meaning;
+};
+
+struct RunFolderFile {
+  std::string_view name;
+  std::string_view meaning;
+  std::span<const RunFolderColumn> columns;  // empty for files that are not CSV
+};
+
+// Every file of a run folder, in the order they are written.
+std::span<const RunFolderFile> RunFolderFiles();
+
+// summary.json: the run reduced to the numbers a person reads first.
+struct RunSummary {
+  std::string scenario;
+  std::string backend;  // "simgrid", "host", "device"
+  int64_t steps = 0;
+  double simulated_s = 0;  // end of the last step, stalls included (the backend's clock)
+  struct {
+    double mean = 0, p50 = 0, p99 = 0, max = 0;
+  } step_time_s;                      // as the backend ran the steps
+  double idle_step_time_s_mean = 0;   // the same steps on idle links
+  double slowed_s = 0;                // Σ (step_s − idle_step_s): what migrations cost steps
+  double stalled_s = 0;               // Σ stalled_s: time step boundaries blocked
+  struct {
+    double mean = 0, min = 0;
+  } balancedness;
+  struct {
+    double mean = 0, max = 0;
+  } imbalance_ratio;
+  struct {
+    int64_t started = 0, completed = 0, skipped = 0;
+    double makespan_s_mean = 0;            // last commit − start, over completed ones
+    double predicted_makespan_s_mean = 0;  // the schedules' prediction, same ones
+    double lower_bound_s_mean = 0;         // the schedules' lower bound, same ones
+    double policy_ms_mean = 0;             // over started ones
+  } rearrangements;
+  int64_t bytes_moved_nvlink = 0;
+  int64_t bytes_moved_nic = 0;
+  int64_t transfers = 0;
+  double wall_s = 0;
+  int64_t peak_rss_bytes = 0;
+};
+
+RunSummary Summarize(const RunResult& run);
+
+// Balancedness of the steps each rearrangement served: from the step after it started to the
+// step its successor started at (or the run's end); the policy's real test.
+std::vector<double> FollowingBalancedness(const RunResult& run);
+
+// Writes `run` as a run folder at `dir`, atomically.
+Status WriteRunFolder(const std::string& dir, const RunResult& run);
+
+// A run folder read back.
+struct RunFolder {
+  std::string dir;
+  RunSummary summary;
+  // Everything the files keep of the run: the scenario, every step, rearrangement (with its
+  // window's load, when loads.jsonl is there), commit and transfer (in the file's order);
+  // skipped_rearrangements, wall_s and peak_rss_bytes from the summary. Reals as precise as
+  // their column's format keeps them (9 significant digits for times, 6 decimals for ratios).
+  RunResult run;
+  std::vector<std::vector<int32_t>> initial_phy2log;  // per layer: the placement at step −1
+  std::vector<double> following_balancedness;         // per rearrangement
+  bool has_loads = false;                             // loads.jsonl was there
+};
+
+// Reads a finished run folder. Errors name the file and line ("DIR/transfers.csv:2: 6 fields,
+// expected 8"); a folder without summary.json is refused as unfinished.
+Result<RunFolder> ReadRunFolder(const std::string& dir);
+
+}  // namespace eplb

@@ -1,0 +1,131 @@
+// The backend interface: what a backend provides so that the rearranger (rearranger.h) can move
+// expert weights with it. Like LevelDB's Env, one narrow interface with several
+// implementations (HostBackend: threads and CPU memory; sim::SimBackend: SimGrid actors;
+// DeviceBackend: CUDA/NCCL), and the protocol above does not know which it has.
+//
+// A backend owns every rank's live expert weights (what inference reads) and per-rank staging
+// buffers, each big enough for one layer's slots of that rank. It provides a clock, execution
+// contexts for workers and a monitor to synchronise them with the foreground, and data
+// movement: rounds of transfers into a staging buffer, local copies, and the commit of a staged
+// layer into the live weights.
+//
+// The contract (what the rearranger does, and so what every backend must allow):
+//
+// Contexts. The *foreground* is the context that drives inference: the thread or actor that
+// constructed the Rearranger and calls Start, OnStepBoundary and Cancel. *Workers* are the
+// contexts the backend creates in StartWorker: the rearranger starts one per local rank and
+// link lane (kNumLinkClasses of them per rank) for each rearrangement.
+//
+// Concurrency. Calls marked [worker] come from workers, concurrently with each other and with
+// the foreground:
+//   - ExecuteRound for the same rank from its two lanes at once (different rounds, the same
+//     staging buffer, disjoint destination slots), and for different ranks at once;
+//   - CopyLocal for a rank after both of its lanes finished that layer (never concurrently with
+//     that rank's rounds of the same layer);
+//   - CommitLayer [foreground] for layer i while workers stage later layers into other staging
+//     buffers (never the buffer being committed: a buffer is reused only after its commit).
+// Now() and on_transfer may be called from any context. Every other call is [foreground] only:
+// StartWorker, JoinWorkers, AbortTransfers, AgreeOnStagedLayers, NewMonitor.
+//
+// Blocking. ExecuteRound and CopyLocal may block until their data has moved (in the backend's
+// time: a simulated flow, a stream synchronisation) and may wait for a peer's matching call
+// (NCCL send/receive); AbortTransfers must release such waits. The foreground blocks only in
+// Monitor::Wait, which must advance the backend's time (an actor's wait in the simulator).
+// CommitLayer must not wait for workers.
+//
+// Lifetimes. `body` given to StartWorker, `round` and `transfers` given to ExecuteRound, and the
+// spans given to CopyLocal and CommitLayer stay valid until the call returns (bodies until
+// JoinWorkers returns). Every worker is joined (JoinWorkers) before a rearrangement's state is
+// released and before the next rearrangement starts, so a backend may reset per-rearrangement
+// state in StartWorker's first call after JoinWorkers. The backend outlives the Rearranger.
+//
+// Errors. A failing ExecuteRound, CopyLocal or CommitLayer returns a Status naming what failed;
+// the rearranger then cancels the rearrangement (every layer stays wholly old or wholly new).
+// Expected failures are Statuses; nothing here throws.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+
+#include "eplb/migrate/schedule.h"
+#include "eplb/base/status.h"
+#include "eplb/migrate/transfer_record.h"
+#include "eplb/migrate/transfer_plan.h"
+
+namespace eplb {
+
+// A mutex and condition variable in one, usable with std::unique_lock. Wait() must be called
+// with the lock held; it releases it, sleeps until NotifyAll() (or spuriously) and relocks.
+class Monitor {
+ public:
+  virtual ~Monitor() = default;
+  virtual void lock() = 0;
+  virtual void unlock() = 0;
+  virtual void Wait() = 0;
+  virtual void NotifyAll() = 0;
+};
+
+// A Monitor on std::mutex and std::condition_variable, for backends whose workers are threads.
+std::unique_ptr<Monitor> NewThreadMonitor();
+
+// Where a worker's writes for one layer go: `rank`'s staging buffer `buffer`.
+struct StagingTarget {
+  int rank = 0;
+  int layer = 0;
+  int buffer = 0;
+};
+
+class RearrangementBackend {
+ public:
+  virtual ~RearrangementBackend() = default;
+
+  // Seconds since the backend started: wall time, or simulated time.
+  virtual double Now() = 0;
+  virtual std::unique_ptr<Monitor> NewMonitor() = 0;
+  // Runs `body` in a new execution context placed with `rank` (a thread, an actor).
+  virtual void StartWorker(int rank, std::function<void()> body) = 0;
+  // Waits for every started worker to return.
+  virtual void JoinWorkers() = 0;
+  // A cancellation or failure is stopping the workers: make a round waiting for a peer that
+  // will not come (a collective library's send or receive) return, failing if need be, so the
+  // workers can be joined. Called from the foreground before JoinWorkers; transfers may fail
+  // from then on. Backends whose rounds cannot block on a peer need nothing here.
+  virtual void AbortTransfers() {}
+  // How many layers each rank can stage at once.
+  virtual int staging_buffers() const = 0;
+
+  // Ranks spanning processes (one GPU per process under MPI): a backend executes only its own
+  // ranks, and the rearranger starts workers and commits for those alone.
+  virtual bool IsLocal(int /*rank*/) const { return true; }
+  // The all-ranks gate across processes. The foreground calls it at every step boundary of a
+  // rearrangement in progress, at the same boundaries in every process, with how many changing
+  // layers, in order from the first uncommitted one, every local rank has staged (−1 when the
+  // rearrangement failed or was cancelled here). Returns the minimum over the processes: the
+  // layers every rank has staged, or −1 if any process failed. A collective where ranks span
+  // processes; the identity otherwise.
+  virtual int AgreeOnStagedLayers(int staged_here) { return staged_here; }
+
+  // Worker side, called from `target.rank`'s worker for each round of a lane in which that rank
+  // sends or receives, in lane order. The rank's part of `round`: receive each flow whose
+  // destination it is into its staging buffer (slot positions as in the transfers), and send
+  // each flow whose source it is from its live weights. Returns when the rank's part is done.
+  // `transfers` is the layer plan's list that the flows index.
+  virtual Status ExecuteRound(const StagingTarget& target, const Round& round,
+                              std::span<const Transfer> transfers) = 0;
+  // Local copies on `target.rank` into its staging buffer: from live weights, or (after_receive)
+  // from the staging buffer itself. Called after every receive of the layer on that rank.
+  virtual Status CopyLocal(const StagingTarget& target, std::span<const LocalCopy> copies) = 0;
+
+  // Foreground side: makes the staged `slots` (global indices on target.rank) of target.layer
+  // live. Called only when every rank has staged the layer, at a step boundary.
+  virtual Status CommitLayer(const StagingTarget& target, std::span<const int32_t> slots) = 0;
+
+  // Every transfer a local rank received, reported by the receiving worker when its bytes have
+  // arrived (times in Now()'s clock). The one place every backend reports transfers through;
+  // connect observers before the first rearrangement starts.
+  TransferObserver on_transfer;
+};
+
+}  // namespace eplb

@@ -1,0 +1,126 @@
+// The rearranger: the async rearrangement protocol (vLLM's "async worker that transfers
+// experts in the background"), written once for every backend.
+//
+// Start() plans and schedules each layer whose placement changes, then starts one background
+// worker per (rank, link lane). Workers go through the changing layers in order. For each
+// layer a worker waits for a free staging buffer, executes its lane's rounds into it, and the
+// last lane of a rank to finish does the rank's local copies and marks the rank ready.
+//
+// The foreground (the inference loop) calls OnStepBoundary() between steps. A layer is
+// committed only when every rank has staged it (the all-ranks gate); committing swaps the
+// layer's weights on every rank and its routing table (phy2log/log2phy/logcnt) together, and
+// frees its staging buffer. So inference never sees a layer half-updated, and every layer is
+// at all times wholly old or wholly new. Where the backend's ranks span processes (MPI), each
+// process runs the workers and commits of its own ranks, and the gate is agreed between the
+// processes at every step boundary (RearrangementBackend::AgreeOnStagedLayers). Cancel() stops the
+// workers at their next round; the committed layers stay new, the rest stay old, and the placement
+// stays valid.
+//
+// Thread-safety: Start, OnStepBoundary, Cancel and the accessors are for the foreground
+// context only. Signals fire from worker contexts (on_round, on_layer_staged) and from the
+// foreground (on_layer_committed).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "eplb/migrate/backend.h"
+#include "eplb/model/placement.h"
+#include "eplb/migrate/schedule.h"
+#include "eplb/base/signal.h"
+#include "eplb/base/status.h"
+#include "eplb/model/topology.h"
+#include "eplb/migrate/transfer_plan.h"
+
+namespace eplb {
+
+struct RearrangerOptions {
+  // Layers committed per step boundary at most.
+  int layers_per_step = 1;
+  // Layers each rank can stage ahead of the commits; at most the backend's staging buffers.
+  int staging_layers = 1;
+  // Stop the world: stage every layer, then commit them all at one step boundary, blocking
+  // the foreground until then. Needs a staging buffer per changing layer.
+  bool sync = false;
+  SenderRule sender_rule = SenderRule::kLocal;
+  ScheduleStrategy schedule = ScheduleStrategy::kBest;
+};
+
+struct RoundEvent {
+  int rank;
+  int layer;
+  LinkClass link;
+  int round;  // index within the lane
+  double start_s;
+  double end_s;
+};
+
+struct LayerEvent {
+  int layer;
+  double time_s;
+};
+
+class Rearranger {
+ public:
+  // `backend` must outlive the rearranger.
+  Rearranger(RearrangementBackend& backend, const Topology& topology, RearrangerOptions options);
+  ~Rearranger();  // cancels a rearrangement in progress
+  Rearranger(const Rearranger&) = delete;
+  Rearranger& operator=(const Rearranger&) = delete;
+
+  // Begins moving from `current` (the placement the backend's weights hold) to `target`.
+  // Fails when one is in progress, the options do not fit the backend, or the placements do
+  // not fit the topology. A target equal to `current` completes at once.
+  Status Start(const Placement& current, const Placement& target);
+
+  // At a step boundary: commits the staged layers allowed (see RearrangerOptions) and returns
+  // them. Returns a worker's error once, after which the rearrangement has stopped.
+  Result<std::vector<int>> OnStepBoundary();
+
+  // Stops the workers and waits for them; uncommitted layers stay old.
+  void Cancel();
+
+  bool in_progress() const { return in_progress_; }
+  // The routing table in force.
+  const Placement& placement() const { return *placement_; }
+  const std::vector<LayerPlan>& plans() const { return plans_; }
+  const std::vector<Schedule>& schedules() const { return schedules_; }
+  int committed_layers() const { return committed_; }
+
+  Signal<void(const RoundEvent&)> on_round;
+  Signal<void(const LayerEvent&)> on_layer_staged;
+  Signal<void(const LayerEvent&)> on_layer_committed;
+
+ private:
+  void RunWorker(int rank, LinkClass lane);
+  bool WaitForBuffer(size_t index);  // false when cancelled
+  void Fail(const Status& status);
+  Status CommitLocked(size_t index);
+  void Finish();
+
+  RearrangementBackend& backend_;
+  Topology topology_;
+  RearrangerOptions options_;
+  std::unique_ptr<Monitor> monitor_;
+
+  std::optional<Placement> placement_;
+  std::optional<Placement> target_;
+  std::vector<LayerPlan> plans_;
+  std::vector<Schedule> schedules_;
+  // Per changing layer and rank: its local copies, those from old slots first.
+  std::vector<std::vector<std::vector<LocalCopy>>> copies_;
+  int staging_layers_ = 1;
+
+  // Guarded by monitor_.
+  std::vector<std::vector<int>> lanes_done_;  // [layer index][rank]
+  std::vector<int> ranks_ready_;              // [layer index]: local ranks staged
+  int local_ranks_ = 0;                       // ranks this process executes
+  int committed_ = 0;
+  Status error_;
+  std::atomic<bool> cancelled_{false};
+  bool in_progress_ = false;
+};
+
+}  // namespace eplb

@@ -1,0 +1,24 @@
+// Balance metrics. Every number eplb prints about balance is defined here, once.
+//
+//   gpu load      load_g = Σ over slots s on GPU g of load[e(s)] / logcnt[e(s)]: a logical
+//                 expert's tokens are split evenly over its replicas.
+//   balancedness  vLLM's definition: Σ_layers mean_g(load_g) / Σ_layers max_g(load_g).
+//                 1.0 is perfect; 1/G means one GPU does all the work. 1.0 when there is no load.
+//   imbalance     TensorRT-LLM's definition: (max_g − mean_g) / mean_g per layer, averaged over
+//   ratio         the layers that carry load. 0.0 is perfect; 0.0 when there is no load.
+#pragma once
+
+#include "eplb/model/load.h"
+#include "eplb/model/placement.h"
+#include "eplb/model/topology.h"
+
+namespace eplb {
+
+// `layers × GPUs`. Requires load.rows() == placement.num_layers(), load.cols() ==
+// placement.num_experts() and placement.CheckFits(topology).
+LoadMatrix GpuLoads(const LoadMatrix& load, const Placement& placement, const Topology& topology);
+
+double Balancedness(const LoadMatrix& gpu_loads);
+double ImbalanceRatio(const LoadMatrix& gpu_loads);
+
+}  // namespace eplb

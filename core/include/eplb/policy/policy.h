@@ -1,0 +1,72 @@
+// Policy: decides how many replicas each logical expert gets and which slot holds each one.
+//
+// A policy sees the window's load (`layers × experts`), the placement in force (if any) and the
+// topology, and returns a new placement with topology.num_slots() slots per layer. Policies are
+// looked up by name in a registry; the built-in ones are registered there.
+//
+// Thread-safety: a Policy object is not thread-safe; use one object per thread. The registry
+// functions are safe to call from any thread.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "eplb/model/load.h"
+#include "eplb/model/placement.h"
+#include "eplb/base/status.h"
+#include "eplb/model/topology.h"
+
+namespace eplb {
+
+// What migration-aware policies weigh against balance. Loads are window sums; these turn them
+// into time.
+struct MigrationCost {
+  double window_steps = 1;    // steps summed in the load window
+  double serve_steps = 3000;  // steps the new placement will serve (the rearrangement interval)
+  double seconds_per_token = 0.15e-6;  // per token-expert on a GPU (the step model's per_token)
+  double weight = 1.0;                 // multiplies the cost of moving bytes; 0 ignores it
+  int max_moves_per_layer = 8;         // `incremental`: experts moved per layer at most
+};
+
+struct PolicyInput {
+  const LoadMatrix& load;
+  const Topology& topology;
+  // The placement in force, or nullptr when there is none (the first rearrangement).
+  const Placement* current = nullptr;
+  // Expert groups of the model (DeepSeek's group-limited routing); 1 when the model has none.
+  int num_groups = 1;
+  // The window cut into consecutive chunks of steps (each layers × experts, summing to `load`),
+  // for policies that look at load over time; empty when unknown.
+  std::span<const LoadMatrix> window_chunks = {};
+  MigrationCost migration = {};
+};
+
+// Checks what every policy needs: a valid load, at least as many slots as experts, and a
+// current placement (when given) of the same shape as the load and topology.
+Status ValidatePolicyInput(const PolicyInput& input);
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  virtual std::string_view name() const = 0;
+  virtual Result<Placement> Rebalance(const PolicyInput& input) = 0;
+};
+
+struct PolicyInfo {
+  std::string name;
+  std::string summary;
+  std::function<std::unique_ptr<Policy>()> make;
+};
+
+// Adds a policy to the registry. Fails when the name is taken.
+Status RegisterPolicy(PolicyInfo info);
+// The policy called `name`; the error lists the valid names.
+Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name);
+// Every registered policy, built-ins first, in registration order.
+std::vector<PolicyInfo> RegisteredPolicies();
+
+}  // namespace eplb

@@ -1,0 +1,186 @@
+#include "eplb/engine/eplb_loop.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "eplb/model/balance_bound.h"
+#include "eplb/model/metrics.h"
+#include "eplb/model/slot_preservation.h"
+
+namespace eplb {
+
+EplbLoop::EplbLoop(const Scenario& scenario, Workload& workload, RearrangementBackend& backend,
+                   StepRunner& runner)
+    : scenario_(scenario),
+      workload_(workload),
+      backend_(backend),
+      runner_(runner),
+      topology_(scenario.topology()),
+      model_(scenario),
+      initial_(*Placement::Initial(scenario.model.layers, scenario.model.experts,
+                                   scenario.num_slots())) {
+  RearrangerOptions o;
+  o.layers_per_step = scenario.eplb.layers_per_step;
+  o.staging_layers = scenario.eplb.staging_layers;
+  o.sync = !scenario.eplb.use_async;
+  o.sender_rule = scenario.eplb.sender_rule;
+  o.schedule = scenario.eplb.schedule;
+  rearranger_ = std::make_unique<Rearranger>(backend, topology_, o);
+  // The rearranger holds the placement in force once it has run; before, vLLM's initial one.
+  rearranger_->on_layer_committed.Connect([this](const LayerEvent& e) {
+    commits_.push_back({current_step_, e.time_s, e.layer,
+                        std::vector<int32_t>(rearranger_->placement().phy2log(e.layer).begin(),
+                                             rearranger_->placement().phy2log(e.layer).end())});
+    bytes_pending_ -= layer_bytes_[e.layer];
+    if (rearranger_->committed_layers() == static_cast<int>(rearranger_->plans().size())) {
+      rearrangements_.back().end_s = e.time_s;
+    }
+  });
+  const size_t cells = static_cast<size_t>(scenario.model.layers) * scenario.model.experts;
+  window_steps_.assign(cells * scenario.eplb.window_size, 0.0f);
+  window_sum_ = LoadMatrix::Zero(scenario.model.layers, scenario.model.experts);
+}
+
+EplbLoop::~EplbLoop() {
+  rearranger_->Cancel();
+}
+
+const Placement& EplbLoop::placement() const {
+  return rearrangements_.empty() ? initial_ : rearranger_->placement();
+}
+
+void EplbLoop::AddToWindow(const LoadMatrix& load) {
+  const size_t cells = static_cast<size_t>(load.size());
+  float* slot = window_steps_.data() + static_cast<size_t>(window_next_) * cells;
+  const double* in = load.data();
+  double* sum = window_sum_.data();
+  for (size_t i = 0; i < cells; ++i) {
+    sum[i] += in[i] - slot[i];
+    slot[i] = static_cast<float>(in[i]);
+  }
+  window_next_ = (window_next_ + 1) % scenario_.eplb.window_size;
+  window_filled_ = std::min(window_filled_ + 1, scenario_.eplb.window_size);
+}
+
+Status EplbLoop::Rearrange(int step) {
+  if (rearranger_->in_progress()) {
+    ++skipped_;
+    return Status::Ok();
+  }
+  const Placement current = placement();
+  // Float accumulation leaves crumbs around zero; the policy needs non-negative loads.
+  const LoadMatrix window = window_sum_.cwiseMax(0.0);
+  // The window in consecutive chunks of steps, oldest first, for policies that look at time.
+  constexpr int kChunks = 16;
+  const int filled = std::max(1, window_filled_);
+  const int per_chunk = std::max(1, (filled + kChunks - 1) / kChunks);
+  const size_t cells = static_cast<size_t>(window.size());
+  const int size = scenario_.eplb.window_size;
+  std::vector<LoadMatrix> chunks;
+  for (int first = 0; first < filled; first += per_chunk) {
+    LoadMatrix chunk = LoadMatrix::Zero(window.rows(), window.cols());
+    for (int i = first; i < std::min(filled, first + per_chunk); ++i) {
+      const int slot = ((window_next_ - filled + i) % size + size) % size;
+      const float* recorded = window_steps_.data() + static_cast<size_t>(slot) * cells;
+      for (size_t c = 0; c < cells; ++c) chunk.data()[c] += recorded[c];
+    }
+    chunks.push_back(std::move(chunk));
+  }
+  PolicyInput input{window, topology_, &current, scenario_.model.groups, chunks};
+  input.migration.window_steps = filled;
+  input.migration.serve_steps = scenario_.eplb.step_interval;
+  input.migration.seconds_per_token = scenario_.compute.per_token_us * 1e-6;
+  input.migration.weight = scenario_.eplb.migration_weight;
+  input.migration.max_moves_per_layer = scenario_.eplb.max_moves_per_layer;
+  const auto start = std::chrono::steady_clock::now();
+  auto target = policy_->Rebalance(input);
+  const double policy_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (!target.ok())
+    return target.status().WithContext(
+        fmt::format("step {}: policy {}: ", step, scenario_.eplb.policy));
+  const Placement next =
+      scenario_.eplb.preserve_slots ? PreserveSlots(current, *target, topology_) : *target;
+
+  RearrangementRecord r;
+  r.step = step;
+  r.start_s = backend_.Now();
+  r.policy_ms = policy_ms;
+  r.window_balancedness_before = Balancedness(GpuLoads(window, current, topology_));
+  r.window_balancedness_after = Balancedness(GpuLoads(window, next, topology_));
+  r.window_balancedness_bound = BalancednessUpperBound(window, topology_);
+  r.window_load.reserve(static_cast<size_t>(window.size()));
+  for (int l = 0; l < window.rows(); ++l) {
+    for (int e = 0; e < window.cols(); ++e)
+      r.window_load.push_back(static_cast<float>(window(l, e)));
+  }
+  rearrangements_.push_back(r);
+  EPLB_RETURN_IF_ERROR(rearranger_->Start(current, next));
+  RearrangementRecord& rec = rearrangements_.back();
+  layer_bytes_.assign(static_cast<size_t>(scenario_.model.layers), 0);
+  for (size_t i = 0; i < rearranger_->plans().size(); ++i) {
+    const LayerPlan& plan = rearranger_->plans()[i];
+    const Schedule& s = rearranger_->schedules()[i];
+    ++rec.layers;
+    rec.transfers += static_cast<int64_t>(plan.transfers.size());
+    for (int c = 0; c < kNumLinkClasses; ++c) rec.bytes[c] += plan.bytes[c];
+    layer_bytes_[plan.layer] = plan.bytes[0] + plan.bytes[1];
+    rec.predicted_makespan_s += s.makespan_s;
+    rec.lower_bound_s += s.lower_bound_s;
+  }
+  bytes_pending_ = rec.bytes[0] + rec.bytes[1];
+  if (rec.layers == 0) rec.end_s = rec.start_s;
+  return Status::Ok();
+}
+
+Status EplbLoop::Run() {
+  auto policy = MakePolicy(scenario_.eplb.policy);
+  if (!policy.ok()) return policy.status();
+  policy_ = std::move(policy).value();
+  const int interval = scenario_.eplb.step_interval;
+  int counter = interval - interval / 4;
+  LoadMatrix load;
+  StepCost cost;
+  steps_.reserve(static_cast<size_t>(scenario_.run.steps));
+  for (int step = 0; step < scenario_.run.steps; ++step) {
+    current_step_ = step;
+    workload_.Next(load);
+    AddToWindow(load);
+    const bool contended = rearranger_->in_progress();
+    model_.Cost(load, placement(), cost);
+    StepRecord rec{step,
+                   backend_.Now(),
+                   0,
+                   cost.total_s(),
+                   cost.balancedness,
+                   cost.imbalance_ratio,
+                   bytes_pending_,
+                   0};
+    if (const Status s = runner_.RunStep(cost, contended); !s.ok()) {
+      return s.WithContext(fmt::format("step {}: ", step));
+    }
+    const double boundary = backend_.Now();
+    rec.step_s = boundary - rec.start_s;
+    auto committed = rearranger_->OnStepBoundary();
+    if (!committed.ok()) return committed.status().WithContext(fmt::format("step {}: ", step));
+    rec.stalled_s = backend_.Now() - boundary;
+    if (++counter >= interval) {
+      counter = 0;
+      EPLB_RETURN_IF_ERROR(Rearrange(step));
+      if (!scenario_.eplb.use_async && rearranger_->in_progress()) {
+        // Stop the world: the step boundary waits for every layer.
+        const double t = backend_.Now();
+        auto all = rearranger_->OnStepBoundary();
+        if (!all.ok()) return all.status().WithContext(fmt::format("step {}: ", step));
+        rec.stalled_s += backend_.Now() - t;
+      }
+    }
+    steps_.push_back(rec);
+    if (on_step) on_step(rec);
+  }
+  rearranger_->Cancel();
+  return Status::Ok();
+}
+
+}  // namespace eplb

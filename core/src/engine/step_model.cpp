@@ -1,0 +1,97 @@
+#include "eplb/engine/step_model.h"
+
+#include <algorithm>
+
+namespace eplb {
+
+StepModel::StepModel(const Scenario& s)
+    : topology_(s.topology()),
+      compute_(s.compute),
+      layers_(s.model.layers),
+      bytes_per_assignment_(static_cast<double>(s.model.hidden) * s.model.activation_bytes),
+      gpu_tokens_(static_cast<size_t>(s.num_gpus())) {}
+
+double StepModel::PhaseLatency(LinkClass link) const {
+  return layers_ * topology_.link(link).latency_s;
+}
+
+double StepModel::PhaseTime(const StepCost& cost) const {
+  double phase = 0;
+  for (int c = 0; c < kNumLinkClasses; ++c) {
+    const auto link = static_cast<LinkClass>(c);
+    double busiest = 0;
+    for (size_t g = 0; g < cost.send[c].size(); ++g)
+      busiest = std::max({busiest, cost.send[c][g], cost.recv[c][g]});
+    if (busiest > 0)
+      phase = std::max(phase,
+                       PhaseLatency(link) + busiest / topology_.link(link).bandwidth_bytes_per_s);
+  }
+  return phase;
+}
+
+void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCost& out) {
+  const int G = topology_.num_ranks(), gpn = topology_.gpus_per_node(),
+            per = topology_.slots_per_gpu();
+  for (auto* v : {&out.send[0], &out.send[1], &out.recv[0], &out.recv[1]})
+    v->assign(static_cast<size_t>(G), 0.0);
+  double moe = 0, sum_mean = 0, sum_max = 0, imbalance = 0;
+  int loaded_layers = 0;
+  std::vector<double> node_tokens(static_cast<size_t>(topology_.nodes()));
+  for (int l = 0; l < placement.num_layers(); ++l) {
+    const auto row = placement.phy2log(l);
+    double total = 0, max = 0;
+    std::fill(node_tokens.begin(), node_tokens.end(), 0.0);
+    for (int g = 0; g < G; ++g) {
+      double t = 0;
+      for (int s = g * per; s < (g + 1) * per; ++s) {
+        if (row[s] != kEmptySlot) t += load(l, row[s]) / placement.logcnt(l, row[s]);
+      }
+      gpu_tokens_[g] = t;
+      total += t;
+      max = std::max(max, t);
+      node_tokens[topology_.node_of_rank(g)] += t;
+    }
+    moe += compute_.layer_fixed_us * 1e-6 + compute_.per_token_us * 1e-6 * max;
+    const double mean = total / G;
+    sum_mean += mean;
+    sum_max += max;
+    if (mean > 0) {
+      imbalance += (max - mean) / mean;
+      ++loaded_layers;
+    }
+    for (int g = 0; g < G; ++g) {
+      const double node = node_tokens[topology_.node_of_rank(g)];
+      out.recv[0][g] += gpu_tokens_[g] * (gpn - 1) / G;
+      out.recv[1][g] += gpu_tokens_[g] * (G - gpn) / G;
+      out.send[0][g] += (node - gpu_tokens_[g]) / G;
+      out.send[1][g] += (total - node) / G;
+    }
+  }
+  for (auto* v : {&out.send[0], &out.send[1], &out.recv[0], &out.recv[1]}) {
+    for (double& b : *v) b *= bytes_per_assignment_;
+  }
+  out.compute_s = compute_.attention_us * 1e-6 + moe;
+  out.dispatch_s = out.combine_s = PhaseTime(out);
+  out.balancedness = sum_max > 0 ? sum_mean / sum_max : 1.0;
+  out.imbalance_ratio = loaded_layers > 0 ? imbalance / loaded_layers : 0.0;
+}
+
+std::vector<PhaseFlow> StepModel::AllToAllFlows(const StepCost& cost, bool combine) const {
+  std::vector<PhaseFlow> flows;
+  const int G = topology_.num_ranks(), gpn = topology_.gpus_per_node(), nodes = topology_.nodes();
+  for (int g = 0; g < G; ++g) {
+    const int node = g / gpn, local = g % gpn;
+    const int partner[kNumLinkClasses] = {node * gpn + (local + 1) % gpn,
+                                          ((node + 1) % nodes) * gpn + local};
+    for (int c = 0; c < kNumLinkClasses; ++c) {
+      if (partner[c] == g) continue;
+      const auto& out = combine ? cost.recv[c] : cost.send[c];
+      const auto& in = combine ? cost.send[c] : cost.recv[c];
+      const double bytes = std::max(out[g], in[partner[c]]);
+      if (bytes > 0) flows.push_back({g, partner[c], static_cast<LinkClass>(c), bytes});
+    }
+  }
+  return flows;
+}
+
+}  // namespace eplb

@@ -1,0 +1,247 @@
+#include "eplb/engine/workload.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "eplb/base/csv.h"
+#include "eplb/formats/load_file.h"
+
+namespace eplb {
+namespace {
+
+// Fast standard normal variates for per-step noise: a table drawn once, indexed by a cheap
+// generator. Counts need millions of variates per second of simulated time, and a table of
+// 2^16 exact variates keeps the noise's distribution while costing a few nanoseconds each.
+class NormalTable {
+ public:
+  explicit NormalTable(uint64_t seed) : state_(seed | 1) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<double> n;
+    for (double& v : table_) v = n(rng);
+  }
+  double Next() {
+    state_ ^= state_ << 13;
+    state_ ^= state_ >> 7;
+    state_ ^= state_ << 17;
+    return table_[state_ >> 48];
+  }
+
+ private:
+  uint64_t state_;
+  std::vector<double> table_ = std::vector<double>(1 << 16);
+};
+
+// Counts for one layer: `total` assignments spread by `share` (sums to 1), with Poisson-like
+// noise (normal approximation) when `noise`.
+void Sample(const double* share, int experts, double total, bool noise, NormalTable& normal,
+            double* out) {
+  for (int e = 0; e < experts; ++e) {
+    const double mean = total * share[e];
+    out[e] = noise ? std::max(0.0, std::round(mean + std::sqrt(mean) * normal.Next())) : mean;
+  }
+}
+
+class GeneratorWorkload final : public Workload {
+ public:
+  explicit GeneratorWorkload(const Scenario& s)
+      : spec_(s.workload),
+        layers_(s.model.layers),
+        experts_(s.model.experts),
+        total_(static_cast<double>(s.workload.tokens_per_step) * s.model.top_k),
+        rng_(s.run.seed * 0x9e3779b97f4a7c15ULL + 17),
+        normal_(s.run.seed + 101),
+        log_pop_(static_cast<size_t>(layers_) * experts_),
+        share_(static_cast<size_t>(experts_)) {
+    std::normal_distribution<double> n(0.0, 1.0);
+    std::vector<int> order(static_cast<size_t>(experts_));
+    for (int l = 0; l < layers_; ++l) {
+      double* lp = &log_pop_[static_cast<size_t>(l) * experts_];
+      if (spec_.popularity == "zipf") {
+        // Rank r (1-based) gets weight r^-s; a random permutation picks which expert is hot.
+        std::iota(order.begin(), order.end(), 0);
+        std::shuffle(order.begin(), order.end(), rng_);
+        for (int r = 0; r < experts_; ++r) lp[order[r]] = -spec_.zipf_s * std::log(r + 1.0);
+      } else {
+        for (int e = 0; e < experts_; ++e) lp[e] = spec_.sigma * n(rng_);
+      }
+    }
+    phases_ = spec_.phases;
+    std::sort(phases_.begin(), phases_.end(),
+              [](const PhaseChange& a, const PhaseChange& b) { return a.step < b.step; });
+  }
+
+  void Next(LoadMatrix& load) override {
+    load.resize(layers_, experts_);
+    while (next_phase_ < phases_.size() && phases_[next_phase_].step <= step_)
+      Shuffle(phases_[next_phase_++].shuffle);
+    for (int l = 0; l < layers_; ++l) {
+      double* lp = &log_pop_[static_cast<size_t>(l) * experts_];
+      double max = -1e300;
+      for (int e = 0; e < experts_; ++e) {
+        if (spec_.drift > 0) lp[e] += spec_.drift * normal_.Next();
+        max = std::max(max, lp[e]);
+      }
+      double sum = 0;
+      for (int e = 0; e < experts_; ++e) sum += share_[e] = std::exp(lp[e] - max);
+      for (int e = 0; e < experts_; ++e) share_[e] /= sum;
+      Sample(share_.data(), experts_, total_, spec_.noise, normal_, load.row(l).data());
+    }
+    ++step_;
+  }
+
+ private:
+  // Swaps the popularity of a `fraction` of experts in every layer with other experts'.
+  void Shuffle(double fraction) {
+    const int moved = static_cast<int>(std::round(fraction * experts_));
+    std::vector<int> pick(static_cast<size_t>(experts_));
+    for (int l = 0; l < layers_; ++l) {
+      double* lp = &log_pop_[static_cast<size_t>(l) * experts_];
+      std::iota(pick.begin(), pick.end(), 0);
+      std::shuffle(pick.begin(), pick.end(), rng_);
+      // Rotate the popularity of the first `moved` picked experts among themselves.
+      for (int i = 0; i + 1 < moved; ++i) std::swap(lp[pick[i]], lp[pick[i + 1]]);
+    }
+  }
+
+  WorkloadSpec spec_;
+  int layers_, experts_;
+  double total_;
+  std::mt19937_64 rng_;
+  NormalTable normal_;
+  std::vector<double> log_pop_;
+  std::vector<double> share_;
+  std::vector<PhaseChange> phases_;
+  size_t next_phase_ = 0;
+  int step_ = 0;
+};
+
+// Recorded steps, replayed in order and repeated.
+class ReplayWorkload final : public Workload {
+ public:
+  explicit ReplayWorkload(std::vector<LoadMatrix> steps) : steps_(std::move(steps)) {}
+  void Next(LoadMatrix& load) override {
+    load = steps_[next_];
+    next_ = (next_ + 1) % steps_.size();
+  }
+
+ private:
+  std::vector<LoadMatrix> steps_;
+  size_t next_ = 0;
+};
+
+// A fixed distribution sampled per step: each step draws the same number of assignments as the
+// recorded matrix holds per layer, with sampling noise.
+class DistributionWorkload final : public Workload {
+ public:
+  DistributionWorkload(const LoadMatrix& counts, const Scenario& s)
+      : share_(counts), normal_(s.run.seed + 7) {
+    for (Eigen::Index l = 0; l < share_.rows(); ++l) {
+      const double sum = share_.row(l).sum();
+      totals_.push_back(sum);
+      if (sum > 0) share_.row(l) /= sum;
+    }
+    noise_ = s.workload.noise;
+  }
+  void Next(LoadMatrix& load) override {
+    load.resize(share_.rows(), share_.cols());
+    for (Eigen::Index l = 0; l < share_.rows(); ++l) {
+      Sample(share_.row(l).data(), static_cast<int>(share_.cols()), totals_[l], noise_, normal_,
+             load.row(l).data());
+    }
+  }
+
+ private:
+  LoadMatrix share_;
+  std::vector<double> totals_;
+  bool noise_ = true;
+  NormalTable normal_;
+};
+
+Result<std::vector<LoadMatrix>> ReadStepCsv(const std::string& path, int layers, int experts) {
+  auto text = ReadTextFile(path);
+  if (!text.ok()) return text.status();
+  std::map<int64_t, LoadMatrix> steps;
+  CsvLines csv(*text, path, {.skip_comments = true});
+  std::vector<std::string_view> f;
+  for (bool first = true; csv.Next(f); first = false) {
+    if (first && f[0] == "step") continue;  // the header
+    int64_t step = 0, layer = 0, expert = 0;
+    double tokens = 0;
+    if (f.size() != 4 || !ParseCsvInt64(f[0], step) || !ParseCsvInt64(f[1], layer) ||
+        !ParseCsvInt64(f[2], expert) || !ParseCsvDouble(f[3], tokens)) {
+      return csv.Error(
+          fmt::format("'{}'; expected step,layer,expert,tokens", fmt::join(f, ",")));
+    }
+    if (step < 0 || layer < 0 || layer >= layers || expert < 0 || expert >= experts ||
+        !(tokens >= 0)) {
+      return csv.Error(
+          fmt::format("step {}, layer {}, expert {}, tokens {}; the model has layers 0..{} "
+                      "and experts 0..{}, and tokens must be >= 0",
+                      step, layer, expert, tokens, layers - 1, experts - 1));
+    }
+    auto [it, fresh] = steps.try_emplace(step);
+    if (fresh) it->second = LoadMatrix::Zero(layers, experts);
+    it->second(layer, expert) += tokens;
+  }
+  if (steps.empty()) return Status::InvalidArgument(path + ": no steps of load found");
+  std::vector<LoadMatrix> out;
+  for (auto& [step, m] : steps) out.push_back(std::move(m));
+  return out;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Workload>> MakeWorkload(const Scenario& s) {
+  if (s.workload.kind == "generator") return std::unique_ptr<Workload>(new GeneratorWorkload(s));
+  std::filesystem::path path(s.workload.trace);
+  if (path.is_relative()) path = std::filesystem::path(s.base_dir) / path;
+  const std::string p = path.string();
+  const int layers = s.model.layers, experts = s.model.experts;
+  auto check_shape = [&](Eigen::Index l, Eigen::Index e) -> Status {
+    if (l == layers && e == experts) return Status::Ok();
+    return Status::InvalidArgument(
+        fmt::format("{}: the trace has {} layers × {} experts but the scenario's model has {} × {} "
+                    "(model.layers, "
+                    "model.experts)",
+                    p, l, e, layers, experts));
+  };
+  if (path.extension() == ".csv") {
+    auto steps = ReadStepCsv(p, layers, experts);
+    if (!steps.ok()) return steps.status();
+    return std::unique_ptr<Workload>(new ReplayWorkload(std::move(steps).value()));
+  }
+  auto text = ReadTextFile(p);
+  if (!text.ok()) return text.status();
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(*text);
+  } catch (const nlohmann::json::parse_error& e) {
+    return Status::InvalidArgument(fmt::format("{}: not valid JSON: {}", p, e.what()));
+  }
+  if (j.is_object() && j.contains("steps")) {
+    std::vector<LoadMatrix> steps;
+    for (size_t i = 0; i < j["steps"].size(); ++i) {
+      auto m = ParseLoadJson(j["steps"][i].dump(), fmt::format("{}: steps[{}]", p, i));
+      if (!m.ok()) return m.status();
+      EPLB_RETURN_IF_ERROR(check_shape(m->rows(), m->cols()));
+      steps.push_back(std::move(m).value());
+    }
+    if (steps.empty()) return Status::InvalidArgument(p + ": 'steps' is empty");
+    return std::unique_ptr<Workload>(new ReplayWorkload(std::move(steps)));
+  }
+  auto m = ParseLoadJson(*text, p);  // a fixed distribution (logical_count, load, or a matrix)
+  if (!m.ok()) return m.status();
+  EPLB_RETURN_IF_ERROR(check_shape(m->rows(), m->cols()));
+  return std::unique_ptr<Workload>(new DistributionWorkload(*m, s));
+}
+
+}  // namespace eplb

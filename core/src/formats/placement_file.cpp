@@ -1,0 +1,90 @@
+#include "eplb/formats/placement_file.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "eplb/formats/load_file.h"
+
+namespace eplb {
+
+Result<Placement> ParsePlacementJson(std::string_view text, const std::string& name,
+                                     int num_experts) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    return Status::InvalidArgument(fmt::format("{}: not valid JSON: {}", name, e.what()));
+  }
+  if (!j.is_object() || !j.contains("phy2log")) {
+    return Status::InvalidArgument(
+        fmt::format("{}: expected a JSON object with key 'phy2log' (layers × slots)", name));
+  }
+  const auto& rows = j["phy2log"];
+  if (!rows.is_array() || rows.empty()) {
+    return Status::InvalidArgument(
+        fmt::format("{}: phy2log is {}; expected a non-empty array of layers", name,
+                    rows.dump().substr(0, 80)));
+  }
+  std::vector<std::vector<int32_t>> phy2log(rows.size());
+  int max_expert = -1;
+  for (size_t l = 0; l < rows.size(); ++l) {
+    if (!rows[l].is_array() || rows[l].empty()) {
+      return Status::InvalidArgument(
+          fmt::format("{}: phy2log[{}] is {}; expected a non-empty array of expert ids", name, l,
+                      rows[l].dump().substr(0, 80)));
+    }
+    for (size_t s = 0; s < rows[l].size(); ++s) {
+      const auto& v = rows[l][s];
+      if (!v.is_number_integer() || v.get<int64_t>() < -1 || v.get<int64_t>() > (1 << 24)) {
+        return Status::InvalidArgument(
+            fmt::format("{}: phy2log[{}][{}] is {}; expected an expert id (-1 for an empty slot)",
+                        name, l, s, v.dump()));
+      }
+      phy2log[l].push_back(v.get<int32_t>());
+      max_expert = std::max(max_expert, phy2log[l].back());
+    }
+  }
+  if (num_experts <= 0 && j.contains("num_experts")) {
+    if (!j["num_experts"].is_number_integer() || j["num_experts"].get<int64_t>() < 1) {
+      return Status::InvalidArgument(fmt::format(
+          "{}: num_experts is {}; expected a positive integer", name, j["num_experts"].dump()));
+    }
+    num_experts = j["num_experts"].get<int>();
+  }
+  if (num_experts <= 0) num_experts = max_expert + 1;
+  auto placement = Placement::Create(num_experts, phy2log);
+  if (!placement.ok()) return placement.status().WithContext(name + ": ");
+  return placement;
+}
+
+Result<Placement> ReadPlacementFile(const std::string& path, int num_experts) {
+  auto text = ReadTextFile(path);
+  if (!text.ok()) return text.status();
+  return ParsePlacementJson(*text, path, num_experts);
+}
+
+nlohmann::ordered_json PlacementToJson(const Placement& placement) {
+  const int width = placement.max_logcnt();
+  using Json = nlohmann::ordered_json;
+  Json phy2log = Json::array(), log2phy = Json::array(), logcnt = Json::array();
+  for (int layer = 0; layer < placement.num_layers(); ++layer) {
+    const auto row = placement.phy2log(layer);
+    phy2log.push_back(std::vector<int32_t>(row.begin(), row.end()));
+    Json l2p = Json::array();
+    std::vector<int> counts;
+    for (int e = 0; e < placement.num_experts(); ++e) {
+      const auto slots = placement.replicas(layer, e);
+      std::vector<int32_t> padded(slots.begin(), slots.end());
+      padded.resize(static_cast<size_t>(width), kEmptySlot);
+      l2p.push_back(std::move(padded));
+      counts.push_back(static_cast<int>(slots.size()));
+    }
+    log2phy.push_back(std::move(l2p));
+    logcnt.push_back(std::move(counts));
+  }
+  return {{"phy2log", std::move(phy2log)},
+          {"log2phy", std::move(log2phy)},
+          {"logcnt", std::move(logcnt)}};
+}
+
+}  // namespace eplb

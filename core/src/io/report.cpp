@@ -1,0 +1,240 @@
+#include "eplb/io/report.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "io/svg_plot.h"
+
+namespace eplb {
+namespace {
+
+double Mean(const std::vector<double>& v) {
+  return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+// Averages of consecutive buckets, at most `points` of them: a readable line for long runs.
+std::vector<std::pair<double, double>> Downsample(const std::vector<double>& x,
+                                                  const std::vector<double>& y, size_t points) {
+  std::vector<std::pair<double, double>> out;
+  const size_t bucket = std::max<size_t>(1, (y.size() + points - 1) / points);
+  for (size_t i = 0; i < y.size(); i += bucket) {
+    const size_t end = std::min(y.size(), i + bucket);
+    double sy = 0;
+    for (size_t k = i; k < end; ++k) sy += y[k];
+    out.push_back({x[i], sy / static_cast<double>(end - i)});
+  }
+  return out;
+}
+
+const char* kStyle =
+    R"(body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1000px;color:#222}
+h1{font-size:22px}h2{font-size:17px;margin-top:28px}table{border-collapse:collapse;font-size:13px}
+td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#f3f3f3}td:first-child{text-align:left}
+.wide{overflow-x:auto}pre{background:#f7f7f7;padding:12px;overflow:auto;font-size:12px}.chart text{font:12px system-ui,sans-serif;fill:#333}
+.chart .title{font-weight:600}.grid{stroke:#eee}.axis{stroke:#888}dt{font-weight:600}dd{margin:0 0 6px 16px})";
+
+struct Column {
+  const char* key;
+  const char* heading;
+  double scale;
+  const char* format;
+};
+
+const std::vector<Column> kColumns = {
+    {"balancedness_mean", "balancedness mean", 1, "{:.4f}"},
+    {"balancedness_min", "min", 1, "{:.4f}"},
+    {"imbalance_ratio_mean", "imbalance mean", 1, "{:.4f}"},
+    {"following_balancedness", "balancedness after rearr.", 1, "{:.4f}"},
+    {"window_balancedness_after", "on the window", 1, "{:.4f}"},
+    {"window_balancedness_bound", "bound", 1, "{:.4f}"},
+    {"step_time_mean_s", "step ms mean", 1e3, "{:.2f}"},
+    {"step_time_p99_s", "p99", 1e3, "{:.2f}"},
+    {"bytes_per_rearrangement", "GB / rearr.", 1e-9, "{:.1f}"},
+    {"transfers_per_rearrangement", "transfers / rearr.", 1, "{:.0f}"},
+    {"rearrangement_makespan_s", "makespan s", 1, "{:.2f}"},
+    {"slowed_s", "slowed s", 1, "{:.2f}"},
+    {"stalled_s", "stalled s", 1, "{:.2f}"},
+    {"policy_ms", "policy ms", 1, "{:.1f}"},
+};
+
+std::string Table(const std::vector<nlohmann::ordered_json>& rows,
+                  const std::vector<std::string>& lead) {
+  std::string out = R"(<div class="wide"><table id="summary"><tr>)";
+  for (const auto& l : lead) out += "<th>" + svg::Escape(l) + "</th>";
+  for (const Column& c : kColumns) out += "<th>" + svg::Escape(c.heading) + "</th>";
+  out += "</tr>\n";
+  for (const auto& row : rows) {
+    out += "<tr>";
+    for (const auto& l : lead) {
+      const auto& v = row[l];
+      out += "<td>" + svg::Escape(v.is_string() ? v.get<std::string>() : v.dump()) + "</td>";
+    }
+    for (const Column& c : kColumns) {
+      const double v = row[c.key].get<double>();
+      out += fmt::format(R"(<td data-key="{}" data-value="{:.17g}">{}</td>)", c.key, v,
+                         fmt::format(fmt::runtime(c.format), v * c.scale));
+    }
+    out += "</tr>\n";
+  }
+  return out + "</table></div>\n";
+}
+
+const char* kDefinitions = R"(<dl>
+<dt>balancedness</dt><dd>vLLM's: Σ<sub>layers</sub> mean GPU load / Σ<sub>layers</sub> max GPU load of a step's load under the placement in force; 1 is perfect. <em>after rearr.</em>: mean over the steps each new placement served; <em>on the window</em>: on the load the policy was given; <em>bound</em>: the best any placement could do on that window.</dd>
+<dt>imbalance</dt><dd>TensorRT-LLM's: (max − mean) / mean GPU load, averaged over layers and steps; 0 is perfect.</dd>
+<dt>step ms</dt><dd>simulated time of an inference step: attention, every MoE layer's straggler, dispatch and combine, slowed where migrations share the links.</dd>
+<dt>GB / rearr., transfers / rearr.</dt><dd>expert weights moved between GPUs per rearrangement.</dd>
+<dt>makespan</dt><dd>from a rearrangement's start to its last layer's commit (layers commit at step boundaries).</dd>
+<dt>slowed, stalled</dt><dd>Σ (step time − the same step on idle links); Σ time step boundaries blocked (stop-the-world rearrangements).</dd>
+<dt>policy ms</dt><dd>wall time of one policy call.</dd></dl>)";
+
+std::string Page(const std::string& title, const std::string& body) {
+  return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>" +
+         svg::Escape(title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n<h1>" +
+         svg::Escape(title) + "</h1>\n" + body + "</body>\n</html>\n";
+}
+
+}  // namespace
+
+nlohmann::ordered_json ComparisonRow(const LabelledRun& labelled) {
+  const RunSummary& s = labelled.folder.summary;
+  const auto& rearrangements = labelled.folder.run.rearrangements;
+  std::vector<double> after, bound;
+  double bytes = 0;
+  for (const RearrangementRecord& r : rearrangements) {
+    after.push_back(r.window_balancedness_after);
+    bound.push_back(r.window_balancedness_bound);
+    for (int64_t b : r.bytes) bytes += static_cast<double>(b);
+  }
+  const double n = std::max<double>(1, static_cast<double>(rearrangements.size()));
+  return {{"label", labelled.label},
+          {"balancedness_mean", s.balancedness.mean},
+          {"balancedness_min", s.balancedness.min},
+          {"imbalance_ratio_mean", s.imbalance_ratio.mean},
+          {"imbalance_ratio_max", s.imbalance_ratio.max},
+          {"following_balancedness", Mean(labelled.folder.following_balancedness)},
+          {"window_balancedness_after", Mean(after)},
+          {"window_balancedness_bound", Mean(bound)},
+          {"step_time_mean_s", s.step_time_s.mean},
+          {"step_time_p99_s", s.step_time_s.p99},
+          {"rearrangements", rearrangements.size()},
+          {"bytes_per_rearrangement", bytes / n},
+          {"transfers_per_rearrangement", static_cast<double>(s.transfers) / n},
+          {"rearrangement_makespan_s", s.rearrangements.makespan_s_mean},
+          {"slowed_s", s.slowed_s},
+          {"stalled_s", s.stalled_s},
+          {"policy_ms", s.rearrangements.policy_ms_mean}};
+}
+
+std::string ComparisonCsv(const std::vector<nlohmann::ordered_json>& rows) {
+  if (rows.empty()) return "";
+  std::string out;
+  for (auto it = rows[0].begin(); it != rows[0].end(); ++it)
+    out += (it == rows[0].begin() ? "" : ",") + it.key();
+  out += "\n";
+  for (const auto& row : rows) {
+    bool first = true;
+    for (auto it = row.begin(); it != row.end(); ++it) {
+      out += first ? "" : ",";
+      first = false;
+      out += it->is_string()         ? it->get<std::string>()
+             : it->is_number_float() ? fmt::format("{:.10g}", it->get<double>())
+                                     : it->dump();
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string CompareReportHtml(const std::string& scenario_name, const std::string& scenario_yaml,
+                              const std::vector<LabelledRun>& runs) {
+  std::vector<nlohmann::ordered_json> rows;
+  std::vector<svg::Series> balance, step, cdf, bytes;
+  std::vector<std::string> groups;
+  size_t most = 0;
+  for (const LabelledRun& r : runs) {
+    rows.push_back(ComparisonRow(r));
+    const std::vector<StepRecord>& steps = r.folder.run.steps;
+    std::vector<double> minutes(steps.size()), balancedness(steps.size()), ms(steps.size());
+    for (size_t i = 0; i < steps.size(); ++i) {
+      minutes[i] = steps[i].start_s / 60;
+      balancedness[i] = steps[i].balancedness;
+      ms[i] = steps[i].step_s * 1e3;
+    }
+    balance.push_back({r.label, Downsample(minutes, balancedness, 400)});
+    step.push_back({r.label, Downsample(minutes, ms, 400)});
+    std::vector<double> sorted = ms;
+    std::sort(sorted.begin(), sorted.end());
+    svg::Series c{r.label, {}};
+    const size_t stride = std::max<size_t>(1, sorted.size() / 400);
+    for (size_t i = 0; i < sorted.size(); i += stride)
+      c.points.push_back(
+          {sorted[i], static_cast<double>(i + 1) / static_cast<double>(sorted.size())});
+    if (!sorted.empty()) c.points.push_back({sorted.back(), 1.0});
+    cdf.push_back(std::move(c));
+    svg::Series b{r.label, {}};
+    const auto& rearrangements = r.folder.run.rearrangements;
+    for (size_t i = 0; i < rearrangements.size(); ++i) {
+      const RearrangementRecord& rr = rearrangements[i];
+      b.points.push_back({static_cast<double>(i), static_cast<double>(rr.bytes[0] + rr.bytes[1]) / 1e9});
+    }
+    most = std::max(most, rearrangements.size());
+    bytes.push_back(std::move(b));
+  }
+  for (size_t i = 0; i < most; ++i) groups.push_back(std::to_string(i + 1));
+  std::string body = "<p>Scenario <b>" + svg::Escape(scenario_name) +
+                     "</b>, run once per policy with the same seed and workload.</p>\n";
+  body += "<h2>Summary</h2>\n" + Table(rows, {"label"}) + kDefinitions;
+  body += "<h2>Balancedness over time</h2>\n" +
+          svg::LineChart({"Balancedness over time", "simulated minutes", "balancedness"}, balance) +
+          "\n";
+  body += "<h2>Step time over time</h2>\n" +
+          svg::LineChart({"Step time over time", "simulated minutes", "ms"}, step) + "\n";
+  body += "<h2>Bytes moved per rearrangement</h2>\n" +
+          svg::BarChart({"Bytes moved per rearrangement", "rearrangement", "GB"}, groups, bytes) +
+          "\n";
+  body += "<h2>CDF of step time</h2>\n" +
+          svg::LineChart({"CDF of step time", "ms", "fraction of steps"}, cdf) + "\n";
+  body += "<h2>Scenario</h2>\n<pre>" + svg::Escape(scenario_yaml) + "</pre>\n";
+  return Page("eplb comparison: " + scenario_name, body);
+}
+
+std::string SweepReportHtml(const std::string& scenario_name, const std::vector<std::string>& keys,
+                            const std::vector<nlohmann::ordered_json>& rows) {
+  std::vector<std::string> lead = keys;
+  lead.push_back("policy");
+  std::string body = "<p>Scenario <b>" + svg::Escape(scenario_name) +
+                     "</b>: " + std::to_string(rows.size()) +
+                     " points. Each plot shows one varied field; a point is the mean over the "
+                     "other fields' values.</p>\n";
+  body += "<h2>Points</h2>\n" + Table(rows, lead) + kDefinitions;
+  for (const std::string& key : keys) {
+    for (const auto& [metric, title, scale] :
+         {std::tuple{"step_time_mean_s", "mean step time (ms)", 1e3},
+          std::tuple{"balancedness_mean", "balancedness", 1.0}}) {
+      std::map<std::string, std::map<double, std::pair<double, int>>> by_policy;
+      for (const auto& row : rows) {
+        const auto& v = row[key];
+        const double x = v.is_number() ? v.get<double>() : 0;
+        auto& cell = by_policy[row["policy"].get<std::string>()][x];
+        cell.first += row[metric].get<double>() * scale;
+        cell.second += 1;
+      }
+      std::vector<svg::Series> series;
+      for (const auto& [policy, points] : by_policy) {
+        svg::Series s{policy, {}};
+        for (const auto& [x, acc] : points) s.points.push_back({x, acc.first / acc.second});
+        series.push_back(std::move(s));
+      }
+      body += "<h2>" + svg::Escape(std::string(title) + " against " + key) + "</h2>\n" +
+              svg::LineChart({std::string(title) + " against " + key, key, title}, series) + "\n";
+    }
+  }
+  return Page("eplb sweep: " + scenario_name, body);
+}
+
+}  // namespace eplb

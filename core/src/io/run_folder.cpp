@@ -1,0 +1,412 @@
+#include "eplb/io/run_folder.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "eplb/base/file_io.h"
+#include "eplb/io/scenario_file.h"
+#include "io/perfetto_trace.h"
+#include "io/run_folder_columns.h"
+
+namespace eplb {
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+double Quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  const size_t k =
+      std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5));
+  std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(k), v.end());
+  return v[k];
+}
+
+Json SummaryJson(const RunSummary& s) {
+  const auto& r = s.rearrangements;
+  return {{"scenario", s.scenario},
+          {"backend", s.backend},
+          {"steps", s.steps},
+          {"simulated_s", s.simulated_s},
+          {"step_time_s",
+           {{"mean", s.step_time_s.mean},
+            {"p50", s.step_time_s.p50},
+            {"p99", s.step_time_s.p99},
+            {"max", s.step_time_s.max}}},
+          {"idle_step_time_s_mean", s.idle_step_time_s_mean},
+          {"slowed_s", s.slowed_s},
+          {"stalled_s", s.stalled_s},
+          {"balancedness", {{"mean", s.balancedness.mean}, {"min", s.balancedness.min}}},
+          {"imbalance_ratio", {{"mean", s.imbalance_ratio.mean}, {"max", s.imbalance_ratio.max}}},
+          {"rearrangements",
+           {{"started", r.started},
+            {"completed", r.completed},
+            {"skipped", r.skipped},
+            {"makespan_s_mean", r.makespan_s_mean},
+            {"predicted_makespan_s_mean", r.predicted_makespan_s_mean},
+            {"lower_bound_s_mean", r.lower_bound_s_mean},
+            {"policy_ms_mean", r.policy_ms_mean}}},
+          {"bytes_moved", {{"nvlink", s.bytes_moved_nvlink}, {"nic", s.bytes_moved_nic}}},
+          {"transfers", s.transfers},
+          {"wall_s", s.wall_s},
+          {"peak_rss_bytes", s.peak_rss_bytes}};
+}
+
+// Reads summary.json field by field; a missing or mistyped field is named by its JSON path.
+class SummaryReader {
+ public:
+  SummaryReader(const nlohmann::json& root, std::string file) : root_(root), file_(std::move(file)) {}
+
+  template <typename T>
+  Status Get(std::initializer_list<const char*> path, T& out) {
+    const nlohmann::json* j = &root_;
+    std::string where;
+    for (const char* key : path) {
+      where += where.empty() ? key : std::string(".") + key;
+      if (!j->is_object() || !j->contains(key)) {
+        return Status::InvalidArgument(fmt::format("{}: field '{}' is missing", file_, where));
+      }
+      j = &(*j)[key];
+    }
+    const bool fits = std::is_same_v<T, std::string>    ? j->is_string()
+                      : std::is_floating_point_v<T> ? j->is_number()
+                                                    : j->is_number_integer();
+    if (!fits) {
+      return Status::InvalidArgument(fmt::format("{}: field '{}' is {}; expected {}", file_, where,
+                                                 j->dump(), ExpectedKind<T>()));
+    }
+    out = j->get<T>();
+    return Status::Ok();
+  }
+
+ private:
+  template <typename T>
+  static const char* ExpectedKind() {
+    if constexpr (std::is_same_v<T, std::string>) return "a string";
+    if constexpr (std::is_floating_point_v<T>) return "a number";
+    return "an integer";
+  }
+  const nlohmann::json& root_;
+  std::string file_;
+};
+
+Result<RunSummary> ParseSummary(const std::string& text, const std::string& file) {
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(text);
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(fmt::format("{}: not valid JSON: {}", file, e.what()));
+  }
+  SummaryReader r(root, file);
+  RunSummary s;
+  auto& re = s.rearrangements;
+  for (Status st : {r.Get({"scenario"}, s.scenario),
+                    r.Get({"backend"}, s.backend),
+                    r.Get({"steps"}, s.steps),
+                    r.Get({"simulated_s"}, s.simulated_s),
+                    r.Get({"step_time_s", "mean"}, s.step_time_s.mean),
+                    r.Get({"step_time_s", "p50"}, s.step_time_s.p50),
+                    r.Get({"step_time_s", "p99"}, s.step_time_s.p99),
+                    r.Get({"step_time_s", "max"}, s.step_time_s.max),
+                    r.Get({"idle_step_time_s_mean"}, s.idle_step_time_s_mean),
+                    r.Get({"slowed_s"}, s.slowed_s),
+                    r.Get({"stalled_s"}, s.stalled_s),
+                    r.Get({"balancedness", "mean"}, s.balancedness.mean),
+                    r.Get({"balancedness", "min"}, s.balancedness.min),
+                    r.Get({"imbalance_ratio", "mean"}, s.imbalance_ratio.mean),
+                    r.Get({"imbalance_ratio", "max"}, s.imbalance_ratio.max),
+                    r.Get({"rearrangements", "started"}, re.started),
+                    r.Get({"rearrangements", "completed"}, re.completed),
+                    r.Get({"rearrangements", "skipped"}, re.skipped),
+                    r.Get({"rearrangements", "makespan_s_mean"}, re.makespan_s_mean),
+                    r.Get({"rearrangements", "predicted_makespan_s_mean"},
+                          re.predicted_makespan_s_mean),
+                    r.Get({"rearrangements", "lower_bound_s_mean"}, re.lower_bound_s_mean),
+                    r.Get({"rearrangements", "policy_ms_mean"}, re.policy_ms_mean),
+                    r.Get({"bytes_moved", "nvlink"}, s.bytes_moved_nvlink),
+                    r.Get({"bytes_moved", "nic"}, s.bytes_moved_nic),
+                    r.Get({"transfers"}, s.transfers),
+                    r.Get({"wall_s"}, s.wall_s),
+                    r.Get({"peak_rss_bytes"}, s.peak_rss_bytes)}) {
+    EPLB_RETURN_IF_ERROR(st);
+  }
+  return s;
+}
+
+std::string PlacementsJsonl(const RunResult& run) {
+  std::string out;
+  const Scenario& s = run.scenario;
+  auto initial = Placement::Initial(s.model.layers, s.model.experts, s.num_slots());
+  for (int l = 0; l < s.model.layers; ++l) {
+    const auto row = initial->phy2log(l);
+    out += Json{{"step", -1},
+                {"time_s", 0.0},
+                {"layer", l},
+                {"phy2log", std::vector<int32_t>(row.begin(), row.end())}}
+               .dump() +
+           "\n";
+  }
+  for (const CommitRecord& c : run.commits) {
+    out += Json{{"step", c.step}, {"time_s", c.time_s}, {"layer", c.layer}, {"phy2log", c.phy2log}}
+               .dump() +
+           "\n";
+  }
+  return out;
+}
+
+std::string LoadsJsonl(const RunResult& run) {
+  std::string out;
+  const int experts = run.scenario.model.experts;
+  for (const RearrangementRecord& r : run.rearrangements) {
+    Json rows = Json::array();
+    for (size_t first = 0; first + experts <= r.window_load.size(); first += experts) {
+      rows.push_back(
+          std::vector<float>(r.window_load.begin() + static_cast<ptrdiff_t>(first),
+                             r.window_load.begin() + static_cast<ptrdiff_t>(first + experts)));
+    }
+    out += Json{{"step", r.step}, {"time_s", r.start_s}, {"load", rows}}.dump() + "\n";
+  }
+  return out;
+}
+
+// Calls `parse` on each non-empty line of a JSON-lines text; its errors, and malformed JSON,
+// come back prefixed with the file and line.
+Status ForEachJsonLine(const std::string& text, const std::string& path,
+                       const std::function<Status(const nlohmann::json&)>& parse) {
+  size_t pos = 0;
+  for (int line_no = 1; pos < text.size(); ++line_no) {
+    const size_t nl = std::min(text.find('\n', pos), text.size());
+    const std::string_view line = std::string_view(text).substr(pos, nl - pos);
+    pos = nl + 1;
+    if (line.empty()) continue;
+    Status status;
+    try {
+      status = parse(nlohmann::json::parse(line));
+    } catch (const std::exception& e) {
+      status = Status::InvalidArgument(e.what());
+    }
+    EPLB_RETURN_IF_ERROR(status.WithContext(fmt::format("{}:{}: ", path, line_no)));
+  }
+  return Status::Ok();
+}
+
+Status ReadPlacements(const std::string& path, RunFolder& folder) {
+  EPLB_ASSIGN_OR_RETURN(const std::string text, ReadTextFile(path));
+  const Scenario& s = folder.run.scenario;
+  const int layers = s.model.layers, experts = s.model.experts, slots = s.num_slots();
+  folder.initial_phy2log.assign(static_cast<size_t>(layers), {});
+  EPLB_RETURN_IF_ERROR(ForEachJsonLine(text, path, [&](const nlohmann::json& j) {
+    CommitRecord c{j.at("step").get<int>(), j.at("time_s").get<double>(),
+                   j.at("layer").get<int>(), j.at("phy2log").get<std::vector<int32_t>>()};
+    if (c.layer < 0 || c.layer >= layers) {
+      return Status::InvalidArgument(fmt::format("layer {} is outside 0..{}", c.layer, layers - 1));
+    }
+    if (static_cast<int>(c.phy2log.size()) != slots) {
+      return Status::InvalidArgument(
+          fmt::format("phy2log has {} slots, the scenario {}", c.phy2log.size(), slots));
+    }
+    for (int32_t e : c.phy2log) {
+      if (e < -1 || e >= experts) {
+        return Status::InvalidArgument(fmt::format("expert {} is outside -1..{}", e, experts - 1));
+      }
+    }
+    if (c.step < 0) {
+      folder.initial_phy2log[static_cast<size_t>(c.layer)] = std::move(c.phy2log);
+    } else {
+      folder.run.commits.push_back(std::move(c));
+    }
+    return Status::Ok();
+  }));
+  for (int l = 0; l < layers; ++l) {
+    if (folder.initial_phy2log[static_cast<size_t>(l)].empty()) {
+      return Status::InvalidArgument(
+          fmt::format("{}: no initial placement (step -1) for layer {}", path, l));
+    }
+  }
+  return Status::Ok();
+}
+
+Status ReadLoads(const std::string& path, RunFolder& folder) {
+  EPLB_ASSIGN_OR_RETURN(const std::string text, ReadTextFile(path));
+  const int layers = folder.run.scenario.model.layers;
+  const int experts = folder.run.scenario.model.experts;
+  auto& rearrangements = folder.run.rearrangements;
+  size_t index = 0;
+  EPLB_RETURN_IF_ERROR(ForEachJsonLine(text, path, [&](const nlohmann::json& j) {
+    const int step = j.at("step").get<int>();
+    const auto load = j.at("load").get<std::vector<std::vector<float>>>();
+    if (static_cast<int>(load.size()) != layers ||
+        std::any_of(load.begin(), load.end(),
+                    [&](const auto& row) { return static_cast<int>(row.size()) != experts; })) {
+      return Status::InvalidArgument(
+          fmt::format("load is not {} layers × {} experts", layers, experts));
+    }
+    if (index >= rearrangements.size() || rearrangements[index].step != step) {
+      return Status::InvalidArgument(fmt::format(
+          "the load of a rearrangement at step {} that rearrangements.csv does not have", step));
+    }
+    auto& flat = rearrangements[index++].window_load;
+    for (const auto& row : load) flat.insert(flat.end(), row.begin(), row.end());
+    return Status::Ok();
+  }));
+  folder.has_loads = true;
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::vector<double> FollowingBalancedness(const RunResult& run) {
+  std::vector<double> out;
+  for (size_t i = 0; i < run.rearrangements.size(); ++i) {
+    const int first = run.rearrangements[i].step + 1;
+    const int last = i + 1 < run.rearrangements.size() ? run.rearrangements[i + 1].step
+                                                       : static_cast<int>(run.steps.size()) - 1;
+    double sum = 0;
+    int n = 0;
+    for (int s = first; s <= last && s < static_cast<int>(run.steps.size()); ++s, ++n)
+      sum += run.steps[s].balancedness;
+    out.push_back(n > 0 ? sum / n : 1.0);
+  }
+  return out;
+}
+
+RunSummary Summarize(const RunResult& run) {
+  RunSummary out;
+  out.scenario = run.scenario.name;
+  out.backend = run.backend;
+  out.steps = static_cast<int64_t>(run.steps.size());
+  std::vector<double> step_s;
+  double sum_step = 0, sum_idle = 0, sum_bal = 0, min_bal = 1, sum_imb = 0, max_imb = 0;
+  for (const StepRecord& s : run.steps) {
+    step_s.push_back(s.step_s);
+    sum_step += s.step_s;
+    sum_idle += s.idle_s;
+    sum_bal += s.balancedness;
+    min_bal = std::min(min_bal, s.balancedness);
+    sum_imb += s.imbalance_ratio;
+    max_imb = std::max(max_imb, s.imbalance_ratio);
+    out.stalled_s += s.stalled_s;
+  }
+  const double n = std::max<double>(1, static_cast<double>(run.steps.size()));
+  out.step_time_s = {sum_step / n, Quantile(step_s, 0.5), Quantile(step_s, 0.99),
+                     step_s.empty() ? 0 : *std::max_element(step_s.begin(), step_s.end())};
+  out.idle_step_time_s_mean = sum_idle / n;
+  out.slowed_s = sum_step - sum_idle;
+  out.balancedness = {sum_bal / n, min_bal};
+  out.imbalance_ratio = {sum_imb / n, max_imb};
+  if (!run.steps.empty()) {
+    const StepRecord& last = run.steps.back();
+    out.simulated_s = last.start_s + last.step_s + last.stalled_s;
+  }
+
+  auto& r = out.rearrangements;
+  double makespan = 0, predicted = 0, bound = 0, policy_ms = 0;
+  for (const RearrangementRecord& rec : run.rearrangements) {
+    out.bytes_moved_nvlink += rec.bytes[static_cast<int>(LinkClass::kNvlink)];
+    out.bytes_moved_nic += rec.bytes[static_cast<int>(LinkClass::kNic)];
+    out.transfers += rec.transfers;
+    policy_ms += rec.policy_ms;
+    if (rec.end_s >= 0) {
+      ++r.completed;
+      makespan += rec.end_s - rec.start_s;
+      predicted += rec.predicted_makespan_s;
+      bound += rec.lower_bound_s;
+    }
+  }
+  r.started = static_cast<int64_t>(run.rearrangements.size());
+  r.skipped = run.skipped_rearrangements;
+  const double started = std::max<double>(1, static_cast<double>(r.started));
+  const double done = std::max<double>(1, static_cast<double>(r.completed));
+  r.makespan_s_mean = makespan / done;
+  r.predicted_makespan_s_mean = predicted / done;
+  r.lower_bound_s_mean = bound / done;
+  r.policy_ms_mean = policy_ms / started;
+  out.wall_s = run.wall_s;
+  out.peak_rss_bytes = run.peak_rss_bytes;
+  return out;
+}
+
+Status WriteRunFolder(const std::string& dir, const RunResult& run) {
+  std::vector<run_folder::RearrangementRow> rows;
+  const std::vector<double> following = FollowingBalancedness(run);
+  for (size_t i = 0; i < run.rearrangements.size(); ++i) {
+    run_folder::RearrangementRow row;
+    static_cast<RearrangementRecord&>(row) = run.rearrangements[i];
+    row.window_load.clear();  // loads.jsonl has it
+    row.following_balancedness = following[i];
+    rows.push_back(std::move(row));
+  }
+  return WriteFolderAtomically(dir, "run", "summary.json", [&](const std::string& partial) {
+    const std::vector<std::pair<const char*, std::function<std::string()>>> files = {
+        {"scenario.yaml", [&] { return ScenarioToYaml(run.scenario); }},
+        {"metrics.csv", [&] { return run_folder::MetricsCsv(run.steps); }},
+        {"transfers.csv", [&] { return run_folder::TransfersCsv(run.transfers); }},
+        {"rearrangements.csv", [&] { return run_folder::RearrangementsCsv(rows); }},
+        {"placements.jsonl", [&] { return PlacementsJsonl(run); }},
+        {"loads.jsonl", [&] { return LoadsJsonl(run); }},
+        {"trace.json", [&] { return PerfettoTraceJson(run); }},
+        // The summary last: a folder without it was never finished.
+        {"summary.json", [&] { return SummaryJson(Summarize(run)).dump(2) + "\n"; }}};
+    for (const auto& [name, text] : files)
+      EPLB_RETURN_IF_ERROR(WriteTextFile(partial + "/" + name, text()));
+    return Status::Ok();
+  });
+}
+
+Result<RunFolder> ReadRunFolder(const std::string& dir) {
+  if (!fs::is_directory(dir)) return Status::NotFound(fmt::format("{}: no such folder", dir));
+  const std::string p = dir + "/";
+  if (!fs::exists(p + "summary.json")) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: not a finished run folder (no summary.json; eplb run and eplb device-run write it "
+        "last)",
+        dir));
+  }
+  RunFolder folder;
+  folder.dir = dir;
+  EPLB_ASSIGN_OR_RETURN(const std::string summary_text, ReadTextFile(p + "summary.json"));
+  EPLB_ASSIGN_OR_RETURN(folder.summary, ParseSummary(summary_text, p + "summary.json"));
+  RunResult& run = folder.run;
+  EPLB_ASSIGN_OR_RETURN(run.scenario, LoadScenarioFile(p + "scenario.yaml"));
+  run.backend = folder.summary.backend;
+  run.skipped_rearrangements = static_cast<int>(folder.summary.rearrangements.skipped);
+  run.wall_s = folder.summary.wall_s;
+  run.peak_rss_bytes = folder.summary.peak_rss_bytes;
+
+  EPLB_ASSIGN_OR_RETURN(const std::string metrics, ReadTextFile(p + "metrics.csv"));
+  EPLB_ASSIGN_OR_RETURN(run.steps, run_folder::ParseMetricsCsv(metrics, p + "metrics.csv"));
+
+  EPLB_ASSIGN_OR_RETURN(const std::string transfers, ReadTextFile(p + "transfers.csv"));
+  EPLB_ASSIGN_OR_RETURN(run.transfers,
+                        run_folder::ParseTransfersCsv(transfers, p + "transfers.csv"));
+  const int layers = run.scenario.model.layers, gpus = run.scenario.num_gpus();
+  for (size_t i = 0; i < run.transfers.size(); ++i) {
+    const TransferRecord& t = run.transfers[i];
+    if (t.layer < 0 || t.layer >= layers || t.src_rank < 0 || t.src_rank >= gpus ||
+        t.dst_rank < 0 || t.dst_rank >= gpus) {
+      return Status::InvalidArgument(fmt::format(
+          "{}transfers.csv:{}: layer {} / ranks {} -> {} outside the scenario's {} layers and {} "
+          "GPUs",
+          p, i + 2, t.layer, t.src_rank, t.dst_rank, layers, gpus));
+    }
+  }
+
+  EPLB_ASSIGN_OR_RETURN(const std::string rearrangements, ReadTextFile(p + "rearrangements.csv"));
+  EPLB_ASSIGN_OR_RETURN(auto rows, run_folder::ParseRearrangementsCsv(
+                                       rearrangements, p + "rearrangements.csv"));
+  for (run_folder::RearrangementRow& row : rows) {
+    folder.following_balancedness.push_back(row.following_balancedness);
+    run.rearrangements.push_back(std::move(static_cast<RearrangementRecord&>(row)));
+  }
+
+  EPLB_RETURN_IF_ERROR(ReadPlacements(p + "placements.jsonl", folder));
+  // Run folders written before loads.jsonl existed have none.
+  if (fs::exists(p + "loads.jsonl")) EPLB_RETURN_IF_ERROR(ReadLoads(p + "loads.jsonl", folder));
+  return folder;
+}
+
+}  // namespace eplb

@@ -1,0 +1,293 @@
+// The one definition of the run folder's CSV columns: name, unit, meaning, how the value is
+// written, and where it lives in the record. The writers, the readers and RunFolderFiles() are
+// all generated from the tables below.
+#include "io/run_folder_columns.h"
+
+#include <array>
+#include <iterator>
+#include <type_traits>
+
+#include <fmt/format.h>
+
+#include "eplb/base/csv.h"
+#include "eplb/io/run_folder.h"
+
+namespace eplb::run_folder {
+namespace {
+
+// How a column's value is written; the reader accepts what the writer writes.
+enum class Format {
+  kInt32,   // an integer that fits 32 bits
+  kInt64,   // an integer
+  kReal9,   // 9 significant digits: times in seconds
+  kFixed6,  // 6 decimals: ratios
+  kFixed3,  // 3 decimals: milliseconds
+  kLink,    // a link class name: nvlink, nic
+};
+
+struct Cell {
+  int64_t i = 0;
+  double d = 0;
+};
+
+template <typename Row>
+struct Field {
+  RunFolderColumn doc;
+  Format format;
+  Cell (*get)(const Row&);
+  void (*set)(Row&, const Cell&);
+};
+
+// A field stored in member M of Row (or of a base of Row).
+template <typename Row, auto M>
+Field<Row> Col(RunFolderColumn doc, Format format) {
+  return {doc, format,
+          [](const Row& r) {
+            using T = std::remove_cvref_t<decltype(r.*M)>;
+            if constexpr (std::is_floating_point_v<T>) {
+              return Cell{0, static_cast<double>(r.*M)};
+            } else {
+              return Cell{static_cast<int64_t>(r.*M), 0};
+            }
+          },
+          [](Row& r, const Cell& c) {
+            using T = std::remove_cvref_t<decltype(r.*M)>;
+            if constexpr (std::is_floating_point_v<T>) {
+              r.*M = static_cast<T>(c.d);
+            } else {
+              r.*M = static_cast<T>(c.i);
+            }
+          }};
+}
+
+const std::vector<Field<StepRecord>>& MetricsFields() {
+  using R = StepRecord;
+  static const std::vector<Field<R>> fields = {
+      Col<R, &R::step>({"step", "", "the step's index, from 0"}, Format::kInt32),
+      Col<R, &R::start_s>({"time_s", "s", "when the step started, in the backend's clock"},
+                          Format::kReal9),
+      Col<R, &R::step_s>({"step_s", "s", "the step's duration as the backend ran it"},
+                         Format::kReal9),
+      Col<R, &R::idle_s>(
+          {"idle_step_s", "s", "the same step on idle links (engine/step_model.h)"},
+          Format::kReal9),
+      Col<R, &R::balancedness>(
+          {"balancedness", "1",
+           "vLLM's mean/max GPU load of the step's load under the placement in force"},
+          Format::kFixed6),
+      Col<R, &R::imbalance_ratio>(
+          {"imbalance_ratio", "1", "TensorRT-LLM's (max − mean)/mean GPU load, over layers"},
+          Format::kFixed6),
+      Col<R, &R::bytes_in_flight>(
+          {"bytes_in_flight", "bytes", "migration bytes of layers not yet committed"},
+          Format::kInt64),
+      Col<R, &R::stalled_s>(
+          {"stalled_s", "s", "time the step boundary blocked (stop-the-world rearrangements)"},
+          Format::kReal9),
+  };
+  return fields;
+}
+
+const std::vector<Field<TransferRecord>>& TransferFields() {
+  using R = TransferRecord;
+  static const std::vector<Field<R>> fields = {
+      Col<R, &R::layer>({"layer", "", "the MoE layer"}, Format::kInt32),
+      Col<R, &R::expert>({"expert", "", "the logical expert moved"}, Format::kInt32),
+      Col<R, &R::src_rank>({"src_rank", "", "the GPU it was read from"}, Format::kInt32),
+      Col<R, &R::dst_rank>({"dst_rank", "", "the GPU it was written to"}, Format::kInt32),
+      Col<R, &R::bytes>({"bytes", "bytes", "the expert's weights"}, Format::kInt64),
+      Col<R, &R::link>({"link", "", "the link class it crossed: nvlink or nic"}, Format::kLink),
+      Col<R, &R::start_s>({"start_s", "s", "its flow's start"}, Format::kReal9),
+      Col<R, &R::end_s>({"end_s", "s", "its flow's end (bytes arrived)"}, Format::kReal9),
+  };
+  return fields;
+}
+
+const std::vector<Field<RearrangementRow>>& RearrangementFields() {
+  using R = RearrangementRow;
+  using B = RearrangementRecord;
+  static const std::vector<Field<R>> fields = {
+      Col<R, &B::step>({"step", "", "the step after which it started"}, Format::kInt32),
+      Col<R, &B::start_s>({"start_s", "s", "when the policy ran"}, Format::kReal9),
+      Col<R, &B::end_s>({"end_s", "s", "its last commit; −1 if it never finished"},
+                        Format::kReal9),
+      Col<R, &B::layers>({"layers", "", "layers whose placement changed"}, Format::kInt32),
+      Col<R, &B::transfers>({"transfers", "", "expert transfers"}, Format::kInt64),
+      {{"bytes_nvlink", "bytes", "bytes moved over NVLink"},
+       Format::kInt64,
+       [](const R& r) { return Cell{r.bytes[static_cast<int>(LinkClass::kNvlink)], 0}; },
+       [](R& r, const Cell& c) { r.bytes[static_cast<int>(LinkClass::kNvlink)] = c.i; }},
+      {{"bytes_nic", "bytes", "bytes moved over NICs"},
+       Format::kInt64,
+       [](const R& r) { return Cell{r.bytes[static_cast<int>(LinkClass::kNic)], 0}; },
+       [](R& r, const Cell& c) { r.bytes[static_cast<int>(LinkClass::kNic)] = c.i; }},
+      Col<R, &B::predicted_makespan_s>(
+          {"predicted_makespan_s", "s", "Σ over layers of the schedule's makespan (schedule.h)"},
+          Format::kReal9),
+      Col<R, &B::lower_bound_s>(
+          {"lower_bound_s", "s", "Σ over layers of the schedule's lower bound (schedule.h)"},
+          Format::kReal9),
+      Col<R, &B::policy_ms>({"policy_ms", "ms", "wall time of the policy"}, Format::kFixed3),
+      Col<R, &B::window_balancedness_before>(
+          {"window_balancedness_before", "1", "balancedness of the window under the old placement"},
+          Format::kFixed6),
+      Col<R, &B::window_balancedness_after>(
+          {"window_balancedness_after", "1", "balancedness of the window under the new placement"},
+          Format::kFixed6),
+      Col<R, &B::window_balancedness_bound>(
+          {"window_balancedness_bound", "1",
+           "the best any placement could do on that window (model/balance_bound.h)"},
+          Format::kFixed6),
+      Col<R, &R::following_balancedness>(
+          {"following_balancedness", "1",
+           "mean balancedness of the steps it served, up to the next rearrangement"},
+          Format::kFixed6),
+  };
+  return fields;
+}
+
+template <typename Row>
+std::string Header(const std::vector<Field<Row>>& fields) {
+  std::string out;
+  for (const Field<Row>& f : fields) {
+    if (!out.empty()) out += ',';
+    out += f.doc.name;
+  }
+  return out;
+}
+
+template <typename Row>
+std::string WriteCsv(const std::vector<Field<Row>>& fields, const std::vector<Row>& rows) {
+  std::string out = Header(fields) + "\n";
+  auto it = std::back_inserter(out);
+  for (const Row& row : rows) {
+    for (size_t i = 0; i < fields.size(); ++i) {
+      if (i > 0) out += ',';
+      const Cell c = fields[i].get(row);
+      switch (fields[i].format) {
+        case Format::kInt32:
+        case Format::kInt64: fmt::format_to(it, "{}", c.i); break;
+        case Format::kReal9: fmt::format_to(it, "{:.9g}", c.d); break;
+        case Format::kFixed6: fmt::format_to(it, "{:.6f}", c.d); break;
+        case Format::kFixed3: fmt::format_to(it, "{:.3f}", c.d); break;
+        case Format::kLink: out += LinkClassName(static_cast<LinkClass>(c.i)); break;
+      }
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+template <typename Row>
+Status ParseCell(const CsvLines& csv, const Field<Row>& field, std::string_view text, Cell& c) {
+  const std::string_view name = field.doc.name;
+  switch (field.format) {
+    case Format::kInt32: {
+      int32_t v = 0;
+      if (!ParseCsvInt32(text, v)) {
+        return csv.Error(fmt::format("{} '{}' is not a 32-bit integer", name, text));
+      }
+      c.i = v;
+      return Status::Ok();
+    }
+    case Format::kInt64:
+      if (!ParseCsvInt64(text, c.i)) {
+        return csv.Error(fmt::format("{} '{}' is not an integer", name, text));
+      }
+      return Status::Ok();
+    case Format::kReal9:
+    case Format::kFixed6:
+    case Format::kFixed3:
+      if (!ParseCsvDouble(text, c.d)) {
+        return csv.Error(fmt::format("{} '{}' is not a finite number", name, text));
+      }
+      return Status::Ok();
+    case Format::kLink:
+      for (int l = 0; l < kNumLinkClasses; ++l) {
+        if (text == LinkClassName(static_cast<LinkClass>(l))) {
+          c.i = l;
+          return Status::Ok();
+        }
+      }
+      return csv.Error(fmt::format("{} '{}': valid values are nvlink, nic", name, text));
+  }
+  return Status::Ok();
+}
+
+template <typename Row>
+Result<std::vector<Row>> ParseCsv(const std::vector<Field<Row>>& fields, std::string_view text,
+                                  const std::string& name) {
+  CsvLines csv(text, name);
+  EPLB_RETURN_IF_ERROR(csv.ExpectHeader(Header(fields)));
+  std::vector<Row> rows;
+  std::vector<std::string_view> values;
+  while (csv.Next(values)) {
+    EPLB_RETURN_IF_ERROR(csv.CheckFieldCount(values, fields.size()));
+    Row row{};
+    for (size_t i = 0; i < fields.size(); ++i) {
+      Cell c;
+      EPLB_RETURN_IF_ERROR(ParseCell(csv, fields[i], values[i], c));
+      fields[i].set(row, c);
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+template <typename Row>
+std::vector<RunFolderColumn> Docs(const std::vector<Field<Row>>& fields) {
+  std::vector<RunFolderColumn> out;
+  for (const Field<Row>& f : fields) out.push_back(f.doc);
+  return out;
+}
+
+}  // namespace
+
+std::string MetricsCsv(const std::vector<StepRecord>& steps) {
+  return WriteCsv(MetricsFields(), steps);
+}
+std::string TransfersCsv(const std::vector<TransferRecord>& transfers) {
+  return WriteCsv(TransferFields(), transfers);
+}
+std::string RearrangementsCsv(const std::vector<RearrangementRow>& rows) {
+  return WriteCsv(RearrangementFields(), rows);
+}
+
+Result<std::vector<StepRecord>> ParseMetricsCsv(std::string_view text, const std::string& name) {
+  return ParseCsv(MetricsFields(), text, name);
+}
+Result<std::vector<TransferRecord>> ParseTransfersCsv(std::string_view text,
+                                                      const std::string& name) {
+  return ParseCsv(TransferFields(), text, name);
+}
+Result<std::vector<RearrangementRow>> ParseRearrangementsCsv(std::string_view text,
+                                                             const std::string& name) {
+  return ParseCsv(RearrangementFields(), text, name);
+}
+
+}  // namespace eplb::run_folder
+
+namespace eplb {
+
+std::span<const RunFolderFile> RunFolderFiles() {
+  using namespace run_folder;
+  static const std::vector<RunFolderColumn> metrics = Docs(MetricsFields());
+  static const std::vector<RunFolderColumn> transfers = Docs(TransferFields());
+  static const std::vector<RunFolderColumn> rearrangements = Docs(RearrangementFields());
+  static const std::array<RunFolderFile, 8> files = {{
+      {"scenario.yaml", "the resolved scenario, every field written out", {}},
+      {"metrics.csv", "one line per step", metrics},
+      {"transfers.csv", "one line per expert transfer", transfers},
+      {"rearrangements.csv", "one line per rearrangement", rearrangements},
+      {"placements.jsonl",
+       "each layer's initial placement (step −1), then one line per layer commit: step, time_s, "
+       "layer, phy2log",
+       {}},
+      {"loads.jsonl", "one line per rearrangement: the window's load (tokens) its policy saw", {}},
+      {"trace.json", "Chrome/Perfetto trace events of steps, transfers and commits", {}},
+      {"summary.json", "the run's summary numbers (RunSummary); written last", {}},
+  }};
+  return files;
+}
+
+}  // namespace eplb

@@ -1,0 +1,432 @@
+#include "eplb/io/scenario_file.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "eplb/formats/load_file.h"
+#include "eplb/policy/policy.h"
+
+namespace eplb {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Reads YAML maps strictly: remembers where each field was, and reports the first error with
+// the file, line, column and field.
+class Reader {
+ public:
+  explicit Reader(std::string source) : source_(std::move(source)) {}
+
+  // A field set with --set (or inside one) has no place in the file: name the setting.
+  std::string Where(const YAML::Node& node, const std::string& path) const {
+    for (const std::string& o : overridden_) {
+      const bool inside = path == o || path.rfind(o + ".", 0) == 0 || path.rfind(o + "[", 0) == 0;
+      const bool created_by_it = !path.empty() && o.rfind(path + ".", 0) == 0;
+      if (inside || created_by_it) {
+        return fmt::format("{} (--set {}): ", source_, o);
+      }
+    }
+    const YAML::Mark m = node.Mark();
+    if (m.is_null() || m.line < 0) return source_ + ": ";
+    return fmt::format("{}:{}:{}: ", source_, m.line + 1, m.column + 1);
+  }
+  void Fail(const YAML::Node& node, const std::string& path, const std::string& message) {
+    if (status_.ok()) status_ = Status::InvalidArgument(Where(node, path) + message);
+  }
+  void Overridden(const std::string& path) { overridden_.push_back(path); }
+  void FailAt(const std::string& path, const std::string& message) {
+    if (!status_.ok()) return;
+    const auto it = where_.find(path);
+    status_ = Status::InvalidArgument((it != where_.end() ? it->second : source_ + ": ") + message);
+  }
+  void Remember(const std::string& path, const YAML::Node& node) {
+    where_[path] = Where(node, path);
+  }
+  const Status& status() const { return status_; }
+
+ private:
+  std::string source_;
+  Status status_;
+  std::map<std::string, std::string> where_;
+  std::vector<std::string> overridden_;
+};
+
+std::string Show(const YAML::Node& n) {
+  if (n.IsScalar()) return "'" + n.Scalar() + "'";
+  if (n.IsSequence()) return "a list";
+  if (n.IsMap()) return "a map";
+  return "empty";
+}
+
+class MapReader {
+ public:
+  MapReader(const YAML::Node& node, std::string path, Reader& reader)
+      : node_(node), path_(std::move(path)), reader_(reader) {
+    if (node_ && !node_.IsNull() && !node_.IsMap()) {
+      reader_.Fail(node_, Name(""),
+                   fmt::format("{} is {}; expected a map of fields", Name(""), Show(node_)));
+      node_ = YAML::Node(YAML::NodeType::Undefined);
+    }
+  }
+
+  void Int(const char* key, int& out, int min, int max = std::numeric_limits<int>::max()) {
+    int64_t v = out;
+    Int64(key, v, min, max);
+    out = static_cast<int>(v);
+  }
+  void Int64(const char* key, int64_t& out, int64_t min,
+             int64_t max = std::numeric_limits<int64_t>::max()) {
+    const YAML::Node n = Take(key);
+    if (!n) return;
+    long long v = 0;
+    if (!n.IsScalar() || !YAML::convert<long long>::decode(n, v)) {
+      return reader_.Fail(n, Name(key),
+                          fmt::format("{} is {}; expected an integer", Name(key), Show(n)));
+    }
+    if (v < min || v > max) {
+      return reader_.Fail(
+          n, Name(key),
+          max == std::numeric_limits<int64_t>::max()
+              ? fmt::format("{} is {}; it must be at least {}", Name(key), v, min)
+              : fmt::format("{} is {}; valid values are {}..{}", Name(key), v, min, max));
+    }
+    out = v;
+  }
+  void Uint64(const char* key, uint64_t& out) {
+    int64_t v = static_cast<int64_t>(out & 0x7fffffffffffffffULL);
+    Int64(key, v, 0);
+    out = static_cast<uint64_t>(v);
+  }
+  // A number in [min, max]; with `positive`, strictly above min.
+  void Double(const char* key, double& out, double min, double max = kInf, bool positive = false) {
+    const YAML::Node n = Take(key);
+    if (!n) return;
+    double v = 0;
+    if (!n.IsScalar() || !YAML::convert<double>::decode(n, v) || !std::isfinite(v)) {
+      return reader_.Fail(n, Name(key),
+                          fmt::format("{} is {}; expected a number", Name(key), Show(n)));
+    }
+    if (v < min || v > max || (positive && v <= min)) {
+      const std::string range = max == kInf
+                                    ? fmt::format("{} {}", positive ? "above" : "at least", min)
+                                    : fmt::format("within [{}, {}]", min, max);
+      return reader_.Fail(n, Name(key),
+                          fmt::format("{} is {}; it must be {}", Name(key), v, range));
+    }
+    out = v;
+  }
+  void Bool(const char* key, bool& out) {
+    const YAML::Node n = Take(key);
+    if (!n) return;
+    if (!n.IsScalar() || !YAML::convert<bool>::decode(n, out)) {
+      reader_.Fail(n, Name(key),
+                   fmt::format("{} is {}; expected true or false", Name(key), Show(n)));
+    }
+  }
+  void String(const char* key, std::string& out, const std::vector<std::string>& allowed = {}) {
+    const YAML::Node n = Take(key);
+    if (!n) return;
+    if (!n.IsScalar())
+      return reader_.Fail(n, Name(key),
+                          fmt::format("{} is {}; expected a string", Name(key), Show(n)));
+    if (!allowed.empty() &&
+        std::find(allowed.begin(), allowed.end(), n.Scalar()) == allowed.end()) {
+      return reader_.Fail(n, Name(key),
+                          fmt::format("{} is '{}'; valid values: {}", Name(key), n.Scalar(),
+                                      fmt::join(allowed, ", ")));
+    }
+    out = n.Scalar();
+  }
+  MapReader Sub(const char* key) { return MapReader(Take(key), Name(key), reader_); }
+  YAML::Node Take(const char* key) {
+    seen_.insert(key);
+    // A default YAML::Node is a defined null; "absent" is the Undefined type.
+    if (!node_ || !node_.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+    // Through a const reference: yaml-cpp's non-const operator[] inserts missing keys.
+    const YAML::Node& map = node_;
+    const YAML::Node n = map[key];
+    if (n) reader_.Remember(Name(key), n);
+    return n;
+  }
+  // Reports the first key that no reader asked for.
+  void Finish() {
+    if (!node_ || !node_.IsMap()) return;
+    for (const auto& kv : node_) {
+      const std::string key = kv.first.as<std::string>();
+      if (!seen_.count(key)) {
+        std::vector<std::string> valid(seen_.begin(), seen_.end());
+        return reader_.Fail(kv.first, Name(key),
+                            fmt::format("unknown field '{}'; valid fields here: {}", Name(key),
+                                        fmt::join(valid, ", ")));
+      }
+    }
+  }
+  std::string Name(const std::string& key) const {
+    if (path_.empty()) return key;
+    return key.empty() ? path_ : path_ + "." + key;
+  }
+
+ private:
+  YAML::Node node_;
+  std::string path_;
+  Reader& reader_;
+  std::set<std::string> seen_;
+};
+
+void ReadLink(MapReader m, LinkConfig& link) {
+  m.Double("bandwidth_gbps", link.bandwidth_gbps, 0, kInf, true);
+  m.Double("latency_us", link.latency_us, 0);
+  m.Double("efficiency", link.efficiency, 0, 1, true);
+  m.Finish();
+}
+
+Status ApplyOverride(YAML::Node& root, const std::string& setting, Reader& reader) {
+  const size_t eq = setting.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return Status::InvalidArgument(fmt::format("--set '{}': expected key.path=value", setting));
+  }
+  const std::string path = setting.substr(0, eq);
+  YAML::Node value;
+  try {
+    value = YAML::Load(setting.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(
+        fmt::format("--set '{}': the value is not valid YAML: {}", setting, e.msg));
+  }
+  std::vector<std::string> parts;
+  std::stringstream ss(path);
+  for (std::string part; std::getline(ss, part, '.');) parts.push_back(part);
+  YAML::Node cur = root;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    if (cur[parts[i]] && !cur[parts[i]].IsMap()) {
+      return Status::InvalidArgument(
+          fmt::format("--set '{}': '{}' is not a map of fields", setting, parts[i]));
+    }
+    YAML::Node next = cur[parts[i]];
+    cur.reset(next);
+  }
+  cur[parts.back()] = value;
+  reader.Overridden(path);
+  return Status::Ok();
+}
+
+void Validate(Scenario& s, Reader& r) {
+  const ModelSpec& m = s.model;
+  if (m.experts % m.groups != 0) {
+    r.FailAt("model.groups", fmt::format("model.groups is {}; it must divide model.experts ({})",
+                                         m.groups, m.experts));
+  }
+  if (m.top_k > m.experts) {
+    r.FailAt("model.top_k", fmt::format("model.top_k is {}; it must be at most model.experts ({})",
+                                        m.top_k, m.experts));
+  }
+  const int gpus = s.num_gpus();
+  if (s.num_slots() % gpus != 0) {
+    const int next = (s.num_slots() + gpus - 1) / gpus * gpus - m.experts;
+    r.FailAt(
+        "eplb.num_redundant_experts",
+        fmt::format("eplb.num_redundant_experts is {}: {} experts + {} redundant = {} slots do not "
+                    "divide over {} GPUs; valid values are {} plus multiples of {}",
+                    s.eplb.num_redundant_experts, m.experts, s.eplb.num_redundant_experts,
+                    s.num_slots(), gpus, next, gpus));
+  }
+  if (!MakePolicy(s.eplb.policy).ok()) {
+    r.FailAt("eplb.policy", fmt::format("eplb.policy is '{}'; {}", s.eplb.policy,
+                                        MakePolicy(s.eplb.policy).status().message()));
+  }
+  if (s.workload.kind == "trace" && s.workload.trace.empty()) {
+    r.FailAt("workload.kind", "workload.kind is 'trace' but workload.trace names no file");
+  }
+}
+
+}  // namespace
+
+Result<Scenario> ParseScenario(const std::string& text, const std::string& source,
+                               const std::vector<std::string>& overrides) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    return Status::InvalidArgument(fmt::format("{}:{}:{}: not valid YAML: {}", source,
+                                               e.mark.line + 1, e.mark.column + 1, e.msg));
+  }
+  if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  Reader r(source);
+  for (const std::string& o : overrides) EPLB_RETURN_IF_ERROR(ApplyOverride(root, o, r));
+
+  Scenario s;
+  s.source = source;
+  MapReader top(root, "", r);
+  top.String("name", s.name);
+  {
+    MapReader m = top.Sub("model");
+    m.Int("layers", s.model.layers, 1, 100000);
+    m.Int("experts", s.model.experts, 1, 1 << 20);
+    m.Int("groups", s.model.groups, 1);
+    m.Int("top_k", s.model.top_k, 1);
+    m.Int("hidden", s.model.hidden, 1);
+    m.Int64("expert_bytes", s.model.expert_bytes, 1);
+    m.Int("activation_bytes", s.model.activation_bytes, 1, 8);
+    m.Finish();
+  }
+  {
+    MapReader c = top.Sub("cluster");
+    c.Int("nodes", s.cluster.nodes, 1, 100000);
+    c.Int("gpus_per_node", s.cluster.gpus_per_node, 1, 1024);
+    ReadLink(c.Sub("nvlink"), s.cluster.nvlink);
+    ReadLink(c.Sub("nic"), s.cluster.nic);
+    c.Double("pcie_gbps", s.cluster.pcie_gbps, 0, kInf, true);
+    c.Double("hbm_gbps", s.cluster.hbm_gbps, 0, kInf, true);
+    c.Double("nvswitch_gbps", s.cluster.nvswitch_gbps, 0);
+    c.Double("fabric_oversubscription", s.cluster.fabric_oversubscription, 1);
+    c.Finish();
+  }
+  {
+    MapReader c = top.Sub("compute");
+    c.Double("attention_us", s.compute.attention_us, 0);
+    c.Double("layer_fixed_us", s.compute.layer_fixed_us, 0);
+    c.Double("per_token_us", s.compute.per_token_us, 0);
+    c.Finish();
+  }
+  {
+    MapReader w = top.Sub("workload");
+    w.String("kind", s.workload.kind, {"generator", "trace"});
+    w.Int("tokens_per_step", s.workload.tokens_per_step, 1);
+    w.String("popularity", s.workload.popularity, {"lognormal", "zipf"});
+    w.Double("sigma", s.workload.sigma, 0);
+    w.Double("zipf_s", s.workload.zipf_s, 0);
+    w.Double("drift", s.workload.drift, 0);
+    w.Bool("noise", s.workload.noise);
+    w.String("trace", s.workload.trace);
+    const YAML::Node phases = w.Take("phases");
+    if (phases && !phases.IsNull()) {
+      if (!phases.IsSequence()) {
+        r.Fail(phases, "workload.phases",
+               fmt::format("workload.phases is {}; expected a list of {{step, shuffle}}",
+                           Show(phases)));
+      } else {
+        for (size_t i = 0; i < phases.size(); ++i) {
+          PhaseChange p;
+          MapReader pm(phases[i], fmt::format("workload.phases[{}]", i), r);
+          pm.Int("step", p.step, 0);
+          pm.Double("shuffle", p.shuffle, 0, 1);
+          pm.Finish();
+          s.workload.phases.push_back(p);
+        }
+      }
+    }
+    w.Finish();
+  }
+  {
+    MapReader e = top.Sub("eplb");
+    e.Int("window_size", s.eplb.window_size, 1, 1 << 20);
+    e.Int("step_interval", s.eplb.step_interval, 1);
+    e.Int("num_redundant_experts", s.eplb.num_redundant_experts, 0);
+    e.String("policy", s.eplb.policy);
+    e.Bool("use_async", s.eplb.use_async);
+    e.Int("layers_per_step", s.eplb.layers_per_step, 1);
+    e.Int("staging_layers", s.eplb.staging_layers, 1);
+    std::string rule = SenderRuleName(s.eplb.sender_rule),
+                sched = ScheduleStrategyName(s.eplb.schedule);
+    e.String("sender_rule", rule, {"vllm", "local"});
+    e.String("schedule", sched, {"single-batch", "greedy-pairs", "best"});
+    s.eplb.sender_rule = *ParseSenderRule(rule);
+    s.eplb.schedule = *ParseScheduleStrategy(sched);
+    e.Bool("preserve_slots", s.eplb.preserve_slots);
+    e.Double("migration_weight", s.eplb.migration_weight, 0);
+    e.Int("max_moves_per_layer", s.eplb.max_moves_per_layer, 0);
+    e.Finish();
+  }
+  {
+    MapReader run = top.Sub("run");
+    run.Int("steps", s.run.steps, 1);
+    run.Uint64("seed", s.run.seed);
+    run.Finish();
+  }
+  top.Finish();
+  if (r.status().ok()) Validate(s, r);
+  if (!r.status().ok()) return r.status();
+  return s;
+}
+
+Result<Scenario> LoadScenarioFile(const std::string& path,
+                                  const std::vector<std::string>& overrides) {
+  auto text = ReadTextFile(path);
+  if (!text.ok()) return text.status();
+  auto s = ParseScenario(*text, path, overrides);
+  if (!s.ok()) return s;
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  s->base_dir = dir.empty() ? std::filesystem::path(".") : dir;
+  return s;
+}
+
+std::string ScenarioToYaml(const Scenario& s) {
+  YAML::Emitter out;
+  auto link = [&](const char* name, const LinkConfig& l) {
+    out << YAML::Key << name << YAML::Value << YAML::BeginMap << YAML::Key << "bandwidth_gbps"
+        << YAML::Value << l.bandwidth_gbps << YAML::Key << "latency_us" << YAML::Value
+        << l.latency_us << YAML::Key << "efficiency" << YAML::Value << l.efficiency << YAML::EndMap;
+  };
+  out << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << s.name;
+  out << YAML::Key << "model" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "layers" << YAML::Value << s.model.layers << YAML::Key << "experts"
+      << YAML::Value << s.model.experts << YAML::Key << "groups" << YAML::Value << s.model.groups
+      << YAML::Key << "top_k" << YAML::Value << s.model.top_k << YAML::Key << "hidden"
+      << YAML::Value << s.model.hidden << YAML::Key << "expert_bytes" << YAML::Value
+      << static_cast<long long>(s.model.expert_bytes) << YAML::Key << "activation_bytes"
+      << YAML::Value << s.model.activation_bytes << YAML::EndMap;
+  out << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "nodes" << YAML::Value << s.cluster.nodes << YAML::Key << "gpus_per_node"
+      << YAML::Value << s.cluster.gpus_per_node;
+  link("nvlink", s.cluster.nvlink);
+  link("nic", s.cluster.nic);
+  out << YAML::Key << "pcie_gbps" << YAML::Value << s.cluster.pcie_gbps << YAML::Key << "hbm_gbps"
+      << YAML::Value << s.cluster.hbm_gbps << YAML::Key << "nvswitch_gbps" << YAML::Value
+      << s.cluster.nvswitch_gbps << YAML::Key << "fabric_oversubscription" << YAML::Value
+      << s.cluster.fabric_oversubscription << YAML::EndMap;
+  out << YAML::Key << "compute" << YAML::Value << YAML::BeginMap << YAML::Key << "attention_us"
+      << YAML::Value << s.compute.attention_us << YAML::Key << "layer_fixed_us" << YAML::Value
+      << s.compute.layer_fixed_us << YAML::Key << "per_token_us" << YAML::Value
+      << s.compute.per_token_us << YAML::EndMap;
+  out << YAML::Key << "workload" << YAML::Value << YAML::BeginMap << YAML::Key << "kind"
+      << YAML::Value << s.workload.kind << YAML::Key << "tokens_per_step" << YAML::Value
+      << s.workload.tokens_per_step << YAML::Key << "popularity" << YAML::Value
+      << s.workload.popularity << YAML::Key << "sigma" << YAML::Value << s.workload.sigma
+      << YAML::Key << "zipf_s" << YAML::Value << s.workload.zipf_s << YAML::Key << "drift"
+      << YAML::Value << s.workload.drift << YAML::Key << "noise" << YAML::Value << s.workload.noise;
+  out << YAML::Key << "phases" << YAML::Value << YAML::BeginSeq;
+  for (const PhaseChange& p : s.workload.phases) {
+    out << YAML::Flow << YAML::BeginMap << YAML::Key << "step" << YAML::Value << p.step << YAML::Key
+        << "shuffle" << YAML::Value << p.shuffle << YAML::EndMap;
+  }
+  out << YAML::EndSeq << YAML::Key << "trace" << YAML::Value << s.workload.trace << YAML::EndMap;
+  out << YAML::Key << "eplb" << YAML::Value << YAML::BeginMap << YAML::Key << "window_size"
+      << YAML::Value << s.eplb.window_size << YAML::Key << "step_interval" << YAML::Value
+      << s.eplb.step_interval << YAML::Key << "num_redundant_experts" << YAML::Value
+      << s.eplb.num_redundant_experts << YAML::Key << "policy" << YAML::Value << s.eplb.policy
+      << YAML::Key << "use_async" << YAML::Value << s.eplb.use_async << YAML::Key
+      << "layers_per_step" << YAML::Value << s.eplb.layers_per_step << YAML::Key << "staging_layers"
+      << YAML::Value << s.eplb.staging_layers << YAML::Key << "sender_rule" << YAML::Value
+      << SenderRuleName(s.eplb.sender_rule) << YAML::Key << "schedule" << YAML::Value
+      << ScheduleStrategyName(s.eplb.schedule) << YAML::Key << "preserve_slots" << YAML::Value
+      << s.eplb.preserve_slots << YAML::Key << "migration_weight" << YAML::Value
+      << s.eplb.migration_weight << YAML::Key << "max_moves_per_layer" << YAML::Value
+      << s.eplb.max_moves_per_layer << YAML::EndMap;
+  out << YAML::Key << "run" << YAML::Value << YAML::BeginMap << YAML::Key << "steps" << YAML::Value
+      << s.run.steps << YAML::Key << "seed" << YAML::Value
+      << static_cast<unsigned long long>(s.run.seed) << YAML::EndMap;
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace eplb

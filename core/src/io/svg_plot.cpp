@@ -1,0 +1,181 @@
+#include "io/svg_plot.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+namespace eplb::svg {
+namespace {
+
+constexpr int kLeft = 70, kRight = 170, kTop = 30, kBottom = 45;
+
+// "Nice" tick step covering [lo, hi] in about `n` steps.
+double TickStep(double lo, double hi, int n) {
+  const double raw = (hi - lo) / n;
+  if (!(raw > 0)) return 1;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    if (raw <= m * mag) return m * mag;
+  }
+  return 10 * mag;
+}
+
+std::string Number(double v) {
+  if (v == 0) return "0";
+  const double a = std::abs(v);
+  if (a >= 1e9) return fmt::format("{:.3g}G", v / 1e9);
+  if (a >= 1e6) return fmt::format("{:.3g}M", v / 1e6);
+  if (a >= 1e4) return fmt::format("{:.3g}k", v / 1e3);
+  return fmt::format("{:.4g}", v);
+}
+
+struct Frame {
+  double x0, x1, y0, y1;
+  int w, h;
+  double X(double x) const {
+    return kLeft + (x1 > x0 ? (x - x0) / (x1 - x0) : 0.5) * (w - kLeft - kRight);
+  }
+  double Y(double y) const {
+    return h - kBottom - (y1 > y0 ? (y - y0) / (y1 - y0) : 0.5) * (h - kTop - kBottom);
+  }
+};
+
+std::string Axes(const Chart& c, const Frame& f, bool x_ticks) {
+  std::string out = fmt::format(
+      R"svg(<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{}" height="{}" viewBox="0 0 {} {}" role="img" aria-label="{}">)svg",
+      c.width, c.height, c.width, c.height, Escape(c.title));
+  out +=
+      fmt::format(R"svg(<text x="{}" y="18" class="title">{}</text>)svg", kLeft, Escape(c.title));
+  const double ys = TickStep(f.y0, f.y1, 5);
+  for (double y = std::ceil(f.y0 / ys) * ys; y <= f.y1 + ys * 1e-9; y += ys) {
+    out += fmt::format(R"svg(<line x1="{}" x2="{}" y1="{:.1f}" y2="{:.1f}" class="grid"/>)svg",
+                       kLeft, c.width - kRight, f.Y(y), f.Y(y));
+    out += fmt::format(R"svg(<text x="{}" y="{:.1f}" class="tick" text-anchor="end">{}</text>)svg",
+                       kLeft - 6, f.Y(y) + 4, Number(y));
+  }
+  if (x_ticks) {
+    const double xs = TickStep(f.x0, f.x1, 6);
+    for (double x = std::ceil(f.x0 / xs) * xs; x <= f.x1 + xs * 1e-9; x += xs) {
+      out += fmt::format(
+          R"svg(<text x="{:.1f}" y="{}" class="tick" text-anchor="middle">{}</text>)svg", f.X(x),
+          c.height - kBottom + 16, Number(x));
+    }
+  }
+  out += fmt::format(R"svg(<line x1="{}" x2="{}" y1="{}" y2="{}" class="axis"/>)svg", kLeft,
+                     c.width - kRight, c.height - kBottom, c.height - kBottom);
+  out += fmt::format(R"svg(<line x1="{}" x2="{}" y1="{}" y2="{}" class="axis"/>)svg", kLeft, kLeft,
+                     kTop, c.height - kBottom);
+  out += fmt::format(R"svg(<text x="{}" y="{}" class="label" text-anchor="middle">{}</text>)svg",
+                     (kLeft + c.width - kRight) / 2, c.height - 8, Escape(c.x_label));
+  out += fmt::format(
+      R"svg(<text x="14" y="{}" class="label" text-anchor="middle" transform="rotate(-90 14 {})">{}</text>)svg",
+      (kTop + c.height - kBottom) / 2, (kTop + c.height - kBottom) / 2, Escape(c.y_label));
+  return out;
+}
+
+std::string Legend(const Chart& c, const std::vector<Series>& series) {
+  std::string out;
+  for (size_t i = 0; i < series.size(); ++i) {
+    const int y = kTop + 8 + static_cast<int>(i) * 18;
+    out += fmt::format(R"svg(<rect x="{}" y="{}" width="12" height="12" fill="{}"/>)svg",
+                       c.width - kRight + 12, y - 10, Colour(i));
+    out += fmt::format(R"svg(<text x="{}" y="{}" class="legend">{}</text>)svg",
+                       c.width - kRight + 30, y, Escape(series[i].name));
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* Colour(size_t i) {
+  static const char* kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
+                                   "#9467bd", "#8c564b", "#e377c2", "#17becf"};
+  return kPalette[i % 8];
+}
+
+std::string Escape(const std::string& text) {
+  std::string out;
+  for (char ch : text) {
+    switch (ch) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += ch;
+    }
+  }
+  return out;
+}
+
+std::string LineChart(const Chart& chart, const std::vector<Series>& series) {
+  Frame f{std::numeric_limits<double>::infinity(),
+          -std::numeric_limits<double>::infinity(),
+          std::numeric_limits<double>::infinity(),
+          -std::numeric_limits<double>::infinity(),
+          chart.width,
+          chart.height};
+  for (const Series& s : series) {
+    for (const auto& [x, y] : s.points) {
+      f.x0 = std::min(f.x0, x);
+      f.x1 = std::max(f.x1, x);
+      f.y0 = std::min(f.y0, y);
+      f.y1 = std::max(f.y1, y);
+    }
+  }
+  if (!std::isfinite(f.x0)) f.x0 = 0, f.x1 = 1, f.y0 = 0, f.y1 = 1;
+  const double pad = (f.y1 - f.y0) * 0.05 + 1e-12;
+  f.y0 -= pad;
+  f.y1 += pad;
+  std::string out = Axes(chart, f, true);
+  for (size_t i = 0; i < series.size(); ++i) {
+    std::string path;
+    for (const auto& [x, y] : series[i].points)
+      path += fmt::format("{}{:.1f},{:.1f}", path.empty() ? "" : " ", f.X(x), f.Y(y));
+    out += fmt::format(
+        R"svg(<polyline class="series" data-series="{}" fill="none" stroke="{}" stroke-width="1.5" points="{}"/>)svg",
+        Escape(series[i].name), Colour(i), path);
+  }
+  return out + Legend(chart, series) + "</svg>";
+}
+
+std::string BarChart(const Chart& chart, const std::vector<std::string>& groups,
+                     const std::vector<Series>& series) {
+  double top = 0;
+  for (const Series& s : series) {
+    for (const auto& p : s.points) top = std::max(top, p.second);
+  }
+  Frame f{0,           static_cast<double>(std::max<size_t>(1, groups.size())),
+          0,           top > 0 ? top * 1.05 : 1,
+          chart.width, chart.height};
+  std::string out = Axes(chart, f, false);
+  const double group_w =
+      (chart.width - kLeft - kRight) / std::max<double>(1, static_cast<double>(groups.size()));
+  const double bar_w = group_w * 0.8 / std::max<double>(1, static_cast<double>(series.size()));
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const double gx = kLeft + static_cast<double>(g) * group_w + group_w * 0.1;
+    out +=
+        fmt::format(R"svg(<text x="{:.1f}" y="{}" class="tick" text-anchor="middle">{}</text>)svg",
+                    gx + group_w * 0.4, chart.height - kBottom + 16, Escape(groups[g]));
+    for (size_t i = 0; i < series.size(); ++i) {
+      const double v = g < series[i].points.size() ? series[i].points[g].second : 0;
+      out += fmt::format(
+          R"svg(<rect class="bar" data-series="{}" x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" fill="{}"><title>{}: {}</title></rect>)svg",
+          Escape(series[i].name), gx + static_cast<double>(i) * bar_w, f.Y(v), bar_w,
+          f.Y(0) - f.Y(v), Colour(i), Escape(series[i].name), Number(v));
+    }
+  }
+  return out + Legend(chart, series) + "</svg>";
+}
+
+}  // namespace eplb::svg

@@ -1,0 +1,207 @@
+#include "eplb/migrate/rearranger.h"
+
+#include <algorithm>
+#include <mutex>
+
+#include <fmt/format.h>
+
+namespace eplb {
+
+Rearranger::Rearranger(RearrangementBackend& backend, const Topology& topology,
+                       RearrangerOptions options)
+    : backend_(backend), topology_(topology), options_(options), monitor_(backend.NewMonitor()) {}
+
+Rearranger::~Rearranger() {
+  Cancel();
+}
+
+Status Rearranger::Start(const Placement& current, const Placement& target) {
+  if (in_progress_) return Status::InvalidArgument("a rearrangement is already in progress");
+  if (options_.layers_per_step < 1) {
+    return Status::InvalidArgument(
+        fmt::format("layers per step is {}; it must be at least 1", options_.layers_per_step));
+  }
+  if (!options_.sync &&
+      (options_.staging_layers < 1 || options_.staging_layers > backend_.staging_buffers())) {
+    return Status::InvalidArgument(
+        fmt::format("staging layers is {}; the backend has staging buffers for 1..{} layers",
+                    options_.staging_layers, backend_.staging_buffers()));
+  }
+  auto plans = PlanMigration(current, target, topology_, options_.sender_rule);
+  if (!plans.ok()) return plans.status();
+  if (options_.sync && static_cast<int>(plans->size()) > backend_.staging_buffers()) {
+    return Status::InvalidArgument(fmt::format(
+        "sync mode stages all {} changing layers at once but the backend has staging buffers "
+        "for {}",
+        plans->size(), backend_.staging_buffers()));
+  }
+
+  plans_ = std::move(plans).value();
+  placement_ = current;
+  target_ = target;
+  staging_layers_ =
+      options_.sync ? std::max<int>(1, static_cast<int>(plans_.size())) : options_.staging_layers;
+  const int ranks = topology_.num_ranks();
+  schedules_.clear();
+  copies_.assign(plans_.size(), std::vector<std::vector<LocalCopy>>(static_cast<size_t>(ranks)));
+  for (size_t i = 0; i < plans_.size(); ++i) {
+    schedules_.push_back(ScheduleTransfers(plans_[i].transfers, topology_, options_.schedule));
+    for (const LocalCopy& c : plans_[i].local_copies) copies_[i][c.rank].push_back(c);
+    for (auto& list : copies_[i]) {
+      std::stable_partition(list.begin(), list.end(),
+                            [](const LocalCopy& c) { return !c.after_receive; });
+    }
+  }
+  lanes_done_.assign(plans_.size(), std::vector<int>(static_cast<size_t>(ranks), 0));
+  ranks_ready_.assign(plans_.size(), 0);
+  local_ranks_ = 0;
+  for (int rank = 0; rank < ranks; ++rank) local_ranks_ += backend_.IsLocal(rank) ? 1 : 0;
+  committed_ = 0;
+  error_ = Status::Ok();
+  cancelled_ = false;
+  in_progress_ = !plans_.empty();
+  if (!in_progress_) return Status::Ok();
+  for (int rank = 0; rank < ranks; ++rank) {
+    if (!backend_.IsLocal(rank)) continue;  // its own process runs it
+    for (int lane = 0; lane < kNumLinkClasses; ++lane) {
+      backend_.StartWorker(rank,
+                           [this, rank, lane] { RunWorker(rank, static_cast<LinkClass>(lane)); });
+    }
+  }
+  return Status::Ok();
+}
+
+bool Rearranger::WaitForBuffer(size_t index) {
+  std::unique_lock lock(*monitor_);
+  while (!cancelled_ && static_cast<int>(index) >= committed_ + staging_layers_) monitor_->Wait();
+  return !cancelled_;
+}
+
+void Rearranger::Fail(const Status& status) {
+  std::unique_lock lock(*monitor_);
+  if (error_.ok()) error_ = status;
+  cancelled_ = true;
+  monitor_->NotifyAll();
+}
+
+void Rearranger::RunWorker(int rank, LinkClass lane) {
+  for (size_t i = 0; i < plans_.size(); ++i) {
+    if (!WaitForBuffer(i)) return;
+    const LayerPlan& plan = plans_[i];
+    const StagingTarget target{rank, plan.layer, static_cast<int>(i % staging_layers_)};
+    const auto& rounds = schedules_[i].lanes[static_cast<int>(lane)];
+    for (size_t r = 0; r < rounds.size(); ++r) {
+      if (cancelled_) return;
+      const bool involved =
+          std::any_of(rounds[r].flows.begin(), rounds[r].flows.end(),
+                      [&](const Flow& f) { return f.src_rank == rank || f.dst_rank == rank; });
+      if (!involved) continue;
+      const double start = backend_.Now();
+      const Status s = backend_.ExecuteRound(target, rounds[r], plan.transfers);
+      if (!s.ok()) {
+        return Fail(s.WithContext(fmt::format("rank {}, layer {}, {} round {}: ", rank, plan.layer,
+                                              LinkClassName(lane), r)));
+      }
+      on_round(RoundEvent{rank, plan.layer, lane, static_cast<int>(r), start, backend_.Now()});
+    }
+    {
+      std::unique_lock lock(*monitor_);
+      if (++lanes_done_[i][rank] < kNumLinkClasses) continue;  // the other lane finishes the rank
+    }
+    if (!copies_[i][rank].empty()) {
+      const Status s = backend_.CopyLocal(target, copies_[i][rank]);
+      if (!s.ok()) {
+        return Fail(
+            s.WithContext(fmt::format("rank {}, layer {}, local copies: ", rank, plan.layer)));
+      }
+    }
+    std::unique_lock lock(*monitor_);
+    if (++ranks_ready_[i] == local_ranks_) {
+      on_layer_staged(LayerEvent{plan.layer, backend_.Now()});
+      monitor_->NotifyAll();
+    }
+  }
+}
+
+Status Rearranger::CommitLocked(size_t index) {
+  const LayerPlan& plan = plans_[index];
+  for (int rank = 0; rank < topology_.num_ranks(); ++rank) {
+    if (!backend_.IsLocal(rank)) continue;
+    const StagingTarget target{rank, plan.layer, static_cast<int>(index % staging_layers_)};
+    EPLB_RETURN_IF_ERROR(backend_.CommitLayer(target, plan.written_slots[rank]));
+  }
+  placement_ = placement_->WithLayerFrom(*target_, plan.layer);
+  ++committed_;
+  on_layer_committed(LayerEvent{plan.layer, backend_.Now()});
+  return Status::Ok();
+}
+
+Result<std::vector<int>> Rearranger::OnStepBoundary() {
+  std::vector<int> committed;
+  if (!in_progress_) return committed;
+  std::unique_lock lock(*monitor_);
+  const auto staged_here = [&](int ready) { return ready == local_ranks_; };
+  if (options_.sync) {
+    // Stop the world: wait for every layer to be staged.
+    while (!cancelled_ && !std::all_of(ranks_ready_.begin(), ranks_ready_.end(), staged_here)) {
+      monitor_->Wait();
+    }
+  }
+  // The all-ranks gate: the layers staged here, agreed with the other processes (if any)
+  // without holding the lock, which the workers need meanwhile. What happens here after the
+  // snapshot (a worker failing) waits for the next boundary, so that every process acts on
+  // the same agreed numbers and they all stop at the same boundary.
+  const bool failed_here = cancelled_;
+  int ready = 0;
+  while (!failed_here && static_cast<size_t>(committed_ + ready) < plans_.size() &&
+         staged_here(ranks_ready_[static_cast<size_t>(committed_ + ready)])) {
+    ++ready;
+  }
+  lock.unlock();
+  const int agreed = backend_.AgreeOnStagedLayers(failed_here ? -1 : ready);
+  lock.lock();
+  if (agreed < 0) {
+    if (error_.ok() && !failed_here) {
+      error_ = Status::Cancelled("the rearrangement failed or was cancelled in another process");
+    }
+    cancelled_ = true;
+  }
+  const int limit = options_.sync ? static_cast<int>(plans_.size()) : options_.layers_per_step;
+  for (int n = 0; n < std::min(agreed, limit); ++n) {
+    const int layer = plans_[static_cast<size_t>(committed_)].layer;
+    const Status status = CommitLocked(static_cast<size_t>(committed_));
+    if (!status.ok()) {
+      // Reported to the other processes at the next boundary.
+      if (error_.ok()) error_ = status;
+      cancelled_ = true;
+      break;
+    }
+    committed.push_back(layer);
+  }
+  monitor_->NotifyAll();
+  lock.unlock();
+  if (agreed < 0 || static_cast<size_t>(committed_) == plans_.size()) {
+    Finish();
+    if (!error_.ok()) return error_;  // once: the rearrangement is over
+  }
+  return committed;
+}
+
+void Rearranger::Cancel() {
+  if (!in_progress_) return;
+  {
+    std::unique_lock lock(*monitor_);
+    cancelled_ = true;
+    monitor_->NotifyAll();
+  }
+  Finish();
+}
+
+void Rearranger::Finish() {
+  // A worker that passed its cancellation check may be inside a round whose peer never came.
+  if (cancelled_) backend_.AbortTransfers();
+  backend_.JoinWorkers();
+  in_progress_ = false;
+}
+
+}  // namespace eplb

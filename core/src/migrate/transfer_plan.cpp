@@ -1,0 +1,233 @@
+#include "eplb/migrate/transfer_plan.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace eplb {
+
+const char* SenderRuleName(SenderRule rule) {
+  return rule == SenderRule::kVllm ? "vllm" : "local";
+}
+
+Result<SenderRule> ParseSenderRule(std::string_view name) {
+  if (name == "vllm") return SenderRule::kVllm;
+  if (name == "local") return SenderRule::kLocal;
+  return Status::InvalidArgument(
+      fmt::format("sender rule is '{}'; valid rules: vllm, local", name));
+}
+
+namespace {
+
+// A rank that must receive an expert it did not hold, and the first slot it receives into.
+struct Need {
+  int32_t rank;
+  int32_t slot;
+};
+
+// Picks, for each receiving rank (ascending), the index into `senders` that serves it.
+void AssignVllm(std::span<const int32_t> senders, std::span<const Need> receivers,
+                std::vector<int>& pick) {
+  pick.assign(receivers.size(), 0);
+  const size_t n = receivers.size() / senders.size();
+  for (size_t p = 0; p < senders.size(); ++p) {
+    for (size_t i = p * n; i < (p + 1) * n; ++i) pick[i] = static_cast<int>(p);
+    const size_t remainder = senders.size() * n + p;
+    if (remainder < receivers.size()) pick[remainder] = static_cast<int>(p);
+  }
+}
+
+void AssignLocal(std::span<const int32_t> senders, std::span<const Need> receivers,
+                 const Topology& topology, std::vector<int64_t> (&sent)[kNumLinkClasses],
+                 std::vector<int>& pick) {
+  pick.assign(receivers.size(), 0);
+  const int gpn = topology.gpus_per_node();
+  for (size_t i = 0; i < receivers.size(); ++i) {
+    const int32_t dst = receivers[i].rank;
+    const bool node_has_copy = std::any_of(senders.begin(), senders.end(),
+                                           [&](int32_t s) { return topology.same_node(s, dst); });
+    int best = -1;
+    for (size_t p = 0; p < senders.size(); ++p) {
+      const int32_t src = senders[p];
+      if (node_has_copy && !topology.same_node(src, dst)) continue;
+      if (best < 0) {
+        best = static_cast<int>(p);
+        continue;
+      }
+      const auto link = static_cast<int>(topology.link_between(src, dst));
+      const int32_t cur = senders[best];
+      const int64_t a = sent[link][src], b = sent[link][cur];
+      const bool same_rail = src % gpn == dst % gpn, cur_rail = cur % gpn == dst % gpn;
+      if (a < b || (a == b && same_rail && !cur_rail)) best = static_cast<int>(p);
+    }
+    pick[i] = best;
+    const int32_t src = senders[best];
+    sent[static_cast<int>(topology.link_between(src, dst))][src] += topology.expert_bytes();
+  }
+}
+
+}  // namespace
+
+Result<LayerPlan> PlanLayer(int layer, std::span<const int32_t> old_row,
+                            std::span<const int32_t> new_row, const Topology& topology,
+                            SenderRule rule) {
+  const int slots = topology.num_slots();
+  if (static_cast<int>(old_row.size()) != slots || static_cast<int>(new_row.size()) != slots) {
+    return Status::InvalidArgument(
+        fmt::format("layer {}: old placement has {} slots and new has {}; the cluster has {}",
+                    layer, old_row.size(), new_row.size(), slots));
+  }
+  const int ranks = topology.num_ranks();
+  const int per_rank = topology.slots_per_gpu();
+  int experts = 0;
+  for (int s = 0; s < slots; ++s) experts = std::max({experts, old_row[s] + 1, new_row[s] + 1});
+
+  // first_old[rank * experts + e]: the rank's first old slot holding e, or -1. Ranks scan in
+  // ascending order, so each expert's holders come out ascending.
+  std::vector<int32_t> first_old(static_cast<size_t>(ranks) * experts, -1);
+  std::vector<int32_t> holder_count(static_cast<size_t>(experts) + 1, 0);
+  for (int s = 0; s < slots; ++s) {
+    const int32_t e = old_row[s];
+    if (e == kEmptySlot) continue;
+    int32_t& first = first_old[static_cast<size_t>(topology.rank_of_slot(s)) * experts + e];
+    if (first < 0) {
+      first = s;
+      ++holder_count[e + 1];
+    }
+  }
+  for (int e = 0; e < experts; ++e) holder_count[e + 1] += holder_count[e];
+  std::vector<int32_t> holders(static_cast<size_t>(holder_count[experts]));
+  {
+    std::vector<int32_t> cursor(holder_count.begin(), holder_count.end() - 1);
+    for (int r = 0; r < ranks; ++r) {
+      for (int e = 0; e < experts; ++e) {
+        if (first_old[static_cast<size_t>(r) * experts + e] >= 0) holders[cursor[e]++] = r;
+      }
+    }
+  }
+
+  LayerPlan plan;
+  plan.layer = layer;
+  plan.written_slots.resize(static_cast<size_t>(ranks));
+  // first_new[rank * experts + e]: the slot a rank receives e into, once; further slots copy it.
+  std::vector<int32_t> first_new(static_cast<size_t>(ranks) * experts, -1);
+  std::vector<std::vector<Need>> needs(static_cast<size_t>(experts));
+  for (int r = 0; r < ranks; ++r) {
+    for (int s = r * per_rank; s < (r + 1) * per_rank; ++s) {
+      const int32_t e = new_row[s];
+      if (e == old_row[s]) continue;
+      if (e == kEmptySlot) {
+        plan.emptied_slots.push_back(s);
+        continue;
+      }
+      plan.written_slots[r].push_back(s);
+      const int32_t local = first_old[static_cast<size_t>(r) * experts + e];
+      if (local >= 0) {
+        plan.local_copies.push_back({r, e, local, s, false});
+        continue;
+      }
+      if (holder_count[e] == holder_count[e + 1]) {
+        return Status::InvalidArgument(fmt::format(
+            "layer {}: expert {} is in the new placement (slot {}) but nowhere in the old one",
+            layer, e, s));
+      }
+      int32_t& first = first_new[static_cast<size_t>(r) * experts + e];
+      if (first >= 0) {
+        plan.local_copies.push_back({r, e, first, s, true});
+      } else {
+        first = s;
+        needs[e].push_back({r, s});
+      }
+    }
+  }
+
+  std::vector<int64_t> sent[kNumLinkClasses] = {
+      std::vector<int64_t>(static_cast<size_t>(ranks), 0),
+      std::vector<int64_t>(static_cast<size_t>(ranks), 0)};
+  std::vector<int> pick;
+  for (int e = 0; e < experts; ++e) {
+    if (needs[e].empty()) continue;
+    const std::span<const int32_t> senders(
+        holders.data() + holder_count[e],
+        static_cast<size_t>(holder_count[e + 1] - holder_count[e]));
+    if (rule == SenderRule::kVllm) {
+      AssignVllm(senders, needs[e], pick);
+    } else {
+      AssignLocal(senders, needs[e], topology, sent, pick);
+    }
+    for (size_t i = 0; i < needs[e].size(); ++i) {
+      const Need& need = needs[e][i];
+      const int32_t src = senders[pick[i]];
+      Transfer t;
+      t.expert = e;
+      t.src_rank = src;
+      t.src_slot = first_old[static_cast<size_t>(src) * experts + e];
+      t.dst_rank = need.rank;
+      t.dst_slot = need.slot;
+      t.bytes = topology.expert_bytes();
+      t.link = topology.link_between(src, need.rank);
+      plan.bytes[static_cast<int>(t.link)] += t.bytes;
+      plan.transfers.push_back(t);
+    }
+  }
+  return plan;
+}
+
+Result<std::vector<LayerPlan>> PlanMigration(const Placement& old_placement,
+                                             const Placement& new_placement,
+                                             const Topology& topology, SenderRule rule) {
+  EPLB_RETURN_IF_ERROR(old_placement.CheckFits(topology).WithContext("old placement: "));
+  EPLB_RETURN_IF_ERROR(new_placement.CheckFits(topology).WithContext("new placement: "));
+  if (old_placement.num_layers() != new_placement.num_layers()) {
+    return Status::InvalidArgument(fmt::format("old placement has {} layers but new has {}",
+                                               old_placement.num_layers(),
+                                               new_placement.num_layers()));
+  }
+  std::vector<LayerPlan> plans;
+  for (int layer = 0; layer < old_placement.num_layers(); ++layer) {
+    auto plan = PlanLayer(layer, old_placement.phy2log(layer), new_placement.phy2log(layer),
+                          topology, rule);
+    if (!plan.ok()) return plan.status();
+    if (!plan->empty()) plans.push_back(std::move(plan).value());
+  }
+  return plans;
+}
+
+Result<std::vector<int32_t>> ApplyPlan(std::span<const int32_t> old_row, const LayerPlan& plan,
+                                       const Topology& topology) {
+  std::vector<int32_t> row(old_row.begin(), old_row.end());
+  std::vector<int32_t> received(old_row.size(), kEmptySlot);
+  auto bad = [&](const std::string& what) {
+    return Status::Internal(fmt::format("layer {}: {}", plan.layer, what));
+  };
+  for (const Transfer& t : plan.transfers) {
+    if (topology.rank_of_slot(t.src_slot) != t.src_rank ||
+        topology.rank_of_slot(t.dst_slot) != t.dst_rank) {
+      return bad(fmt::format("transfer of expert {} names slots off its ranks", t.expert));
+    }
+    if (old_row[t.src_slot] != t.expert) {
+      return bad(fmt::format("transfer reads slot {} for expert {} but it held {}", t.src_slot,
+                             t.expert, old_row[t.src_slot]));
+    }
+    if (t.src_rank == t.dst_rank)
+      return bad(fmt::format("transfer of expert {} to its own rank", t.expert));
+    received[t.dst_slot] = t.expert;
+  }
+  for (const LocalCopy& c : plan.local_copies) {
+    if (topology.rank_of_slot(c.src_slot) != c.rank ||
+        topology.rank_of_slot(c.dst_slot) != c.rank) {
+      return bad(fmt::format("local copy of expert {} crosses ranks", c.expert));
+    }
+    const int32_t source = c.after_receive ? received[c.src_slot] : old_row[c.src_slot];
+    if (source != c.expert) {
+      return bad(fmt::format("local copy of expert {} reads slot {} which holds {}", c.expert,
+                             c.src_slot, source));
+    }
+    row[c.dst_slot] = c.expert;
+  }
+  for (const Transfer& t : plan.transfers) row[t.dst_slot] = t.expert;
+  for (const int32_t s : plan.emptied_slots) row[s] = kEmptySlot;
+  return row;
+}
+
+}  // namespace eplb

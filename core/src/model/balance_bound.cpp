@@ -1,0 +1,32 @@
+#include "eplb/model/balance_bound.h"
+
+#include <algorithm>
+
+#include "policy/util.h"
+
+namespace eplb {
+
+std::vector<double> MaxGpuLoadLowerBound(const LoadMatrix& load, const Topology& topology) {
+  std::vector<double> bound;
+  for (int l = 0; l < load.rows(); ++l) {
+    const auto row = policy_util::Row(load, l);
+    const auto counts = policy_util::ReplicaCounts(row, topology.num_slots());
+    double per_replica = 0;
+    for (size_t e = 0; e < counts.size(); ++e)
+      per_replica = std::max(per_replica, row[e] / counts[e]);
+    bound.push_back(std::max(load.row(l).sum() / topology.num_ranks(), per_replica));
+  }
+  return bound;
+}
+
+double BalancednessUpperBound(const LoadMatrix& load, const Topology& topology) {
+  const auto bound = MaxGpuLoadLowerBound(load, topology);
+  double mean = 0, max = 0;
+  for (int l = 0; l < load.rows(); ++l) {
+    mean += load.row(l).sum() / topology.num_ranks();
+    max += bound[l];
+  }
+  return max > 0 ? mean / max : 1.0;
+}
+
+}  // namespace eplb

@@ -1,0 +1,64 @@
+// A whole run of the EPLB loop on the host backend: real threads moving real bytes, no
+// simulator. Builds the RunResult a run folder is written from, in any build of eplb.
+#pragma once
+
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "eplb/base/file_io.h"
+#include "eplb/engine/eplb_loop.h"
+#include "eplb/engine/run_result.h"
+#include "eplb/engine/workload.h"
+#include "eplb/migrate/host_backend.h"
+
+namespace eplb::testing {
+
+// Steps that take a little wall time, so that workers move bytes between step boundaries as
+// they would beside real inference.
+class SleepingStepRunner final : public StepRunner {
+ public:
+  Status RunStep(const StepCost& /*cost*/, bool /*contended*/) override {
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    return Status::Ok();
+  }
+};
+
+struct HostRun {
+  RunResult result;
+  Status verified;  // every slot's bytes equal its expert's under the final placement
+};
+
+// Runs `scenario` on a HostBackend whose experts are `expert_bytes` long.
+inline Result<HostRun> RunOnHost(const Scenario& scenario, size_t expert_bytes = 4096) {
+  auto workload = MakeWorkload(scenario);
+  if (!workload.ok()) return workload.status();
+  const Topology topology = scenario.topology();
+  HostBackend backend(topology, scenario.model.layers, scenario.model.layers, expert_bytes);
+  HostRun out;
+  RunResult& r = out.result;
+  r.scenario = scenario;
+  r.backend = "host";
+  std::mutex mu;
+  backend.on_transfer.Connect([&](const TransferRecord& t) {
+    std::lock_guard lock(mu);
+    r.transfers.push_back(t);
+  });
+  SleepingStepRunner runner;
+  EplbLoop loop(scenario, **workload, backend, runner);
+  backend.Fill(loop.placement());
+  const auto start = std::chrono::steady_clock::now();
+  if (const Status s = loop.Run(); !s.ok()) return s;
+  r.steps = loop.steps();
+  r.rearrangements = loop.rearrangements();
+  r.commits = loop.commits();
+  r.skipped_rearrangements = loop.skipped_rearrangements();
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.peak_rss_bytes = PeakRssBytes();
+  out.verified = backend.Verify(loop.placement());
+  return out;
+}
+
+}  // namespace eplb::testing

@@ -1,0 +1,245 @@
+// The run folder: the loop on the host backend (no simulator needed), written and read back
+// field by field, the column table that defines the files, and the reader's errors.
+#include "eplb/io/run_folder.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "eplb/base/file_io.h"
+#include "eplb/io/scenario_file.h"
+#include "host_run.h"
+
+namespace eplb {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::RunOnHost;
+
+Scenario Tiny(std::vector<std::string> overrides = {}) {
+  overrides.push_back("run.steps=260");
+  auto s = LoadScenarioFile(std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml", overrides);
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  return *s;
+}
+
+class TempDir {
+ public:
+  TempDir() : path_(fs::temp_directory_path() / ("eplb-run-folder-" + std::to_string(getpid()))) {
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+// The loop runs on the host backend: bytes really move, and every transfer is reported.
+TEST(HostRun, AsyncAndStopTheWorldMoveTheRightBytes) {
+  for (const char* async : {"true", "false"}) {
+    SCOPED_TRACE(std::string("use_async=") + async);
+    auto run = RunOnHost(Tiny({std::string("eplb.use_async=") + async}));
+    ASSERT_TRUE(run.ok()) << run.status().message();
+    EXPECT_TRUE(run->verified.ok()) << run->verified.message();
+    const RunResult& r = run->result;
+    ASSERT_EQ(r.steps.size(), 260u);
+    ASSERT_GE(r.rearrangements.size(), 2u);
+    int64_t reported_bytes = 0, recorded_bytes = 0, recorded_transfers = 0;
+    for (const TransferRecord& t : r.transfers) {
+      reported_bytes += t.bytes;
+      EXPECT_LE(t.start_s, t.end_s);
+    }
+    for (const RearrangementRecord& rr : r.rearrangements) {
+      if (rr.end_s < 0) continue;  // unfinished at the end of the run: its transfers may be too
+      recorded_transfers += rr.transfers;
+      recorded_bytes += rr.bytes[0] + rr.bytes[1];
+    }
+    EXPECT_GE(reported_bytes, recorded_bytes);
+    EXPECT_GE(static_cast<int64_t>(r.transfers.size()), recorded_transfers);
+    EXPECT_GT(recorded_transfers, 0);
+    if (std::string(async) == "false") {
+      for (const RearrangementRecord& rr : r.rearrangements) EXPECT_GE(rr.end_s, rr.start_s);
+    }
+  }
+}
+
+// Within what the column's format keeps: 9 significant digits or 6 decimals.
+void ExpectClose(double written, double read, const char* what) {
+  EXPECT_NEAR(written, read, std::max(1e-6, std::abs(written) * 1e-8)) << what;
+}
+
+TEST(RunFolder, WhatIsWrittenIsReadBackFieldByField) {
+  auto host = RunOnHost(Tiny());
+  ASSERT_TRUE(host.ok()) << host.status().message();
+  const RunResult& w = host->result;
+  TempDir tmp;
+  ASSERT_TRUE(WriteRunFolder(tmp / "run", w).ok());
+  auto read = ReadRunFolder(tmp / "run");
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  const RunResult& r = read->run;
+
+  EXPECT_EQ(ScenarioToYaml(r.scenario), ScenarioToYaml(w.scenario));
+  EXPECT_EQ(r.backend, "host");
+  EXPECT_EQ(r.skipped_rearrangements, w.skipped_rearrangements);
+  EXPECT_DOUBLE_EQ(r.wall_s, w.wall_s);
+  EXPECT_EQ(r.peak_rss_bytes, w.peak_rss_bytes);
+
+  ASSERT_EQ(r.steps.size(), w.steps.size());
+  for (size_t i = 0; i < w.steps.size(); ++i) {
+    const StepRecord &a = w.steps[i], &b = r.steps[i];
+    EXPECT_EQ(a.step, b.step);
+    ExpectClose(a.start_s, b.start_s, "time_s");
+    ExpectClose(a.step_s, b.step_s, "step_s");
+    ExpectClose(a.idle_s, b.idle_s, "idle_step_s");
+    ExpectClose(a.balancedness, b.balancedness, "balancedness");
+    ExpectClose(a.imbalance_ratio, b.imbalance_ratio, "imbalance_ratio");
+    EXPECT_EQ(a.bytes_in_flight, b.bytes_in_flight);
+    ExpectClose(a.stalled_s, b.stalled_s, "stalled_s");
+  }
+  ASSERT_EQ(r.transfers.size(), w.transfers.size());
+  for (size_t i = 0; i < w.transfers.size(); ++i) {
+    const TransferRecord &a = w.transfers[i], &b = r.transfers[i];
+    EXPECT_EQ(std::tie(a.layer, a.expert, a.src_rank, a.dst_rank, a.bytes, a.link),
+              std::tie(b.layer, b.expert, b.src_rank, b.dst_rank, b.bytes, b.link));
+    ExpectClose(a.start_s, b.start_s, "start_s");
+    ExpectClose(a.end_s, b.end_s, "end_s");
+  }
+  ASSERT_EQ(r.rearrangements.size(), w.rearrangements.size());
+  const std::vector<double> following = FollowingBalancedness(w);
+  for (size_t i = 0; i < w.rearrangements.size(); ++i) {
+    const RearrangementRecord &a = w.rearrangements[i], &b = r.rearrangements[i];
+    EXPECT_EQ(std::tie(a.step, a.layers, a.transfers, a.bytes[0], a.bytes[1]),
+              std::tie(b.step, b.layers, b.transfers, b.bytes[0], b.bytes[1]));
+    ExpectClose(a.start_s, b.start_s, "start_s");
+    ExpectClose(a.end_s, b.end_s, "end_s");
+    ExpectClose(a.predicted_makespan_s, b.predicted_makespan_s, "predicted_makespan_s");
+    ExpectClose(a.lower_bound_s, b.lower_bound_s, "lower_bound_s");
+    EXPECT_NEAR(a.policy_ms, b.policy_ms, 5e-4);
+    ExpectClose(a.window_balancedness_before, b.window_balancedness_before, "before");
+    ExpectClose(a.window_balancedness_after, b.window_balancedness_after, "after");
+    ExpectClose(a.window_balancedness_bound, b.window_balancedness_bound, "bound");
+    ExpectClose(following[i], read->following_balancedness[i], "following_balancedness");
+    EXPECT_EQ(a.window_load, b.window_load);  // floats, written shortest and exact
+  }
+  EXPECT_TRUE(read->has_loads);
+  ASSERT_EQ(r.commits.size(), w.commits.size());
+  for (size_t i = 0; i < w.commits.size(); ++i) {
+    EXPECT_EQ(r.commits[i].step, w.commits[i].step);
+    EXPECT_EQ(r.commits[i].layer, w.commits[i].layer);
+    EXPECT_EQ(r.commits[i].phy2log, w.commits[i].phy2log);
+    ExpectClose(w.commits[i].time_s, r.commits[i].time_s, "commit time_s");
+  }
+  auto initial = Placement::Initial(w.scenario.model.layers, w.scenario.model.experts,
+                                    w.scenario.num_slots());
+  ASSERT_EQ(read->initial_phy2log.size(), static_cast<size_t>(w.scenario.model.layers));
+  for (int l = 0; l < w.scenario.model.layers; ++l) {
+    const auto row = initial->phy2log(l);
+    EXPECT_EQ(read->initial_phy2log[l], std::vector<int32_t>(row.begin(), row.end()));
+  }
+
+  // The summary, typed, equals the one computed from what was written.
+  const RunSummary a = Summarize(w), &b = read->summary;
+  EXPECT_EQ(a.scenario, b.scenario);
+  EXPECT_EQ(a.steps, b.steps);
+  EXPECT_DOUBLE_EQ(a.step_time_s.p99, b.step_time_s.p99);
+  EXPECT_DOUBLE_EQ(a.balancedness.mean, b.balancedness.mean);
+  EXPECT_EQ(a.rearrangements.started, b.rearrangements.started);
+  EXPECT_EQ(a.rearrangements.completed, b.rearrangements.completed);
+  EXPECT_EQ(a.bytes_moved_nvlink, b.bytes_moved_nvlink);
+  EXPECT_EQ(a.bytes_moved_nic, b.bytes_moved_nic);
+  EXPECT_EQ(a.transfers, b.transfers);
+}
+
+// The table defines the files: every CSV's header is its columns' names, in order, and every
+// column says what it means.
+TEST(RunFolder, TheColumnTableDefinesEveryCsvHeader) {
+  auto host = RunOnHost(Tiny());
+  ASSERT_TRUE(host.ok());
+  TempDir tmp;
+  ASSERT_TRUE(WriteRunFolder(tmp / "run", host->result).ok());
+  int csv_files = 0;
+  for (const RunFolderFile& file : RunFolderFiles()) {
+    SCOPED_TRACE(std::string(file.name));
+    EXPECT_TRUE(fs::exists(tmp / ("run/" + std::string(file.name))));
+    if (file.columns.empty()) continue;
+    ++csv_files;
+    std::vector<std::string_view> names;
+    for (const RunFolderColumn& c : file.columns) {
+      names.push_back(c.name);
+      EXPECT_FALSE(c.meaning.empty()) << c.name;
+    }
+    const std::string header = fmt::format("{}", fmt::join(names, ","));
+    auto text = ReadTextFile(tmp / ("run/" + std::string(file.name)));
+    ASSERT_TRUE(text.ok());
+    EXPECT_EQ(text->substr(0, text->find('\n')), header);
+  }
+  EXPECT_EQ(csv_files, 3);
+}
+
+// Each kind of damage is an error naming the file and the line, never a crash or a half-read
+// folder.
+TEST(RunFolder, DamagedFilesAreErrorsNamingFileAndLine) {
+  auto host = RunOnHost(Tiny());
+  ASSERT_TRUE(host.ok());
+  TempDir tmp;
+  const std::string good = tmp / "good";
+  ASSERT_TRUE(WriteRunFolder(good, host->result).ok());
+  struct Case {
+    const char* name;
+    const char* file;
+    const char* content;  // nullptr: remove the file
+    const char* expected;
+  };
+  const Case cases[] = {
+      {"no-summary", "summary.json", nullptr, "no summary.json"},
+      {"summary-field", "summary.json", "{\"scenario\": \"tiny\"}",
+       "summary.json: field 'backend' is missing"},
+      {"short-line", "transfers.csv",
+       "layer,expert,src_rank,dst_rank,bytes,link,start_s,end_s\n0,1,0,1,100,nvlink\n",
+       "transfers.csv:2: 6 fields, expected 8"},
+      {"bad-link", "transfers.csv",
+       "layer,expert,src_rank,dst_rank,bytes,link,start_s,end_s\n0,1,0,1,100,pcie,0,1\n",
+       "transfers.csv:2: link 'pcie': valid values are nvlink, nic"},
+      {"junk-number", "transfers.csv",
+       "layer,expert,src_rank,dst_rank,bytes,link,start_s,end_s\n0,1,0,1,100junk,nic,0,1\n",
+       "transfers.csv:2: bytes '100junk' is not an integer"},
+      {"rank-outside", "transfers.csv",
+       "layer,expert,src_rank,dst_rank,bytes,link,start_s,end_s\n0,1,0,9,100,nic,0,1\n",
+       "transfers.csv:2: layer 0 / ranks 0 -> 9 outside"},
+      {"nan-time", "metrics.csv",
+       "step,time_s,step_s,idle_step_s,balancedness,imbalance_ratio,bytes_in_flight,stalled_s\n"
+       "0,nan,1,1,1,0,0,0\n",
+       "metrics.csv:2: time_s 'nan' is not a finite number"},
+      {"bad-header", "metrics.csv", "step,time\n1,2\n", "metrics.csv:1: the header should be"},
+      {"bad-placement", "placements.jsonl", "{\"step\": -1, \"layer\": 0, \"phy2log\": [1,2\n",
+       "placements.jsonl:1:"},
+      {"no-initial", "placements.jsonl", "", "no initial placement (step -1) for layer 0"},
+      {"bad-load", "loads.jsonl", "{\"step\": 24, \"time_s\": 0, \"load\": [[1]]}\n",
+       "loads.jsonl:1: load is not 4 layers × 16 experts"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string dir = tmp / c.name;
+    fs::copy(good, dir);
+    if (c.content == nullptr) {
+      fs::remove(dir + "/" + c.file);
+    } else {
+      std::ofstream(dir + "/" + c.file, std::ios::trunc) << c.content;
+    }
+    auto read = ReadRunFolder(dir);
+    ASSERT_FALSE(read.ok());
+    EXPECT_NE(read.status().message().find(c.expected), std::string::npos)
+        << read.status().message();
+  }
+  EXPECT_EQ(ReadRunFolder(tmp / "absent").status().code(), Status::Code::kNotFound);
+}
+
+}  // namespace
+}  // namespace eplb

@@ -1,0 +1,50 @@
+// eplb device-run: run a scenario's rearrangements on real GPUs and write a run folder.
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "device_args.h"
+#include "device_run.h"
+#include "eplb/io/run_folder.h"
+#include "mpi_session.h"
+
+namespace eplb::cli {
+namespace {
+
+int RunDeviceRun(const DeviceArgs& a) {
+  const std::string cmd = "device-run";
+  auto scenario = LoadDeviceScenario(a);
+  if (!scenario.ok()) return ReportError(cmd, scenario.status());
+  auto options = DeviceOptions(a, *scenario);
+  if (!options.ok()) return ReportError(cmd, options.status());
+  const bool lead = device::mpi::Rank() == 0;  // under MPI, rank 0 reports and writes
+  auto run =
+      device::RunOnDevice(*scenario, *options, lead ? Progress(scenario->run.steps) : nullptr);
+  if (!run.ok()) {
+    return ReportError(
+        device::mpi::Size() > 1 ? fmt::format("{} (rank {})", cmd, device::mpi::Rank()) : cmd,
+        run.status());
+  }
+  if (!lead) return kExitOk;
+  const std::string dir = a.out.empty() ? "runs/" + scenario->name + "-device" : a.out;
+  if (const Status s = WriteRunFolder(dir, *run); !s.ok()) return ReportError(cmd, s);
+  fmt::print("  expert bytes   {} on the device\n", run->scenario.model.expert_bytes);
+  PrintRunSummary(*run, dir);
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddDeviceRunCommand(CLI::App& app, Action& action) {
+  auto args = std::make_shared<DeviceArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "device-run", "Run a scenario's rearrangements on real GPUs (CUDA/NCCL), write a run folder");
+  AddDeviceOptions(sub, *args, /*allow_mpi=*/true);
+  sub->add_option("--out", args->out, "Run folder to write (default: runs/<scenario>-device)");
+  sub->callback([&action, args] { action = [args] { return RunDeviceRun(*args); }; });
+}
+
+}  // namespace eplb::cli

@@ -1,0 +1,115 @@
+// eplb validate: a short device run, the bandwidths it measured, the same scenario simulated
+// with them, and the simulated against the measured transfer times (io/validation.h).
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "device_args.h"
+#include "device_run.h"
+#include "eplb/base/file_io.h"
+#include "eplb/io/run_folder.h"
+#include "eplb/io/validation.h"
+#include "simulation.h"
+
+namespace eplb::cli {
+namespace {
+
+int RunValidate(const DeviceArgs& a) {
+  const std::string cmd = "validate";
+  auto scenario = LoadDeviceScenario(a);
+  if (!scenario.ok()) return ReportError(cmd, scenario.status());
+  // Short: up to the first rearrangement's last commit with room to spare, unless --steps.
+  const EplbSpec& e = scenario->eplb;
+  const int first = e.step_interval / 4;
+  scenario->run.steps =
+      a.steps > 0
+          ? a.steps
+          : std::min(scenario->run.steps,
+                     first + 2 * scenario->model.layers / std::max(1, e.layers_per_step) + 16);
+  auto options = DeviceOptions(a, *scenario);
+  if (!options.ok()) return ReportError(cmd, options.status());
+  fmt::print("validate: {} steps of {} on the device\n", scenario->run.steps, scenario->name);
+  auto measured = device::RunOnDevice(*scenario, *options, Progress(scenario->run.steps));
+  if (!measured.ok()) return ReportError(cmd, measured.status());
+
+  // Calibrate on a fresh backend of the same shape (the run's has been torn down).
+  device::DeviceConfig config;
+  config.mode = options->mode;
+  config.first_device = options->first_device;
+  config.num_layers = 1;
+  config.staging_buffers = 1;
+  const Topology topology = measured->scenario.topology();
+  auto probe = device::DeviceBackend::Create(topology, config);
+  if (!probe.ok()) return ReportError(cmd, probe.status());
+  auto bw = device::MeasureBandwidths(**probe, topology);
+  probe->reset();
+  if (!bw.ok()) return ReportError(cmd, bw.status());
+
+  // The simulator with this machine's numbers. Emulated steps carry no all-to-all traffic, so
+  // the simulated steps carry next to none (hidden 1); compute is scaled like the emulation.
+  Scenario sim = measured->scenario;
+  const double peer_gbps = bw->peer_bps / 1e9, latency_us = bw->round_latency_s * 1e6;
+  sim.cluster.nvlink = {peer_gbps, latency_us, 1.0};
+  sim.cluster.nic = {peer_gbps, latency_us, 1.0};
+  sim.cluster.pcie_gbps = 1e6;
+  sim.cluster.nvswitch_gbps = 0;
+  sim.cluster.fabric_oversubscription = 1;
+  sim.cluster.hbm_gbps = bw->local_copy_bps / 1e9;
+  sim.model.hidden = 1;
+  sim.compute.attention_us *= options->step_scale;
+  sim.compute.layer_fixed_us *= options->step_scale;
+  sim.compute.per_token_us *= options->step_scale;
+  auto simulated = sim::RunSimulation(sim);
+  if (!simulated.ok()) return ReportError(cmd, simulated.status());
+
+  const Validation v = CompareTimings(*measured, *simulated);
+  nlohmann::ordered_json json = ValidationJson(v);
+  json["bandwidths"] = {{"plain_copy_gbps", bw->plain_copy_bps / 1e9},
+                        {"local_copy_gbps", bw->local_copy_bps / 1e9},
+                        {"peer_gbps", peer_gbps},
+                        {"round_latency_us", latency_us}};
+  json["mode"] = device::DeviceModeName(options->mode);
+  json["expert_bytes"] = measured->scenario.model.expert_bytes;
+  const std::string table = ValidationTable(v);
+  const std::string dir = a.out.empty() ? "runs/" + scenario->name + "-validate" : a.out;
+  const Status written =
+      WriteFolderAtomically(dir, "validation", "validation.json", [&](const std::string& p) {
+        EPLB_RETURN_IF_ERROR(WriteRunFolder(p + "/measured", *measured));
+        EPLB_RETURN_IF_ERROR(WriteRunFolder(p + "/simulated", *simulated));
+        EPLB_RETURN_IF_ERROR(WriteTextFile(p + "/validation.txt", table));
+        return WriteTextFile(p + "/validation.json", json.dump(2) + "\n");
+      });
+  if (!written.ok()) return ReportError(cmd, written);
+  fmt::print(
+      "measured: plain copy {:.1f} GB/s, local copy {:.1f} GB/s, peer {:.1f} GB/s per rank, "
+      "round latency {:.1f} us ({} mode, {} bytes per expert)\n",
+      bw->plain_copy_bps / 1e9, bw->local_copy_bps / 1e9, peer_gbps, latency_us,
+      device::DeviceModeName(options->mode), measured->scenario.model.expert_bytes);
+  fmt::print("{}", table);
+  fmt::print("validation folder {}\n", dir);
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddValidateCommand(CLI::App& app, Action& action) {
+  auto args = std::make_shared<DeviceArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "validate",
+      "Compare the simulator's transfer times with a short run of the same scenario on GPUs");
+  AddDeviceOptions(sub, *args, /*allow_mpi=*/false);  // validate runs in one process
+  sub->add_option("--steps", args->steps,
+                  "Steps of the device run (default: through the first rearrangement)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--out", args->out,
+                  "Folder to write: measured/, simulated/, validation.json, validation.txt "
+                  "(default: runs/<scenario>-validate)");
+  sub->callback([&action, args] { action = [args] { return RunValidate(*args); }; });
+}
+
+}  // namespace eplb::cli

@@ -1,0 +1,111 @@
+#include "device_args.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "cli_util.h"
+#include "mpi_session.h"
+
+namespace eplb::cli {
+namespace {
+
+// --ranks as scenario overrides, so the scenario's own checks (slots per GPU) apply.
+std::vector<std::string> RankOverrides(const DeviceArgs& a, const Scenario& s) {
+  std::vector<std::string> out = a.overrides;
+  if (a.ranks == 0 || a.ranks == s.num_gpus()) return out;
+  const int per_node = a.ranks % s.cluster.gpus_per_node == 0 ? s.cluster.gpus_per_node : a.ranks;
+  out.push_back(fmt::format("cluster.nodes={}", a.ranks / per_node));
+  out.push_back(fmt::format("cluster.gpus_per_node={}", per_node));
+  return out;
+}
+
+}  // namespace
+
+void AddDeviceOptions(CLI::App* sub, DeviceArgs& a, bool allow_mpi) {
+  AddScenarioOptions(sub, a.scenario_path, a.overrides);
+  sub->add_option("--ranks", a.ranks,
+                  "Ranks (GPUs of the scenario's cluster) to run; default: the scenario's")
+      ->check(CLI::PositiveNumber);
+  auto* v = sub->add_flag("--virtual", a.force_virtual,
+                          "Run every rank on one GPU (virtual ranks; the default when there are "
+                          "fewer GPUs than ranks)");
+  auto* n =
+      sub->add_flag("--nccl", a.force_nccl,
+                    "One rank per GPU through NCCL, in this process (the default when possible)");
+  n->excludes(v);
+  if (allow_mpi) {
+    sub->add_flag("--mpi", a.mpi,
+                  "One rank per process and GPU: run as mpirun -np RANKS eplb device-run --mpi")
+        ->excludes(v)
+        ->excludes(n);
+  }
+  sub->add_option("--device", a.device, "First GPU to use")->check(CLI::NonNegativeNumber);
+  sub->add_option("--expert-bytes", a.expert_bytes,
+                  "Bytes per expert on the GPU (multiple of 8); default: the scenario's, lowered "
+                  "to fit --memory-fraction of the free GPU memory")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--memory-fraction", a.memory_fraction,
+                  "Share of the free GPU memory the weights may take (default 0.8)");
+  sub->add_option("--step-scale", a.step_scale,
+                  "An emulated inference step lasts the step model's time times this (default 1)")
+      ->check(CLI::PositiveNumber);
+  sub->add_flag("--no-check", a.no_check,
+                "Skip the weights check after each commit (the final check still runs)");
+}
+
+Result<device::DeviceRunOptions> DeviceOptions(const DeviceArgs& a, const Scenario& s) {
+  device::DeviceRunOptions o;
+  o.first_device = a.device;
+  o.expert_bytes = a.expert_bytes;
+  o.memory_fraction = a.memory_fraction;
+  o.step_scale = a.step_scale;
+  o.check_commits = !a.no_check;
+  if (a.mpi) {
+    EPLB_RETURN_IF_ERROR(device::CountDevices().status());
+    EPLB_RETURN_IF_ERROR(device::mpi::Init());
+    o.mode = device::DeviceMode::kMpi;
+    return o;
+  }
+  if (device::mpi::Launched()) {
+    return Status::InvalidArgument(
+        "started by an MPI launcher without --mpi: every process would run every rank; add --mpi");
+  }
+  auto gpus = device::CountDevices();
+  if (!gpus.ok()) return gpus.status();
+  const int available = *gpus - a.device;
+  if (a.force_virtual || (!a.force_nccl && (available < s.num_gpus() || !device::HaveNccl()))) {
+    o.mode = device::DeviceMode::kVirtual;
+    if (!a.force_virtual) {
+      fmt::print("{} ranks and {} GPU(s) from GPU {}{}: running virtual ranks on GPU {}\n",
+                 s.num_gpus(), available, a.device, device::HaveNccl() ? "" : " (no NCCL)",
+                 a.device);
+    }
+  } else {
+    o.mode = device::DeviceMode::kNccl;
+  }
+  return o;
+}
+
+std::function<void(const StepRecord&)> Progress(int steps) {
+  if (!isatty(STDERR_FILENO)) return {};
+  return [steps](const StepRecord& s) {
+    if (s.step % 20 == 0 || s.step + 1 == steps) {
+      fmt::print(stderr, "\r  step {}/{} ({:.0f}%), {:.1f} s", s.step + 1, steps,
+                 100.0 * (s.step + 1) / steps, s.start_s + s.step_s);
+      if (s.step + 1 == steps) fmt::print(stderr, "\n");
+    }
+  };
+}
+
+Result<Scenario> LoadDeviceScenario(const DeviceArgs& a) {
+  auto base = LoadScenarioArg(a.scenario_path, a.overrides);
+  if (!base.ok() || a.ranks == 0) return base;
+  auto ranked = LoadScenarioArg(a.scenario_path, RankOverrides(a, *base));
+  if (!ranked.ok()) return ranked.status().WithContext(fmt::format("--ranks {}: ", a.ranks));
+  return ranked;
+}
+
+}  // namespace eplb::cli

@@ -1,0 +1,11 @@
+// eplb-sim: the commands that simulate (run, compare, sweep). `eplb` hands them here so that
+// only they load SimGrid; it can also be run directly, with the same arguments.
+#include <array>
+
+#include "commands.h"
+
+int main(int argc, char** argv) {
+  constexpr std::array<eplb::cli::AddCommand, 3> commands = {
+      eplb::cli::AddRunCommand, eplb::cli::AddCompareCommand, eplb::cli::AddSweepCommand};
+  return eplb::cli::RunCommandLine(argc, argv, commands);
+}
