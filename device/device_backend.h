@@ -36,10 +36,10 @@
 #include <thread>
 #include <vector>
 
+#include "eplb/base/status.h"
 #include "eplb/migrate/backend.h"
 #include "eplb/migrate/thread_workers.h"
 #include "eplb/model/placement.h"
-#include "eplb/base/status.h"
 #include "eplb/model/topology.h"
 
 namespace eplb::device {

@@ -10,8 +10,8 @@
 #include <cstddef>
 #include <vector>
 
-#include "eplb/engine/run_result.h"
 #include "eplb/base/status.h"
+#include "eplb/engine/run_result.h"
 
 namespace eplb::device::mpi {
 

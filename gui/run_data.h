@@ -1,6 +1,7 @@
-// A run folder (run_output.h) read back for the viewer: the steps' metrics, every transfer,
-// the placement of every layer at every step, and the load each rearrangement's policy saw.
-// Errors name the file, the line and the problem; nothing is half-loaded.
+// A run folder (eplb/io/run_folder.h, whose reader checks it) arranged for the viewer: the steps'
+// metrics, every transfer, the placement of every layer at every step, and the load each
+// rearrangement's policy saw. Errors name the file, the line and the problem; nothing is
+// half-loaded.
 //
 // The cursor is a step: "at step s" means after step s's boundary, so the placement at s
 // holds every commit made at boundaries ≤ s.

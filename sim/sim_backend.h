@@ -12,9 +12,9 @@
 
 #include <vector>
 
-#include "eplb/migrate/backend.h"
 #include "eplb/engine/eplb_loop.h"
 #include "eplb/engine/step_model.h"
+#include "eplb/migrate/backend.h"
 #include "platform.h"
 
 namespace eplb::sim {
@@ -32,7 +32,6 @@ class SimBackend final : public RearrangementBackend {
                       std::span<const Transfer> transfers) override;
   Status CopyLocal(const StagingTarget& target, std::span<const LocalCopy> copies) override;
   Status CommitLayer(const StagingTarget& target, std::span<const int32_t> slots) override;
-
 
  private:
   const Platform& platform_;

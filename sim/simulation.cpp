@@ -5,8 +5,8 @@
 #include <xbt/log.h>
 #include <simgrid/s4u.hpp>
 
-#include "eplb/engine/workload.h"
 #include "eplb/base/file_io.h"
+#include "eplb/engine/workload.h"
 #include "sim_backend.h"
 
 namespace sg4 = simgrid::s4u;

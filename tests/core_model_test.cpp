@@ -2,9 +2,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "eplb/formats/placement_file.h"
 #include "eplb/model/metrics.h"
 #include "eplb/model/placement.h"
-#include "eplb/formats/placement_file.h"
 #include "eplb/model/topology.h"
 
 namespace eplb {

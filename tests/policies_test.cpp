@@ -8,8 +8,8 @@
 
 #include <gtest/gtest.h>
 
-#include "eplb/model/balance_bound.h"
 #include "eplb/model/metrics.h"
+#include "eplb/policy/balance_bound.h"
 #include "eplb/policy/deepseek.h"
 #include "test_util.h"
 

@@ -136,8 +136,8 @@ TEST(RunFolder, WhatIsWrittenIsReadBackFieldByField) {
     EXPECT_EQ(r.commits[i].phy2log, w.commits[i].phy2log);
     ExpectClose(w.commits[i].time_s, r.commits[i].time_s, "commit time_s");
   }
-  auto initial = Placement::Initial(w.scenario.model.layers, w.scenario.model.experts,
-                                    w.scenario.num_slots());
+  auto initial =
+      Placement::Initial(w.scenario.model.layers, w.scenario.model.experts, w.scenario.num_slots());
   ASSERT_EQ(read->initial_phy2log.size(), static_cast<size_t>(w.scenario.model.layers));
   for (int l = 0; l < w.scenario.model.layers; ++l) {
     const auto row = initial->phy2log(l);

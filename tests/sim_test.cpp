@@ -8,10 +8,10 @@
 #include <xbt/log.h>
 #include <simgrid/s4u.hpp>
 
-#include "eplb/io/scenario_file.h"
 #include "eplb/engine/eplb_loop.h"
-#include "eplb/migrate/host_backend.h"
 #include "eplb/engine/workload.h"
+#include "eplb/io/scenario_file.h"
+#include "eplb/migrate/host_backend.h"
 #include "platform.h"
 #include "sim_backend.h"
 #include "simulation.h"

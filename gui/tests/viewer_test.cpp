@@ -1,5 +1,6 @@
-// The viewer, driven headless (QT_QPA_PLATFORM=offscreen) on a tiny run folder kept in
-// tests/data/tiny-run (written by `eplb run scenarios/tiny.yaml --set run.steps=240`).
+// The viewer, driven headless (QT_QPA_PLATFORM=offscreen) on a tiny run folder that the test
+// run writes first (`eplb run scenarios/tiny.yaml --set run.steps=240`, a ctest fixture), so
+// the viewer is tested on what the writer writes today.
 #include <QDir>
 #include <QFile>
 #include <QProcess>

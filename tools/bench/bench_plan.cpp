@@ -5,9 +5,9 @@
 
 #include <benchmark/benchmark.h>
 
-#include "eplb/policy/deepseek.h"
 #include "eplb/migrate/schedule.h"
 #include "eplb/migrate/transfer_plan.h"
+#include "eplb/policy/deepseek.h"
 
 namespace {
 

@@ -4,8 +4,8 @@
 
 #include <benchmark/benchmark.h>
 
-#include "eplb/policy/policy.h"
 #include "eplb/policy/deepseek.h"
+#include "eplb/policy/policy.h"
 
 namespace {
 

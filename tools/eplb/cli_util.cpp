@@ -12,13 +12,16 @@ namespace eplb::cli {
 
 int ExitCodeFor(const Status& status) {
   switch (status.code()) {
-    case Status::Code::kOk: return kExitOk;
+    case Status::Code::kOk:
+      return kExitOk;
     case Status::Code::kInvalidArgument:
     case Status::Code::kNotFound:
-    case Status::Code::kIoError: return kExitBadInput;
+    case Status::Code::kIoError:
+      return kExitBadInput;
     case Status::Code::kCancelled:
     case Status::Code::kInternal:
-    case Status::Code::kUnavailable: return kExitFailed;
+    case Status::Code::kUnavailable:
+      return kExitFailed;
   }
   return kExitFailed;
 }
@@ -71,8 +74,8 @@ std::vector<std::string> SplitList(const std::string& list) {
 void PrintRunSummary(const RunResult& run, const std::string& dir) {
   const RunSummary s = Summarize(run);
   fmt::print("{}: {} steps, {:.1f} s {} in {:.1f} s wall\n", run.scenario.name, run.steps.size(),
-             s.simulated_s,
-             run.backend == "simgrid" ? "simulated" : "run on " + run.backend, run.wall_s);
+             s.simulated_s, run.backend == "simgrid" ? "simulated" : "run on " + run.backend,
+             run.wall_s);
   fmt::print("  step time      mean {:.3f} ms, p99 {:.3f} ms (idle links: {:.3f} ms)\n",
              s.step_time_s.mean * 1e3, s.step_time_s.p99 * 1e3, s.idle_step_time_s_mean * 1e3);
   fmt::print("  balancedness   mean {:.4f}, min {:.4f}; imbalance ratio mean {:.4f}\n",

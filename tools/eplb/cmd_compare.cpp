@@ -8,10 +8,10 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "eplb/base/file_io.h"
-#include "eplb/io/scenario_file.h"
-#include "eplb/policy/policy.h"
 #include "eplb/io/report.h"
 #include "eplb/io/run_folder.h"
+#include "eplb/io/scenario_file.h"
+#include "eplb/policy/policy.h"
 #include "run_pool.h"
 #include "simulate.h"
 

@@ -10,8 +10,8 @@
 #include "commands.h"
 #include "eplb/formats/placement_file.h"
 #include "eplb/migrate/schedule.h"
-#include "eplb/model/slot_preservation.h"
 #include "eplb/migrate/transfer_plan.h"
+#include "eplb/model/slot_preservation.h"
 
 namespace eplb::cli {
 namespace {

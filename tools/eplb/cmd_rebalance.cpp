@@ -11,8 +11,8 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "eplb/formats/load_file.h"
-#include "eplb/model/metrics.h"
 #include "eplb/formats/placement_file.h"
+#include "eplb/model/metrics.h"
 #include "eplb/policy/policy.h"
 
 namespace eplb::cli {

@@ -15,10 +15,10 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "eplb/base/file_io.h"
-#include "eplb/io/scenario_file.h"
-#include "eplb/policy/policy.h"
 #include "eplb/io/report.h"
 #include "eplb/io/run_folder.h"
+#include "eplb/io/scenario_file.h"
+#include "eplb/policy/policy.h"
 #include "run_pool.h"
 #include "simulate.h"
 
@@ -129,7 +129,8 @@ int RunSweep(const SweepArgs& args) {
         }
       }
       row["policy"] = all[i].policy;
-      const nlohmann::ordered_json numbers = ComparisonRow({all[i].policy, std::move(folder).value()});
+      const nlohmann::ordered_json numbers =
+          ComparisonRow({all[i].policy, std::move(folder).value()});
       for (auto it = numbers.begin(); it != numbers.end(); ++it) {
         if (it.key() != "label") row[it.key()] = *it;
       }

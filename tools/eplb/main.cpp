@@ -48,8 +48,7 @@ constexpr std::array<Runner, 7> kRunners = {{
     {"plan", "", "", ""},
     {"run", "eplb-sim", "Simulate a scenario on the SimGrid cluster model and write a run folder",
      kNoSim},
-    {"compare", "eplb-sim", "Run a scenario once per policy and write a comparison report",
-     kNoSim},
+    {"compare", "eplb-sim", "Run a scenario once per policy and write a comparison report", kNoSim},
     {"sweep", "eplb-sim", "Run a scenario over the cross product of field values and policies",
      kNoSim},
     {"device-run", "eplb-device",
@@ -79,7 +78,8 @@ std::string FindExecutable(std::string_view name) {
   }
   execv(path.c_str(), argv);
   std::_Exit(eplb::cli::ReportError(
-      command, Status::Unavailable(fmt::format("cannot start {}: {}", path, std::strerror(errno)))));
+      command,
+      Status::Unavailable(fmt::format("cannot start {}: {}", path, std::strerror(errno)))));
 }
 
 }  // namespace

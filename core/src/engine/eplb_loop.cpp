@@ -4,9 +4,9 @@
 
 #include <fmt/format.h>
 
-#include "eplb/model/balance_bound.h"
 #include "eplb/model/metrics.h"
 #include "eplb/model/slot_preservation.h"
+#include "eplb/policy/balance_bound.h"
 
 namespace eplb {
 

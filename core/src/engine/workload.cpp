@@ -178,8 +178,7 @@ Result<std::vector<LoadMatrix>> ReadStepCsv(const std::string& path, int layers,
     double tokens = 0;
     if (f.size() != 4 || !ParseCsvInt64(f[0], step) || !ParseCsvInt64(f[1], layer) ||
         !ParseCsvInt64(f[2], expert) || !ParseCsvDouble(f[3], tokens)) {
-      return csv.Error(
-          fmt::format("'{}'; expected step,layer,expert,tokens", fmt::join(f, ",")));
+      return csv.Error(fmt::format("'{}'; expected step,layer,expert,tokens", fmt::join(f, ",")));
     }
     if (step < 0 || layer < 0 || layer >= layers || expert < 0 || expert >= experts ||
         !(tokens >= 0)) {

@@ -112,8 +112,8 @@ Result<LoadMatrix> ParseLoadCsv(std::string_view text, const std::string& name) 
             fmt::format("field {} is '{}'; expected a non-negative number", column, field));
       }
       if (v < 0) {
-        return csv.Error(fmt::format("field {} is {}; loads must be finite and non-negative",
-                                     column, field));
+        return csv.Error(
+            fmt::format("field {} is {}; loads must be finite and non-negative", column, field));
       }
       row.push_back(v);
     }

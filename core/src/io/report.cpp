@@ -180,7 +180,8 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
     const auto& rearrangements = r.folder.run.rearrangements;
     for (size_t i = 0; i < rearrangements.size(); ++i) {
       const RearrangementRecord& rr = rearrangements[i];
-      b.points.push_back({static_cast<double>(i), static_cast<double>(rr.bytes[0] + rr.bytes[1]) / 1e9});
+      b.points.push_back(
+          {static_cast<double>(i), static_cast<double>(rr.bytes[0] + rr.bytes[1]) / 1e9});
     }
     most = std::max(most, rearrangements.size());
     bytes.push_back(std::move(b));

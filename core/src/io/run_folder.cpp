@@ -59,7 +59,8 @@ Json SummaryJson(const RunSummary& s) {
 // Reads summary.json field by field; a missing or mistyped field is named by its JSON path.
 class SummaryReader {
  public:
-  SummaryReader(const nlohmann::json& root, std::string file) : root_(root), file_(std::move(file)) {}
+  SummaryReader(const nlohmann::json& root, std::string file)
+      : root_(root), file_(std::move(file)) {}
 
   template <typename T>
   Status Get(std::initializer_list<const char*> path, T& out) {
@@ -72,9 +73,9 @@ class SummaryReader {
       }
       j = &(*j)[key];
     }
-    const bool fits = std::is_same_v<T, std::string>    ? j->is_string()
-                      : std::is_floating_point_v<T> ? j->is_number()
-                                                    : j->is_number_integer();
+    const bool fits = std::is_same_v<T, std::string> ? j->is_string()
+                      : std::is_floating_point_v<T>  ? j->is_number()
+                                                     : j->is_number_integer();
     if (!fits) {
       return Status::InvalidArgument(fmt::format("{}: field '{}' is {}; expected {}", file_, where,
                                                  j->dump(), ExpectedKind<T>()));
@@ -104,34 +105,34 @@ Result<RunSummary> ParseSummary(const std::string& text, const std::string& file
   SummaryReader r(root, file);
   RunSummary s;
   auto& re = s.rearrangements;
-  for (Status st : {r.Get({"scenario"}, s.scenario),
-                    r.Get({"backend"}, s.backend),
-                    r.Get({"steps"}, s.steps),
-                    r.Get({"simulated_s"}, s.simulated_s),
-                    r.Get({"step_time_s", "mean"}, s.step_time_s.mean),
-                    r.Get({"step_time_s", "p50"}, s.step_time_s.p50),
-                    r.Get({"step_time_s", "p99"}, s.step_time_s.p99),
-                    r.Get({"step_time_s", "max"}, s.step_time_s.max),
-                    r.Get({"idle_step_time_s_mean"}, s.idle_step_time_s_mean),
-                    r.Get({"slowed_s"}, s.slowed_s),
-                    r.Get({"stalled_s"}, s.stalled_s),
-                    r.Get({"balancedness", "mean"}, s.balancedness.mean),
-                    r.Get({"balancedness", "min"}, s.balancedness.min),
-                    r.Get({"imbalance_ratio", "mean"}, s.imbalance_ratio.mean),
-                    r.Get({"imbalance_ratio", "max"}, s.imbalance_ratio.max),
-                    r.Get({"rearrangements", "started"}, re.started),
-                    r.Get({"rearrangements", "completed"}, re.completed),
-                    r.Get({"rearrangements", "skipped"}, re.skipped),
-                    r.Get({"rearrangements", "makespan_s_mean"}, re.makespan_s_mean),
-                    r.Get({"rearrangements", "predicted_makespan_s_mean"},
-                          re.predicted_makespan_s_mean),
-                    r.Get({"rearrangements", "lower_bound_s_mean"}, re.lower_bound_s_mean),
-                    r.Get({"rearrangements", "policy_ms_mean"}, re.policy_ms_mean),
-                    r.Get({"bytes_moved", "nvlink"}, s.bytes_moved_nvlink),
-                    r.Get({"bytes_moved", "nic"}, s.bytes_moved_nic),
-                    r.Get({"transfers"}, s.transfers),
-                    r.Get({"wall_s"}, s.wall_s),
-                    r.Get({"peak_rss_bytes"}, s.peak_rss_bytes)}) {
+  for (Status st :
+       {r.Get({"scenario"}, s.scenario),
+        r.Get({"backend"}, s.backend),
+        r.Get({"steps"}, s.steps),
+        r.Get({"simulated_s"}, s.simulated_s),
+        r.Get({"step_time_s", "mean"}, s.step_time_s.mean),
+        r.Get({"step_time_s", "p50"}, s.step_time_s.p50),
+        r.Get({"step_time_s", "p99"}, s.step_time_s.p99),
+        r.Get({"step_time_s", "max"}, s.step_time_s.max),
+        r.Get({"idle_step_time_s_mean"}, s.idle_step_time_s_mean),
+        r.Get({"slowed_s"}, s.slowed_s),
+        r.Get({"stalled_s"}, s.stalled_s),
+        r.Get({"balancedness", "mean"}, s.balancedness.mean),
+        r.Get({"balancedness", "min"}, s.balancedness.min),
+        r.Get({"imbalance_ratio", "mean"}, s.imbalance_ratio.mean),
+        r.Get({"imbalance_ratio", "max"}, s.imbalance_ratio.max),
+        r.Get({"rearrangements", "started"}, re.started),
+        r.Get({"rearrangements", "completed"}, re.completed),
+        r.Get({"rearrangements", "skipped"}, re.skipped),
+        r.Get({"rearrangements", "makespan_s_mean"}, re.makespan_s_mean),
+        r.Get({"rearrangements", "predicted_makespan_s_mean"}, re.predicted_makespan_s_mean),
+        r.Get({"rearrangements", "lower_bound_s_mean"}, re.lower_bound_s_mean),
+        r.Get({"rearrangements", "policy_ms_mean"}, re.policy_ms_mean),
+        r.Get({"bytes_moved", "nvlink"}, s.bytes_moved_nvlink),
+        r.Get({"bytes_moved", "nic"}, s.bytes_moved_nic),
+        r.Get({"transfers"}, s.transfers),
+        r.Get({"wall_s"}, s.wall_s),
+        r.Get({"peak_rss_bytes"}, s.peak_rss_bytes)}) {
     EPLB_RETURN_IF_ERROR(st);
   }
   return s;
@@ -200,8 +201,8 @@ Status ReadPlacements(const std::string& path, RunFolder& folder) {
   const int layers = s.model.layers, experts = s.model.experts, slots = s.num_slots();
   folder.initial_phy2log.assign(static_cast<size_t>(layers), {});
   EPLB_RETURN_IF_ERROR(ForEachJsonLine(text, path, [&](const nlohmann::json& j) {
-    CommitRecord c{j.at("step").get<int>(), j.at("time_s").get<double>(),
-                   j.at("layer").get<int>(), j.at("phy2log").get<std::vector<int32_t>>()};
+    CommitRecord c{j.at("step").get<int>(), j.at("time_s").get<double>(), j.at("layer").get<int>(),
+                   j.at("phy2log").get<std::vector<int32_t>>()};
     if (c.layer < 0 || c.layer >= layers) {
       return Status::InvalidArgument(fmt::format("layer {} is outside 0..{}", c.layer, layers - 1));
     }
@@ -396,8 +397,8 @@ Result<RunFolder> ReadRunFolder(const std::string& dir) {
   }
 
   EPLB_ASSIGN_OR_RETURN(const std::string rearrangements, ReadTextFile(p + "rearrangements.csv"));
-  EPLB_ASSIGN_OR_RETURN(auto rows, run_folder::ParseRearrangementsCsv(
-                                       rearrangements, p + "rearrangements.csv"));
+  EPLB_ASSIGN_OR_RETURN(
+      auto rows, run_folder::ParseRearrangementsCsv(rearrangements, p + "rearrangements.csv"));
   for (run_folder::RearrangementRow& row : rows) {
     folder.following_balancedness.push_back(row.following_balancedness);
     run.rearrangements.push_back(std::move(static_cast<RearrangementRecord&>(row)));

@@ -68,9 +68,8 @@ const std::vector<Field<StepRecord>>& MetricsFields() {
                           Format::kReal9),
       Col<R, &R::step_s>({"step_s", "s", "the step's duration as the backend ran it"},
                          Format::kReal9),
-      Col<R, &R::idle_s>(
-          {"idle_step_s", "s", "the same step on idle links (engine/step_model.h)"},
-          Format::kReal9),
+      Col<R, &R::idle_s>({"idle_step_s", "s", "the same step on idle links (engine/step_model.h)"},
+                         Format::kReal9),
       Col<R, &R::balancedness>(
           {"balancedness", "1",
            "vLLM's mean/max GPU load of the step's load under the placement in force"},
@@ -109,17 +108,20 @@ const std::vector<Field<RearrangementRow>>& RearrangementFields() {
   static const std::vector<Field<R>> fields = {
       Col<R, &B::step>({"step", "", "the step after which it started"}, Format::kInt32),
       Col<R, &B::start_s>({"start_s", "s", "when the policy ran"}, Format::kReal9),
-      Col<R, &B::end_s>({"end_s", "s", "its last commit; −1 if it never finished"},
-                        Format::kReal9),
+      Col<R, &B::end_s>({"end_s", "s", "its last commit; −1 if it never finished"}, Format::kReal9),
       Col<R, &B::layers>({"layers", "", "layers whose placement changed"}, Format::kInt32),
       Col<R, &B::transfers>({"transfers", "", "expert transfers"}, Format::kInt64),
       {{"bytes_nvlink", "bytes", "bytes moved over NVLink"},
        Format::kInt64,
-       [](const R& r) { return Cell{r.bytes[static_cast<int>(LinkClass::kNvlink)], 0}; },
+       [](const R& r) {
+         return Cell{r.bytes[static_cast<int>(LinkClass::kNvlink)], 0};
+       },
        [](R& r, const Cell& c) { r.bytes[static_cast<int>(LinkClass::kNvlink)] = c.i; }},
       {{"bytes_nic", "bytes", "bytes moved over NICs"},
        Format::kInt64,
-       [](const R& r) { return Cell{r.bytes[static_cast<int>(LinkClass::kNic)], 0}; },
+       [](const R& r) {
+         return Cell{r.bytes[static_cast<int>(LinkClass::kNic)], 0};
+       },
        [](R& r, const Cell& c) { r.bytes[static_cast<int>(LinkClass::kNic)] = c.i; }},
       Col<R, &B::predicted_makespan_s>(
           {"predicted_makespan_s", "s", "Σ over layers of the schedule's makespan (schedule.h)"},
@@ -136,7 +138,7 @@ const std::vector<Field<RearrangementRow>>& RearrangementFields() {
           Format::kFixed6),
       Col<R, &B::window_balancedness_bound>(
           {"window_balancedness_bound", "1",
-           "the best any placement could do on that window (model/balance_bound.h)"},
+           "the best any placement could do on that window (policy/balance_bound.h)"},
           Format::kFixed6),
       Col<R, &R::following_balancedness>(
           {"following_balancedness", "1",
@@ -166,11 +168,21 @@ std::string WriteCsv(const std::vector<Field<Row>>& fields, const std::vector<Ro
       const Cell c = fields[i].get(row);
       switch (fields[i].format) {
         case Format::kInt32:
-        case Format::kInt64: fmt::format_to(it, "{}", c.i); break;
-        case Format::kReal9: fmt::format_to(it, "{:.9g}", c.d); break;
-        case Format::kFixed6: fmt::format_to(it, "{:.6f}", c.d); break;
-        case Format::kFixed3: fmt::format_to(it, "{:.3f}", c.d); break;
-        case Format::kLink: out += LinkClassName(static_cast<LinkClass>(c.i)); break;
+        case Format::kInt64:
+          fmt::format_to(it, "{}", c.i);
+          break;
+        case Format::kReal9:
+          fmt::format_to(it, "{:.9g}", c.d);
+          break;
+        case Format::kFixed6:
+          fmt::format_to(it, "{:.6f}", c.d);
+          break;
+        case Format::kFixed3:
+          fmt::format_to(it, "{:.3f}", c.d);
+          break;
+        case Format::kLink:
+          out += LinkClassName(static_cast<LinkClass>(c.i));
+          break;
       }
     }
     out += '\n';

@@ -1,6 +1,6 @@
-#include "eplb/policy/policies.h"
-#include "eplb/policy/deepseek.h"
 #include "eplb/model/slot_preservation.h"
+#include "eplb/policy/deepseek.h"
+#include "eplb/policy/policies.h"
 #include "policy/util.h"
 
 namespace eplb {

@@ -3,9 +3,9 @@
 #include <functional>
 #include <limits>
 
-#include "eplb/policy/policies.h"
-#include "eplb/policy/deepseek.h"
 #include "eplb/model/slot_preservation.h"
+#include "eplb/policy/deepseek.h"
+#include "eplb/policy/policies.h"
 #include "policy/util.h"
 
 namespace eplb {

@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "eplb/policy/deepseek.h"
 #include "eplb/policy/policies.h"
 #include "eplb/policy/policy.h"
-#include "eplb/policy/deepseek.h"
 
 namespace eplb {
 namespace {

@@ -7,8 +7,8 @@
 
 #include "eplb/model/load.h"
 #include "eplb/model/placement.h"
-#include "eplb/policy/policy.h"
 #include "eplb/model/topology.h"
+#include "eplb/policy/policy.h"
 
 namespace eplb::policy_util {
 

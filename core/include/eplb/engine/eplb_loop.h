@@ -13,13 +13,13 @@
 #include <memory>
 #include <vector>
 
-#include "eplb/migrate/backend.h"
-#include "eplb/model/placement.h"
-#include "eplb/policy/policy.h"
-#include "eplb/migrate/rearranger.h"
 #include "eplb/engine/scenario.h"
 #include "eplb/engine/step_model.h"
 #include "eplb/engine/workload.h"
+#include "eplb/migrate/backend.h"
+#include "eplb/migrate/rearranger.h"
+#include "eplb/model/placement.h"
+#include "eplb/policy/policy.h"
 
 namespace eplb {
 

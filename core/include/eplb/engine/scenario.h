@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "eplb/migrate/schedule.h"
 #include "eplb/base/status.h"
-#include "eplb/model/topology.h"
+#include "eplb/migrate/schedule.h"
 #include "eplb/migrate/transfer_plan.h"
+#include "eplb/model/topology.h"
 
 namespace eplb {
 

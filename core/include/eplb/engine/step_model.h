@@ -20,9 +20,9 @@
 
 #include <vector>
 
+#include "eplb/engine/scenario.h"
 #include "eplb/model/load.h"
 #include "eplb/model/placement.h"
-#include "eplb/engine/scenario.h"
 #include "eplb/model/topology.h"
 
 namespace eplb {

@@ -13,9 +13,9 @@
 
 #include <memory>
 
-#include "eplb/model/load.h"
-#include "eplb/engine/scenario.h"
 #include "eplb/base/status.h"
+#include "eplb/engine/scenario.h"
+#include "eplb/model/load.h"
 
 namespace eplb {
 

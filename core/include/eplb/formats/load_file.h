@@ -12,9 +12,9 @@
 #include <string>
 #include <string_view>
 
-#include "eplb/model/load.h"
 #include "eplb/base/file_io.h"
 #include "eplb/base/status.h"
+#include "eplb/model/load.h"
 
 namespace eplb {
 

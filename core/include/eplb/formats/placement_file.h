@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "eplb/model/placement.h"
 #include "eplb/base/status.h"
+#include "eplb/model/placement.h"
 
 namespace eplb {
 

@@ -58,10 +58,10 @@ struct RunSummary {
   double simulated_s = 0;  // end of the last step, stalls included (the backend's clock)
   struct {
     double mean = 0, p50 = 0, p99 = 0, max = 0;
-  } step_time_s;                      // as the backend ran the steps
-  double idle_step_time_s_mean = 0;   // the same steps on idle links
-  double slowed_s = 0;                // Σ (step_s − idle_step_s): what migrations cost steps
-  double stalled_s = 0;               // Σ stalled_s: time step boundaries blocked
+  } step_time_s;                     // as the backend ran the steps
+  double idle_step_time_s_mean = 0;  // the same steps on idle links
+  double slowed_s = 0;               // Σ (step_s − idle_step_s): what migrations cost steps
+  double stalled_s = 0;              // Σ stalled_s: time step boundaries blocked
   struct {
     double mean = 0, min = 0;
   } balancedness;

@@ -49,10 +49,10 @@
 #include <memory>
 #include <span>
 
-#include "eplb/migrate/schedule.h"
 #include "eplb/base/status.h"
-#include "eplb/migrate/transfer_record.h"
+#include "eplb/migrate/schedule.h"
 #include "eplb/migrate/transfer_plan.h"
+#include "eplb/migrate/transfer_record.h"
 
 namespace eplb {
 

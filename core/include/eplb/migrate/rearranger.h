@@ -26,13 +26,13 @@
 #include <optional>
 #include <vector>
 
-#include "eplb/migrate/backend.h"
-#include "eplb/model/placement.h"
-#include "eplb/migrate/schedule.h"
 #include "eplb/base/signal.h"
 #include "eplb/base/status.h"
-#include "eplb/model/topology.h"
+#include "eplb/migrate/backend.h"
+#include "eplb/migrate/schedule.h"
 #include "eplb/migrate/transfer_plan.h"
+#include "eplb/model/placement.h"
+#include "eplb/model/topology.h"
 
 namespace eplb {
 

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "eplb/base/status.h"
-#include "eplb/model/topology.h"
 #include "eplb/migrate/transfer_plan.h"
+#include "eplb/model/topology.h"
 
 namespace eplb {
 

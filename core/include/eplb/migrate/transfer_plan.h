@@ -17,8 +17,8 @@
 #include <string_view>
 #include <vector>
 
-#include "eplb/model/placement.h"
 #include "eplb/base/status.h"
+#include "eplb/model/placement.h"
 #include "eplb/model/topology.h"
 
 namespace eplb {

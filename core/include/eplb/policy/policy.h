@@ -15,9 +15,9 @@
 #include <string_view>
 #include <vector>
 
+#include "eplb/base/status.h"
 #include "eplb/model/load.h"
 #include "eplb/model/placement.h"
-#include "eplb/base/status.h"
 #include "eplb/model/topology.h"
 
 namespace eplb {

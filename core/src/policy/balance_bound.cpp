@@ -1,4 +1,4 @@
-#include "eplb/model/balance_bound.h"
+#include "eplb/policy/balance_bound.h"
 
 #include <algorithm>
 

@@ -1,0 +1,20 @@
+# Installs the build at BUILD_DIR into WORK/prefix, then configures, builds and runs the
+# consumer in tests/install against it. Any failing step fails the test.
+foreach(step IN ITEMS install configure build run)
+  if(step STREQUAL "install")
+    set(cmd ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK}/prefix)
+  elseif(step STREQUAL "configure")
+    file(REMOVE_RECURSE ${WORK}/consumer)
+    set(cmd ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/install -B ${WORK}/consumer
+            -DCMAKE_PREFIX_PATH=${WORK}/prefix -DCMAKE_BUILD_TYPE=Release)
+  elseif(step STREQUAL "build")
+    set(cmd ${CMAKE_COMMAND} --build ${WORK}/consumer)
+  else()
+    set(cmd ${WORK}/consumer/uses_policy)
+  endif()
+  execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "install test: ${step} failed (${rc}):\n${out}\n${err}")
+  endif()
+endforeach()
+message(STATUS "install test: find_package(eplb) consumer built and ran:\n${out}")
