@@ -16,6 +16,10 @@ bundle=$build/bundle
 rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/lib"
 cp "$build/tools/eplb" "$build/tests/device_test" "$build/tools/bench/eplb_bench_device" "$bundle/bin/"
+# eplb starts the parts' executables from its own folder (device-run, validate, run).
+for part in eplb-device eplb-validate eplb-sim; do
+  if [ -x "$build/tools/$part" ]; then cp "$build/tools/$part" "$bundle/bin/"; fi
+done
 for bin in "$bundle"/bin/*; do ldd "$bin" | awk '/=> \// {print $3}'; done | sort -u |
   grep -v -E '/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s|libcuda|libcudart|libnccl)\.so' |
   while read -r lib; do cp -L "$lib" "$bundle/lib/"; done
