@@ -1,6 +1,6 @@
-// NVTX annotations in the "eplb" domain, named like the simulator's trace events (io/perfetto_trace.cpp:
-// "step", "rearrangement", "commit", "expert E layer L"), so that an Nsight Systems capture of
-// a device run lines up with the trace of the same scenario simulated.
+// NVTX annotations in the "eplb" domain, named like the simulator's trace events
+// (io/perfetto_trace.cpp: "step", "rearrangement", "commit", "expert E layer L"), so that an
+// Nsight Systems capture of a device run lines up with the trace of the same scenario simulated.
 #pragma once
 
 #include <string>
