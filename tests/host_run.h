@@ -21,7 +21,7 @@ namespace eplb::testing {
 class SleepingStepRunner final : public StepRunner {
  public:
   Status RunStep(const StepCost& /*cost*/, bool /*contended*/) override {
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
     return Status::Ok();
   }
 };

@@ -221,6 +221,7 @@ TEST(RunFolder, DamagedFilesAreErrorsNamingFileAndLine) {
       {"bad-placement", "placements.jsonl", "{\"step\": -1, \"layer\": 0, \"phy2log\": [1,2\n",
        "placements.jsonl:1:"},
       {"no-initial", "placements.jsonl", "", "no initial placement (step -1) for layer 0"},
+      {"loads-missing-a-line", "loads.jsonl", "", "loads.jsonl: 0 lines for the "},
       {"bad-load", "loads.jsonl", "{\"step\": 24, \"time_s\": 0, \"load\": [[1]]}\n",
        "loads.jsonl:1: load is not 4 layers × 16 experts"},
   };

@@ -84,8 +84,7 @@ int RunCompare(const CompareArgs& args) {
 
 void AddCompareCommand(CLI::App& app, Action& action) {
   auto args = std::make_shared<CompareArgs>();
-  CLI::App* sub =
-      app.add_subcommand("compare", "Run a scenario once per policy and write a comparison report");
+  CLI::App* sub = app.add_subcommand(kCompareName, kCompareAbout);
   AddScenarioOptions(sub, args->scenario_path, args->overrides);
   sub->add_option("--policies", args->policies, "Comma-separated policies")->capture_default_str();
   sub->add_option("--out", args->out, "Folder to write (default: runs/compare-<scenario name>)");

@@ -40,8 +40,7 @@ int RunDeviceRun(const DeviceArgs& a) {
 
 void AddDeviceRunCommand(CLI::App& app, Action& action) {
   auto args = std::make_shared<DeviceArgs>();
-  CLI::App* sub = app.add_subcommand(
-      "device-run", "Run a scenario's rearrangements on real GPUs (CUDA/NCCL), write a run folder");
+  CLI::App* sub = app.add_subcommand(kDeviceRunName, kDeviceRunAbout);
   AddDeviceOptions(sub, *args, /*allow_mpi=*/true);
   sub->add_option("--out", args->out, "Run folder to write (default: runs/<scenario>-device)");
   sub->callback([&action, args] { action = [args] { return RunDeviceRun(*args); }; });

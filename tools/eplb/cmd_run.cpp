@@ -47,8 +47,7 @@ int RunRun(const RunArgs& args) {
 
 void AddRunCommand(CLI::App& app, Action& action) {
   auto args = std::make_shared<RunArgs>();
-  CLI::App* sub = app.add_subcommand(
-      "run", "Simulate a scenario on the SimGrid cluster model and write a run folder");
+  CLI::App* sub = app.add_subcommand(kRunName, kRunAbout);
   AddScenarioOptions(sub, args->scenario_path, args->overrides);
   sub->add_option("--out", args->out, "Run folder to write (default: runs/<scenario name>)");
   sub->callback([&action, args] { action = [args] { return RunRun(*args); }; });

@@ -190,8 +190,7 @@ int RunSweep(const SweepArgs& args) {
 
 void AddSweepCommand(CLI::App& app, Action& action) {
   auto args = std::make_shared<SweepArgs>();
-  CLI::App* sub = app.add_subcommand(
-      "sweep", "Run a scenario over the cross product of field values and policies");
+  CLI::App* sub = app.add_subcommand(kSweepName, kSweepAbout);
   AddScenarioOptions(sub, args->scenario_path, args->overrides);
   sub->add_option("--vary", args->vary, "key.path=v1,v2,... (repeatable; the cross product runs)")
       ->required();

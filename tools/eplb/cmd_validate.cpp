@@ -99,9 +99,7 @@ int RunValidate(const DeviceArgs& a) {
 
 void AddValidateCommand(CLI::App& app, Action& action) {
   auto args = std::make_shared<DeviceArgs>();
-  CLI::App* sub = app.add_subcommand(
-      "validate",
-      "Compare the simulator's transfer times with a short run of the same scenario on GPUs");
+  CLI::App* sub = app.add_subcommand(kValidateName, kValidateAbout);
   AddDeviceOptions(sub, *args, /*allow_mpi=*/false);  // validate runs in one process
   sub->add_option("--steps", args->steps,
                   "Steps of the device run (default: through the first rearrangement)")

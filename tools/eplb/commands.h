@@ -9,6 +9,24 @@
 
 namespace eplb::cli {
 
+// Names and one-line descriptions of the commands other executables carry: their own
+// subcommands and eplb's --help (main.cpp) both use these.
+inline constexpr const char* kRunName = "run";
+inline constexpr const char* kRunAbout =
+    "Simulate a scenario on the SimGrid cluster model and write a run folder";
+inline constexpr const char* kCompareName = "compare";
+inline constexpr const char* kCompareAbout =
+    "Run a scenario once per policy and write a comparison report";
+inline constexpr const char* kSweepName = "sweep";
+inline constexpr const char* kSweepAbout =
+    "Run a scenario over the cross product of field values and policies";
+inline constexpr const char* kDeviceRunName = "device-run";
+inline constexpr const char* kDeviceRunAbout =
+    "Run a scenario's rearrangements on real GPUs (CUDA/NCCL), write a run folder";
+inline constexpr const char* kValidateName = "validate";
+inline constexpr const char* kValidateAbout =
+    "Compare the simulator's transfer times with a short run of the same scenario on GPUs";
+
 // In eplb itself (the core alone).
 void AddRebalanceCommand(CLI::App& app, Action& action);
 void AddPlanCommand(CLI::App& app, Action& action);

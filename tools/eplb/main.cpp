@@ -24,6 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using eplb::Status;
+namespace cli = eplb::cli;
 
 // One row per command: where it runs and what the build needs for it.
 struct Runner {
@@ -46,16 +47,11 @@ constexpr std::string_view kNoValidate =
 constexpr std::array<Runner, 7> kRunners = {{
     {"rebalance", "", "", ""},
     {"plan", "", "", ""},
-    {"run", "eplb-sim", "Simulate a scenario on the SimGrid cluster model and write a run folder",
-     kNoSim},
-    {"compare", "eplb-sim", "Run a scenario once per policy and write a comparison report", kNoSim},
-    {"sweep", "eplb-sim", "Run a scenario over the cross product of field values and policies",
-     kNoSim},
-    {"device-run", "eplb-device",
-     "Run a scenario's rearrangements on real GPUs (CUDA/NCCL), write a run folder", kNoDevice},
-    {"validate", "eplb-validate",
-     "Compare the simulator's transfer times with a short run of the same scenario on GPUs",
-     kNoValidate},
+    {cli::kRunName, "eplb-sim", cli::kRunAbout, kNoSim},
+    {cli::kCompareName, "eplb-sim", cli::kCompareAbout, kNoSim},
+    {cli::kSweepName, "eplb-sim", cli::kSweepAbout, kNoSim},
+    {cli::kDeviceRunName, "eplb-device", cli::kDeviceRunAbout, kNoDevice},
+    {cli::kValidateName, "eplb-validate", cli::kValidateAbout, kNoValidate},
 }};
 
 // The part's executable: beside this one (the build tree), or in ../libexec/eplb (an install).

@@ -254,6 +254,11 @@ Status ReadLoads(const std::string& path, RunFolder& folder) {
     for (const auto& row : load) flat.insert(flat.end(), row.begin(), row.end());
     return Status::Ok();
   }));
+  if (index != rearrangements.size()) {
+    return Status::InvalidArgument(
+        fmt::format("{}: {} lines for the {} rearrangements of rearrangements.csv", path, index,
+                    rearrangements.size()));
+  }
   folder.has_loads = true;
   return Status::Ok();
 }
@@ -337,7 +342,6 @@ Status WriteRunFolder(const std::string& dir, const RunResult& run) {
   for (size_t i = 0; i < run.rearrangements.size(); ++i) {
     run_folder::RearrangementRow row;
     static_cast<RearrangementRecord&>(row) = run.rearrangements[i];
-    row.window_load.clear();  // loads.jsonl has it
     row.following_balancedness = following[i];
     rows.push_back(std::move(row));
   }
@@ -382,19 +386,9 @@ Result<RunFolder> ReadRunFolder(const std::string& dir) {
   EPLB_ASSIGN_OR_RETURN(run.steps, run_folder::ParseMetricsCsv(metrics, p + "metrics.csv"));
 
   EPLB_ASSIGN_OR_RETURN(const std::string transfers, ReadTextFile(p + "transfers.csv"));
-  EPLB_ASSIGN_OR_RETURN(run.transfers,
-                        run_folder::ParseTransfersCsv(transfers, p + "transfers.csv"));
-  const int layers = run.scenario.model.layers, gpus = run.scenario.num_gpus();
-  for (size_t i = 0; i < run.transfers.size(); ++i) {
-    const TransferRecord& t = run.transfers[i];
-    if (t.layer < 0 || t.layer >= layers || t.src_rank < 0 || t.src_rank >= gpus ||
-        t.dst_rank < 0 || t.dst_rank >= gpus) {
-      return Status::InvalidArgument(fmt::format(
-          "{}transfers.csv:{}: layer {} / ranks {} -> {} outside the scenario's {} layers and {} "
-          "GPUs",
-          p, i + 2, t.layer, t.src_rank, t.dst_rank, layers, gpus));
-    }
-  }
+  EPLB_ASSIGN_OR_RETURN(run.transfers, run_folder::ParseTransfersCsv(transfers, p + "transfers.csv",
+                                                                     run.scenario.model.layers,
+                                                                     run.scenario.num_gpus()));
 
   EPLB_ASSIGN_OR_RETURN(const std::string rearrangements, ReadTextFile(p + "rearrangements.csv"));
   EPLB_ASSIGN_OR_RETURN(

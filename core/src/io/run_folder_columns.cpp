@@ -4,6 +4,7 @@
 #include "io/run_folder_columns.h"
 
 #include <array>
+#include <functional>
 #include <iterator>
 #include <type_traits>
 
@@ -226,9 +227,11 @@ Status ParseCell(const CsvLines& csv, const Field<Row>& field, std::string_view 
   return Status::Ok();
 }
 
+// `check` (optional) returns what is wrong with a parsed row, or "" when nothing is.
 template <typename Row>
 Result<std::vector<Row>> ParseCsv(const std::vector<Field<Row>>& fields, std::string_view text,
-                                  const std::string& name) {
+                                  const std::string& name,
+                                  const std::function<std::string(const Row&)>& check = {}) {
   CsvLines csv(text, name);
   EPLB_RETURN_IF_ERROR(csv.ExpectHeader(Header(fields)));
   std::vector<Row> rows;
@@ -240,6 +243,9 @@ Result<std::vector<Row>> ParseCsv(const std::vector<Field<Row>>& fields, std::st
       Cell c;
       EPLB_RETURN_IF_ERROR(ParseCell(csv, fields[i], values[i], c));
       fields[i].set(row, c);
+    }
+    if (check) {
+      if (const std::string wrong = check(row); !wrong.empty()) return csv.Error(wrong);
     }
     rows.push_back(std::move(row));
   }
@@ -269,8 +275,17 @@ Result<std::vector<StepRecord>> ParseMetricsCsv(std::string_view text, const std
   return ParseCsv(MetricsFields(), text, name);
 }
 Result<std::vector<TransferRecord>> ParseTransfersCsv(std::string_view text,
-                                                      const std::string& name) {
-  return ParseCsv(TransferFields(), text, name);
+                                                      const std::string& name, int layers,
+                                                      int gpus) {
+  return ParseCsv<TransferRecord>(TransferFields(), text, name, [&](const TransferRecord& t) {
+    const bool inside = t.layer >= 0 && t.layer < layers && t.src_rank >= 0 && t.src_rank < gpus &&
+                        t.dst_rank >= 0 && t.dst_rank < gpus;
+    return inside ? std::string()
+                  : fmt::format(
+                        "layer {} / ranks {} -> {} outside the scenario's {} layers and "
+                        "{} GPUs",
+                        t.layer, t.src_rank, t.dst_rank, layers, gpus);
+  });
 }
 Result<std::vector<RearrangementRow>> ParseRearrangementsCsv(std::string_view text,
                                                              const std::string& name) {

@@ -23,8 +23,10 @@ std::string RearrangementsCsv(const std::vector<RearrangementRow>& rows);
 
 // `name` (the file's path) prefixes errors, with the line.
 Result<std::vector<StepRecord>> ParseMetricsCsv(std::string_view text, const std::string& name);
+// `layers` and `gpus` bound each transfer's layer and ranks.
 Result<std::vector<TransferRecord>> ParseTransfersCsv(std::string_view text,
-                                                      const std::string& name);
+                                                      const std::string& name, int layers,
+                                                      int gpus);
 Result<std::vector<RearrangementRow>> ParseRearrangementsCsv(std::string_view text,
                                                              const std::string& name);
 

@@ -25,7 +25,6 @@ class ThreadWorkers {
     for (std::thread& t : threads_) t.join();
     threads_.clear();
   }
-  bool empty() const { return threads_.empty(); }
 
  private:
   std::vector<std::thread> threads_;
