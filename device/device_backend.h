@@ -25,7 +25,8 @@
 // agreed with MPI_Allreduce, and every emulated step ends with a barrier.
 //
 // Thread-safety: the RearrangementBackend calls follow that interface's contract; Fill,
-// Verify and RunEmulatedStep are foreground calls. on_transfer fires from worker threads.
+// Verify and RunEmulatedStep are foreground calls. on_transfer (backend.h) fires from worker
+// threads, with each received transfer's round's measured start and end (receiver side).
 #pragma once
 
 #include <atomic>
@@ -33,7 +34,6 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "eplb/base/status.h"
@@ -109,8 +109,6 @@ class DeviceBackend final : public RearrangementBackend {
                       std::span<const Transfer> transfers) override;
   Status CopyLocal(const StagingTarget& target, std::span<const LocalCopy> copies) override;
   Status CommitLayer(const StagingTarget& target, std::span<const int32_t> slots) override;
-
-  // Each received transfer, with its round's measured start and end (receiver side).
 
  private:
   struct RankState;
