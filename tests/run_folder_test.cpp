@@ -181,6 +181,9 @@ TEST(RunFolder, TheColumnTableDefinesEveryCsvHeader) {
     EXPECT_EQ(text->substr(0, text->find('\n')), header);
   }
   EXPECT_EQ(csv_files, 3);
+  // And the writer writes no file the table does not describe.
+  const auto written = std::distance(fs::directory_iterator(tmp / "run"), fs::directory_iterator());
+  EXPECT_EQ(static_cast<size_t>(written), RunFolderFiles().size());
 }
 
 // Each kind of damage is an error naming the file and the line, never a crash or a half-read
