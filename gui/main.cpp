@@ -1,7 +1,10 @@
 // eplb-viewer [RUN_DIR] [--compare RUN_DIR] [--screenshot FILE [--at STEP] [--layer L]]
 // Opens a run folder written by `eplb run` or `eplb device-run`. With --screenshot it renders
-// the window to a PNG and exits (works headless with QT_QPA_PLATFORM=offscreen).
+// the window to a PNG and exits. --help and --screenshot need no display: without one they
+// use Qt's offscreen platform; only the interactive window needs X11 or Wayland.
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -15,9 +18,38 @@ int Fail(const QString& message) {
   return 2;
 }
 
+// True when a display server is named; Qt would abort trying to open one that is not.
+bool HasDisplay() {
+  for (const char* var : {"DISPLAY", "WAYLAND_DISPLAY"}) {
+    const char* v = std::getenv(var);
+    if (v != nullptr && *v != '\0') return true;
+  }
+  return false;
+}
+
+// --help, -h, --version and --screenshot produce output without showing a window.
+bool NeedsNoWindow(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    for (const char* flag : {"--help", "-h", "--help-all", "--version", "-v", "--screenshot"}) {
+      if (std::strcmp(argv[i], flag) == 0 || std::strncmp(argv[i], "--screenshot=", 13) == 0) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (std::getenv("QT_QPA_PLATFORM") == nullptr && !HasDisplay()) {
+    if (!NeedsNoWindow(argc, argv)) {
+      return Fail(
+          "no display (neither DISPLAY nor WAYLAND_DISPLAY is set); the window needs "
+          "one; --screenshot FILE renders without");
+    }
+    setenv("QT_QPA_PLATFORM", "offscreen", 1);
+  }
   QApplication app(argc, argv);
   QApplication::setApplicationName("eplb-viewer");
   QApplication::setOrganizationName("eplb");

@@ -308,7 +308,7 @@ TEST_F(CliTest, RunErrorsLeaveNoFolder) {
   const CliRun clash =
       Eplb(std::string("run ") + EPLB_SCENARIO_DIR + "/tiny.yaml --set run.steps=10 --out " + out);
   EXPECT_EQ(clash.code, 2);
-  EXPECT_NE(clash.err.find("is not an eplb run folder"), std::string::npos) << clash.err;
+  EXPECT_NE(clash.err.find("is not a finished eplb folder"), std::string::npos) << clash.err;
   EXPECT_TRUE(fs::exists(fs::path(out) / "keep.txt"));
   for (const auto& e : fs::directory_iterator(dir_)) {
     EXPECT_EQ(e.path().filename().string().find(".partial-"), std::string::npos) << e.path();

@@ -4,9 +4,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -186,8 +188,23 @@ TEST(RunFolder, TheColumnTableDefinesEveryCsvHeader) {
   EXPECT_EQ(static_cast<size_t>(written), RunFolderFiles().size());
 }
 
+// Rewrites DIR's manifest for the files now there, as WriteFolderAtomically would have.
+void Restamp(const std::string& dir) {
+  std::string text = "# eplb folder manifest v1\nkind\trun\n";
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().filename() != kManifestName) names.push_back(e.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  for (const std::string& n : names) {
+    text += fmt::format("file\t{}\t{}\n", n, fs::file_size(fs::path(dir) / n));
+  }
+  ASSERT_TRUE(WriteTextFile(dir + "/" + kManifestName, text).ok());
+}
+
 // Each kind of damage is an error naming the file and the line, never a crash or a half-read
-// folder.
+// folder. The manifest is restamped after each damage, as a faulty writer would have done, so
+// that what is tested is each file's own reader.
 TEST(RunFolder, DamagedFilesAreErrorsNamingFileAndLine) {
   auto host = RunOnHost(Tiny());
   ASSERT_TRUE(host.ok());
@@ -201,7 +218,7 @@ TEST(RunFolder, DamagedFilesAreErrorsNamingFileAndLine) {
     const char* expected;
   };
   const Case cases[] = {
-      {"no-summary", "summary.json", nullptr, "no summary.json"},
+      {"no-summary", "summary.json", nullptr, "summary.json: cannot open"},
       {"summary-field", "summary.json", "{\"scenario\": \"tiny\"}",
        "summary.json: field 'backend' is missing"},
       {"short-line", "transfers.csv",
@@ -227,6 +244,34 @@ TEST(RunFolder, DamagedFilesAreErrorsNamingFileAndLine) {
       {"loads-missing-a-line", "loads.jsonl", "", "loads.jsonl: 0 lines for the "},
       {"bad-load", "loads.jsonl", "{\"step\": 24, \"time_s\": 0, \"load\": [[1]]}\n",
        "loads.jsonl:1: load is not 4 layers × 16 experts"},
+      // Values the writer never writes.
+      {"ends-before-start", "transfers.csv",
+       "layer,expert,src_rank,dst_rank,bytes,link,start_s,end_s\n0,1,0,1,100,nic,2,1\n",
+       "transfers.csv:2: end_s 1 is before start_s 2"},
+      {"negative-bytes", "transfers.csv",
+       "layer,expert,src_rank,dst_rank,bytes,link,start_s,end_s\n0,1,0,1,-5,nic,0,1\n",
+       "transfers.csv:2: bytes is -5"},
+      {"expert-outside", "transfers.csv",
+       "layer,expert,src_rank,dst_rank,bytes,link,start_s,end_s\n0,99,0,1,5,nic,0,1\n",
+       "transfers.csv:2: expert 99 is outside the scenario's 0..15"},
+      {"steps-out-of-order", "metrics.csv",
+       "step,time_s,step_s,idle_step_s,balancedness,imbalance_ratio,bytes_in_flight,stalled_s\n"
+       "1,0,1,1,1,1,0,0\n",
+       "metrics.csv:2: step 1 where step 0 comes next"},
+      {"balancedness-above-1", "metrics.csv",
+       "step,time_s,step_s,idle_step_s,balancedness,imbalance_ratio,bytes_in_flight,stalled_s\n"
+       "0,0,1,1,1.5,1,0,0\n",
+       "metrics.csv:2: balancedness 1.5 is outside [0, 1]"},
+      {"negative-step-time", "metrics.csv",
+       "step,time_s,step_s,idle_step_s,balancedness,imbalance_ratio,bytes_in_flight,stalled_s\n"
+       "0,0,-1,1,1,1,0,0\n",
+       "metrics.csv:2: step_s is -1; it is never negative"},
+      // Files that contradict summary.json: a file cut at a line boundary parses.
+      {"fewer-steps", "metrics.csv",
+       "step,time_s,step_s,idle_step_s,balancedness,imbalance_ratio,bytes_in_flight,stalled_s\n"
+       "0,0,1,1,1,1,0,0\n",
+       "metrics.csv has 1 steps but summary.json says 260"},
+      {"fewer-rearrangements", "rearrangements.csv", nullptr, "rearrangements.csv: cannot open"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -237,12 +282,50 @@ TEST(RunFolder, DamagedFilesAreErrorsNamingFileAndLine) {
     } else {
       std::ofstream(dir + "/" + c.file, std::ios::trunc) << c.content;
     }
+    Restamp(dir);
     auto read = ReadRunFolder(dir);
     ASSERT_FALSE(read.ok());
     EXPECT_NE(read.status().message().find(c.expected), std::string::npos)
         << read.status().message();
   }
   EXPECT_EQ(ReadRunFolder(tmp / "absent").status().code(), Status::Code::kNotFound);
+}
+
+// Without restamping, the manifest catches what no single file's reader can: a file cut at a
+// line boundary, one removed, a folder never finished.
+TEST(RunFolder, TheManifestRefusesUnfinishedAndChangedFolders) {
+  auto host = RunOnHost(Tiny());
+  ASSERT_TRUE(host.ok());
+  TempDir tmp;
+  const std::string good = tmp / "good";
+  ASSERT_TRUE(WriteRunFolder(good, host->result).ok());
+  ASSERT_TRUE(ReadRunFolder(good).ok());
+  const auto damaged = [&](const std::string& name,
+                           const std::function<void(const std::string&)>& damage) {
+    const std::string dir = tmp / name;
+    fs::copy(good, dir);
+    damage(dir);
+    auto read = ReadRunFolder(dir);
+    EXPECT_FALSE(read.ok()) << name;
+    return read.ok() ? std::string() : read.status().message();
+  };
+  const std::string cut = damaged("cut", [](const std::string& dir) {
+    auto text = ReadTextFile(dir + "/metrics.csv");
+    ASSERT_TRUE(text.ok());
+    const std::string head = text->substr(0, text->find('\n', text->find('\n') + 1) + 1);
+    std::ofstream(dir + "/metrics.csv", std::ios::trunc) << head;
+  });
+  EXPECT_NE(cut.find("metrics.csv is "), std::string::npos) << cut;
+  EXPECT_NE(cut.find("truncated or changed"), std::string::npos) << cut;
+  const std::string gone =
+      damaged("gone", [](const std::string& dir) { fs::remove(dir + "/trace.json"); });
+  EXPECT_NE(gone.find("lists trace.json, which is missing"), std::string::npos) << gone;
+  const std::string unfinished =
+      damaged("unfinished", [](const std::string& dir) { fs::remove(dir + "/manifest.tsv"); });
+  EXPECT_NE(unfinished.find("not a finished run folder (no manifest.tsv"), std::string::npos)
+      << unfinished;
+  const std::string partial = damaged("good.partial-4242", [](const std::string&) {});
+  EXPECT_NE(partial.find("an unfinished run folder"), std::string::npos) << partial;
 }
 
 }  // namespace

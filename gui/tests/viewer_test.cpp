@@ -3,6 +3,7 @@
 // the viewer is tested on what the writer writes today.
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QProcess>
 #include <QSignalSpy>
 #include <QSlider>
@@ -51,6 +52,18 @@ class ViewerTest : public QObject {
   }
 
   // Copies the test run into `dir` for a corrupted variant.
+  // Rewrites DIR's manifest for the files now there.
+  static void Restamp(const QString& dir) {
+    QString text = "# eplb folder manifest v1\nkind\trun\n";
+    for (const QFileInfo& f : QDir(dir).entryInfoList(QDir::Files, QDir::Name)) {
+      if (f.fileName() != "manifest.tsv")
+        text += QString("file\t%1\t%2\n").arg(f.fileName()).arg(f.size());
+    }
+    QFile out(dir + "/manifest.tsv");
+    QVERIFY(out.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    out.write(text.toUtf8());
+  }
+
   static QString CopyRun(const QTemporaryDir& tmp, const QString& name) {
     const QString dst = tmp.path() + "/" + name;
     QDir().mkpath(dst);
@@ -225,28 +238,42 @@ class ViewerTest : public QObject {
     QTemporaryDir tmp;
     struct Case {
       QString name, file, content, expected;
+      bool restamp;  // rewrite the manifest, as a faulty writer would have: the files' own checks
     };
+    const QString header_t = "layer,expert,src_rank,dst_rank,bytes,link,start_s,end_s\n";
+    const QString header_m =
+        "step,time_s,step_s,idle_step_s,balancedness,imbalance_ratio,bytes_in_flight,stalled_s\n";
     const QList<Case> cases = {
-        {"no-summary", "summary.json", "", "no summary.json"},
-        {"bad-transfers", "transfers.csv",
-         "layer,expert,src_rank,dst_rank,bytes,link,start_s,end_s\n0,1,0,1,100,nvlink\n",
-         "transfers.csv:2: 6 fields, expected 8"},
-        {"bad-link", "transfers.csv",
-         "layer,expert,src_rank,dst_rank,bytes,link,start_s,end_s\n0,1,0,1,100,pcie,0,1\n",
-         "link 'pcie'"},
+        // Unfinished: no manifest, or a partial folder of a killed process.
+        {"no-manifest", "manifest.tsv", "", "not a finished run folder", false},
+        {"tiny-run.partial-4242", "", "", "an unfinished run folder", false},
+        // Changed since written: cut at a line boundary, so it still parses.
+        {"cut", "metrics.csv", header_m + "0,0,1,1,1,1,0,0\n", "truncated or changed", false},
+        // Malformed, inconsistent with the scenario or summary, or out of range.
+        {"bad-transfers", "transfers.csv", header_t + "0,1,0,1,100,nvlink\n",
+         "transfers.csv:2: 6 fields, expected 8", true},
         {"bad-placement", "placements.jsonl", "{\"step\": -1, \"layer\": 0, \"phy2log\": [1,2\n",
-         "placements.jsonl:1:"},
-        {"bad-metrics", "metrics.csv", "step,time\n1,2\n", "metrics.csv:1: the header should be"},
+         "placements.jsonl:1:", true},
+        {"rank-outside", "transfers.csv", header_t + "0,1,0,99,100,nic,0,1\n", "outside", true},
+        {"ends-before-start", "transfers.csv", header_t + "0,1,0,1,100,nic,2,1\n",
+         "end_s 1 is before start_s 2", true},
+        {"not-finite", "metrics.csv", header_m + "0,inf,1,1,1,1,0,0\n", "not a finite number",
+         true},
+        {"negative", "metrics.csv", header_m + "0,0,-1,1,1,1,0,0\n", "never negative", true},
+        {"fewer-steps", "metrics.csv", header_m + "0,0,1,1,1,1,0,0\n",
+         "has 1 steps but summary.json says", true},
     };
     for (const Case& c : cases) {
       const QString dir = CopyRun(tmp, c.name);
-      if (c.content.isEmpty()) {
+      if (c.file.isEmpty()) {
+      } else if (c.content.isEmpty()) {
         QVERIFY(QFile::remove(dir + "/" + c.file));
       } else {
         QFile f(dir + "/" + c.file);
         QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
         f.write(c.content.toUtf8());
       }
+      if (c.restamp) Restamp(dir);
       MainWindow w;
       w.SetDialogs(false);
       QSignalSpy errors(&w, &MainWindow::ErrorShown);
@@ -256,16 +283,17 @@ class ViewerTest : public QObject {
       QVERIFY2(message.contains(c.expected), qPrintable(c.name + ": " + message));
       QVERIFY(w.panel() == nullptr);
     }
-    // The command line says the same and exits non-zero.
+    // The command line says the same and exits non-zero, with no display at all: the viewer
+    // falls back to the offscreen platform for --screenshot.
     QProcess viewer;
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-    env.insert("QT_QPA_PLATFORM", "offscreen");
+    for (const char* var : {"QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY"}) env.remove(var);
     viewer.setProcessEnvironment(env);
     viewer.start(EPLB_VIEWER_BINARY,
-                 {tmp.path() + "/bad-link", "--screenshot", tmp.path() + "/x.png"});
+                 {tmp.path() + "/ends-before-start", "--screenshot", tmp.path() + "/x.png"});
     QVERIFY(viewer.waitForFinished(60000));
     QCOMPARE(viewer.exitCode(), 2);
-    QVERIFY(viewer.readAllStandardError().contains("link 'pcie'"));
+    QVERIFY(viewer.readAllStandardError().contains("end_s 1 is before start_s 2"));
     QVERIFY(!QFile::exists(tmp.path() + "/x.png"));
   }
 };

@@ -1,10 +1,13 @@
 #include "cli_util.h"
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "eplb/base/interrupt.h"
 #include "eplb/io/run_folder.h"
 #include "eplb/io/scenario_file.h"
 
@@ -19,6 +22,7 @@ int ExitCodeFor(const Status& status) {
     case Status::Code::kIoError:
       return kExitBadInput;
     case Status::Code::kCancelled:
+      return InterruptExitCode(status, kExitFailed);
     case Status::Code::kInternal:
     case Status::Code::kUnavailable:
       return kExitFailed;
@@ -27,7 +31,8 @@ int ExitCodeFor(const Status& status) {
 }
 
 int ReportError(const std::string& command, const Status& status) {
-  fmt::print(stderr, "eplb {}: error: {}\n", command, status.message());
+  const bool interrupted = status.code() == Status::Code::kCancelled && InterruptSignal() != 0;
+  fmt::print(stderr, "eplb {}: {}{}\n", command, interrupted ? "" : "error: ", status.message());
   return ExitCodeFor(status);
 }
 
@@ -39,6 +44,16 @@ int RunCommandLine(int argc, char** argv, std::span<const AddCommand> commands,
   Action action;
   for (AddCommand add : commands) add(app, action);
   if (extend) extend(app);
+  // CLI11 would call an unknown word "an extra argument" or ask for a subcommand.
+  if (argc >= 2 && argv[1][0] != '-' &&
+      app.get_subcommands([&](CLI::App* sub) { return sub->get_name() == argv[1]; }).empty()) {
+    std::vector<std::string> names;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+      names.push_back(sub->get_name());
+    fmt::print(stderr, "eplb: unknown command '{}'; the commands are: {} (eplb --help)\n", argv[1],
+               fmt::join(names, ", "));
+    return kExitBadInput;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -46,6 +61,34 @@ int RunCommandLine(int argc, char** argv, std::span<const AddCommand> commands,
     return code == 0 ? kExitOk : kExitBadInput;
   }
   return action ? action() : kExitBadInput;
+}
+
+namespace {
+
+CLI::Validator NumberCheck(double min, bool strictly_above) {
+  const std::string what = fmt::format("{} {}", strictly_above ? "above" : "at least", min);
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || end == nullptr || *end != '\0' || !std::isfinite(v)) {
+          return fmt::format("'{}' is not a number", text);
+        }
+        if (v < min || (strictly_above && v <= min)) {
+          return fmt::format("{} is too small; it must be {}", text, what);
+        }
+        return {};
+      },
+      "NUMBER " + std::string(strictly_above ? "> " : ">= ") + fmt::format("{}", min));
+}
+
+}  // namespace
+
+CLI::Validator AtLeast(double min) {
+  return NumberCheck(min, false);
+}
+CLI::Validator Positive() {
+  return NumberCheck(0, true);
 }
 
 Result<Scenario> LoadScenarioArg(const std::string& path,

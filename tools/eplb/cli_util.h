@@ -20,11 +20,17 @@ inline constexpr int kExitFailed = 1;    // the job itself failed, or a part is 
 inline constexpr int kExitBadInput = 2;  // bad arguments or input files
 
 // The one mapping from a Status to an exit code: what the user can fix (bad arguments, files
-// missing or malformed) is kExitBadInput, everything else kExitFailed.
+// missing or malformed) is kExitBadInput, an interruption by SIGINT/SIGTERM 128 + the signal
+// (130, 143), everything else kExitFailed.
 int ExitCodeFor(const Status& status);
 
 // Prints "eplb <command>: error: <message>" on stderr and returns ExitCodeFor(status).
 int ReportError(const std::string& command, const Status& status);
+
+// Option checks whose messages read as people write ranges ("--jobs is -1; it must be at least
+// 0"), in place of CLI11's numeric ranges that print the largest double.
+CLI::Validator AtLeast(double min);
+CLI::Validator Positive();
 
 // What a parsed command does; returns the exit code.
 using Action = std::function<int()>;

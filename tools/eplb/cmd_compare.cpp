@@ -39,8 +39,8 @@ int RunCompare(const CompareArgs& args) {
   }
   const std::string dir = args.out.empty() ? "runs/compare-" + scenario->name : args.out;
   std::vector<nlohmann::ordered_json> rows;
-  const Status s = WriteFolderAtomically(
-      dir, "comparison", "comparison.json", [&](const std::string& partial) -> Status {
+  const Status s =
+      WriteFolderAtomically(dir, "comparison", [&](const std::string& partial) -> Status {
         std::vector<Job> jobs;
         for (const std::string& p : policies) {
           jobs.push_back({p, [&, p] {
@@ -89,7 +89,7 @@ void AddCompareCommand(CLI::App& app, Action& action) {
   sub->add_option("--policies", args->policies, "Comma-separated policies")->capture_default_str();
   sub->add_option("--out", args->out, "Folder to write (default: runs/compare-<scenario name>)");
   sub->add_option("--jobs", args->jobs, "Simulations at once (default: one per core)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(AtLeast(0));
   sub->callback([&action, args] { action = [args] { return RunCompare(*args); }; });
 }
 

@@ -182,19 +182,19 @@ void AddPlanCommand(CLI::App& app, Action& action) {
       ->check(CLI::IsMember({"single-batch", "greedy-pairs", "best"}))
       ->capture_default_str();
   sub->add_option("--expert-bytes", args->expert_bytes, "Bytes of one expert in one layer")
-      ->check(CLI::PositiveNumber)
+      ->check(Positive())
       ->capture_default_str();
   sub->add_option("--nvlink-bw", args->nvlink_gbps, "NVLink GB/s (10^9 B/s) per direction per GPU")
-      ->check(CLI::PositiveNumber)
+      ->check(Positive())
       ->capture_default_str();
   sub->add_option("--nic-bw", args->nic_gbps, "NIC GB/s (10^9 B/s) per direction per GPU")
-      ->check(CLI::PositiveNumber)
+      ->check(Positive())
       ->capture_default_str();
   sub->add_option("--nvlink-latency-us", args->nvlink_latency_us, "NVLink start-up latency (µs)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(AtLeast(0))
       ->capture_default_str();
   sub->add_option("--nic-latency-us", args->nic_latency_us, "NIC start-up latency (µs)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(AtLeast(0))
       ->capture_default_str();
   sub->add_flag(
       "--preserve-slots", args->preserve_slots,

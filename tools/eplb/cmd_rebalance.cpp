@@ -131,7 +131,7 @@ void AddRebalanceCommand(CLI::App& app, Action& action) {
       ->check(CLI::IsMember({"json", "table"}))
       ->capture_default_str();
   sub->add_option("--layer", args->layer, "With --format table: show only this layer")
-      ->check(CLI::NonNegativeNumber);
+      ->check(AtLeast(0));
   sub->callback([&action, args] { action = [args] { return RunRebalance(*args); }; });
 }
 

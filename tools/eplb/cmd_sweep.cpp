@@ -146,7 +146,7 @@ int RunSweep(const SweepArgs& args) {
   Status s;
   if (ranks == 1) {
     fmt::print(stderr, "eplb sweep: {} points on {}\n", all.size(), base->name);
-    s = WriteFolderAtomically(dir, "sweep", "sweep.json", [&](const std::string& partial) {
+    s = WriteFolderAtomically(dir, "sweep", [&](const std::string& partial) {
       EPLB_RETURN_IF_ERROR(run_points(partial));
       return report(partial);
     });
@@ -169,7 +169,7 @@ int RunSweep(const SweepArgs& args) {
         }
       }
       if (s.ok()) {
-        s = WriteFolderAtomically(dir, "sweep", "sweep.json", [&](const std::string& partial) {
+        s = WriteFolderAtomically(dir, "sweep", [&](const std::string& partial) {
           std::error_code ec;
           fs::rename(shared + "/points", partial + "/points", ec);
           if (ec) return Status::IoError(fmt::format("{}: {}", shared, ec.message()));
@@ -199,7 +199,7 @@ void AddSweepCommand(CLI::App& app, Action& action) {
   sub->add_option("--out", args->out, "Folder to write (default: runs/sweep-<scenario name>)");
   sub->add_option("--jobs", args->jobs,
                   "Simulations at once on this machine (default: one per core)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(AtLeast(0));
   sub->callback([&action, args] { action = [args] { return RunSweep(*args); }; });
 }
 

@@ -77,13 +77,12 @@ int RunValidate(const DeviceArgs& a) {
   json["expert_bytes"] = measured->scenario.model.expert_bytes;
   const std::string table = ValidationTable(v);
   const std::string dir = a.out.empty() ? "runs/" + scenario->name + "-validate" : a.out;
-  const Status written =
-      WriteFolderAtomically(dir, "validation", "validation.json", [&](const std::string& p) {
-        EPLB_RETURN_IF_ERROR(WriteRunFolder(p + "/measured", *measured));
-        EPLB_RETURN_IF_ERROR(WriteRunFolder(p + "/simulated", *simulated));
-        EPLB_RETURN_IF_ERROR(WriteTextFile(p + "/validation.txt", table));
-        return WriteTextFile(p + "/validation.json", json.dump(2) + "\n");
-      });
+  const Status written = WriteFolderAtomically(dir, "validation", [&](const std::string& p) {
+    EPLB_RETURN_IF_ERROR(WriteRunFolder(p + "/measured", *measured));
+    EPLB_RETURN_IF_ERROR(WriteRunFolder(p + "/simulated", *simulated));
+    EPLB_RETURN_IF_ERROR(WriteTextFile(p + "/validation.txt", table));
+    return WriteTextFile(p + "/validation.json", json.dump(2) + "\n");
+  });
   if (!written.ok()) return ReportError(cmd, written);
   fmt::print(
       "measured: plain copy {:.1f} GB/s, local copy {:.1f} GB/s, peer {:.1f} GB/s per rank, "
@@ -103,7 +102,7 @@ void AddValidateCommand(CLI::App& app, Action& action) {
   AddDeviceOptions(sub, *args, /*allow_mpi=*/false);  // validate runs in one process
   sub->add_option("--steps", args->steps,
                   "Steps of the device run (default: through the first rearrangement)")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
   sub->add_option("--out", args->out,
                   "Folder to write: measured/, simulated/, validation.json, validation.txt "
                   "(default: runs/<scenario>-validate)");

@@ -28,7 +28,7 @@ void AddDeviceOptions(CLI::App* sub, DeviceArgs& a, bool allow_mpi) {
   AddScenarioOptions(sub, a.scenario_path, a.overrides);
   sub->add_option("--ranks", a.ranks,
                   "Ranks (GPUs of the scenario's cluster) to run; default: the scenario's")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
   auto* v = sub->add_flag("--virtual", a.force_virtual,
                           "Run every rank on one GPU (virtual ranks; the default when there are "
                           "fewer GPUs than ranks)");
@@ -42,16 +42,16 @@ void AddDeviceOptions(CLI::App* sub, DeviceArgs& a, bool allow_mpi) {
         ->excludes(v)
         ->excludes(n);
   }
-  sub->add_option("--device", a.device, "First GPU to use")->check(CLI::NonNegativeNumber);
+  sub->add_option("--device", a.device, "First GPU to use")->check(AtLeast(0));
   sub->add_option("--expert-bytes", a.expert_bytes,
                   "Bytes per expert on the GPU (multiple of 8); default: the scenario's, lowered "
                   "to fit --memory-fraction of the free GPU memory")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
   sub->add_option("--memory-fraction", a.memory_fraction,
                   "Share of the free GPU memory the weights may take (default 0.8)");
   sub->add_option("--step-scale", a.step_scale,
                   "An emulated inference step lasts the step model's time times this (default 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
   sub->add_flag("--no-check", a.no_check,
                 "Skip the weights check after each commit (the final check still runs)");
 }

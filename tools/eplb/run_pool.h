@@ -16,7 +16,9 @@ struct Job {
 };
 
 // Runs every job, at most `parallel` at once (0: one per core). Fails naming the jobs that
-// failed; their errors went to stderr from the children.
+// failed; their errors went to stderr from the children. Children die with this process
+// (base/interrupt.h): on SIGINT/SIGTERM they are stopped, no further job starts, and the result
+// is Cancelled once every child has exited.
 Status RunJobs(const std::vector<Job>& jobs, int parallel);
 
 }  // namespace eplb::cli

@@ -3,8 +3,12 @@
 #include <array>
 
 #include "commands.h"
+#include "eplb/base/interrupt.h"
 
 int main(int argc, char** argv) {
+  // Before any thread starts: Ctrl-C and SIGTERM stop the run, its children and its partial
+  // folder, and exit 130/143.
+  eplb::InstallInterruptHandler();
   constexpr std::array<eplb::cli::AddCommand, 3> commands = {
       eplb::cli::AddRunCommand, eplb::cli::AddCompareCommand, eplb::cli::AddSweepCommand};
   return eplb::cli::RunCommandLine(argc, argv, commands);

@@ -1,28 +1,223 @@
 #include "eplb/base/file_io.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "eplb/base/interrupt.h"
+
 namespace eplb {
 namespace fs = std::filesystem;
 
-Result<std::string> ReadTextFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Status::IoError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+namespace {
+
+std::string Errno() {
+  return std::strerror(errno);
+}
+
+const char* FileTypeName(mode_t mode) {
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a pipe";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return Status::IoError(fmt::format("{}: read failed", path));
-  return ss.str();
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+constexpr std::string_view kManifestHeader = "# eplb folder manifest v1";
+
+// Every file under `dir`, relative and sorted; folders are not listed, only what is in them.
+Result<std::vector<std::string>> ListFiles(const fs::path& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_directory(ec)) out.push_back(fs::relative(it->path(), dir, ec).generic_string());
+  }
+  if (ec) return Status::IoError(fmt::format("{}: cannot list: {}", dir.string(), ec.message()));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Status WriteManifest(const std::string& dir, const std::string& kind) {
+  EPLB_ASSIGN_OR_RETURN(const std::vector<std::string> files, ListFiles(dir));
+  std::string text = fmt::format("{}\nkind\t{}\n", kManifestHeader, kind);
+  for (const std::string& f : files) {
+    std::error_code ec;
+    const auto bytes = fs::file_size(fs::path(dir) / f, ec);
+    if (ec) return Status::IoError(fmt::format("{}/{}: {}", dir, f, ec.message()));
+    text += fmt::format("file\t{}\t{}\n", f, bytes);
+  }
+  return WriteTextFile(dir + "/" + kManifestName, text);
+}
+
+bool ProcessIsGone(const std::string& pid_text) {
+  int pid = 0;
+  const auto [ptr, ec] = std::from_chars(pid_text.data(), pid_text.data() + pid_text.size(), pid);
+  if (ec != std::errc() || ptr != pid_text.data() + pid_text.size() || pid <= 0) return false;
+  return ::kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+// Removes DIR.partial-PID folders left by processes that were killed.
+void RemoveStalePartials(const fs::path& dir) {
+  const fs::path parent = dir.parent_path().empty() ? fs::path(".") : dir.parent_path();
+  const std::string prefix = dir.filename().string() + ".partial-";
+  std::error_code ec;
+  for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(prefix, 0) == 0 && it->is_directory(ec) &&
+        ProcessIsGone(name.substr(prefix.size()))) {
+      std::error_code ignored;
+      fs::remove_all(it->path(), ignored);
+    }
+  }
+}
+
+// OK when DIR may be replaced: absent, or an eplb `kind` folder holding only its manifest's files.
+Status CheckReplaceable(const std::string& dir, const std::string& kind) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return Status::Ok();
+  if (!fs::is_directory(dir, ec)) {
+    return Status::InvalidArgument(
+        fmt::format("{} exists and is not a folder; choose another --out", dir));
+  }
+  auto manifest = ReadFolderManifest(dir);
+  if (!manifest.ok()) {
+    if (manifest.status().code() != Status::Code::kNotFound) return manifest.status();
+    EPLB_ASSIGN_OR_RETURN(const std::vector<std::string> files, ListFiles(dir));
+    if (files.empty()) return Status::Ok();  // an empty folder: nothing to lose
+    return Status::InvalidArgument(fmt::format(
+        "{} exists and is not a finished eplb folder (no {}); eplb replaces only folders it "
+        "wrote: choose another --out, or move it away",
+        dir, kManifestName));
+  }
+  if (manifest->kind != kind) {
+    return Status::InvalidArgument(
+        fmt::format("{} is an eplb {} folder, not a {} folder; choose another --out", dir,
+                    manifest->kind, kind));
+  }
+  EPLB_ASSIGN_OR_RETURN(const std::vector<std::string> files, ListFiles(dir));
+  std::set<std::string> known{kManifestName};
+  for (const auto& f : manifest->files) known.insert(f.path);
+  std::vector<std::string> foreign;
+  for (const std::string& f : files) {
+    if (!known.count(f)) foreign.push_back(f);
+  }
+  if (!foreign.empty()) {
+    const size_t shown = std::min<size_t>(foreign.size(), 5);
+    return Status::InvalidArgument(fmt::format(
+        "{} holds {} file{} eplb did not write ({}{}); eplb never deletes them: move them away or "
+        "choose another --out",
+        dir, foreign.size(), foreign.size() == 1 ? "" : "s",
+        fmt::join(foreign.begin(), foreign.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
+        foreign.size() > shown ? ", ..." : ""));
+  }
+  return Status::Ok();
+}
+
+// Puts `partial` at `dir`; afterwards `partial` holds the old folder, if there was one.
+Status Exchange(const std::string& partial, const std::string& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) {
+    if (::rename(partial.c_str(), dir.c_str()) != 0) {
+      return Status::IoError(fmt::format("{}: cannot rename into place: {}", dir, Errno()));
+    }
+    return Status::Ok();
+  }
+  if (::renameat2(AT_FDCWD, partial.c_str(), AT_FDCWD, dir.c_str(), RENAME_EXCHANGE) == 0) {
+    return Status::Ok();
+  }
+  if (errno != EINVAL && errno != ENOSYS) {
+    return Status::IoError(fmt::format("{}: cannot exchange with {}: {}", dir, partial, Errno()));
+  }
+  // A file system without atomic exchange: two renames, the old folder whole at every instant
+  // (at DIR, then at DIR.old-PID).
+  const std::string old = dir + ".old-" + std::to_string(::getpid());
+  if (::rename(dir.c_str(), old.c_str()) != 0) {
+    return Status::IoError(fmt::format("{}: cannot move aside: {}", dir, Errno()));
+  }
+  if (::rename(partial.c_str(), dir.c_str()) != 0) {
+    const std::string why = Errno();
+    ::rename(old.c_str(), dir.c_str());
+    return Status::IoError(fmt::format("{}: cannot rename into place: {}", dir, why));
+  }
+  return ::rename(old.c_str(), partial.c_str()) == 0
+             ? Status::Ok()
+             : Status::IoError(fmt::format("{}: cannot remove the old folder: {}", old, Errno()));
+}
+
+// Removes a replaced folder: its manifest first, so a kill midway leaves it visibly unfinished.
+void RemoveReplaced(const std::string& path) {
+  std::error_code ec;
+  fs::remove(fs::path(path) / kManifestName, ec);
+  fs::remove_all(path, ec);
+}
+
+}  // namespace
+
+Result<std::string> ReadTextFile(const std::string& path, int64_t max_bytes) {
+  // O_NONBLOCK: opening a pipe must not wait for a writer; it is refused below.
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (fd.get() < 0) return Status::IoError(fmt::format("{}: cannot open: {}", path, Errno()));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    return Status::IoError(fmt::format("{}: cannot stat: {}", path, Errno()));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return Status::InvalidArgument(
+        fmt::format("{} is {}; expected a regular file", path, FileTypeName(st.st_mode)));
+  }
+  const auto too_large = [&](int64_t size) {
+    return Status::InvalidArgument(fmt::format("{} is {}; eplb reads input files of at most {}",
+                                               path, FormatBytes(size), FormatBytes(max_bytes)));
+  };
+  if (st.st_size > max_bytes) return too_large(st.st_size);
+  std::string text;
+  text.resize(static_cast<size_t>(st.st_size));
+  size_t got = 0;
+  while (true) {
+    if (got == text.size()) {
+      // The file may have grown since fstat (or /proc reports 0): read on, up to the cap.
+      if (static_cast<int64_t>(got) > max_bytes) return too_large(static_cast<int64_t>(got));
+      text.resize(
+          std::min<size_t>(std::max<size_t>(got * 2, 4096), static_cast<size_t>(max_bytes) + 1));
+    }
+    const ssize_t n = ::read(fd.get(), text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::IoError(fmt::format("{}: read failed: {}", path, Errno()));
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  if (static_cast<int64_t>(got) > max_bytes) return too_large(static_cast<int64_t>(got));
+  text.resize(got);
+  return text;
 }
 
 Status WriteTextFile(const std::string& path, const std::string& text) {
@@ -33,28 +228,97 @@ Status WriteTextFile(const std::string& path, const std::string& text) {
   return Status::Ok();
 }
 
+Result<FolderManifest> ReadFolderManifest(const std::string& dir) {
+  const std::string path = dir + "/" + kManifestName;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    return Status::NotFound(
+        fmt::format("{}: no {}: not a finished eplb folder", dir, kManifestName));
+  }
+  EPLB_ASSIGN_OR_RETURN(const std::string text, ReadTextFile(path, 64 << 20));
+  FolderManifest m;
+  std::istringstream in(text);
+  std::string line;
+  int line_no = 0;
+  const auto bad = [&](const std::string& why) {
+    return Status::InvalidArgument(fmt::format("{}:{}: {}", path, line_no, why));
+  };
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line_no == 1) {
+      if (line != kManifestHeader) return bad(fmt::format("expected '{}'", kManifestHeader));
+      continue;
+    }
+    std::vector<std::string> f;
+    std::istringstream fields(line);
+    for (std::string field; std::getline(fields, field, '\t');) f.push_back(field);
+    if (f.size() == 2 && f[0] == "kind") {
+      m.kind = f[1];
+    } else if (f.size() == 3 && f[0] == "file") {
+      int64_t bytes = -1;
+      const auto [ptr, err] = std::from_chars(f[2].data(), f[2].data() + f[2].size(), bytes);
+      if (err != std::errc() || ptr != f[2].data() + f[2].size() || bytes < 0 || f[1].empty() ||
+          f[1].find("..") != std::string::npos || f[1].front() == '/') {
+        return bad("expected file<TAB>relative path<TAB>bytes");
+      }
+      m.files.push_back({f[1], bytes});
+    } else {
+      return bad("expected 'kind<TAB>KIND' or 'file<TAB>PATH<TAB>BYTES'");
+    }
+  }
+  if (line_no == 0) {
+    ++line_no;
+    return bad("empty");
+  }
+  if (m.kind.empty()) return bad("no 'kind' line");
+  for (const auto& f : m.files) {
+    const fs::path p = fs::path(dir) / f.path;
+    const auto size = fs::file_size(p, ec);
+    if (ec) {
+      return Status::InvalidArgument(fmt::format(
+          "{}: {} lists {}, which is missing: the folder was changed after eplb wrote it", dir,
+          kManifestName, f.path));
+    }
+    if (static_cast<int64_t>(size) != f.bytes) {
+      return Status::InvalidArgument(fmt::format(
+          "{}: {} is {} bytes but {} says {}: the file was truncated or changed after eplb "
+          "wrote it",
+          dir, f.path, size, kManifestName, f.bytes));
+    }
+  }
+  return m;
+}
+
 Status WriteFolderAtomically(const std::string& dir, const std::string& kind,
-                             const std::string& marker,
                              const std::function<Status(const std::string&)>& fill) {
-  const std::string partial = dir + ".partial-" + std::to_string(::getpid());
+  const fs::path dir_path = fs::path(dir).lexically_normal();
+  const std::string clean =
+      dir_path.filename().empty() ? dir_path.parent_path().string() : dir_path.string();
+  RemoveStalePartials(clean);
+  EPLB_RETURN_IF_ERROR(CheckReplaceable(clean, kind));
+  const std::string partial = clean + ".partial-" + std::to_string(::getpid());
+  ScopedCleanupFolder cleanup(partial);
   std::error_code ec;
   fs::remove_all(partial, ec);
   if (!fs::create_directories(partial, ec) && ec) {
     return Status::IoError(fmt::format("{}: cannot create: {}", partial, ec.message()));
   }
   Status s = fill(partial);
-  if (s.ok() && fs::exists(dir) && !fs::exists(fs::path(dir) / marker)) {
-    s = Status::InvalidArgument(fmt::format(
-        "{} exists and is not an eplb {} folder (no {}); choose another --out", dir, kind, marker));
+  if (s.ok()) s = CheckInterrupt();
+  if (s.ok()) s = WriteManifest(partial, kind);
+  if (s.ok()) {
+    auto commit = CommitLock();
+    s = CheckInterrupt();
+    // Again: the folder may have changed while fill ran.
+    if (s.ok()) s = CheckReplaceable(clean, kind);
+    if (s.ok()) s = Exchange(partial, clean);
   }
   if (!s.ok()) {
     fs::remove_all(partial, ec);
-    return s;
+    if (s.code() != Status::Code::kCancelled) return s;
+    return Status::Cancelled(fmt::format("{}; {} left as it was", s.message(), clean));
   }
-  fs::remove_all(dir, ec);
-  fs::rename(partial, dir, ec);
-  if (ec)
-    return Status::IoError(fmt::format("{}: cannot rename into place: {}", dir, ec.message()));
+  RemoveReplaced(partial);
   return Status::Ok();
 }
 
@@ -62,6 +326,26 @@ int64_t PeakRssBytes() {
   struct rusage usage {};
   if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
   return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+int64_t PhysicalMemoryBytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return 0;
+  return static_cast<int64_t>(pages) * page;
+}
+
+std::string FormatBytes(int64_t bytes) {
+  constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (bytes < 1024) return fmt::format("{} bytes", bytes);
+  double v = static_cast<double>(bytes);
+  int unit = -1;
+  while (v >= 1024 && unit < 5) {
+    v /= 1024;
+    ++unit;
+  }
+  return v < 10 ? fmt::format("{:.1f} {}", v, kUnits[unit])
+                : fmt::format("{:.0f} {}", v, kUnits[unit]);
 }
 
 }  // namespace eplb

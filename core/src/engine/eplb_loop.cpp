@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "eplb/base/interrupt.h"
 #include "eplb/model/metrics.h"
 #include "eplb/model/slot_preservation.h"
 #include "eplb/policy/balance_bound.h"
@@ -144,6 +145,10 @@ Status EplbLoop::Run() {
   StepCost cost;
   steps_.reserve(static_cast<size_t>(scenario_.run.steps));
   for (int step = 0; step < scenario_.run.steps; ++step) {
+    if (Status s = CheckInterrupt(); !s.ok()) {
+      rearranger_->Cancel();
+      return s.WithContext(fmt::format("step {}: ", step));
+    }
     current_step_ = step;
     workload_.Next(load);
     AddToWindow(load);

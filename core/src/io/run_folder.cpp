@@ -263,6 +263,52 @@ Status ReadLoads(const std::string& path, RunFolder& folder) {
   return Status::Ok();
 }
 
+// The files agree with summary.json and with each other: each of the files is valid alone, so
+// what is left is what only the whole folder can contradict.
+Status CheckAgainstSummary(const RunFolder& folder) {
+  const RunSummary& s = folder.summary;
+  const RunResult& run = folder.run;
+  const std::string p = folder.dir + "/";
+  const auto differ = [&](const char* file, const char* what, size_t has, int64_t says) {
+    return Status::InvalidArgument(
+        fmt::format("{}{} has {} {} but summary.json says {}", p, file, has, what, says));
+  };
+  if (static_cast<int64_t>(run.steps.size()) != s.steps) {
+    return differ("metrics.csv", "steps", run.steps.size(), s.steps);
+  }
+  if (static_cast<int64_t>(run.rearrangements.size()) != s.rearrangements.started) {
+    return differ("rearrangements.csv", "rearrangements", run.rearrangements.size(),
+                  s.rearrangements.started);
+  }
+  int64_t planned = 0;
+  for (const RearrangementRecord& r : run.rearrangements) {
+    planned += r.transfers;
+    if (r.step >= s.steps) {
+      return Status::InvalidArgument(
+          fmt::format("{}rearrangements.csv: a rearrangement at step {} of a run of {} steps", p,
+                      r.step, s.steps));
+    }
+  }
+  if (planned != s.transfers) {
+    return Status::InvalidArgument(
+        fmt::format("{}rearrangements.csv plans {} transfers but summary.json says {}", p, planned,
+                    s.transfers));
+  }
+  // A run that ends mid-rearrangement cancels the rest, so fewer may have happened.
+  if (static_cast<int64_t>(run.transfers.size()) > s.transfers) {
+    return Status::InvalidArgument(
+        fmt::format("{}transfers.csv has {} transfers, more than the {} summary.json says", p,
+                    run.transfers.size(), s.transfers));
+  }
+  for (const CommitRecord& c : run.commits) {
+    if (c.step >= s.steps) {
+      return Status::InvalidArgument(fmt::format(
+          "{}placements.jsonl: a commit at step {} of a run of {} steps", p, c.step, s.steps));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::vector<double> FollowingBalancedness(const RunResult& run) {
@@ -345,7 +391,7 @@ Status WriteRunFolder(const std::string& dir, const RunResult& run) {
     row.following_balancedness = following[i];
     rows.push_back(std::move(row));
   }
-  return WriteFolderAtomically(dir, "run", "summary.json", [&](const std::string& partial) {
+  return WriteFolderAtomically(dir, "run", [&](const std::string& partial) {
     const std::vector<std::pair<const char*, std::function<std::string()>>> files = {
         {"scenario.yaml", [&] { return ScenarioToYaml(run.scenario); }},
         {"metrics.csv", [&] { return run_folder::MetricsCsv(run.steps); }},
@@ -364,13 +410,27 @@ Status WriteRunFolder(const std::string& dir, const RunResult& run) {
 
 Result<RunFolder> ReadRunFolder(const std::string& dir) {
   if (!fs::is_directory(dir)) return Status::NotFound(fmt::format("{}: no such folder", dir));
-  const std::string p = dir + "/";
-  if (!fs::exists(p + "summary.json")) {
+  const std::string name = fs::path(dir).lexically_normal().filename().string();
+  if (name.find(".partial-") != std::string::npos) {
     return Status::InvalidArgument(fmt::format(
-        "{}: not a finished run folder (no summary.json; eplb run and eplb device-run write it "
-        "last)",
+        "{}: an unfinished run folder (eplb writes DIR.partial-PID and renames it to DIR when "
+        "complete; this one's process stopped before that)",
         dir));
   }
+  auto manifest = ReadFolderManifest(dir);
+  if (!manifest.ok()) {
+    return manifest.status().code() == Status::Code::kNotFound
+               ? Status::InvalidArgument(fmt::format(
+                     "{}: not a finished run folder (no {}; eplb run, device-run and validate "
+                     "write it last)",
+                     dir, kManifestName))
+               : manifest.status();
+  }
+  if (manifest->kind != "run") {
+    return Status::InvalidArgument(
+        fmt::format("{}: an eplb {} folder, not a run folder", dir, manifest->kind));
+  }
+  const std::string p = dir + "/";
   RunFolder folder;
   folder.dir = dir;
   EPLB_ASSIGN_OR_RETURN(const std::string summary_text, ReadTextFile(p + "summary.json"));
@@ -386,9 +446,10 @@ Result<RunFolder> ReadRunFolder(const std::string& dir) {
   EPLB_ASSIGN_OR_RETURN(run.steps, run_folder::ParseMetricsCsv(metrics, p + "metrics.csv"));
 
   EPLB_ASSIGN_OR_RETURN(const std::string transfers, ReadTextFile(p + "transfers.csv"));
-  EPLB_ASSIGN_OR_RETURN(run.transfers, run_folder::ParseTransfersCsv(transfers, p + "transfers.csv",
-                                                                     run.scenario.model.layers,
-                                                                     run.scenario.num_gpus()));
+  EPLB_ASSIGN_OR_RETURN(
+      run.transfers,
+      run_folder::ParseTransfersCsv(transfers, p + "transfers.csv", run.scenario.model.layers,
+                                    run.scenario.model.experts, run.scenario.num_gpus()));
 
   EPLB_ASSIGN_OR_RETURN(const std::string rearrangements, ReadTextFile(p + "rearrangements.csv"));
   EPLB_ASSIGN_OR_RETURN(
@@ -401,6 +462,7 @@ Result<RunFolder> ReadRunFolder(const std::string& dir) {
   EPLB_RETURN_IF_ERROR(ReadPlacements(p + "placements.jsonl", folder));
   // Run folders written before loads.jsonl existed have none.
   if (fs::exists(p + "loads.jsonl")) EPLB_RETURN_IF_ERROR(ReadLoads(p + "loads.jsonl", folder));
+  EPLB_RETURN_IF_ERROR(CheckAgainstSummary(folder));
   return folder;
 }
 

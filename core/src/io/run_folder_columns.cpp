@@ -271,25 +271,93 @@ std::string RearrangementsCsv(const std::vector<RearrangementRow>& rows) {
   return WriteCsv(RearrangementFields(), rows);
 }
 
+namespace {
+
+// What a reader must refuse in any row: the writer never writes it.
+std::string Negative(const char* column, double v) {
+  return v < 0 ? fmt::format("{} is {}; it is never negative", column, v) : std::string();
+}
+
+}  // namespace
+
 Result<std::vector<StepRecord>> ParseMetricsCsv(std::string_view text, const std::string& name) {
-  return ParseCsv(MetricsFields(), text, name);
+  int expected = 0;
+  double last_start = 0;
+  return ParseCsv<StepRecord>(MetricsFields(), text, name, [&](const StepRecord& r) {
+    if (r.step != expected) {
+      return fmt::format("step {} where step {} comes next; steps are written in order", r.step,
+                         expected);
+    }
+    ++expected;
+    if (r.start_s < last_start) {
+      return fmt::format("start_s {} is before the previous step's {}", r.start_s, last_start);
+    }
+    last_start = r.start_s;
+    if (r.balancedness < 0 || r.balancedness > 1) {
+      return fmt::format("balancedness {} is outside [0, 1]", r.balancedness);
+    }
+    for (const auto& [column, v] : {std::pair{"start_s", r.start_s},
+                                    {"step_s", r.step_s},
+                                    {"idle_step_s", r.idle_s},
+                                    {"stalled_s", r.stalled_s},
+                                    {"imbalance_ratio", r.imbalance_ratio},
+                                    {"bytes_in_flight", static_cast<double>(r.bytes_in_flight)}}) {
+      if (std::string wrong = Negative(column, v); !wrong.empty()) return wrong;
+    }
+    return std::string();
+  });
 }
 Result<std::vector<TransferRecord>> ParseTransfersCsv(std::string_view text,
                                                       const std::string& name, int layers,
-                                                      int gpus) {
+                                                      int experts, int gpus) {
   return ParseCsv<TransferRecord>(TransferFields(), text, name, [&](const TransferRecord& t) {
     const bool inside = t.layer >= 0 && t.layer < layers && t.src_rank >= 0 && t.src_rank < gpus &&
                         t.dst_rank >= 0 && t.dst_rank < gpus;
-    return inside ? std::string()
-                  : fmt::format(
-                        "layer {} / ranks {} -> {} outside the scenario's {} layers and "
-                        "{} GPUs",
-                        t.layer, t.src_rank, t.dst_rank, layers, gpus);
+    if (!inside) {
+      return fmt::format("layer {} / ranks {} -> {} outside the scenario's {} layers and {} GPUs",
+                         t.layer, t.src_rank, t.dst_rank, layers, gpus);
+    }
+    if (t.expert < 0 || t.expert >= experts) {
+      return fmt::format("expert {} is outside the scenario's 0..{}", t.expert, experts - 1);
+    }
+    if (t.bytes <= 0) return fmt::format("bytes is {}; a transfer moves at least 1", t.bytes);
+    if (t.start_s < 0) return Negative("start_s", t.start_s);
+    if (t.end_s < t.start_s) {
+      return fmt::format("end_s {} is before start_s {}", t.end_s, t.start_s);
+    }
+    return std::string();
   });
 }
 Result<std::vector<RearrangementRow>> ParseRearrangementsCsv(std::string_view text,
                                                              const std::string& name) {
-  return ParseCsv(RearrangementFields(), text, name);
+  int last_step = -1;
+  return ParseCsv<RearrangementRow>(
+      RearrangementFields(), text, name, [&](const RearrangementRow& r) {
+        if (r.step < last_step) {
+          return fmt::format("step {} is before the previous rearrangement's {}", r.step,
+                             last_step);
+        }
+        last_step = r.step;
+        if (r.end_s != -1 && r.end_s < r.start_s) {
+          return fmt::format("end_s {} is before start_s {} (and not -1, unfinished)", r.end_s,
+                             r.start_s);
+        }
+        for (const auto& [column, v] : {std::pair{"start_s", r.start_s},
+                                        {"policy_ms", r.policy_ms},
+                                        {"layers", static_cast<double>(r.layers)},
+                                        {"transfers", static_cast<double>(r.transfers)},
+                                        {"bytes_nvlink", static_cast<double>(r.bytes[0])},
+                                        {"bytes_nic", static_cast<double>(r.bytes[1])},
+                                        {"predicted_makespan_s", r.predicted_makespan_s},
+                                        {"lower_bound_s", r.lower_bound_s}}) {
+          if (std::string wrong = Negative(column, v); !wrong.empty()) return wrong;
+        }
+        for (double b : {r.window_balancedness_before, r.window_balancedness_after,
+                         r.window_balancedness_bound, r.following_balancedness}) {
+          if (b < 0 || b > 1) return fmt::format("a balancedness of {} is outside [0, 1]", b);
+        }
+        return std::string();
+      });
 }
 
 }  // namespace eplb::run_folder
@@ -301,7 +369,7 @@ std::span<const RunFolderFile> RunFolderFiles() {
   static const std::vector<RunFolderColumn> metrics = Docs(MetricsFields());
   static const std::vector<RunFolderColumn> transfers = Docs(TransferFields());
   static const std::vector<RunFolderColumn> rearrangements = Docs(RearrangementFields());
-  static const std::array<RunFolderFile, 8> files = {{
+  static const std::array<RunFolderFile, 9> files = {{
       {"scenario.yaml", "the resolved scenario, every field written out", {}},
       {"metrics.csv", "one line per step", metrics},
       {"transfers.csv", "one line per expert transfer", transfers},
@@ -312,7 +380,11 @@ std::span<const RunFolderFile> RunFolderFiles() {
        {}},
       {"loads.jsonl", "one line per rearrangement: the window's load (tokens) its policy saw", {}},
       {"trace.json", "Chrome/Perfetto trace events of steps, transfers and commits", {}},
-      {"summary.json", "the run's summary numbers (RunSummary); written last", {}},
+      {"summary.json", "the run's summary numbers (RunSummary)", {}},
+      {"manifest.tsv",
+       "every other file with its size (base/file_io.h), written last: a folder without it, or "
+       "whose files differ from it, is not a finished run",
+       {}},
   }};
   return files;
 }

@@ -26,7 +26,7 @@ Result<std::vector<StepRecord>> ParseMetricsCsv(std::string_view text, const std
 // `layers` and `gpus` bound each transfer's layer and ranks.
 Result<std::vector<TransferRecord>> ParseTransfersCsv(std::string_view text,
                                                       const std::string& name, int layers,
-                                                      int gpus);
+                                                      int experts, int gpus);
 Result<std::vector<RearrangementRow>> ParseRearrangementsCsv(std::string_view text,
                                                              const std::string& name);
 

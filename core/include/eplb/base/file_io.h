@@ -7,24 +7,60 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "eplb/base/status.h"
 
 namespace eplb {
 
-// The whole file, or an IoError naming it.
-Result<std::string> ReadTextFile(const std::string& path);
+// The largest input file eplb reads (2 GiB): what the formats' largest real inputs need with
+// room to spare, and a bound on what a wrong path (/dev/zero, a disk image) can cost.
+inline constexpr int64_t kMaxInputFileBytes = int64_t{2} << 30;
+
+// The whole of a regular file of at most `max_bytes`, or an error naming the file: IoError
+// when it cannot be read, InvalidArgument when it is not a regular file (a folder, a device, a
+// pipe) or is larger than the cap. Never blocks on a pipe and never reads past the cap.
+Result<std::string> ReadTextFile(const std::string& path, int64_t max_bytes = kMaxInputFileBytes);
 // Writes `text` to `path`, or an IoError naming it.
 Status WriteTextFile(const std::string& path, const std::string& text);
 
-// Writes a folder atomically: fill(partial) builds DIR.partial-PID, which then replaces DIR, but
-// only when DIR does not exist or holds `marker` (an eplb `kind` folder written before).
-// On any failure the partial folder is removed and DIR is left as it was.
+// The file that makes an eplb output folder whole: written last, it names the folder's kind
+// and every file in it with its size. A folder without one is unfinished.
+inline constexpr const char* kManifestName = "manifest.tsv";
+
+struct FolderManifest {
+  std::string kind;  // "run", "comparison", "sweep", "validation"
+  struct File {
+    std::string path;  // relative to the folder, '/'-separated
+    int64_t bytes = 0;
+  };
+  std::vector<File> files;  // every file but the manifest itself, sorted by path
+};
+
+// The manifest of the eplb folder at `dir`: NotFound when the folder has none (unfinished, or
+// not eplb's); InvalidArgument when it is damaged, or when a file it lists is missing or has
+// another size than it says (truncated or replaced since).
+Result<FolderManifest> ReadFolderManifest(const std::string& dir);
+
+// Writes the folder DIR as a whole. fill(partial) builds DIR.partial-PID; the manifest is added;
+// then one atomic exchange of the two names puts the new folder at DIR, and the old one (now at
+// the partial name) is removed. A kill at any instant leaves DIR whole, old or new, plus at
+// most a stale DIR.partial-PID that the next write to DIR removes (its process being gone).
+//
+// DIR is replaced only when it is an eplb folder of the same `kind` holding nothing but the
+// files its manifest lists: a folder with anything else in it is refused (before fill runs),
+// since eplb never deletes what it did not write. The partial folder is registered for removal
+// on interruption (base/interrupt.h), and an interruption before the exchange cancels it.
 Status WriteFolderAtomically(const std::string& dir, const std::string& kind,
-                             const std::string& marker,
                              const std::function<Status(const std::string&)>& fill);
 
 // The process's peak resident set so far (0 where unknown).
 int64_t PeakRssBytes();
+
+// The machine's physical memory in bytes (0 where unknown).
+int64_t PhysicalMemoryBytes();
+
+// "1.5 GiB", "312 MiB", "4 KiB", "17 bytes".
+std::string FormatBytes(int64_t bytes);
 
 }  // namespace eplb

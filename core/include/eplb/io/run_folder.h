@@ -4,7 +4,7 @@
 // writer, the reader and the documentation all use), the writer and a typed reader.
 //
 //   scenario.yaml      the resolved scenario (io/scenario_file.h)
-//   summary.json       RunSummary below, written last: a folder without it was never finished
+//   summary.json       RunSummary below
 //   metrics.csv        one line per step               (columns: RunFolderFiles())
 //   transfers.csv      one line per expert transfer    (columns: RunFolderFiles())
 //   rearrangements.csv one line per rearrangement      (columns: RunFolderFiles())
@@ -15,10 +15,11 @@
 //   trace.json         Chrome/Perfetto trace events: a process per GPU with its transfers (async
 //                      slices on its receive side), and a "cluster" process with the steps,
 //                      balance counters, and rearrangement and commit marks. Written, not read.
+//   manifest.tsv       every other file with its size, written last (base/file_io.h)
 //
-// The folder is written as DIR.partial-PID and renamed to DIR only when complete (base/file_io.h),
-// so a failed run never leaves a folder that looks whole; a previous run folder at DIR is
-// replaced.
+// The folder is written as DIR.partial-PID and put at DIR only when complete, by an atomic
+// exchange (WriteFolderAtomically), so a failed or killed run never leaves a folder that looks
+// whole; a previous run folder at DIR is replaced only when it holds nothing eplb did not write.
 //
 // Thread-safety: pure functions over values.
 #pragma once
@@ -105,8 +106,12 @@ struct RunFolder {
   bool has_loads = false;                             // loads.jsonl was there
 };
 
-// Reads a finished run folder. Errors name the file and line ("DIR/transfers.csv:2: 6 fields,
-// expected 8"); a folder without summary.json is refused as unfinished.
+// Reads a finished run folder and checks it whole: the manifest (every file there, of the size
+// written), each file against the scenario (layers, experts, slots, GPUs in range) and against
+// summary.json (counts of steps, transfers and rearrangements), every number finite and in its
+// range, steps in order, no transfer ending before it starts. Errors name the file and line
+// ("DIR/transfers.csv:2: 6 fields, expected 8"); a folder without its manifest is refused as
+// unfinished, and so is any DIR.partial-PID.
 Result<RunFolder> ReadRunFolder(const std::string& dir);
 
 }  // namespace eplb
