@@ -109,6 +109,7 @@ Result<RunResult> RunOnDevice(const Scenario& requested, const DeviceRunOptions&
   const auto wall_start = std::chrono::steady_clock::now();
   auto scenario = DeviceScenario(requested, options);
   if (!scenario.ok()) return scenario.status();
+  EPLB_RETURN_IF_ERROR(CheckRunFitsInMemory(*scenario));
   auto workload = MakeWorkload(*scenario);
   if (!workload.ok()) return workload.status();
   const Topology topology = scenario->topology();

@@ -16,6 +16,7 @@ namespace eplb::sim {
 Result<RunResult> RunSimulation(const Scenario& scenario,
                                 std::function<void(const StepRecord&)> on_step) {
   const auto wall_start = std::chrono::steady_clock::now();
+  EPLB_RETURN_IF_ERROR(CheckRunFitsInMemory(scenario));
   auto workload = MakeWorkload(scenario);
   if (!workload.ok()) return workload.status();
 

@@ -451,7 +451,7 @@ TEST_F(CliTest, CompareAndSweepErrorsExitTwo) {
        "--vary 'cluster.nodes': expected key.path=v1,v2,..."},
       {"bad point", "sweep " + tiny + " --vary cluster.nodes=2,0",
        "point 1: " + tiny +
-           " (--set cluster.nodes): cluster.nodes is 0; valid values are 1..100000"},
+           " (--set cluster.nodes): cluster.nodes is 0; valid values are 1..65536"},
       {"unknown field", "sweep " + tiny + " --vary cluster.nodez=1,2",
        "unknown field 'cluster.nodez'"},
   });

@@ -51,8 +51,30 @@ TEST(LoadFile, JsonErrorsNameThePath) {
             "f.json: the JSON object has none of the keys 'load', 'logical_count' or 'steps'");
   EXPECT_EQ(Msg(ParseLoadJson(R"([[1,2],[3,-1]])", "f.json")),
             "f.json: load of layer 1, expert 1 is -1; loads must be finite and non-negative");
-  EXPECT_NE(Msg(ParseLoadJson("[[1,2]", "f.json")).find("f.json: not valid JSON"),
+  EXPECT_NE(Msg(ParseLoadJson("[[1,2]", "f.json")).find("f.json:1:7: not valid JSON"),
             std::string::npos);
+}
+
+// Hostile JSON is a message, never a crash: nesting that would overflow the stack, numbers beyond
+// a double, loads beyond what the arithmetic downstream keeps finite.
+TEST(LoadFile, HostileJsonIsAnError) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_NE(Msg(ParseLoadJson(deep, "f.json"))
+                .find("f.json:1:65: not valid here: arrays and objects nest more than 64 deep"),
+            std::string::npos)
+      << Msg(ParseLoadJson(deep, "f.json"));
+  EXPECT_NE(Msg(ParseLoadJson("[[1e400]]", "f.json")).find("number overflow"), std::string::npos)
+      << Msg(ParseLoadJson("[[1e400]]", "f.json"));
+  EXPECT_EQ(Msg(ParseLoadJson("[[1, 1e300]]", "f.json")),
+            "f.json: load of layer 0, expert 1 is 1e+300; loads are at most 1e+15 tokens");
+  EXPECT_EQ(Msg(ParseLoadCsv("1,1e300\n", "f.csv")),
+            "f.csv: load of layer 0, expert 1 is 1e+300; loads are at most 1e+15 tokens");
+  // Brackets inside strings do not count.
+  EXPECT_TRUE(
+      ParseLoadJson(
+          R"({"note": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[", "load": [[1]]})",
+          "f.json")
+          .ok());
 }
 
 TEST(LoadFile, ReadsRecordedRealLoads) {

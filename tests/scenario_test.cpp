@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "eplb/base/file_io.h"
 #include "eplb/engine/workload.h"
 #include "test_util.h"
 
@@ -42,7 +43,7 @@ TEST(Scenario, SharedSwitchAndFabricLimitEachGpusShare) {
   EXPECT_DOUBLE_EQ(s->topology().link(LinkClass::kNvlink).bandwidth_bytes_per_s, 225e9);
   EXPECT_DOUBLE_EQ(s->topology().link(LinkClass::kNic).bandwidth_bytes_per_s, 15e9);
   EXPECT_EQ(Err("cluster:\n  fabric_oversubscription: 0.5\n"),
-            "s.yaml:2:28: cluster.fabric_oversubscription is 0.5; it must be at least 1");
+            "s.yaml:2:28: cluster.fabric_oversubscription is 0.5; it must be within [1, 1000]");
 }
 
 TEST(Scenario, ResolvedYamlRoundTrips) {
@@ -81,9 +82,9 @@ TEST(Scenario, WrongTypeNamesTheField) {
 
 TEST(Scenario, ImpossibleValuesSayWhatIsValid) {
   EXPECT_EQ(Err("cluster:\n  nodes: 0\n"),
-            "s.yaml:2:10: cluster.nodes is 0; valid values are 1..100000");
+            "s.yaml:2:10: cluster.nodes is 0; valid values are 1..65536");
   EXPECT_EQ(Err("cluster:\n  nvlink: {efficiency: 1.5}\n"),
-            "s.yaml:2:24: cluster.nvlink.efficiency is 1.5; it must be within [0, 1]");
+            "s.yaml:2:24: cluster.nvlink.efficiency is 1.5; it must be above 0 and at most 1");
   EXPECT_EQ(Err("workload:\n  popularity: pareto\n"),
             "s.yaml:2:15: workload.popularity is 'pareto'; valid values: lognormal, zipf");
   EXPECT_EQ(Err("eplb:\n  num_redundant_experts: 30\n"),
@@ -104,13 +105,107 @@ TEST(Scenario, SyntaxErrorsAndBadOverrides) {
   EXPECT_NE(Err("model:\n  layers: [1, 2\n").find("not valid YAML"), std::string::npos);
   EXPECT_EQ(Err("", {"cluster.nodes"}), "--set 'cluster.nodes': expected key.path=value");
   EXPECT_EQ(Err("", {"cluster.nodes=0"}),
-            "s.yaml (--set cluster.nodes): cluster.nodes is 0; valid values are 1..100000");
+            "s.yaml (--set cluster.nodes): cluster.nodes is 0; valid values are 1..65536");
   EXPECT_EQ(Err("cluster:\n  nodes: 2\n", {"cluster.nodes.count=2"}),
             "--set 'cluster.nodes.count=2': 'nodes' is not a map of fields");
   EXPECT_EQ(Err("", {"clusterr.nodes=2"})
                 .rfind("s.yaml (--set clusterr.nodes): unknown field 'clusterr'; valid", 0),
             0u)
       << Err("", {"clusterr.nodes=2"});
+}
+
+// Hostile and ambiguous input, one row per kind: each is refused naming the file, the line and
+// what would be valid; none is read in a way its author did not mean.
+TEST(Scenario, HostileInputTable) {
+  struct Case {
+    const char* name;
+    std::string yaml;
+    std::vector<std::string> overrides;
+    std::string expected;  // a part of the message
+  };
+  const std::vector<Case> cases = {
+      {"duplicate key",
+       "model:\n  layers: 2\n  layers: 3\n",
+       {},
+       "s.yaml:3:3: 'layers' is given twice (also at line 2)"},
+      {"duplicate section", "run: {steps: 2}\nrun: {steps: 3}\n", {}, "'run' is given twice"},
+      {"second document", "name: a\n---\nname: b\n", {}, "s.yaml:3: a second YAML document"},
+      {"octal-looking integer",
+       "model:\n  layers: 010\n",
+       {},
+       "s.yaml:2:11: model.layers is '010'; write integers in plain decimal"},
+      {"hex integer", "run:\n  steps: 0x10\n", {}, "run.steps is '0x10'; write integers"},
+      {"deep flow nesting",
+       "model: " + std::string(5000, '[') + std::string(5000, ']'),
+       {},
+       "not valid YAML"},
+      {"not a map", "hello\n", {}, "s.yaml:1:1: the file is 'hello'; a scenario is a map"},
+      {"bytes that overflow",
+       "model:\n  expert_bytes: 9223372036854775807\n",
+       {},
+       "model.expert_bytes is 9223372036854775807; valid values are 1..1099511627776"},
+      {"bytes whose total overflows",
+       "model:\n  layers: 100000\n  expert_bytes: 1099511627776\n",
+       {},
+       "beyond what eplb counts"},
+      {"too many GPUs",
+       "cluster:\n  nodes: 20000\n  gpus_per_node: 1024\n",
+       {},
+       "20000 × 1024 = 20480000 GPUs; eplb models at most 65536"},
+      {"infinite rate",
+       "cluster:\n  hbm_gbps: 1e300\n",
+       {},
+       "cluster.hbm_gbps is 1e+300; it must be above 0 and at most 1000000"},
+      {"NaN", "compute:\n  per_token_us: .nan\n", {}, "expected a number"},
+      {"duplicate key in --set", "", {"model={layers: 2, layers: 3}"}, "'layers' is given twice"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string message = Err(c.yaml, c.overrides);
+    EXPECT_NE(message.find(c.expected), std::string::npos) << message;
+  }
+}
+
+TEST(Scenario, AMapOverrideSetsOnlyItsFields) {
+  auto s = ParseScenario("model:\n  experts: 64\n  groups: 4\n", "s.yaml", {"model={layers: 2}"});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->model.layers, 2);
+  EXPECT_EQ(s->model.experts, 64);
+  EXPECT_EQ(s->model.groups, 4);
+}
+
+TEST(Scenario, AnEmptyFileOrAFolderIsAnError) {
+  const std::string dir = ::testing::TempDir() + "scenario-empty";
+  std::filesystem::create_directories(dir);
+  ASSERT_TRUE(WriteTextFile(dir + "/empty.yaml", "# only a comment\n").ok());
+  auto empty = LoadScenarioFile(dir + "/empty.yaml");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.status().message().find("no scenario in it"), std::string::npos);
+  auto folder = LoadScenarioFile(dir);
+  ASSERT_FALSE(folder.ok());
+  EXPECT_EQ(folder.status().message(), dir + " is a folder; expected a regular file");
+  auto device = LoadScenarioFile("/dev/zero");
+  ASSERT_FALSE(device.ok());
+  EXPECT_EQ(device.status().message(), "/dev/zero is a character device; expected a regular file");
+}
+
+// A run too large for the machine is refused before it starts, naming the fields behind it.
+TEST(Scenario, ARunTooLargeForMemoryIsRefusedNamingItsFields) {
+  auto s = ParseScenario("", "s.yaml", {"run.steps=2147483647"});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  const Status fits = CheckRunFitsInMemory(*s, int64_t{24} << 30);
+  ASSERT_FALSE(fits.ok());
+  EXPECT_NE(fits.message().find("comes from run.steps"), std::string::npos) << fits.message();
+  EXPECT_NE(fits.message().find("more than the 24 GiB it may use"), std::string::npos)
+      << fits.message();
+  auto window = ParseScenario("", "s.yaml", {"eplb.window_size=1000000", "model.experts=65536"});
+  ASSERT_TRUE(window.ok()) << window.status().message();
+  const Status w = CheckRunFitsInMemory(*window, int64_t{24} << 30);
+  EXPECT_NE(w.message().find("eplb.window_size × model.layers × model.experts"), std::string::npos)
+      << w.message();
+  // The default scenario fits easily.
+  auto plain = ParseScenario("", "s.yaml");
+  EXPECT_TRUE(CheckRunFitsInMemory(*plain, int64_t{2} << 30).ok());
 }
 
 TEST(Scenario, ShippedScenariosParseAndBuildTheirWorkloads) {

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eplb/base/csv.h"
+#include "eplb/formats/json.h"
 #include "eplb/formats/load_file.h"
 
 namespace eplb {
@@ -220,12 +221,7 @@ Result<std::unique_ptr<Workload>> MakeWorkload(const Scenario& s) {
   }
   auto text = ReadTextFile(p);
   if (!text.ok()) return text.status();
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(*text);
-  } catch (const nlohmann::json::parse_error& e) {
-    return Status::InvalidArgument(fmt::format("{}: not valid JSON: {}", p, e.what()));
-  }
+  EPLB_ASSIGN_OR_RETURN(const nlohmann::json j, ParseJson(*text, p));
   if (j.is_object() && j.contains("steps")) {
     std::vector<LoadMatrix> steps;
     for (size_t i = 0; i < j["steps"].size(); ++i) {

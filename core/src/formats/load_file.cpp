@@ -1,6 +1,7 @@
 #include "eplb/formats/load_file.h"
 
 #include "eplb/base/csv.h"
+#include "eplb/formats/json.h"
 
 #include <cerrno>
 #include <charconv>
@@ -129,12 +130,7 @@ Result<LoadMatrix> ParseLoadCsv(std::string_view text, const std::string& name) 
 }
 
 Result<LoadMatrix> ParseLoadJson(std::string_view text, const std::string& name) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    return Status::InvalidArgument(fmt::format("{}: not valid JSON: {}", name, e.what()));
-  }
+  EPLB_ASSIGN_OR_RETURN(const nlohmann::json j, ParseJson(text, name));
   if (j.is_array()) return FromJsonArray(j, "load", name);
   if (j.is_object()) {
     for (const char* key : {"load", "logical_count", "steps"}) {

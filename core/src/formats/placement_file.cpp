@@ -3,18 +3,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "eplb/formats/json.h"
 #include "eplb/formats/load_file.h"
 
 namespace eplb {
 
 Result<Placement> ParsePlacementJson(std::string_view text, const std::string& name,
                                      int num_experts) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    return Status::InvalidArgument(fmt::format("{}: not valid JSON: {}", name, e.what()));
-  }
+  EPLB_ASSIGN_OR_RETURN(const nlohmann::json j, ParseJson(text, name));
   if (!j.is_object() || !j.contains("phy2log")) {
     return Status::InvalidArgument(
         fmt::format("{}: expected a JSON object with key 'phy2log' (layers × slots)", name));
@@ -45,9 +41,11 @@ Result<Placement> ParsePlacementJson(std::string_view text, const std::string& n
     }
   }
   if (num_experts <= 0 && j.contains("num_experts")) {
-    if (!j["num_experts"].is_number_integer() || j["num_experts"].get<int64_t>() < 1) {
-      return Status::InvalidArgument(fmt::format(
-          "{}: num_experts is {}; expected a positive integer", name, j["num_experts"].dump()));
+    if (!j["num_experts"].is_number_integer() || j["num_experts"].get<int64_t>() < 1 ||
+        j["num_experts"].get<int64_t>() > (1 << 24)) {
+      return Status::InvalidArgument(
+          fmt::format("{}: num_experts is {}; expected an integer within 1..{}", name,
+                      j["num_experts"].dump(), 1 << 24));
     }
     num_experts = j["num_experts"].get<int>();
   }

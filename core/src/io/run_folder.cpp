@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eplb/base/file_io.h"
+#include "eplb/formats/json.h"
 #include "eplb/io/scenario_file.h"
 #include "io/perfetto_trace.h"
 #include "io/run_folder_columns.h"
@@ -96,12 +97,7 @@ class SummaryReader {
 };
 
 Result<RunSummary> ParseSummary(const std::string& text, const std::string& file) {
-  nlohmann::json root;
-  try {
-    root = nlohmann::json::parse(text);
-  } catch (const std::exception& e) {
-    return Status::InvalidArgument(fmt::format("{}: not valid JSON: {}", file, e.what()));
-  }
+  EPLB_ASSIGN_OR_RETURN(const nlohmann::json root, ParseJson(text, file));
   SummaryReader r(root, file);
   RunSummary s;
   auto& re = s.rearrangements;
@@ -184,10 +180,12 @@ Status ForEachJsonLine(const std::string& text, const std::string& path,
     const std::string_view line = std::string_view(text).substr(pos, nl - pos);
     pos = nl + 1;
     if (line.empty()) continue;
+    auto json = ParseJson(line, path, line_no);
+    if (!json.ok()) return json.status();
     Status status;
     try {
-      status = parse(nlohmann::json::parse(line));
-    } catch (const std::exception& e) {
+      status = parse(*json);
+    } catch (const std::exception& e) {  // a field missing or of another type
       status = Status::InvalidArgument(e.what());
     }
     EPLB_RETURN_IF_ERROR(status.WithContext(fmt::format("{}:{}: ", path, line_no)));

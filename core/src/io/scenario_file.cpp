@@ -20,6 +20,15 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// Field ranges (scenarios/README.md). Each bounds what is derived from it: byte counts in int64,
+// times finite, the simulator's rates and the run's memory (also checked whole, before a run:
+// engine/scenario.h).
+constexpr int kMaxGpus = 65536;                        // nodes × gpus_per_node
+constexpr int64_t kMaxExpertBytes = int64_t{1} << 40;  // 1 TiB per expert
+constexpr int kMaxExperts = 1 << 20;
+constexpr double kMaxGbps = 1e6;          // 1 PB/s: any link, with room to spare
+constexpr double kMaxMicroseconds = 1e9;  // 1000 s for a latency or a step's part
+
 // Reads YAML maps strictly: remembers where each field was, and reports the first error with
 // the file, line, column and field.
 class Reader {
@@ -60,6 +69,23 @@ class Reader {
   std::vector<std::string> overridden_;
 };
 
+bool PlainDecimal(const std::string& s) {
+  size_t i = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
+  if (i == s.size()) return false;
+  if (s[i] == '0' && i + 1 < s.size()) return false;
+  for (; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+  }
+  return true;
+}
+
+// "at least 0", "above 0", "within [0, 1]", "above 0 and at most 1".
+std::string Range(double min, double max, bool positive) {
+  if (max == kInf) return fmt::format("{} {}", positive ? "above" : "at least", min);
+  if (positive) return fmt::format("above {} and at most {}", min, max);
+  return fmt::format("within [{}, {}]", min, max);
+}
+
 std::string Show(const YAML::Node& n) {
   if (n.IsScalar()) return "'" + n.Scalar() + "'";
   if (n.IsSequence()) return "a list";
@@ -92,6 +118,13 @@ class MapReader {
       return reader_.Fail(n, Name(key),
                           fmt::format("{} is {}; expected an integer", Name(key), Show(n)));
     }
+    if (!PlainDecimal(n.Scalar())) {
+      // YAML 1.1 reads 010 as 8 and 0x10 as 16; a scenario means what it looks like, or fails.
+      return reader_.Fail(n, Name(key),
+                          fmt::format("{} is {}; write integers in plain decimal (no leading 0, "
+                                      "0x or 0o: YAML would read '010' as 8)",
+                                      Name(key), Show(n)));
+    }
     if (v < min || v > max) {
       return reader_.Fail(
           n, Name(key),
@@ -116,11 +149,9 @@ class MapReader {
                           fmt::format("{} is {}; expected a number", Name(key), Show(n)));
     }
     if (v < min || v > max || (positive && v <= min)) {
-      const std::string range = max == kInf
-                                    ? fmt::format("{} {}", positive ? "above" : "at least", min)
-                                    : fmt::format("within [{}, {}]", min, max);
-      return reader_.Fail(n, Name(key),
-                          fmt::format("{} is {}; it must be {}", Name(key), v, range));
+      return reader_.Fail(
+          n, Name(key),
+          fmt::format("{} is {}; it must be {}", Name(key), v, Range(min, max, positive)));
     }
     out = v;
   }
@@ -183,10 +214,84 @@ class MapReader {
 };
 
 void ReadLink(MapReader m, LinkConfig& link) {
-  m.Double("bandwidth_gbps", link.bandwidth_gbps, 0, kInf, true);
-  m.Double("latency_us", link.latency_us, 0);
+  m.Double("bandwidth_gbps", link.bandwidth_gbps, 0, kMaxGbps, true);
+  m.Double("latency_us", link.latency_us, 0, kMaxMicroseconds);
   m.Double("efficiency", link.efficiency, 0, 1, true);
   m.Finish();
+}
+
+// Refuses what YAML would read silently in a way the author did not mean: a key given twice
+// (yaml-cpp keeps the first). Also bounds the work on aliases that multiply a small text.
+Status CheckKeys(const YAML::Node& node, const std::string& source, size_t& visited) {
+  if (++visited > 1000000) {
+    return Status::InvalidArgument(
+        fmt::format("{}: more than a million YAML nodes (aliases?); a scenario is a page", source));
+  }
+  if (node.IsMap()) {
+    std::map<std::string, YAML::Mark> keys;
+    for (const auto& kv : node) {
+      if (kv.first.IsScalar()) {
+        const auto [it, fresh] = keys.emplace(kv.first.Scalar(), kv.first.Mark());
+        if (!fresh) {
+          const YAML::Mark m = kv.first.Mark();
+          return Status::InvalidArgument(fmt::format(
+              "{}:{}:{}: '{}' is given twice (also at line {}); give each field once", source,
+              m.line + 1, m.column + 1, kv.first.Scalar(), it->second.line + 1));
+        }
+      }
+      EPLB_RETURN_IF_ERROR(CheckKeys(kv.second, source, visited));
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& item : node) EPLB_RETURN_IF_ERROR(CheckKeys(item, source, visited));
+  }
+  return Status::Ok();
+}
+
+// The one YAML document of a scenario: a second one is an error, and so is none (an empty file)
+// when `require_document`; otherwise none is an empty map (the defaults).
+Result<YAML::Node> LoadOneDocument(const std::string& text, const std::string& source,
+                                   bool require_document) {
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(text);
+  } catch (const YAML::ParserException& e) {
+    // yaml-cpp stops at 2,000 levels of nesting with the message "bad file".
+    const std::string why = e.msg == "bad file" ? "nested too deep" : e.msg;
+    return Status::InvalidArgument(fmt::format("{}:{}:{}: not valid YAML: {}", source,
+                                               e.mark.line + 1, e.mark.column + 1, why));
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(fmt::format("{}: not valid YAML: {}", source, e.msg));
+  }
+  if (docs.empty() || (docs.size() == 1 && docs[0].IsNull())) {
+    if (!require_document) return YAML::Node(YAML::NodeType::Map);
+    return Status::InvalidArgument(fmt::format(
+        "{}: no scenario in it (the file is empty or only comments); give at least the fields "
+        "that differ from the built-in default (scenarios/README.md), or give no file to run the "
+        "default",
+        source));
+  }
+  if (docs.size() > 1) {
+    const YAML::Mark m = docs[1].Mark();
+    return Status::InvalidArgument(
+        fmt::format("{}:{}: a second YAML document; a scenario file holds one (remove the '---')",
+                    source, m.line + 1));
+  }
+  size_t visited = 0;
+  EPLB_RETURN_IF_ERROR(CheckKeys(docs[0], source, visited));
+  return docs[0];
+}
+
+// `into` with every field of `from` set: maps merge key by key, anything else replaces.
+void Merge(YAML::Node into, const YAML::Node& from) {
+  for (const auto& kv : from) {
+    const std::string key = kv.first.Scalar();
+    YAML::Node existing = into[key];
+    if (kv.second.IsMap() && existing.IsMap()) {
+      Merge(existing, kv.second);
+    } else {
+      into[key] = kv.second;
+    }
+  }
 }
 
 Status ApplyOverride(YAML::Node& root, const std::string& setting, Reader& reader) {
@@ -202,6 +307,8 @@ Status ApplyOverride(YAML::Node& root, const std::string& setting, Reader& reade
     return Status::InvalidArgument(
         fmt::format("--set '{}': the value is not valid YAML: {}", setting, e.msg));
   }
+  size_t visited = 0;
+  EPLB_RETURN_IF_ERROR(CheckKeys(value, "--set '" + setting + "'", visited));
   std::vector<std::string> parts;
   std::stringstream ss(path);
   for (std::string part; std::getline(ss, part, '.');) parts.push_back(part);
@@ -214,13 +321,35 @@ Status ApplyOverride(YAML::Node& root, const std::string& setting, Reader& reade
     YAML::Node next = cur[parts[i]];
     cur.reset(next);
   }
-  cur[parts.back()] = value;
+  // A map sets the fields it names and keeps the others: --set 'model={layers: 2}'.
+  YAML::Node target = cur[parts.back()];
+  if (value.IsMap() && target.IsMap()) {
+    Merge(target, value);
+  } else {
+    cur[parts.back()] = value;
+  }
   reader.Overridden(path);
   return Status::Ok();
 }
 
 void Validate(Scenario& s, Reader& r) {
   const ModelSpec& m = s.model;
+  if (int64_t{s.cluster.nodes} * s.cluster.gpus_per_node > kMaxGpus) {
+    r.FailAt("cluster.nodes",
+             fmt::format("cluster.nodes × cluster.gpus_per_node is {} × {} = {} GPUs; eplb "
+                         "models at most {}",
+                         s.cluster.nodes, s.cluster.gpus_per_node,
+                         int64_t{s.cluster.nodes} * s.cluster.gpus_per_node, kMaxGpus));
+    return;
+  }
+  // Every byte count of a run (a layer, a rearrangement, all of them) must fit an int64.
+  const double all_bytes = double(m.layers) * s.num_slots() * double(m.expert_bytes);
+  if (all_bytes > 4e18) {
+    r.FailAt("model.expert_bytes",
+             fmt::format("model.layers × slots × model.expert_bytes is {} × {} × {} = {:.3g} "
+                         "bytes, beyond what eplb counts (4e18); lower model.expert_bytes",
+                         m.layers, s.num_slots(), m.expert_bytes, all_bytes));
+  }
   if (m.experts % m.groups != 0) {
     r.FailAt("model.groups", fmt::format("model.groups is {}; it must divide model.experts ({})",
                                          m.groups, m.experts));
@@ -248,18 +377,15 @@ void Validate(Scenario& s, Reader& r) {
   }
 }
 
-}  // namespace
-
-Result<Scenario> ParseScenario(const std::string& text, const std::string& source,
-                               const std::vector<std::string>& overrides) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
-    return Status::InvalidArgument(fmt::format("{}:{}:{}: not valid YAML: {}", source,
-                                               e.mark.line + 1, e.mark.column + 1, e.msg));
+Result<Scenario> ParseScenarioText(const std::string& text, const std::string& source,
+                                   const std::vector<std::string>& overrides,
+                                   bool require_document) {
+  EPLB_ASSIGN_OR_RETURN(YAML::Node root, LoadOneDocument(text, source, require_document));
+  if (!root.IsMap()) {
+    return Status::InvalidArgument(
+        fmt::format("{}:1:1: the file is {}; a scenario is a map of fields (model:, cluster:, ...)",
+                    source, Show(root)));
   }
-  if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   Reader r(source);
   for (const std::string& o : overrides) EPLB_RETURN_IF_ERROR(ApplyOverride(root, o, r));
 
@@ -270,41 +396,41 @@ Result<Scenario> ParseScenario(const std::string& text, const std::string& sourc
   {
     MapReader m = top.Sub("model");
     m.Int("layers", s.model.layers, 1, 100000);
-    m.Int("experts", s.model.experts, 1, 1 << 20);
-    m.Int("groups", s.model.groups, 1);
-    m.Int("top_k", s.model.top_k, 1);
-    m.Int("hidden", s.model.hidden, 1);
-    m.Int64("expert_bytes", s.model.expert_bytes, 1);
+    m.Int("experts", s.model.experts, 1, kMaxExperts);
+    m.Int("groups", s.model.groups, 1, kMaxExperts);
+    m.Int("top_k", s.model.top_k, 1, kMaxExperts);
+    m.Int("hidden", s.model.hidden, 1, 1 << 20);
+    m.Int64("expert_bytes", s.model.expert_bytes, 1, kMaxExpertBytes);
     m.Int("activation_bytes", s.model.activation_bytes, 1, 8);
     m.Finish();
   }
   {
     MapReader c = top.Sub("cluster");
-    c.Int("nodes", s.cluster.nodes, 1, 100000);
+    c.Int("nodes", s.cluster.nodes, 1, kMaxGpus);
     c.Int("gpus_per_node", s.cluster.gpus_per_node, 1, 1024);
     ReadLink(c.Sub("nvlink"), s.cluster.nvlink);
     ReadLink(c.Sub("nic"), s.cluster.nic);
-    c.Double("pcie_gbps", s.cluster.pcie_gbps, 0, kInf, true);
-    c.Double("hbm_gbps", s.cluster.hbm_gbps, 0, kInf, true);
-    c.Double("nvswitch_gbps", s.cluster.nvswitch_gbps, 0);
-    c.Double("fabric_oversubscription", s.cluster.fabric_oversubscription, 1);
+    c.Double("pcie_gbps", s.cluster.pcie_gbps, 0, kMaxGbps, true);
+    c.Double("hbm_gbps", s.cluster.hbm_gbps, 0, kMaxGbps, true);
+    c.Double("nvswitch_gbps", s.cluster.nvswitch_gbps, 0, kMaxGbps);
+    c.Double("fabric_oversubscription", s.cluster.fabric_oversubscription, 1, 1000);
     c.Finish();
   }
   {
     MapReader c = top.Sub("compute");
-    c.Double("attention_us", s.compute.attention_us, 0);
-    c.Double("layer_fixed_us", s.compute.layer_fixed_us, 0);
-    c.Double("per_token_us", s.compute.per_token_us, 0);
+    c.Double("attention_us", s.compute.attention_us, 0, kMaxMicroseconds);
+    c.Double("layer_fixed_us", s.compute.layer_fixed_us, 0, kMaxMicroseconds);
+    c.Double("per_token_us", s.compute.per_token_us, 0, 1000);
     c.Finish();
   }
   {
     MapReader w = top.Sub("workload");
     w.String("kind", s.workload.kind, {"generator", "trace"});
-    w.Int("tokens_per_step", s.workload.tokens_per_step, 1);
+    w.Int("tokens_per_step", s.workload.tokens_per_step, 1, 1 << 30);
     w.String("popularity", s.workload.popularity, {"lognormal", "zipf"});
-    w.Double("sigma", s.workload.sigma, 0);
-    w.Double("zipf_s", s.workload.zipf_s, 0);
-    w.Double("drift", s.workload.drift, 0);
+    w.Double("sigma", s.workload.sigma, 0, 20);
+    w.Double("zipf_s", s.workload.zipf_s, 0, 20);
+    w.Double("drift", s.workload.drift, 0, 1);
     w.Bool("noise", s.workload.noise);
     w.String("trace", s.workload.trace);
     const YAML::Node phases = w.Take("phases");
@@ -317,7 +443,7 @@ Result<Scenario> ParseScenario(const std::string& text, const std::string& sourc
         for (size_t i = 0; i < phases.size(); ++i) {
           PhaseChange p;
           MapReader pm(phases[i], fmt::format("workload.phases[{}]", i), r);
-          pm.Int("step", p.step, 0);
+          pm.Int("step", p.step, 0, std::numeric_limits<int>::max());
           pm.Double("shuffle", p.shuffle, 0, 1);
           pm.Finish();
           s.workload.phases.push_back(p);
@@ -330,11 +456,11 @@ Result<Scenario> ParseScenario(const std::string& text, const std::string& sourc
     MapReader e = top.Sub("eplb");
     e.Int("window_size", s.eplb.window_size, 1, 1 << 20);
     e.Int("step_interval", s.eplb.step_interval, 1);
-    e.Int("num_redundant_experts", s.eplb.num_redundant_experts, 0);
+    e.Int("num_redundant_experts", s.eplb.num_redundant_experts, 0, kMaxExperts);
     e.String("policy", s.eplb.policy);
     e.Bool("use_async", s.eplb.use_async);
-    e.Int("layers_per_step", s.eplb.layers_per_step, 1);
-    e.Int("staging_layers", s.eplb.staging_layers, 1);
+    e.Int("layers_per_step", s.eplb.layers_per_step, 1, 100000);
+    e.Int("staging_layers", s.eplb.staging_layers, 1, 100000);
     std::string rule = SenderRuleName(s.eplb.sender_rule),
                 sched = ScheduleStrategyName(s.eplb.schedule);
     e.String("sender_rule", rule, {"vllm", "local"});
@@ -342,8 +468,8 @@ Result<Scenario> ParseScenario(const std::string& text, const std::string& sourc
     s.eplb.sender_rule = *ParseSenderRule(rule);
     s.eplb.schedule = *ParseScheduleStrategy(sched);
     e.Bool("preserve_slots", s.eplb.preserve_slots);
-    e.Double("migration_weight", s.eplb.migration_weight, 0);
-    e.Int("max_moves_per_layer", s.eplb.max_moves_per_layer, 0);
+    e.Double("migration_weight", s.eplb.migration_weight, 0, 1e9);
+    e.Int("max_moves_per_layer", s.eplb.max_moves_per_layer, 0, kMaxExperts);
     e.Finish();
   }
   {
@@ -358,11 +484,19 @@ Result<Scenario> ParseScenario(const std::string& text, const std::string& sourc
   return s;
 }
 
+}  // namespace
+
+Result<Scenario> ParseScenario(const std::string& text, const std::string& source,
+                               const std::vector<std::string>& overrides) {
+  return ParseScenarioText(text, source, overrides, /*require_document=*/false);
+}
+
 Result<Scenario> LoadScenarioFile(const std::string& path,
                                   const std::vector<std::string>& overrides) {
-  auto text = ReadTextFile(path);
+  // A scenario is a page of YAML; a larger file is a wrong path.
+  auto text = ReadTextFile(path, 16 << 20);
   if (!text.ok()) return text.status();
-  auto s = ParseScenario(*text, path, overrides);
+  auto s = ParseScenarioText(*text, path, overrides, /*require_document=*/true);
   if (!s.ok()) return s;
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
   s->base_dir = dir.empty() ? std::filesystem::path(".") : dir;

@@ -17,6 +17,11 @@ Status ValidateLoad(const LoadMatrix& load) {
             fmt::format("load of layer {}, expert {} is {}; loads must be finite and non-negative",
                         layer, expert, v));
       }
+      if (v > kMaxLoad) {
+        return Status::InvalidArgument(
+            fmt::format("load of layer {}, expert {} is {}; loads are at most {:g} tokens", layer,
+                        expert, v, kMaxLoad));
+      }
     }
   }
   return Status::Ok();

@@ -108,4 +108,18 @@ struct Scenario {
   Topology topology() const;
 };
 
+// What a run of the scenario will hold in memory, from the fields that drive it, so that a run
+// too large for the machine is refused before it starts instead of dying part way. An upper
+// estimate: every rearrangement is taken to move every slot.
+struct MemoryEstimate {
+  double bytes = 0;
+  std::string largest;  // the largest term, as the fields that drive it
+  double largest_bytes = 0;
+};
+MemoryEstimate EstimateRunMemory(const Scenario& s);
+
+// OK when EstimateRunMemory(s) fits in `available_bytes` (0: 80% of this machine's physical
+// memory); otherwise InvalidArgument naming the estimate, the limit and the fields to lower.
+Status CheckRunFitsInMemory(const Scenario& s, int64_t available_bytes = 0);
+
 }  // namespace eplb

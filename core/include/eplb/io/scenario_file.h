@@ -12,7 +12,12 @@
 namespace eplb {
 
 // Parses `text` (named `source` in errors). `overrides` are "key.path=value" settings applied
-// on top of the file, e.g. "cluster.nic.bandwidth_gbps=100".
+// on top of the file, e.g. "cluster.nic.bandwidth_gbps=100"; a map value sets only the fields
+// it names ("model={layers: 2}"). Empty text is the defaults. Refused, with file, line and
+// field: YAML errors, a second document, a key given twice, integers not in plain decimal
+// ("010"), unknown fields, values outside their documented range.
+// LoadScenarioFile also refuses an empty file (a wrong path more likely than a wish for the
+// defaults) and files over 16 MiB.
 Result<Scenario> ParseScenario(const std::string& text, const std::string& source,
                                const std::vector<std::string>& overrides = {});
 Result<Scenario> LoadScenarioFile(const std::string& path,

@@ -9,8 +9,13 @@ namespace eplb {
 
 using LoadMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-// OK when `load` has at least one layer and one expert and every entry is finite and >= 0;
-// otherwise the error names the first bad (layer, expert) and its value.
+// The most tokens one (layer, expert) cell of a load may hold: 1e15, a million times a long
+// window of the busiest expert in a large deployment, and small enough that windows (summed in
+// float), step times and their sums stay finite.
+inline constexpr double kMaxLoad = 1e15;
+
+// OK when `load` has at least one layer and one expert and every entry is within
+// [0, kMaxLoad]; otherwise the error names the first bad (layer, expert) and its value.
 Status ValidateLoad(const LoadMatrix& load);
 
 }  // namespace eplb

@@ -1,0 +1,70 @@
+#include "eplb/formats/json.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace eplb {
+namespace {
+
+// "source:line:column: " of the byte at `offset` (0-based).
+std::string Where(std::string_view text, size_t offset, const std::string& source, int first_line) {
+  offset = std::min(offset, text.size());
+  const std::string_view before = text.substr(0, offset);
+  const size_t line = static_cast<size_t>(first_line) +
+                      static_cast<size_t>(std::count(before.begin(), before.end(), '\n'));
+  const size_t nl = before.rfind('\n');
+  const size_t column = nl == std::string_view::npos ? offset + 1 : offset - nl;
+  return fmt::format("{}:{}:{}: ", source, line, column);
+}
+
+// The offset of the first bracket nested deeper than the limit, or npos.
+size_t TooDeep(std::string_view text) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) return i;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
+
+Result<nlohmann::json> ParseJson(std::string_view text, const std::string& source, int first_line) {
+  if (const size_t deep = TooDeep(text); deep != std::string_view::npos) {
+    return Status::InvalidArgument(
+        fmt::format("{}not valid here: arrays and objects nest more than {} deep",
+                    Where(text, deep, source, first_line), kMaxJsonDepth));
+  }
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    // e.byte is 1-based: the byte that could not be read.
+    const std::string what = e.what();
+    const size_t colon = what.find("syntax error");
+    return Status::InvalidArgument(fmt::format(
+        "{}not valid JSON: {}", Where(text, e.byte > 0 ? e.byte - 1 : 0, source, first_line),
+        colon == std::string::npos ? what : what.substr(colon)));
+  } catch (const nlohmann::json::out_of_range& e) {
+    return Status::InvalidArgument(fmt::format(
+        "{}:{}: not valid here: {} (numbers must be within the range of a double, ±1.8e308)",
+        source, first_line, e.what()));
+  } catch (const nlohmann::json::exception& e) {
+    return Status::InvalidArgument(fmt::format("{}: not valid JSON: {}", source, e.what()));
+  }
+}
+
+}  // namespace eplb
