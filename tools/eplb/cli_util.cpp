@@ -84,6 +84,18 @@ CLI::Validator NumberCheck(double min, bool strictly_above) {
 
 }  // namespace
 
+Status CheckDistinct(const std::vector<std::string>& items, const std::string& option) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (items[i] == items[j]) {
+        return Status::InvalidArgument(
+            fmt::format("{} names '{}' twice; give each once", option, items[i]));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 CLI::Validator AtLeast(double min) {
   return NumberCheck(min, false);
 }

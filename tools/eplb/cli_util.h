@@ -32,6 +32,10 @@ int ReportError(const std::string& command, const Status& status);
 CLI::Validator AtLeast(double min);
 CLI::Validator Positive();
 
+// OK when no item of a list option is given twice; otherwise an error naming `option` and the
+// item (two runs of one policy would write one folder, a key varied twice would hide one).
+Status CheckDistinct(const std::vector<std::string>& items, const std::string& option);
+
 // What a parsed command does; returns the exit code.
 using Action = std::function<int()>;
 // Adds one subcommand to the app; its callback sets the action.

@@ -33,6 +33,7 @@ int RunCompare(const CompareArgs& args) {
   const std::vector<std::string> policies = SplitList(args.policies);
   if (policies.empty())
     return ReportError(cmd, Status::InvalidArgument("--policies names no policy"));
+  if (Status s = CheckDistinct(policies, "--policies"); !s.ok()) return ReportError(cmd, s);
   for (const std::string& p : policies) {
     auto made = MakePolicy(p);
     if (!made.ok()) return ReportError(cmd, made.status().WithContext("--policies: "));

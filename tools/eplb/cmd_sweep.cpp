@@ -25,6 +25,9 @@
 namespace eplb::cli {
 namespace {
 
+// Each point is a simulation and a folder; more is a typo in --vary more often than a plan.
+constexpr size_t kMaxSweepPoints = 10000;
+
 struct SweepArgs {
   std::string scenario_path;
   std::vector<std::string> vary;
@@ -64,13 +67,26 @@ int RunSweep(const SweepArgs& args) {
     }
     keys.push_back(v.substr(0, eq));
     values.push_back(SplitList(v.substr(eq + 1)));
+    if (Status s = CheckDistinct(values.back(), "--vary " + keys.back()); !s.ok()) {
+      return ReportError(cmd, s);
+    }
   }
+  if (Status s = CheckDistinct(keys, "--vary"); !s.ok()) return ReportError(cmd, s);
   std::vector<std::string> policies = args.policies.empty()
                                           ? std::vector<std::string>{base->eplb.policy}
                                           : SplitList(args.policies);
   for (const std::string& p : policies) {
     auto made = MakePolicy(p);
     if (!made.ok()) return ReportError(cmd, made.status().WithContext("--policies: "));
+  }
+  if (Status s = CheckDistinct(policies, "--policies"); !s.ok()) return ReportError(cmd, s);
+  size_t count = policies.size();
+  for (const auto& vals : values) count = std::min<size_t>(count * vals.size(), 1000000);
+  if (count > kMaxSweepPoints) {
+    return ReportError(cmd, Status::InvalidArgument(fmt::format(
+                                "--vary and --policies make {}{} points; a sweep runs at most {} "
+                                "(split it, or use MPI ranks over several sweeps)",
+                                count >= 1000000 ? "over " : "", count, kMaxSweepPoints)));
   }
   // The cross product, policies innermost; every point's scenario is checked before any runs.
   std::vector<Point> points{{}};

@@ -1,0 +1,265 @@
+// The command line against hostile input and interruption: every kind of bad input is a clear
+// error, and a kill or Ctrl-C at any instant leaves the old output or the new one whole, never a
+// half-written folder, a lost user file or an orphaned child.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <random>
+#include <set>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "cli_fixture.h"
+#include "eplb/base/file_io.h"
+#include "eplb/io/run_folder.h"
+
+extern char** environ;
+
+namespace eplb {
+namespace {
+
+using std::chrono::milliseconds;
+
+TEST_F(CliTest, UnknownCommandsAndBadNumbersReadAsPeopleWriteThem) {
+  ExpectErrors({
+      {"unknown command", "bogus",
+       "eplb: unknown command 'bogus'; the commands are: rebalance, "
+       "plan, run, compare, sweep, device-run, validate"},
+      {"negative count", "compare --jobs -1", "-1 is too small; it must be at least 0"},
+  });
+}
+
+TEST_F(CliTest, HostileInputFilesAreErrorsNamingTheFile) {
+  const std::string deep = Write("deep.json", std::string(100000, '[') + std::string(100000, ']'));
+  const std::string huge = Write("huge.json", "[[1e400, 1]]");
+  const std::string big_load = Write("big.csv", "1,1e300\n");
+  ExpectErrors({
+      {"device", "rebalance --load /dev/zero --replicas 2 --gpus 1",
+       "/dev/zero is a character device; expected a regular file"},
+      {"folder", "rebalance --load " + dir_.string() + " --replicas 2 --gpus 1",
+       dir_.string() + " is a folder; expected a regular file"},
+      {"deep JSON", "rebalance --load " + deep + " --replicas 2 --gpus 1",
+       "deep.json:1:65: not valid here: arrays and objects nest more than 64 deep"},
+      {"number beyond a double", "rebalance --load " + huge + " --replicas 2 --gpus 1",
+       "number overflow"},
+      {"load beyond the cap", "rebalance --load " + big_load + " --replicas 2 --gpus 1",
+       "loads are at most 1e+15 tokens"},
+  });
+}
+
+TEST_F(CliTest, AListOptionNamingAnItemTwiceIsRefused) {
+  const std::string tiny = std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml";
+  ExpectErrors({
+      {"policy twice", "compare " + tiny + " --policies deepseek,deepseek",
+       "--policies names 'deepseek' twice"},
+      {"key varied twice", "sweep " + tiny + " --vary cluster.nodes=1,2 --vary cluster.nodes=4",
+       "--vary names 'cluster.nodes' twice"},
+      {"value twice", "sweep " + tiny + " --vary cluster.nodes=1,1",
+       "--vary cluster.nodes names '1' twice"},
+      {"too many points",
+       "sweep " + tiny + " --vary run.seed=1,2,3,4,5,6,7,8,9,10 --vary run.steps=" +
+           "1,2,3,4,5,6,7,8,9,10 --vary workload.sigma=1,2,3,4,5,6,7,8,9,10 --vary "
+           "eplb.window_size=1,2,3,4,5,6,7,8,9,10,11",
+       "make 11000 points; a sweep runs at most 10000"},
+  });
+}
+
+#ifdef EPLB_HAVE_SIM
+
+// Starts eplb with `args` in the background; stdout and stderr go to files in the test folder.
+pid_t Spawn(const std::vector<std::string>& args, const fs::path& dir) {
+  std::vector<std::string> all = {EPLB_BINARY};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, (dir / "bg.out").c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, (dir / "bg.err").c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  EXPECT_EQ(posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  return pid;
+}
+
+// The exit status of `pid`, or -1 if it has not ended within `limit` (a hang guard, not a
+// speed requirement: the test then kills it and fails).
+int WaitFor(pid_t pid, milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  return -1;
+}
+
+// Entries of `dir` whose name contains `part`.
+std::vector<std::string> Named(const fs::path& dir, const std::string& part) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().filename().string().find(part) != std::string::npos) {
+      out.push_back(e.path().filename().string());
+    }
+  }
+  return out;
+}
+
+// The children of `parent`, from /proc.
+std::set<pid_t> ChildrenOf(pid_t parent) {
+  std::set<pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string stat = testing::ReadFile(e.path() / "stat");
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    int ppid = 0;
+    char state = 0;
+    if (std::sscanf(stat.c_str() + close + 1, " %c %d", &state, &ppid) == 2 && ppid == parent &&
+        state != 'Z') {
+      out.insert(std::stoi(name));
+    }
+  }
+  return out;
+}
+
+bool Alive(pid_t pid) {
+  const std::string stat = testing::ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  const size_t close = stat.rfind(')');
+  return close != std::string::npos && stat[close + 2] != 'Z';
+}
+
+TEST_F(CliTest, AFolderHoldingFilesEplbDidNotWriteIsNeverReplaced) {
+  const std::string tiny = std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml";
+  const std::string out = (dir_ / "run").string();
+  ASSERT_EQ(Eplb("run " + tiny + " --set run.steps=50 --out " + out).code, 0);
+  Write("run/my-notes.txt", "mine");
+  const CliRun again = Eplb("run " + tiny + " --set run.steps=60 --out " + out);
+  EXPECT_EQ(again.code, 2);
+  EXPECT_NE(again.err.find("holds 1 file eplb did not write (my-notes.txt)"), std::string::npos)
+      << again.err;
+  EXPECT_EQ(testing::ReadFile(dir_ / "run/my-notes.txt"), "mine");
+  // A run folder is not a comparison folder.
+  fs::remove(dir_ / "run/my-notes.txt");
+  const CliRun other =
+      Eplb("compare " + tiny + " --set run.steps=10 --policies static --out " + out);
+  EXPECT_EQ(other.code, 2);
+  EXPECT_NE(other.err.find("is an eplb run folder, not a comparison folder"), std::string::npos)
+      << other.err;
+  auto folder = ReadRunFolder(out);
+  ASSERT_TRUE(folder.ok()) << folder.status().message();
+  EXPECT_EQ(folder->summary.steps, 50);
+}
+
+TEST_F(CliTest, StalePartialFoldersOfDeadProcessesAreRemoved) {
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  waitpid(dead, nullptr, 0);
+  const fs::path stale = dir_ / ("run.partial-" + std::to_string(dead));
+  fs::create_directories(stale);
+  Write(stale.filename().string() + "/metrics.csv", "step\n");
+  const fs::path live = dir_ / ("run.partial-" + std::to_string(getpid()));  // alive: kept
+  fs::create_directories(live);
+  const std::string tiny = std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml";
+  ASSERT_EQ(Eplb("run " + tiny + " --set run.steps=10 --out " + (dir_ / "run").string()).code, 0);
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(live));
+}
+
+// SIGKILL at random instants while `run` replaces a folder: afterwards the folder is the old run
+// or the new one, whole (the manifest and every check of the reader pass), a file beside it is
+// untouched, and the next run cleans up whatever the killed one left.
+TEST_F(CliTest, AKillAtAnyInstantLeavesTheOldFolderOrTheNewOneWhole) {
+  const std::string tiny = std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml";
+  const std::string out = (dir_ / "run").string();
+  ASSERT_EQ(Eplb("run " + tiny + " --set run.steps=100 --out " + out).code, 0);
+  Write("beside.txt", "mine");
+  std::mt19937 rng(12345);
+  std::set<int64_t> seen;
+  for (int i = 0; i < 24; ++i) {
+    const int steps = i % 2 == 0 ? 20000 : 100;
+    const pid_t pid =
+        Spawn({"run", tiny, "--set", "run.steps=" + std::to_string(steps), "--out", out}, dir_);
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 350000));
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    auto folder = ReadRunFolder(out);
+    ASSERT_TRUE(folder.ok()) << "after kill " << i << ": " << folder.status().message();
+    EXPECT_TRUE(folder->summary.steps == 100 || folder->summary.steps == 20000)
+        << folder->summary.steps;
+    seen.insert(folder->summary.steps);
+  }
+  EXPECT_EQ(testing::ReadFile(dir_ / "beside.txt"), "mine");
+  ASSERT_EQ(Eplb("run " + tiny + " --set run.steps=100 --out " + out).code, 0);
+  EXPECT_TRUE(Named(dir_, ".partial-").empty());
+}
+
+// Ctrl-C (SIGINT) on compare: the children stop, the partial folder goes, the exit status is 130,
+// and nothing the command had not finished is left. SIGTERM on run: 143, the same.
+TEST_F(CliTest, InterruptedCommandsStopTheirChildrenAndLeaveNothing) {
+  const std::string tiny = std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml";
+  const std::string out = (dir_ / "cmp").string();
+  const pid_t pid = Spawn({"compare", tiny, "--set", "run.steps=1000000", "--policies",
+                           "static,deepseek", "--jobs", "2", "--out", out},
+                          dir_);
+  // Wait until the children are at work.
+  std::set<pid_t> children;
+  for (int i = 0; i < 2000 && children.size() < 2; ++i) {
+    std::this_thread::sleep_for(milliseconds(5));
+    children = ChildrenOf(pid);
+  }
+  ASSERT_EQ(children.size(), 2u);
+  kill(pid, SIGINT);
+  EXPECT_EQ(WaitFor(pid, milliseconds(20000)), 130);
+  const std::string err = testing::ReadFile(dir_ / "bg.err");
+  EXPECT_NE(err.find("interrupted by SIGINT"), std::string::npos) << err;
+  for (pid_t child : children) EXPECT_FALSE(Alive(child)) << child;
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_TRUE(Named(dir_, ".partial-").empty());
+
+  const std::string run_out = (dir_ / "run").string();
+  const pid_t run = Spawn({"run", tiny, "--set", "run.steps=1000000", "--out", run_out}, dir_);
+  std::this_thread::sleep_for(milliseconds(300));
+  kill(run, SIGTERM);
+  EXPECT_EQ(WaitFor(run, milliseconds(20000)), 143);
+  EXPECT_FALSE(fs::exists(run_out));
+  EXPECT_TRUE(Named(dir_, ".partial-").empty());
+}
+
+// kill -9 of compare cannot clean up, but its children die with it instead of writing on.
+TEST_F(CliTest, ChildrenDieWithAKilledParent) {
+  const std::string tiny = std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml";
+  const pid_t pid = Spawn({"compare", tiny, "--set", "run.steps=1000000", "--policies",
+                           "static,deepseek", "--jobs", "2", "--out", (dir_ / "cmp").string()},
+                          dir_);
+  std::set<pid_t> children;
+  for (int i = 0; i < 2000 && children.size() < 2; ++i) {
+    std::this_thread::sleep_for(milliseconds(5));
+    children = ChildrenOf(pid);
+  }
+  ASSERT_EQ(children.size(), 2u);
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  for (int i = 0; i < 2000 && std::any_of(children.begin(), children.end(), Alive); ++i) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  for (pid_t child : children) EXPECT_FALSE(Alive(child)) << child;
+}
+
+#endif  // EPLB_HAVE_SIM
+
+}  // namespace
+}  // namespace eplb
