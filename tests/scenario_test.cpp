@@ -157,6 +157,10 @@ TEST(Scenario, HostileInputTable) {
        {},
        "cluster.hbm_gbps is 1e+300; it must be above 0 and at most 1000000"},
       {"NaN", "compute:\n  per_token_us: .nan\n", {}, "expected a number"},
+      {"a key that is a list (found by fuzzing)",
+       "model:\n  ? [a, b]\n  : 1\n",
+       {},
+       "s.yaml:2:5: a key is a list; keys are field names"},
       {"duplicate key in --set", "", {"model={layers: 2, layers: 3}"}, "'layers' is given twice"},
   };
   for (const Case& c : cases) {

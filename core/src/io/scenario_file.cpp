@@ -230,7 +230,13 @@ Status CheckKeys(const YAML::Node& node, const std::string& source, size_t& visi
   if (node.IsMap()) {
     std::map<std::string, YAML::Mark> keys;
     for (const auto& kv : node) {
-      if (kv.first.IsScalar()) {
+      if (!kv.first.IsScalar()) {
+        const YAML::Mark m = kv.first.Mark();
+        return Status::InvalidArgument(fmt::format("{}:{}:{}: a key is {}; keys are field names",
+                                                   source, m.line + 1, m.column + 1,
+                                                   Show(kv.first)));
+      }
+      {
         const auto [it, fresh] = keys.emplace(kv.first.Scalar(), kv.first.Mark());
         if (!fresh) {
           const YAML::Mark m = kv.first.Mark();
@@ -377,9 +383,25 @@ void Validate(Scenario& s, Reader& r) {
   }
 }
 
+Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string& source,
+                                      const std::vector<std::string>& overrides,
+                                      bool require_document);
+
+// yaml-cpp reports some misuse by exception; none may escape as a crash.
 Result<Scenario> ParseScenarioText(const std::string& text, const std::string& source,
                                    const std::vector<std::string>& overrides,
                                    bool require_document) {
+  try {
+    return ParseScenarioChecked(text, source, overrides, require_document);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(fmt::format("{}:{}:{}: not a valid scenario: {}", source,
+                                               e.mark.line + 1, e.mark.column + 1, e.msg));
+  }
+}
+
+Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string& source,
+                                      const std::vector<std::string>& overrides,
+                                      bool require_document) {
   EPLB_ASSIGN_OR_RETURN(YAML::Node root, LoadOneDocument(text, source, require_document));
   if (!root.IsMap()) {
     return Status::InvalidArgument(
