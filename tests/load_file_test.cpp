@@ -111,5 +111,34 @@ TEST(PlacementFile, RoundTripsAndValidates) {
             "p.json: expected a JSON object with key 'phy2log' (layers × slots)");
 }
 
+// One row per kind of hostile placement file: each is a message naming the file, never a crash.
+TEST(PlacementFile, HostileInputTable) {
+  struct Case {
+    const char* name;
+    std::string json;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {"deep nesting", std::string(100000, '[') + std::string(100000, ']'),
+       "p.json:1:65: not valid here: arrays and objects nest more than 64 deep"},
+      {"number beyond a double", R"({"phy2log": [[1e400]]})", "number overflow"},
+      {"a real for an id", R"({"phy2log": [[0, 1.5]]})",
+       "phy2log[0][1] is 1.5; expected an expert id"},
+      {"an id beyond the range", R"({"phy2log": [[0, 1099511627776]]})",
+       "phy2log[0][1] is 1099511627776; expected an expert id"},
+      {"num_experts beyond the range", R"({"phy2log": [[0]], "num_experts": 4294967297})",
+       "num_experts is 4294967297; expected an integer within 1..16777216"},
+      {"layers of different widths", R"({"phy2log": [[0, 1], [0]]})", "p.json: "},
+      {"not JSON", "\xff\xfe", "p.json:1:1: not valid JSON"},
+      {"empty", "", "not valid JSON"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto p = ParsePlacementJson(c.json, "p.json");
+    ASSERT_FALSE(p.ok());
+    EXPECT_NE(p.status().message().find(c.expected), std::string::npos) << p.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace eplb

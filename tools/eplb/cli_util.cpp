@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <new>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -60,7 +61,17 @@ int RunCommandLine(int argc, char** argv, std::span<const AddCommand> commands,
     const int code = app.exit(e);
     return code == 0 ? kExitOk : kExitBadInput;
   }
-  return action ? action() : kExitBadInput;
+  if (!action) return kExitBadInput;
+  // Expected failures are Statuses; this is the last guard, so that nothing ends in an abort
+  // (memory running out despite the sizing checks, a library's exception).
+  try {
+    return action();
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "eplb: error: out of memory; the run is larger than this machine allows\n");
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "eplb: internal error: {}\n", e.what());
+  }
+  return kExitFailed;
 }
 
 namespace {

@@ -13,11 +13,15 @@
 #include <nlohmann/json.hpp>
 
 #include "eplb/base/csv.h"
+#include "eplb/base/file_io.h"
 #include "eplb/formats/json.h"
 #include "eplb/formats/load_file.h"
 
 namespace eplb {
 namespace {
+
+// A replayed trace is held in memory as doubles; larger ones are refused, not swapped.
+constexpr size_t kMaxTraceBytes = size_t{4} << 30;
 
 // Fast standard normal variates for per-step noise: a table drawn once, indexed by a cheap
 // generator. Counts need millions of variates per second of simulated time, and a table of
@@ -182,15 +186,26 @@ Result<std::vector<LoadMatrix>> ReadStepCsv(const std::string& path, int layers,
       return csv.Error(fmt::format("'{}'; expected step,layer,expert,tokens", fmt::join(f, ",")));
     }
     if (step < 0 || layer < 0 || layer >= layers || expert < 0 || expert >= experts ||
-        !(tokens >= 0)) {
+        !(tokens >= 0) || tokens > kMaxLoad) {
       return csv.Error(
           fmt::format("step {}, layer {}, expert {}, tokens {}; the model has layers 0..{} "
-                      "and experts 0..{}, and tokens must be >= 0",
-                      step, layer, expert, tokens, layers - 1, experts - 1));
+                      "and experts 0..{}, and tokens must be within [0, {:g}]",
+                      step, layer, expert, tokens, layers - 1, experts - 1, kMaxLoad));
     }
     auto [it, fresh] = steps.try_emplace(step);
-    if (fresh) it->second = LoadMatrix::Zero(layers, experts);
-    it->second(layer, expert) += tokens;
+    if (fresh) {
+      // Each step is a layers × experts matrix of doubles: bound what a file can make.
+      const size_t max_steps = std::max<size_t>(
+          1, kMaxTraceBytes / (sizeof(double) * static_cast<size_t>(layers) * experts));
+      if (steps.size() > max_steps) {
+        return csv.Error(fmt::format(
+            "more than {} distinct steps, whose {} × {} loads would take over {}; shorten the "
+            "trace",
+            max_steps, layers, experts, FormatBytes(static_cast<int64_t>(kMaxTraceBytes))));
+      }
+      it->second = LoadMatrix::Zero(layers, experts);
+    }
+    it->second(layer, expert) = std::min(it->second(layer, expert) + tokens, kMaxLoad);
   }
   if (steps.empty()) return Status::InvalidArgument(path + ": no steps of load found");
   std::vector<LoadMatrix> out;
