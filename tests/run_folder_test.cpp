@@ -244,6 +244,12 @@ TEST(RunFolder, DamagedFilesAreErrorsNamingFileAndLine) {
       {"loads-missing-a-line", "loads.jsonl", "", "loads.jsonl: 0 lines for the "},
       {"bad-load", "loads.jsonl", "{\"step\": 24, \"time_s\": 0, \"load\": [[1]]}\n",
        "loads.jsonl:1: load is not 4 layers × 16 experts"},
+      // Found by fuzzing: nlohmann's get<int>() of 1e60 is undefined behaviour.
+      {"real-step", "placements.jsonl",
+       "{\"step\": 1.13e60, \"time_s\": 0, \"layer\": 0, \"phy2log\": []}\n",
+       "placements.jsonl:1: 'step' is 1.13e+60; expected an integer within -1..2147483647"},
+      {"load-beyond-float", "loads.jsonl", "{\"step\": 24, \"time_s\": 0, \"load\": [[1e300]]}\n",
+       "loads.jsonl:1: load is not 4 layers × 16 experts"},
       // Values the writer never writes.
       {"ends-before-start", "transfers.csv",
        "layer,expert,src_rank,dst_rank,bytes,link,start_s,end_s\n0,1,0,1,100,nic,2,1\n",

@@ -1,8 +1,10 @@
 #include "eplb/io/run_folder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <functional>
+#include <limits>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -10,6 +12,7 @@
 #include "eplb/base/file_io.h"
 #include "eplb/formats/json.h"
 #include "eplb/io/scenario_file.h"
+#include "eplb/model/load.h"
 #include "io/perfetto_trace.h"
 #include "io/run_folder_columns.h"
 
@@ -172,6 +175,32 @@ std::string LoadsJsonl(const RunResult& run) {
 
 // Calls `parse` on each non-empty line of a JSON-lines text; its errors, and malformed JSON,
 // come back prefixed with the file and line.
+// Fields of a JSON line, checked before conversion: nlohmann's get<int>() of 1e60 or a float of
+// 1e300 is undefined behaviour, not an exception.
+Result<int64_t> IntField(const nlohmann::json& j, const char* key, int64_t min, int64_t max) {
+  if (!j.is_object() || !j.contains(key)) {
+    return Status::InvalidArgument(fmt::format("no field '{}'", key));
+  }
+  const nlohmann::json& v = j[key];
+  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(max)) ||
+      (!v.is_number_unsigned() && (v.get<int64_t>() < min || v.get<int64_t>() > max))) {
+    return Status::InvalidArgument(
+        fmt::format("'{}' is {}; expected an integer within {}..{}", key, v.dump(), min, max));
+  }
+  return v.get<int64_t>();
+}
+
+Result<double> RealField(const nlohmann::json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) {
+    return Status::InvalidArgument(fmt::format("'{}' is missing or not a number", key));
+  }
+  const double v = j[key].get<double>();
+  if (!std::isfinite(v) || v < 0) {
+    return Status::InvalidArgument(fmt::format("'{}' is {}; expected a finite time >= 0", key, v));
+  }
+  return v;
+}
+
 Status ForEachJsonLine(const std::string& text, const std::string& path,
                        const std::function<Status(const nlohmann::json&)>& parse) {
   size_t pos = 0;
@@ -198,20 +227,27 @@ Status ReadPlacements(const std::string& path, RunFolder& folder) {
   const Scenario& s = folder.run.scenario;
   const int layers = s.model.layers, experts = s.model.experts, slots = s.num_slots();
   folder.initial_phy2log.assign(static_cast<size_t>(layers), {});
-  EPLB_RETURN_IF_ERROR(ForEachJsonLine(text, path, [&](const nlohmann::json& j) {
-    CommitRecord c{j.at("step").get<int>(), j.at("time_s").get<double>(), j.at("layer").get<int>(),
-                   j.at("phy2log").get<std::vector<int32_t>>()};
-    if (c.layer < 0 || c.layer >= layers) {
-      return Status::InvalidArgument(fmt::format("layer {} is outside 0..{}", c.layer, layers - 1));
+  const int64_t max_int = std::numeric_limits<int>::max();
+  EPLB_RETURN_IF_ERROR(ForEachJsonLine(text, path, [&](const nlohmann::json& j) -> Status {
+    CommitRecord c;
+    EPLB_ASSIGN_OR_RETURN(const int64_t step, IntField(j, "step", -1, max_int));
+    EPLB_ASSIGN_OR_RETURN(const int64_t layer, IntField(j, "layer", 0, layers - 1));
+    EPLB_ASSIGN_OR_RETURN(c.time_s, RealField(j, "time_s"));
+    c.step = static_cast<int>(step);
+    c.layer = static_cast<int>(layer);
+    if (!j.contains("phy2log") || !j["phy2log"].is_array()) {
+      return Status::InvalidArgument("'phy2log' is missing or not an array");
+    }
+    for (const nlohmann::json& e : j["phy2log"]) {
+      if (!e.is_number_integer() || e.get<int64_t>() < -1 || e.get<int64_t>() >= experts) {
+        return Status::InvalidArgument(
+            fmt::format("phy2log holds {}; expert ids are -1..{}", e.dump(), experts - 1));
+      }
+      c.phy2log.push_back(static_cast<int32_t>(e.get<int64_t>()));
     }
     if (static_cast<int>(c.phy2log.size()) != slots) {
       return Status::InvalidArgument(
           fmt::format("phy2log has {} slots, the scenario {}", c.phy2log.size(), slots));
-    }
-    for (int32_t e : c.phy2log) {
-      if (e < -1 || e >= experts) {
-        return Status::InvalidArgument(fmt::format("expert {} is outside -1..{}", e, experts - 1));
-      }
     }
     if (c.step < 0) {
       folder.initial_phy2log[static_cast<size_t>(c.layer)] = std::move(c.phy2log);
@@ -235,21 +271,33 @@ Status ReadLoads(const std::string& path, RunFolder& folder) {
   const int experts = folder.run.scenario.model.experts;
   auto& rearrangements = folder.run.rearrangements;
   size_t index = 0;
-  EPLB_RETURN_IF_ERROR(ForEachJsonLine(text, path, [&](const nlohmann::json& j) {
-    const int step = j.at("step").get<int>();
-    const auto load = j.at("load").get<std::vector<std::vector<float>>>();
-    if (static_cast<int>(load.size()) != layers ||
-        std::any_of(load.begin(), load.end(),
-                    [&](const auto& row) { return static_cast<int>(row.size()) != experts; })) {
+  EPLB_RETURN_IF_ERROR(ForEachJsonLine(text, path, [&](const nlohmann::json& j) -> Status {
+    EPLB_ASSIGN_OR_RETURN(const int64_t step,
+                          IntField(j, "step", 0, std::numeric_limits<int>::max()));
+    const nlohmann::json* rows = j.contains("load") ? &j["load"] : nullptr;
+    if (rows == nullptr || !rows->is_array() || static_cast<int>(rows->size()) != layers ||
+        std::any_of(rows->begin(), rows->end(), [&](const nlohmann::json& row) {
+          return !row.is_array() || static_cast<int>(row.size()) != experts;
+        })) {
       return Status::InvalidArgument(
           fmt::format("load is not {} layers × {} experts", layers, experts));
+    }
+    std::vector<float> flat_load;
+    for (const nlohmann::json& row : *rows) {
+      for (const nlohmann::json& v : row) {
+        const double x = v.is_number() ? v.get<double>() : -1;
+        if (!(x >= 0 && x <= kMaxLoad)) {
+          return Status::InvalidArgument(
+              fmt::format("a load of {}; loads are within [0, {:g}]", v.dump(), kMaxLoad));
+        }
+        flat_load.push_back(static_cast<float>(x));
+      }
     }
     if (index >= rearrangements.size() || rearrangements[index].step != step) {
       return Status::InvalidArgument(fmt::format(
           "the load of a rearrangement at step {} that rearrangements.csv does not have", step));
     }
-    auto& flat = rearrangements[index++].window_load;
-    for (const auto& row : load) flat.insert(flat.end(), row.begin(), row.end());
+    rearrangements[index++].window_load = std::move(flat_load);
     return Status::Ok();
   }));
   if (index != rearrangements.size()) {
