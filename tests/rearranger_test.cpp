@@ -5,7 +5,9 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
+#include <numeric>
 #include <random>
 #include <thread>
 
@@ -27,7 +29,84 @@ constexpr size_t kExpertBytes = 256;
 struct Case {
   int nodes, gpus_per_node, per_rank, layers, experts;
   RearrangerOptions options;
+  bool merge_lanes = false;  // one worker per rank, as the GPU backend under NCCL
 };
+
+// What one NCCL communicator per rank needs of the ExecuteRound calls (each run as one group,
+// operations matched per peer in issue order): for every pair of ranks, the calls of A that
+// involve B and those of B that involve A pair up in order with matching operations (A's sends
+// are B's receives), and no cycle of such meetings exists, or the ranks would deadlock.
+void ExpectDeadlockFreeMatchingOrder(const HostBackend& backend, int ranks) {
+  std::vector<std::vector<std::vector<HostBackend::PeerOp>>> groups(ranks);
+  std::vector<int> first(ranks + 1, 0);  // node id of (rank, call) = first[rank] + call
+  for (int r = 0; r < ranks; ++r) {
+    groups[r] = backend.peer_groups(r);
+    first[r + 1] = first[r] + static_cast<int>(groups[r].size());
+  }
+  std::vector<int> parent(first[ranks]);
+  std::iota(parent.begin(), parent.end(), 0);
+  const std::function<int(int)> find = [&](int x) {
+    return parent[x] == x ? x : parent[x] = find(parent[x]);
+  };
+  for (int a = 0; a < ranks; ++a) {
+    for (int b = a + 1; b < ranks; ++b) {
+      // Each rank's calls that involve the other, with the operations toward it.
+      const auto with = [&](int self, int peer) {
+        std::vector<std::pair<int, std::vector<HostBackend::PeerOp>>> out;
+        for (size_t i = 0; i < groups[self].size(); ++i) {
+          std::vector<HostBackend::PeerOp> ops;
+          for (const auto& op : groups[self][i]) {
+            if (op.peer == peer) ops.push_back(op);
+          }
+          if (!ops.empty()) out.emplace_back(static_cast<int>(i), std::move(ops));
+        }
+        return out;
+      };
+      const auto ab = with(a, b), ba = with(b, a);
+      ASSERT_EQ(ab.size(), ba.size()) << "ranks " << a << " and " << b;
+      for (size_t k = 0; k < ab.size(); ++k) {
+        // A's k-th call with B meets B's k-th call with A: A's sends are B's receives.
+        const auto& from_a = ab[k].second;
+        const auto& from_b = ba[k].second;
+        ASSERT_EQ(from_a.size(), from_b.size()) << "ranks " << a << " and " << b << ", call " << k;
+        for (size_t o = 0; o < from_a.size(); ++o) {
+          ASSERT_EQ(from_a[o].layer, from_b[o].layer);
+          ASSERT_EQ(from_a[o].expert, from_b[o].expert);
+          ASSERT_NE(from_a[o].send, from_b[o].send);
+        }
+        parent[find(first[a] + ab[k].first)] = find(first[b] + ba[k].first);
+      }
+    }
+  }
+  // A meeting must finish before each participant's next call: those edges must be acyclic.
+  const int n = first[ranks];
+  std::vector<std::vector<int>> next(n);
+  std::vector<int> indegree(n, 0);
+  for (int r = 0; r < ranks; ++r) {
+    for (size_t i = 0; i + 1 < groups[r].size(); ++i) {
+      const int u = find(first[r] + static_cast<int>(i)),
+                v = find(first[r] + static_cast<int>(i) + 1);
+      next[u].push_back(v);
+      ++indegree[v];
+    }
+  }
+  std::vector<int> ready;
+  int meetings = 0, done = 0;
+  for (int x = 0; x < n; ++x) {
+    if (find(x) != x) continue;
+    ++meetings;
+    if (indegree[x] == 0) ready.push_back(x);
+  }
+  while (!ready.empty()) {
+    const int u = ready.back();
+    ready.pop_back();
+    ++done;
+    for (int v : next[u]) {
+      if (--indegree[v] == 0) ready.push_back(v);
+    }
+  }
+  EXPECT_EQ(done, meetings) << "the ranks' calls wait on each other in a cycle: a deadlock";
+}
 
 // Runs one rearrangement to completion, checking the invariants at every step boundary.
 void RunToCompletion(const Case& c, uint64_t seed) {
@@ -39,6 +118,7 @@ void RunToCompletion(const Case& c, uint64_t seed) {
                       c.options.sync ? c.layers : std::max(1, c.options.staging_layers),
                       kExpertBytes);
   backend.Fill(old_p);
+  backend.set_merge_lanes(c.merge_lanes);
   std::vector<const uint8_t*> data_before;
   for (int l = 0; l < c.layers; ++l) {
     for (int s = 0; s < topo.num_slots(); ++s) data_before.push_back(backend.slot_data(l, s));
@@ -91,6 +171,7 @@ void RunToCompletion(const Case& c, uint64_t seed) {
   std::vector<int> expected;
   for (const LayerPlan& p : rearranger.plans()) expected.push_back(p.layer);
   EXPECT_EQ(committed_order, expected);
+  if (c.merge_lanes) ExpectDeadlockFreeMatchingOrder(backend, topo.num_ranks());
   if (!c.options.sync) {
     EXPECT_GE(steps, static_cast<int>((expected.size() + c.options.layers_per_step - 1) /
                                       c.options.layers_per_step));
@@ -140,6 +221,28 @@ TEST(Rearranger, RandomConfigurations) {
                  experts,
                  Options(1 + static_cast<int>(rng() % 3), 1 + static_cast<int>(rng() % 3),
                          rng() % 5 == 0, rule, strategy)};
+    SCOPED_TRACE(::testing::Message() << "trial " << trial);
+    RunToCompletion(c, rng());
+  }
+}
+
+// One worker per rank running both lanes' rounds merged: the same bytes land, and every pair
+// of ranks issues its sends and receives in matching order (what one NCCL communicator needs).
+TEST(Rearranger, MergedLanesKeepEveryPairOfRanksInStep) {
+  std::mt19937_64 rng(15);
+  for (int trial = 0; trial < 30; ++trial) {
+    const int nodes = 1 + static_cast<int>(rng() % 3), gpn = 1 + static_cast<int>(rng() % 4);
+    const int per = 1 + static_cast<int>(rng() % 4), layers = 1 + static_cast<int>(rng() % 6);
+    const int experts = std::max(1, nodes * gpn * per - static_cast<int>(rng() % 3));
+    Case c{nodes,
+           gpn,
+           per,
+           layers,
+           experts,
+           Options(1 + static_cast<int>(rng() % 3), 1 + static_cast<int>(rng() % 3), rng() % 5 == 0,
+                   rng() % 2 ? SenderRule::kLocal : SenderRule::kVllm,
+                   static_cast<ScheduleStrategy>(rng() % 3))};
+    c.merge_lanes = true;
     SCOPED_TRACE(::testing::Message() << "trial " << trial);
     RunToCompletion(c, rng());
   }

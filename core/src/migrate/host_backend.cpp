@@ -105,8 +105,28 @@ void HostBackend::JoinWorkers() {
   workers_.JoinAll();
 }
 
+std::vector<std::vector<HostBackend::PeerOp>> HostBackend::peer_groups(int rank) const {
+  std::lock_guard lock(ops_mu_);
+  if (static_cast<size_t>(rank) >= peer_groups_.size()) return {};
+  return peer_groups_[rank];
+}
+
 Status HostBackend::ExecuteRound(const StagingTarget& target, const Round& round,
                                  std::span<const Transfer> transfers) {
+  {
+    std::lock_guard lock(ops_mu_);
+    peer_groups_.resize(static_cast<size_t>(topology_.num_ranks()));
+    std::vector<PeerOp> group;
+    for (const Flow& flow : round.flows) {
+      const bool send = flow.src_rank == target.rank;
+      if (!send && flow.dst_rank != target.rank) continue;
+      for (int32_t t : flow.transfers) {
+        group.push_back(
+            {send ? flow.dst_rank : flow.src_rank, target.layer, transfers[t].expert, send});
+      }
+    }
+    peer_groups_[target.rank].push_back(std::move(group));
+  }
   for (const Flow& flow : round.flows) {
     if (flow.dst_rank != target.rank) continue;  // senders have nothing to do: receivers pull
     for (int32_t t : flow.transfers) {

@@ -61,8 +61,13 @@ Status Rearranger::Start(const Placement& current, const Placement& target) {
   cancelled_ = false;
   in_progress_ = !plans_.empty();
   if (!in_progress_) return Status::Ok();
+  const bool merged = backend_.MergesLanes();
   for (int rank = 0; rank < ranks; ++rank) {
     if (!backend_.IsLocal(rank)) continue;  // its own process runs it
+    if (merged) {
+      backend_.StartWorker(rank, [this, rank] { RunMergedWorker(rank); });
+      continue;
+    }
     for (int lane = 0; lane < kNumLinkClasses; ++lane) {
       backend_.StartWorker(rank,
                            [this, rank, lane] { RunWorker(rank, static_cast<LinkClass>(lane)); });
@@ -108,19 +113,72 @@ void Rearranger::RunWorker(int rank, LinkClass lane) {
       std::unique_lock lock(*monitor_);
       if (++lanes_done_[i][rank] < kNumLinkClasses) continue;  // the other lane finishes the rank
     }
-    if (!copies_[i][rank].empty()) {
-      const Status s = backend_.CopyLocal(target, copies_[i][rank]);
+    if (!FinishRank(rank, i)) return;
+  }
+}
+
+void Rearranger::RunMergedWorker(int rank) {
+  for (size_t i = 0; i < plans_.size(); ++i) {
+    if (!WaitForBuffer(i)) return;
+    const LayerPlan& plan = plans_[i];
+    const StagingTarget target{rank, plan.layer, static_cast<int>(i % staging_layers_)};
+    const auto& lanes = schedules_[i].lanes;
+    size_t rounds = 0;
+    for (const auto& lane : lanes) rounds = std::max(rounds, lane.size());
+    // Round r of every lane at once: the same sequence on every rank, whatever it takes part in.
+    for (size_t r = 0; r < rounds; ++r) {
+      if (cancelled_) return;
+      Round merged;
+      bool involved[kNumLinkClasses] = {};
+      bool first = true;
+      for (int l = 0; l < kNumLinkClasses; ++l) {
+        if (r >= lanes[l].size()) continue;
+        for (const Flow& f : lanes[l][r].flows) {
+          if (f.src_rank != rank && f.dst_rank != rank) continue;
+          involved[l] = true;
+          merged.flows.push_back(f);
+        }
+        if (involved[l] && first) {
+          merged.link = static_cast<LinkClass>(l);
+          first = false;
+        }
+        merged.duration_s = std::max(merged.duration_s, lanes[l][r].duration_s);
+      }
+      if (merged.flows.empty()) continue;
+      const double start = backend_.Now();
+      const Status s = backend_.ExecuteRound(target, merged, plan.transfers);
       if (!s.ok()) {
-        return Fail(
-            s.WithContext(fmt::format("rank {}, layer {}, local copies: ", rank, plan.layer)));
+        return Fail(s.WithContext(
+            fmt::format("rank {}, layer {}, merged round {}: ", rank, plan.layer, r)));
+      }
+      const double end = backend_.Now();
+      for (int l = 0; l < kNumLinkClasses; ++l) {
+        if (involved[l]) {
+          on_round(RoundEvent{rank, plan.layer, static_cast<LinkClass>(l), static_cast<int>(r),
+                              start, end});
+        }
       }
     }
-    std::unique_lock lock(*monitor_);
-    if (++ranks_ready_[i] == local_ranks_) {
-      on_layer_staged(LayerEvent{plan.layer, backend_.Now()});
-      monitor_->NotifyAll();
+    if (!FinishRank(rank, i)) return;
+  }
+}
+
+bool Rearranger::FinishRank(int rank, size_t index) {
+  const LayerPlan& plan = plans_[index];
+  const StagingTarget target{rank, plan.layer, static_cast<int>(index % staging_layers_)};
+  if (!copies_[index][rank].empty()) {
+    const Status s = backend_.CopyLocal(target, copies_[index][rank]);
+    if (!s.ok()) {
+      Fail(s.WithContext(fmt::format("rank {}, layer {}, local copies: ", rank, plan.layer)));
+      return false;
     }
   }
+  std::unique_lock lock(*monitor_);
+  if (++ranks_ready_[index] == local_ranks_) {
+    on_layer_staged(LayerEvent{plan.layer, backend_.Now()});
+    monitor_->NotifyAll();
+  }
+  return true;
 }
 
 Status Rearranger::CommitLocked(size_t index) {

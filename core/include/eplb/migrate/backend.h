@@ -14,7 +14,8 @@
 // Contexts. The *foreground* is the context that drives inference: the thread or actor that
 // constructed the Rearranger and calls Start, OnStepBoundary and Cancel. *Workers* are the
 // contexts the backend creates in StartWorker: the rearranger starts one per local rank and
-// link lane (kNumLinkClasses of them per rank) for each rearrangement.
+// link lane (kNumLinkClasses of them per rank) for each rearrangement, or one per local rank
+// when the backend MergesLanes().
 //
 // Concurrency. Calls marked [worker] come from workers, concurrently with each other and with
 // the foreground:
@@ -84,6 +85,12 @@ class RearrangementBackend {
   // Seconds since the backend started: wall time, or simulated time.
   virtual double Now() = 0;
   virtual std::unique_ptr<Monitor> NewMonitor() = 0;
+  // Whether each local rank gets one worker that executes the lanes' rounds merged: round r of
+  // every lane in one ExecuteRound call (its flows mixing link classes; `round.link` is the
+  // first lane's), layer by layer and round by round, so every rank issues its operations in
+  // the same order. A backend whose transfers go through one communicator per rank needs it
+  // (NCCL: one issuing thread per communicator, the same order on every rank).
+  virtual bool MergesLanes() const { return false; }
   // Runs `body` in a new execution context placed with `rank` (a thread, an actor).
   virtual void StartWorker(int rank, std::function<void()> body) = 0;
   // Waits for every started worker to return.

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <vector>
 
 #include "eplb/migrate/backend.h"
@@ -38,6 +39,23 @@ class HostBackend final : public RearrangementBackend {
   const uint8_t* slot_data(int layer, int slot) const;
   // Times a slot's live weights were replaced.
   int64_t writes(int layer, int slot) const;
+
+  // One worker per rank with the lanes' rounds merged (RearrangementBackend::MergesLanes), as
+  // the GPU backend does under NCCL; set before a rearrangement starts.
+  void set_merge_lanes(bool merge) { merge_lanes_ = merge; }
+  bool MergesLanes() const override { return merge_lanes_; }
+
+  // The sends and receives of each ExecuteRound call on `rank`, call by call, in the order its
+  // workers made them: what a communicator that runs each call as one group and matches
+  // operations per peer in issue order (NCCL) would see.
+  struct PeerOp {
+    int peer;
+    int layer;
+    int expert;
+    bool send;
+    bool operator==(const PeerOp&) const = default;
+  };
+  std::vector<std::vector<PeerOp>> peer_groups(int rank) const;
 
   double Now() override;
   std::unique_ptr<Monitor> NewMonitor() override;
@@ -70,6 +88,9 @@ class HostBackend final : public RearrangementBackend {
   std::vector<int64_t> writes_;  // [layer][slot]
   ThreadWorkers workers_;
   std::chrono::steady_clock::time_point epoch_;
+  bool merge_lanes_ = false;
+  mutable std::mutex ops_mu_;
+  std::vector<std::vector<std::vector<PeerOp>>> peer_groups_;  // [rank][call]
 };
 
 }  // namespace eplb

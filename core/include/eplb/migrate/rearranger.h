@@ -2,9 +2,10 @@
 // experts in the background"), written once for every backend.
 //
 // Start() plans and schedules each layer whose placement changes, then starts one background
-// worker per (rank, link lane). Workers go through the changing layers in order. For each
-// layer a worker waits for a free staging buffer, executes its lane's rounds into it, and the
-// last lane of a rank to finish does the rank's local copies and marks the rank ready.
+// worker per (rank, link lane), or per rank with both lanes' rounds merged round by round when
+// the backend MergesLanes(). Workers go through the changing layers in order. For each layer a
+// worker waits for a free staging buffer, executes its lane's rounds into it, and the last lane
+// of a rank to finish does the rank's local copies and marks the rank ready.
 //
 // The foreground (the inference loop) calls OnStepBoundary() between steps. A layer is
 // committed only when every rank has staged it (the all-ranks gate); committing swaps the
@@ -95,6 +96,9 @@ class Rearranger {
 
  private:
   void RunWorker(int rank, LinkClass lane);
+  void RunMergedWorker(int rank);
+  // After a rank's rounds of layer `index`: its local copies, then the rank is ready.
+  bool FinishRank(int rank, size_t index);
   bool WaitForBuffer(size_t index);  // false when cancelled
   void Fail(const Status& status);
   Status CommitLocked(size_t index);
