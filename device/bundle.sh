@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the GPU programs here for sm_90 and bundles them, with the shared libraries they need
-# that a bare GPU machine may lack (SimGrid, yaml-cpp, fmt, ...; not CUDA, NCCL or libc), into
-# build-device/bundle/{bin,lib} (about 45 MB). The device tool can then carry that one folder and
-# run device/check.sh there without building:
+# that the device tool's machine lacks (SimGrid, yaml-cpp, fmt, MPI, libcudart, ...; not the
+# driver's libcuda, not libc, and not NCCL: check.sh finds the machine's, PyTorch's wheel
+# nvidia-nccl-cu13, instead of carrying 218 MB), into build-device/bundle/{bin,lib}. The device
+# tool can then carry that one folder and run device/check.sh there without building:
 #   device/bundle.sh
 #   (device tool) run: device/check.sh   with carry: ["build-device/bundle"]
 set -euo pipefail
@@ -21,6 +22,6 @@ for part in eplb-device eplb-validate eplb-sim; do
   if [ -x "$build/tools/$part" ]; then cp "$build/tools/$part" "$bundle/bin/"; fi
 done
 for bin in "$bundle"/bin/*; do ldd "$bin" | awk '/=> \// {print $3}'; done | sort -u |
-  grep -v -E '/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s|libcuda|libcudart|libnccl)\.so' |
+  grep -v -E '/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s|libcuda|libnccl)\.so' |
   while read -r lib; do cp -L "$lib" "$bundle/lib/"; done
 du -sh "$bundle"

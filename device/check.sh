@@ -1,98 +1,191 @@
 #!/usr/bin/env bash
-# The GPU check, in one go (about 3–4 minutes on an H200): the GPU tests, one of them under
-# compute-sanitizer, the device benchmark, a short device run of the default scenario and a
-# validation of the simulator against it, then a short table last. Run folders and logs go to
-# $OUT (or out-check/).
+# The GPU check, fitted to the machine the device tool lends (one H200, driver 580, nvcc 13,
+# NCCL only as PyTorch's pip wheel nvidia-nccl-cu13, compute-sanitizer, no installs, at most
+# 10 minutes a command, a few files back from $OUT). In the order a 15-minute budget wants:
+#   1 preflight     GPU, driver, every library the programs need (NCCL from the wheel's folder)
+#   2 virtual       the GPU tests on virtual ranks (all ranks on one GPU: everything runs)
+#   3 nccl          the NCCL tests: one rank per GPU (a one-rank communicator sending to itself
+#                   on one GPU; multi-rank NCCL and real NVLink need more GPUs than one)
+#   4 sanitizer     compute-sanitizer memcheck on the event-protocol test
+#   5 device-run    a short device run of the default scenario on 32 virtual ranks
+#   6 benchmark     migration bandwidth against a plain copy, step slowdown
+#   7 validate      the simulator against the measured run, if time remains
+# Every step has its own timeout, so a hang loses that step only. A skipped GPU test is a
+# failure: the check exists to run them. $OUT receives two files: summary.txt (the table) and
+# check.tar.gz (every log and run folder).
 #
-# The programs come from, in this order: build-device/bundle (made by device/bundle.sh on a
-# machine with the build dependencies, carried over with its libraries), an existing build in
-# $BUILD_DIR (default build-device), or a fresh build for sm_90 into it.
+# The programs come from build-device/bundle (device/bundle.sh, carried over), else an existing
+# build in $BUILD_DIR (default build-device), else a fresh sm_90 build into it.
+# CHECK_BUDGET_S (default 540) bounds the whole check; steps that no longer fit are reported as
+# not run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build-device}
 out=${OUT:-out-check}
-mkdir -p "$out"
+budget=${CHECK_BUDGET_S:-540}
+work=$(mktemp -d "${TMPDIR:-/tmp}/eplb-check.XXXXXX")
+logs=$work/check
+mkdir -p "$out" "$logs"
+start=$SECONDS
 status=0
-step() { echo; echo "== $*"; }
+summary=()
+note() {  # name, result
+  summary+=("$(printf '%-46s %s' "$1" "$2")")
+  echo "-- $1: $2"
+}
+fail() {
+  status=1
+  note "$1" "FAILED: $2"
+}
+left() { echo $((budget - (SECONDS - start))); }
+# Runs a step under a timeout of at most its share and what is left; returns its exit code,
+# 124 on timeout, 125 when no time is left to start it.
+run_step() {  # seconds, log name, command...
+  local want=$1 log=$2
+  shift 2
+  local t
+  t=$(left)
+  [ "$t" -gt "$want" ] && t=$want
+  if [ "$t" -lt 20 ]; then return 125; fi
+  echo "== $log (timeout ${t}s): $*"
+  timeout --kill-after=10 "$t" "$@" >"$logs/$log.log" 2>&1
+}
+finish() {
+  {
+    printf '%s\n' "${summary[@]}"
+    echo
+    [ $status -eq 0 ] && echo "check: all passed" || echo "check: FAILED (logs in check.tar.gz)"
+  } | tee "$out/summary.txt"
+  tar -czf "$out/check.tar.gz" -C "$work" check
+  rm -rf "$work"
+  exit $status
+}
 
-step "GPU"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
-
+# 1. Preflight --------------------------------------------------------------------------------
+gpu=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -1)
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+if [ "${gpus:-0}" -lt 1 ]; then
+  fail "GPU" "no GPU (nvidia-smi: ${gpu:-not found}); every GPU step below fails"
+else
+  note "GPU" "$gpus × $gpu"
+fi
+# NCCL is not bundled (218 MB): the machine's PyTorch brings it as the wheel nvidia-nccl-cu13.
+nccl_dir=""
+for py in python3 /opt/torch/.venv/bin/python3; do
+  d=$("$py" -c 'import nvidia.nccl, os; print(os.path.join(os.path.dirname(nvidia.nccl.__file__), "lib"))' 2>/dev/null) || continue
+  [ -d "$d" ] && nccl_dir=$d && break
+done
 if [ -x "$build/bundle/bin/eplb" ]; then
   bin=$build/bundle/bin
-  export LD_LIBRARY_PATH="$PWD/$build/bundle/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  echo "programs: $bin (bundled libraries)"
+  libs=$PWD/$build/bundle/lib
+  note "programs" "$bin (bundle)"
 else
-  if [ ! -x "$build/tools/eplb" ]; then
-    step "build ($build, sm_90)"
-    cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-      -DEPLB_WITH_GUI=OFF >"$out/configure.log" 2>&1 || { cat "$out/configure.log"; exit 1; }
-    grep -E "eplb(:| parts)" "$out/configure.log"
-    cmake --build "$build" -j "$(nproc)" --target eplb device_test eplb_bench_device \
-      >"$out/build.log" 2>&1 || { tail -50 "$out/build.log"; exit 1; }
+  if [ ! -x "$build/tools/eplb" ] || [ ! -x "$build/tests/device_test" ]; then
+    echo "== build ($build, sm_90)"
+    if ! { cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+      -DEPLB_WITH_GUI=OFF && cmake --build "$build" -j "$(nproc)" --target eplb device_test \
+      eplb_bench_device; } >"$logs/build.log" 2>&1; then
+      fail "build" "see build.log"
+      finish
+    fi
   fi
-  mkdir -p "$out/bin"
-  ln -sf "$PWD/$build/tools/eplb" "$PWD/$build/tests/device_test" \
-    "$PWD/$build/tools/bench/eplb_bench_device" "$out/bin/"
-  bin=$out/bin
+  bin=$build/tools
+  libs=""
+  note "programs" "$build (a build here)"
+fi
+export LD_LIBRARY_PATH="${libs:+$libs:}${nccl_dir:+$nccl_dir:}/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+device_test=$bin/device_test
+bench=$bin/eplb_bench_device
+[ -x "$device_test" ] || device_test=$build/tests/device_test
+[ -x "$bench" ] || bench=$build/tools/bench/eplb_bench_device
+missing=$(for p in "$bin/eplb" "$bin/eplb-device" "$device_test" "$bench"; do
+  [ -e "$p" ] || { echo "$p"; continue; }
+  ldd "$p" 2>/dev/null | awk '/not found/ {print $1}'
+done | sort -u | tr '\n' ' ')
+if [ -n "$missing" ]; then
+  fail "preflight: libraries and programs" "missing $missing(NCCL from the wheel: ${nccl_dir:-not found})"
+else
+  note "preflight: libraries and programs" "all found (NCCL: ${nccl_dir:-no wheel, the linked one})"
 fi
 
-step "GPU tests"
-"$bin/device_test" 2>&1 | tee "$out/gpu-tests.log" | grep -E "^\[ +(OK|FAILED|SKIPPED|PASSED) +\]|Failure" | tail -25
-grep -q "^\[  PASSED  \]" "$out/gpu-tests.log" && ! grep -q "^\[  FAILED  \]" "$out/gpu-tests.log" || status=1
-
-step "compute-sanitizer on the event protocol test"
+# 2–4. GPU tests -------------------------------------------------------------------------------
+# One line per result: failures and skips are both failures of the check.
+gpu_tests() {  # label, log name, seconds, gtest filter
+  local label=$1 log=$2 seconds=$3 filter=$4 rc
+  run_step "$seconds" "$log" "$device_test" --gtest_filter="$filter" --gtest_brief=0
+  rc=$?
+  local passed skipped failed
+  passed=$(grep -c '^\[       OK \]' "$logs/$log.log" 2>/dev/null)
+  skipped=$(grep -c '^\[  SKIPPED \]' "$logs/$log.log" 2>/dev/null)
+  failed=$(grep -c '^\[  FAILED  \] [A-Z]' "$logs/$log.log" 2>/dev/null)
+  if [ $rc -eq 125 ]; then fail "$label" "not run: out of time"; return; fi
+  if [ $rc -eq 124 ]; then fail "$label" "timed out (a hang?) after $passed passed"; return; fi
+  local why
+  why=$(grep -m1 -A1 ': Skipped$' "$logs/$log.log" | tail -1)
+  if [ "$failed" -gt 0 ] || [ "$skipped" -gt 0 ] || [ $rc -ne 0 ] || [ "$passed" -eq 0 ]; then
+    fail "$label" "$passed passed, $failed failed, $skipped skipped${why:+ ($why)}"
+  else
+    note "$label" "$passed passed"
+  fi
+}
+gpu_tests "GPU tests, virtual ranks" virtual-tests 240 \
+  'DeviceSizing.*:DeviceBackend.*-*Nccl*'
+gpu_tests "GPU tests, NCCL (one rank per GPU)" nccl-tests 150 '*Nccl*'
+if [ "${gpus:-0}" -lt 2 ]; then
+  note "  not testable with $gpus GPU" "multi-rank NCCL, real NVLink; MPI runs 1 process"
+fi
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 if [ -x "$sanitizer" ]; then
-  "$sanitizer" --tool memcheck --error-exitcode 3 "$bin/device_test" \
-    --gtest_filter='DeviceBackend.TheForegroundNeverReadsAStagedBufferEarly' >"$out/sanitizer.log" 2>&1
-  sanitizer_rc=$?
-  tail -5 "$out/sanitizer.log"
-  [ $sanitizer_rc -eq 0 ] || status=1
+  run_step 180 sanitizer "$sanitizer" --tool memcheck --error-exitcode 3 "$device_test" \
+    --gtest_filter='DeviceBackend.TheForegroundNeverReadsAStagedBufferEarly'
+  rc=$?
+  if [ $rc -eq 0 ] && grep -q '^\[       OK \]' "$logs/sanitizer.log"; then
+    note "compute-sanitizer memcheck, event protocol" "no errors"
+  else
+    fail "compute-sanitizer memcheck, event protocol" "exit $rc ($(tail -1 "$logs/sanitizer.log" 2>/dev/null))"
+  fi
 else
-  sanitizer_rc="absent"
-  echo "compute-sanitizer not found"
+  fail "compute-sanitizer" "not found"
 fi
 
-step "device benchmark"
-"$bin/eplb_bench_device" --benchmark_counters_tabular=true \
-  --benchmark_out="$out/bench.json" --benchmark_out_format=json 2>&1 | tee "$out/bench.log"
-
-step "device run: default scenario, 32 virtual ranks, 600 steps"
-"$bin/eplb" device-run --virtual --set run.steps=600 --set eplb.step_interval=200 \
-  --set eplb.window_size=100 --step-scale 0.1 --out "$out/device-run" 2>&1 | tee "$out/device-run.log"
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-
-step "device run under MPI: one process per GPU (as many as this machine has)"
-gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
-mpi_rc="skipped (no mpirun, or no GPU)"
-if command -v mpirun >/dev/null && [ "$gpus" -ge 1 ]; then
-  mpirun --allow-run-as-root --oversubscribe -np "$gpus" "$bin/eplb" device-run scenarios/tiny.yaml \
-    --mpi --ranks "$gpus" --set run.steps=300 --step-scale 0.1 --out "$out/mpi-run" 2>&1 |
-    tee "$out/mpi-run.log" | head -3
-  mpi_rc=${PIPESTATUS[0]}
-  [ "$mpi_rc" = 0 ] || status=1
+# 5. A short device run ----------------------------------------------------------------------
+run_step 150 device-run "$bin/eplb" device-run --virtual --set run.steps=600 \
+  --set eplb.step_interval=200 --set eplb.window_size=100 --step-scale 0.1 \
+  --out "$logs/device-run"
+rc=$?
+if [ $rc -eq 0 ]; then
+  note "device run (32 virtual ranks, 600 steps)" "$(head -1 "$logs/device-run.log")"
+else
+  fail "device run (32 virtual ranks, 600 steps)" "exit $rc: $(grep -m1 -i error "$logs/device-run.log")"
 fi
 
-step "validate: simulated against measured"
-"$bin/eplb" validate --virtual --set eplb.step_interval=200 --set eplb.window_size=100 \
-  --step-scale 0.1 --out "$out/validate" 2>&1 | tee "$out/validate.log" | tail -8
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+# 6. Benchmark -------------------------------------------------------------------------------
+run_step 180 benchmark "$bench" --benchmark_counters_tabular=true \
+  --benchmark_out="$logs/bench.json" --benchmark_out_format=json
+rc=$?
+counter() { grep -Eo "\"$1\": [-0-9.e+]+" "$logs/bench.json" 2>/dev/null | head -1 | awk '{print $2}'; }
+if [ $rc -eq 0 ] && ! grep -q '^BM_PlainCopy/8192' "$logs/benchmark.log"; then
+  fail "device benchmark" "no results ($(grep -m1 -i 'error\|skip' "$logs/benchmark.log"))"
+elif [ $rc -eq 0 ]; then
+  note "plain D2D copy, 8 GiB" "$(grep -E '^BM_PlainCopy/8192' "$logs/benchmark.log" | grep -Eo '[0-9.]+[GT]i?/s' | head -1)"
+  note "layer migration, 32 virtual ranks" "$(grep -E '^BM_LayerMigration' "$logs/benchmark.log" | grep -Eo '[0-9.]+[GT]i?/s' | head -1)"
+  note "  / plain copy of as many bytes (goal ≥ 0.9)" "$(counter vs_plain_copy)"
+  note "emulated step slowdown during migration" "$(counter slowdown)"
+else
+  fail "device benchmark" "exit $rc"
+fi
 
-step "summary"
-counter() {  # a counter's value from the benchmark's JSON (each counter name is unique to one)
-  grep -Eo "\"$1\": [-0-9.e+]+" "$out/bench.json" 2>/dev/null | head -1 | awk '{print $2}'
-}
-printf '%-44s %s\n' "GPU tests" "$(grep -E '^\[ +(PASSED|FAILED|SKIPPED) +\] [0-9]+ tests?[,.]' "$out/gpu-tests.log" | tr -s ' ' | tr '\n' ' ')"
-printf '%-44s %s\n' "compute-sanitizer (exit code)" "$sanitizer_rc"
-printf '%-44s %s\n' "plain D2D copy, 8 GiB" "$(grep -E '^BM_PlainCopy/8192' "$out/bench.log" | grep -Eo '[0-9.]+[GT]i?/s' | head -1)"
-printf '%-44s %s\n' "layer migration, 32 virtual ranks" "$(grep -E '^BM_LayerMigration' "$out/bench.log" | grep -Eo '[0-9.]+[GT]i?/s' | head -1)"
-printf '%-44s %s\n' "  / plain copy of as many bytes (goal ≥ 0.9)" "$(counter vs_plain_copy)"
-printf '%-44s %s\n' "emulated step slowdown during migration" "$(counter slowdown)"
-printf '%-44s %s\n' "device run" "$(head -1 "$out/device-run.log")"
-printf '%-44s %s\n' "device run under MPI (exit code)" "$mpi_rc"
-printf '%-44s %s\n' "validate, per layer" "$(grep -E '^per layer' "$out/validate.log")"
-printf '%-44s %s\n' "validate, per transfer" "$(grep -E '^per transfer' "$out/validate.log")"
-echo
-[ $status -eq 0 ] && echo "check: all passed" || echo "check: FAILED (see $out/)"
-exit $status
+# 7. Validate, if time remains ---------------------------------------------------------------
+run_step 150 validate "$bin/eplb" validate --virtual --set eplb.step_interval=200 \
+  --set eplb.window_size=100 --step-scale 0.1 --out "$logs/validate"
+rc=$?
+if [ $rc -eq 0 ]; then
+  note "validate, per layer" "$(grep -E '^per layer' "$logs/validate.log")"
+  note "validate, per transfer" "$(grep -E '^per transfer' "$logs/validate.log")"
+elif [ $rc -eq 125 ]; then
+  note "validate" "not run: out of time"
+else
+  fail "validate" "exit $rc: $(grep -m1 -i error "$logs/validate.log")"
+fi
+note "check time" "$((SECONDS - start)) s of $budget"
+finish

@@ -4,6 +4,7 @@
 #include "eplb/migrate/weight_pattern.h"
 #include "kernels.h"
 #include "mpi_session.h"
+#include "nccl_comm.h"
 #include "nvtx.h"
 
 namespace eplb::device {
@@ -32,10 +33,10 @@ struct DeviceBackend::RankState {
   bool step_slots_stale = true;
   unsigned long long* mismatch = nullptr;
   uint64_t* sink = nullptr;
-  // An error of StartWorker, reported by the rank's next round.
-  Status start_error;
+  StepScratch* step_scratch = nullptr;
 #ifdef EPLB_HAVE_NCCL
-  ncclComm_t comm[kNumLinkClasses] = {};
+  ncclComm_t comm = nullptr;
+  bool comm_aborted = false;  // written by the rank's one worker, read after JoinWorkers
 #endif
 };
 
@@ -139,6 +140,18 @@ Result<std::unique_ptr<DeviceBackend>> DeviceBackend::Create(const Topology& top
     return Status::InvalidArgument(fmt::format("GPU {} does not exist: this machine has {} GPUs",
                                                config.first_device, *devices));
   }
+  // Waiting host threads block instead of spinning; only possible before the context exists.
+  const int first = config.first_device + (config.mode == DeviceMode::kMpi ? mpi::LocalRank() : 0);
+  const int used = config.mode == DeviceMode::kNccl ? ranks : 1;
+  for (int d = first; d < first + used; ++d) {
+    EPLB_CUDA(cudaSetDevice(d), fmt::format("GPU {}: ", d));
+    const cudaError_t flags = cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync);
+    // Already active (an earlier backend in this process): its flags stay, as set then.
+    if (flags != cudaSuccess && flags != cudaErrorSetOnActiveProcess) {
+      EPLB_CUDA(flags, fmt::format("GPU {}: ", d));
+    }
+    (void)cudaGetLastError();  // clear a sticky cudaErrorSetOnActiveProcess
+  }
   // Memory: every rank's weights and staging buffers, against the free memory of each GPU.
   const size_t per_rank = static_cast<size_t>(config.num_layers + config.staging_buffers) *
                           topology.slots_per_gpu() * static_cast<size_t>(topology.expert_bytes());
@@ -212,28 +225,38 @@ Status DeviceBackend::Init() {
     EPLB_CUDA(cudaMalloc(&s.step_slots, list), at);
     EPLB_CUDA(cudaMalloc(&s.mismatch, sizeof(*s.mismatch)), at);
     EPLB_CUDA(cudaMalloc(&s.sink, sizeof(*s.sink)), at);
+    EPLB_CUDA(cudaMalloc(&s.step_scratch, sizeof(*s.step_scratch)), at);
+    EPLB_CUDA(cudaMemset(s.sink, 0, sizeof(*s.sink)), at);
   }
+  EPLB_RETURN_IF_ERROR(CreateComms());
+  if (config_.mode == DeviceMode::kMpi) {
+    // One time origin for every process, as near as a barrier allows.
+    mpi::Barrier();
+    epoch_ = std::chrono::steady_clock::now();
+  }
+  return Status::Ok();
+}
+
+Status DeviceBackend::CreateComms() {
 #ifdef EPLB_HAVE_NCCL
   if (config_.mode == DeviceMode::kNccl) {
     std::vector<int> devices;
+    std::vector<ncclComm_t> comms(ranks_.size(), nullptr);
     for (const auto& s : ranks_) devices.push_back(s->device);
-    for (int lane = 0; lane < kNumLinkClasses; ++lane) {
-      std::vector<ncclComm_t> comms(ranks);
-      EPLB_NCCL(ncclCommInitAll(comms.data(), ranks, devices.data()), "");
-      for (int r = 0; r < ranks; ++r) ranks_[r]->comm[lane] = comms[r];
+    EPLB_RETURN_IF_ERROR(CreateLocalComms(devices, comms));
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      ranks_[r]->comm = comms[r];
+      ranks_[r]->comm_aborted = false;
     }
   }
   if (config_.mode == DeviceMode::kMpi) {
     const int r = mpi::Rank();
-    for (int lane = 0; lane < kNumLinkClasses; ++lane) {
-      ncclUniqueId id{};
-      if (r == 0) EPLB_NCCL(ncclGetUniqueId(&id), At(r));
-      mpi::Broadcast(&id, sizeof(id), 0);
-      EPLB_NCCL(ncclCommInitRank(&ranks_[r]->comm[lane], ranks, id, r), At(r));
-    }
-    // One time origin for every process, as near as a barrier allows.
-    mpi::Barrier();
-    epoch_ = std::chrono::steady_clock::now();
+    ncclUniqueId id{};
+    if (r == 0) EPLB_NCCL(ncclGetUniqueId(&id), At(r));
+    mpi::Broadcast(&id, sizeof(id), 0);
+    EPLB_CUDA(cudaSetDevice(ranks_[r]->device), At(r));
+    EPLB_RETURN_IF_ERROR(CreateRankComm(id, topology_.num_ranks(), r, &ranks_[r]->comm));
+    ranks_[r]->comm_aborted = false;
   }
 #endif
   return Status::Ok();
@@ -241,16 +264,15 @@ Status DeviceBackend::Init() {
 
 DeviceBackend::~DeviceBackend() {
   JoinWorkers();
-  // Teardown cannot report: free what exists, ignoring errors of a device already lost.
+  // Teardown cannot report: free what exists, ignoring errors of a device already lost. Every
+  // stream drains first: a copy or a step still running may use any buffer.
+  (void)Synchronize();
   for (auto& state : ranks_) {
     if (!state) continue;
     RankState& s = *state;
     cudaSetDevice(s.device);
-    if (s.main) cudaStreamSynchronize(s.main);
 #ifdef EPLB_HAVE_NCCL
-    for (auto& c : s.comm) {
-      if (c && !aborted_) ncclCommDestroy(c);
-    }
+    ReleaseComm(s.comm, s.comm_aborted);
 #endif
     for (cudaStream_t st : {s.main, s.local, s.lane[0], s.lane[1]}) {
       if (st) cudaStreamDestroy(st);
@@ -261,7 +283,8 @@ DeviceBackend::~DeviceBackend() {
       }
     }
     for (void* p : {s.pool, static_cast<void*>(s.check_slots), static_cast<void*>(s.step_slots),
-                    static_cast<void*>(s.mismatch), static_cast<void*>(s.sink)}) {
+                    static_cast<void*>(s.mismatch), static_cast<void*>(s.sink),
+                    static_cast<void*>(s.step_scratch)}) {
       if (p) cudaFree(p);
     }
   }
@@ -358,7 +381,7 @@ Status DeviceBackend::CheckSlots(const Placement& placement, int first_layer, in
   return Status::Ok();
 }
 
-Status DeviceBackend::RunEmulatedStep(double seconds) {
+Status DeviceBackend::RunEmulatedStep(double seconds, bool wait) {
   NvtxRange range("step");
   const int per_gpu = topology_.slots_per_gpu();
   const auto ns = static_cast<uint64_t>(seconds * 1e9);
@@ -379,8 +402,11 @@ Status DeviceBackend::RunEmulatedStep(double seconds) {
       s.step_count = static_cast<int>(list.size());
       s.step_slots_stale = false;
     }
-    EPLB_CUDA(LaunchEmulatedStep(ns, s.step_slots, s.step_count, s.sink, s.main), at);
+    EPLB_CUDA(LaunchEmulatedStep(ns, s.step_slots, s.step_count, expert_bytes_ / 8, s.sink,
+                                 s.step_scratch, s.main),
+              at);
   }
+  if (!wait) return Status::Ok();
   for (int r : local_ranks_) {
     EPLB_CUDA(cudaSetDevice(ranks_[r]->device), At(r));
     EPLB_CUDA(cudaStreamSynchronize(ranks_[r]->main), At(r));
@@ -390,12 +416,26 @@ Status DeviceBackend::RunEmulatedStep(double seconds) {
   return Status::Ok();
 }
 
+Result<std::vector<uint64_t>> DeviceBackend::TakeStepChecksums() {
+  std::vector<uint64_t> out;
+  for (int r : local_ranks_) {
+    RankState& s = *ranks_[r];
+    uint64_t sum = 0;
+    EPLB_CUDA(cudaSetDevice(s.device), At(r));
+    EPLB_CUDA(cudaMemcpyAsync(&sum, s.sink, sizeof(sum), cudaMemcpyDeviceToHost, s.main), At(r));
+    EPLB_CUDA(cudaMemsetAsync(s.sink, 0, sizeof(*s.sink), s.main), At(r));
+    EPLB_CUDA(cudaStreamSynchronize(s.main), At(r));
+    out.push_back(sum);
+  }
+  return out;
+}
+
 Status DeviceBackend::Synchronize() {
   for (int r : local_ranks_) {
     const RankState& s = *ranks_[r];
     EPLB_CUDA(cudaSetDevice(s.device), At(r));
     for (cudaStream_t stream : {s.main, s.local, s.lane[0], s.lane[1]}) {
-      EPLB_CUDA(cudaStreamSynchronize(stream), At(r));
+      if (stream != nullptr) EPLB_CUDA(cudaStreamSynchronize(stream), At(r));
     }
   }
   return Status::Ok();
@@ -409,46 +449,64 @@ std::unique_ptr<Monitor> DeviceBackend::NewMonitor() {
   return NewThreadMonitor();
 }
 
-void DeviceBackend::StartWorker(int rank, std::function<void()> body) {
-  RankState& s = *ranks_[rank];
+Status DeviceBackend::PrepareRearrangement() {
   // A new rearrangement pulls from live weights that earlier commits made live; their local
-  // copies may still be in flight on the local stream.
-  s.start_error = Status::Ok();
-  const cudaError_t e = cudaSetDevice(s.device);
-  const cudaError_t sync = e == cudaSuccess ? cudaStreamSynchronize(s.local) : e;
-  if (sync != cudaSuccess) {
-    s.start_error = CudaStatus(sync, "cudaStreamSynchronize(local)", At(rank));
+  // copies may still be in flight on any rank's local stream, and a receiver reads the sender's.
+  for (int r : local_ranks_) {
+    EPLB_CUDA(cudaSetDevice(ranks_[r]->device), At(r));
+    EPLB_CUDA(cudaStreamSynchronize(ranks_[r]->local), At(r));
   }
-  workers_.Start([device = s.device, body = std::move(body)] {
+#ifdef EPLB_HAVE_NCCL
+  if (config_.mode != DeviceMode::kVirtual) {
+    // A cancelled rearrangement aborted some communicators; the others may hold operations their
+    // peers never matched. All are replaced, in every process at once.
+    bool aborted_here = false;
+    for (int r : local_ranks_) aborted_here = aborted_here || ranks_[r]->comm_aborted;
+    const bool any =
+        config_.mode == DeviceMode::kMpi ? mpi::AllMin(aborted_here ? 0 : 1) == 0 : aborted_here;
+    if (any) {
+      for (int r : local_ranks_) {
+        EPLB_CUDA(cudaSetDevice(ranks_[r]->device), At(r));
+        if (!ranks_[r]->comm_aborted && ranks_[r]->comm != nullptr) ncclCommAbort(ranks_[r]->comm);
+        ranks_[r]->comm = nullptr;
+      }
+      EPLB_RETURN_IF_ERROR(CreateComms());
+    }
+  }
+#endif
+  cancel_.store(false, std::memory_order_release);
+  return Status::Ok();
+}
+
+void DeviceBackend::StartWorker(int rank, std::function<void()> body) {
+  // Once per rearrangement, before its first worker exists: the workers only read the result.
+  if (!prepared_) {
+    prepared_ = true;
+    prepare_error_ = PrepareRearrangement();
+  }
+  workers_.Start([device = ranks_[rank]->device, body = std::move(body)] {
     cudaSetDevice(device);  // an error here resurfaces at the worker's first CUDA call
     body();
   });
 }
 
 void DeviceBackend::AbortTransfers() {
-#ifdef EPLB_HAVE_NCCL
-  if (config_.mode == DeviceMode::kVirtual || aborted_.exchange(true)) return;
-  // Meant to be called while other threads wait in the communicator. The handles stay as
-  // they are (workers read them); aborted_ keeps later rounds, and the destructor, off them.
-  for (auto& s : ranks_) {
-    if (!s) continue;
-    for (ncclComm_t comm : s->comm) {
-      if (comm) ncclCommAbort(comm);
-    }
-  }
-#endif
+  // The workers poll it and abort their own communicators: none is freed under another thread.
+  cancel_.store(true, std::memory_order_release);
 }
 
 void DeviceBackend::JoinWorkers() {
   workers_.JoinAll();
+  prepared_ = false;
 }
 
 Status DeviceBackend::ExecuteRound(const StagingTarget& target, const Round& round,
                                    std::span<const Transfer> transfers) {
+  EPLB_RETURN_IF_ERROR(prepare_error_);
   RankState& s = *ranks_[target.rank];
-  EPLB_RETURN_IF_ERROR(s.start_error);
   const std::string at = At(target.rank, target.layer);
-  cudaStream_t stream = s.lane[static_cast<int>(round.link)];
+  // Merged rounds (NCCL) mix link classes: they use the first lane's stream.
+  cudaStream_t stream = s.lane[MergesLanes() ? 0 : static_cast<int>(round.link)];
   EPLB_CUDA(cudaStreamWaitEvent(stream, s.consumed[target.buffer], 0), at);
   std::vector<const Transfer*> received;
   for (const Flow& flow : round.flows) {
@@ -468,33 +526,46 @@ Status DeviceBackend::ExecuteRound(const StagingTarget& target, const Round& rou
                                 expert_bytes_, cudaMemcpyDeviceToDevice, stream),
                 at);
     }
+    EPLB_CUDA(cudaStreamSynchronize(stream), at);
   } else {
 #ifdef EPLB_HAVE_NCCL
-    if (aborted_) {
-      return Status::Cancelled(at + "NCCL communicators were aborted by a cancellation");
+    if (s.comm_aborted) return Status::Cancelled(at + "the rearrangement was cancelled");
+    if (cancel_.load(std::memory_order_acquire)) {
+      // Peers may have posted their halves: this communicator is done with; the next
+      // rearrangement replaces it (PrepareRearrangement).
+      ncclCommAbort(s.comm);
+      s.comm_aborted = true;
+      return Status::Cancelled(at + "the rearrangement was cancelled");
     }
-    ncclComm_t comm = s.comm[static_cast<int>(round.link)];
     EPLB_NCCL(ncclGroupStart(), at);
+    Status issued;  // the group is closed whatever happens inside it
     for (const Flow& flow : round.flows) {
       const bool receives = flow.dst_rank == target.rank, sends = flow.src_rank == target.rank;
       if (!receives && !sends) continue;
       for (int32_t i : flow.transfers) {
+        if (!issued.ok()) break;
         const Transfer& t = transfers[i];
-        if (receives) {
-          EPLB_NCCL(ncclRecv(staged(target.buffer, t.dst_slot), expert_bytes_, ncclUint8,
-                             flow.src_rank, comm, stream),
-                    at);
-        } else {
-          EPLB_NCCL(ncclSend(live(target.layer, t.src_slot), expert_bytes_, ncclUint8,
-                             flow.dst_rank, comm, stream),
-                    at);
+        const ncclResult_t r = receives ? ncclRecv(staged(target.buffer, t.dst_slot), expert_bytes_,
+                                                   ncclUint8, flow.src_rank, s.comm, stream)
+                                        : ncclSend(live(target.layer, t.src_slot), expert_bytes_,
+                                                   ncclUint8, flow.dst_rank, s.comm, stream);
+        if (r != ncclSuccess && r != ncclInProgress) {
+          issued = NcclStatus(r, receives ? "ncclRecv" : "ncclSend", at);
         }
       }
     }
-    EPLB_NCCL(ncclGroupEnd(), at);
+    const ncclResult_t end = ncclGroupEnd();
+    if (issued.ok() && end != ncclSuccess && end != ncclInProgress) {
+      issued = NcclStatus(end, "ncclGroupEnd", at);
+    }
+    if (!issued.ok()) {
+      ncclCommAbort(s.comm);  // its state after a failed group is unknown
+      s.comm_aborted = true;
+      return issued;
+    }
+    EPLB_RETURN_IF_ERROR(WaitForRound(s.comm, stream, cancel_, &s.comm_aborted, at));
 #endif
   }
-  EPLB_CUDA(cudaStreamSynchronize(stream), at);
   const double end = Now();
   for (const Transfer* t : received) {
     on_transfer(TransferRecord{target.layer, t->expert, t->src_rank, t->dst_rank, t->bytes, t->link,
@@ -504,8 +575,8 @@ Status DeviceBackend::ExecuteRound(const StagingTarget& target, const Round& rou
 }
 
 Status DeviceBackend::CopyLocal(const StagingTarget& target, std::span<const LocalCopy> copies) {
+  EPLB_RETURN_IF_ERROR(prepare_error_);
   RankState& s = *ranks_[target.rank];
-  EPLB_RETURN_IF_ERROR(s.start_error);
   const std::string at = At(target.rank, target.layer);
   EPLB_CUDA(cudaStreamWaitEvent(s.local, s.consumed[target.buffer], 0), at);
   for (const LocalCopy& c : copies) {

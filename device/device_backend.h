@@ -17,12 +17,18 @@
 // on the device, and the round's measured times are the transfers' times.
 //
 // Modes: kVirtual puts every rank on one GPU; a receive is cudaMemcpyAsync from the sender's
-// live weights (which stay intact until every rank has staged the layer). kNccl puts rank r on
-// GPU first_device + r, in one process (ncclCommInitAll, a communicator per lane, so each is
-// used by one thread); a round is a group of ncclSend/ncclRecv. kMpi runs one rank per process
-// under mpirun (rank = MPI rank, GPU = first_device + the process's number on its node, the NCCL
-// ids broadcast with MPI): the backend executes its own rank only, the rearranger's gate is
-// agreed with MPI_Allreduce, and every emulated step ends with a barrier.
+// live weights (which stay intact until every rank has staged the layer), a worker per lane.
+// kNccl puts rank r on GPU first_device + r, in one process; kMpi runs one rank per process
+// under mpirun (rank = MPI rank, GPU = first_device + the process's number on its node, the
+// NCCL id broadcast with MPI): the backend executes its own rank only, the rearranger's gate is
+// agreed with MPI_Allreduce, and every emulated step ends with a barrier. Under NCCL each rank
+// has one non-blocking communicator (nccl_comm.h) and one worker, which runs both lanes' rounds
+// merged (MergesLanes), each round one ncclGroupStart/End of sends and receives, polled to
+// completion; a cancellation makes each worker abort its own communicator, and the aborted
+// communicators are replaced when the next rearrangement starts.
+//
+// Host threads wait with cudaDeviceScheduleBlockingSync (set before the GPU's context exists),
+// so waiting workers do not spin and distort what the foreground measures.
 //
 // Thread-safety: the RearrangementBackend calls follow that interface's contract; Fill,
 // Verify and RunEmulatedStep are foreground calls. on_transfer (backend.h) fires from worker
@@ -83,9 +89,14 @@ class DeviceBackend final : public RearrangementBackend {
   // expert's pattern exactly; the error names the layer, slot, rank, expert and word. Runs on
   // the main streams, so it sees what the next inference step would read.
   Status Verify(const Placement& placement, int layer = -1);
-  // One emulated inference step of `seconds` on every rank, each reading its live weights.
-  // Returns when every rank's step is over.
-  Status RunEmulatedStep(double seconds);
+  // One emulated inference step of at least `seconds` on every rank, each reading all of its
+  // live weights (kernels.h). Returns when every rank's step is over, or, with wait = false, as
+  // soon as it is launched: a commit at the next step boundary then overlaps the step's reads,
+  // which the `consumed` events must protect.
+  Status RunEmulatedStep(double seconds, bool wait = true);
+  // Per local rank, the XOR of every word its steps read since the last call (then reset to 0),
+  // after waiting for them: a step that read a buffer being overwritten has the wrong checksum.
+  Result<std::vector<uint64_t>> TakeStepChecksums();
 
   // Waits for every stream of every rank.
   Status Synchronize();
@@ -99,9 +110,10 @@ class DeviceBackend final : public RearrangementBackend {
   std::unique_ptr<Monitor> NewMonitor() override;
   void StartWorker(int rank, std::function<void()> body) override;
   void JoinWorkers() override;
-  // NCCL: aborts the communicators (a cancelled peer may never post its half of a round);
-  // later NCCL rounds fail.
+  // NCCL: tells the workers to abort their communicators (a cancelled peer may never post its
+  // half of a round); the next rearrangement gets new ones.
   void AbortTransfers() override;
+  bool MergesLanes() const override { return config_.mode != DeviceMode::kVirtual; }
   int staging_buffers() const override { return config_.staging_buffers; }
   bool IsLocal(int rank) const override;
   int AgreeOnStagedLayers(int staged_here) override;
@@ -119,6 +131,10 @@ class DeviceBackend final : public RearrangementBackend {
     return staging_[static_cast<size_t>(buffer) * slots_ + slot];
   }
   Status CheckSlots(const Placement& placement, int first_layer, int last_layer);
+  // Before the first worker of a rearrangement: earlier commits' local copies finished on every
+  // rank (receivers read other ranks' live weights), communicators whole.
+  Status PrepareRearrangement();
+  Status CreateComms();
 
   Topology topology_;
   DeviceConfig config_;
@@ -129,7 +145,10 @@ class DeviceBackend final : public RearrangementBackend {
   std::vector<uint64_t*> live_;     // [layer][global slot]
   std::vector<uint64_t*> staging_;  // [buffer][global slot]
   ThreadWorkers workers_;
-  std::atomic<bool> aborted_{false};
+  // Set by AbortTransfers, read by polling workers; cleared before the next rearrangement.
+  std::atomic<bool> cancel_{false};
+  bool prepared_ = false;  // PrepareRearrangement ran since the last JoinWorkers
+  Status prepare_error_;   // its result; written before any worker starts, read by them
   std::chrono::steady_clock::time_point epoch_;
 };
 

@@ -36,16 +36,26 @@ __device__ uint64_t GlobalTimerNs() {
 }
 
 __global__ void EmulatedStepKernel(uint64_t nanoseconds, const SlotRef* slots, int count,
-                                   uint64_t* sink) {
+                                   uint64_t words, uint64_t* sink, StepScratch* scratch) {
+  if (threadIdx.x == 0) atomicMin(&scratch->start_ns, GlobalTimerNs());
+  // Blocks stride over (slot, word) pairs: every byte of the live weights is read once.
   uint64_t acc = 0;
-  for (int i = threadIdx.x; i < count; i += blockDim.x) acc ^= slots[i].data[0];
-  if (threadIdx.x == 0) {
-    const uint64_t start = GlobalTimerNs();
+  const uint64_t total = static_cast<uint64_t>(count) * words;
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * blockDim.x;
+  for (uint64_t i = static_cast<uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += stride) {
+    acc ^= slots[i / words].data[i % words];
+  }
+  if (acc != 0) atomicXor(reinterpret_cast<unsigned long long*>(sink), acc);
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  __threadfence();
+  // The last block to finish holds the step open until its time is up.
+  if (atomicAdd(&scratch->finished, 1u) + 1 == gridDim.x) {
+    const unsigned long long start = atomicAdd(&scratch->start_ns, 0ULL);
     while (GlobalTimerNs() - start < nanoseconds) {
     }
   }
-  __syncthreads();
-  if (acc != 0) atomicXor(reinterpret_cast<unsigned long long*>(sink), acc);
 }
 
 // Slots go along the grid's y dimension, at most 65,535 a launch.
@@ -81,8 +91,15 @@ cudaError_t LaunchCheck(const SlotRef* slots, int count, uint64_t words,
 }
 
 cudaError_t LaunchEmulatedStep(uint64_t nanoseconds, const SlotRef* slots, int count,
-                               uint64_t* sink, cudaStream_t stream) {
-  EmulatedStepKernel<<<1, kThreads, 0, stream>>>(nanoseconds, slots, count, sink);
+                               uint64_t words, uint64_t* sink, StepScratch* scratch,
+                               cudaStream_t stream) {
+  const StepScratch fresh{~0ULL, 0};
+  cudaError_t e = cudaMemcpyAsync(scratch, &fresh, sizeof(fresh), cudaMemcpyHostToDevice, stream);
+  if (e != cudaSuccess) return e;
+  // Enough blocks to keep every SM's memory pipes busy on an H200 (132 SMs).
+  constexpr unsigned kStepBlocks = 528;
+  EmulatedStepKernel<<<kStepBlocks, kThreads, 0, stream>>>(nanoseconds, slots, count, words, sink,
+                                                           scratch);
   return cudaGetLastError();
 }
 

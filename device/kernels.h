@@ -32,9 +32,19 @@ cudaError_t LaunchFill(const SlotRef* slots, int count, uint64_t words, cudaStre
 cudaError_t LaunchCheck(const SlotRef* slots, int count, uint64_t words,
                         unsigned long long* first_mismatch, cudaStream_t stream);
 
-// One block that spins on the GPU's global timer for `nanoseconds`, then reads one word of each
-// slot (so the step really uses the weights it would compute with) into `sink`.
+// Device scratch of an emulated step: when its first block started, and how many have finished.
+struct StepScratch {
+  unsigned long long start_ns;
+  unsigned int finished;
+};
+
+// One emulated inference step: every word of every slot is read from HBM, as the expert GEMMs
+// of a step read their weights (so a migration's copies and the step compete for memory
+// bandwidth as they would), folded into `sink`; then the last block to finish waits on the
+// GPU's global timer until `nanoseconds` after the first block started. A step lasts at least
+// `nanoseconds`, longer when reading the weights takes longer. `scratch` is device memory.
 cudaError_t LaunchEmulatedStep(uint64_t nanoseconds, const SlotRef* slots, int count,
-                               uint64_t* sink, cudaStream_t stream);
+                               uint64_t words, uint64_t* sink, StepScratch* scratch,
+                               cudaStream_t stream);
 
 }  // namespace eplb::device

@@ -2,13 +2,17 @@
 // runs everywhere. On a GPU: random migrations executed by the core's rearranger with every
 // mode the machine allows, every slot checked bit-exact on the device at every step boundary;
 // cancellation; the commit's event protocol; errors that name the call and the memory.
+#include <atomic>
+#include <map>
 #include <random>
+#include <thread>
 
 #include <gtest/gtest.h>
 
 #include "device_backend.h"
 #include "device_run.h"
 #include "eplb/migrate/rearranger.h"
+#include "eplb/migrate/weight_pattern.h"
 #include "test_util.h"
 
 namespace eplb::device {
@@ -189,6 +193,115 @@ TEST(DeviceBackend, TheForegroundNeverReadsAStagedBufferEarly) {
     ASSERT_TRUE(rearranger.OnStepBoundary().ok());
   }
   EXPECT_EQ(rearranger.placement(), new_p);
+}
+
+// The `consumed` protocol: steps launched without waiting, so that each commit happens while the
+// step before it still reads the weights the commit swaps out, and the workers then stage the
+// next layer into that very buffer. Every step's checksum must equal the XOR of the weights of
+// the placement it was launched under: a worker that wrote the buffer before the step had read
+// it would change it. Large experts make the reads long against a worker's start.
+TEST(DeviceBackend, AStepReadingACommittedBufferIsNeverOverwritten) {
+  REQUIRE_GPUS(1);
+  std::mt19937_64 rng(16);
+  const int64_t expert_bytes = 32 << 20;
+  const Topology topo = MakeTopology(1, 2, 4, expert_bytes);
+  const Placement old_p = RandomPlacement(rng, 4, topo.num_slots(), 6);
+  const Placement new_p = Drift(rng, old_p, 0.5);
+  DeviceConfig config;
+  config.num_layers = 4;
+  config.staging_buffers = 1;
+  auto backend = DeviceBackend::Create(topo, config);
+  if (!backend.ok()) GTEST_SKIP() << backend.status().message();  // e.g. not enough memory
+  DeviceBackend& device = **backend;
+  ASSERT_TRUE(device.Fill(old_p).ok());
+  std::map<std::pair<int, int>, uint64_t> expert_xor;  // (layer, expert): XOR of its words
+  const auto expected = [&](const Placement& p) {
+    std::vector<uint64_t> sums(static_cast<size_t>(topo.num_ranks()), 0);
+    for (int layer = 0; layer < p.num_layers(); ++layer) {
+      for (int slot = 0; slot < topo.num_slots(); ++slot) {
+        const int expert = p.expert_at(layer, slot);
+        auto [it, fresh] = expert_xor.try_emplace({layer, expert}, 0);
+        for (uint64_t w = 0; fresh && w < static_cast<uint64_t>(expert_bytes / 8); ++w) {
+          it->second ^= PatternWord(layer, expert, w);
+        }
+        sums[static_cast<size_t>(slot / topo.slots_per_gpu())] ^= it->second;
+      }
+    }
+    return sums;
+  };
+  for (int layer = 0; layer < old_p.num_layers(); ++layer) {
+    for (int slot = 0; slot < topo.num_slots(); ++slot) {
+      if (old_p.expert_at(layer, slot) == kEmptySlot || new_p.expert_at(layer, slot) == kEmptySlot)
+        GTEST_SKIP() << "an empty slot's bytes are not a pattern";
+    }
+  }
+  RearrangerOptions o;
+  o.staging_layers = 1;
+  Rearranger rearranger(device, topo, o);
+  ASSERT_TRUE(rearranger.Start(old_p, new_p).ok());
+  while (rearranger.in_progress()) {
+    const std::vector<uint64_t> want = expected(rearranger.placement());
+    ASSERT_TRUE(device.RunEmulatedStep(1e-3, /*wait=*/false).ok());
+    ASSERT_TRUE(rearranger.OnStepBoundary().ok());  // commits while the step reads
+    auto got = device.TakeStepChecksums();
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    EXPECT_EQ(*got, want);
+  }
+  EXPECT_EQ(rearranger.placement(), new_p);
+}
+
+// The NCCL round code on one GPU: a one-rank communicator sending to itself, and a cancellation
+// that aborts it, after which the next rearrangement gets a new communicator that works.
+TEST(DeviceBackend, NcclRoundsToSelfAndAnAbortedCommunicatorIsReplaced) {
+  REQUIRE_GPUS(1);
+  if (!HaveNccl()) GTEST_SKIP() << "built without NCCL";
+  const Topology topo = MakeTopology(1, 1, 4, 1 << 20);
+  Placement p = *Placement::Create(2, {{0, 1, 0, 1}});
+  DeviceConfig config;
+  config.mode = DeviceMode::kNccl;
+  config.num_layers = 1;
+  auto backend = DeviceBackend::Create(topo, config);
+  ASSERT_TRUE(backend.ok()) << backend.status().message();
+  DeviceBackend& device = **backend;
+  ASSERT_TRUE(device.MergesLanes());
+  ASSERT_TRUE(device.Fill(p).ok());
+  // Slot 1 (expert 1) to slot 2, through NCCL: rank 0 sends to and receives from itself.
+  const std::vector<Transfer> transfers = {{1, 0, 1, 0, 2, 1 << 20, LinkClass::kNvlink}};
+  Round round;
+  round.flows.push_back({0, 0, 1 << 20, {0}});
+  const StagingTarget target{0, 0, 0};
+  const auto one_round = [&]() -> Status {
+    Status result;
+    device.StartWorker(0, [&] { result = device.ExecuteRound(target, round, transfers); });
+    device.JoinWorkers();
+    return result;
+  };
+  const Status sent = one_round();
+  ASSERT_TRUE(sent.ok()) << sent.message();
+  const std::vector<int32_t> slots = {2};
+  ASSERT_TRUE(device.CommitLayer(target, slots).ok());
+  const Placement moved = *Placement::Create(2, {{0, 1, 1, 1}});
+  const Status v = device.Verify(moved);
+  ASSERT_TRUE(v.ok()) << v.message();
+  // Cancelled while the worker runs: its round fails as Cancelled, aborting its communicator,
+  // and reports no transfer.
+  std::atomic<int> reported{0};
+  device.on_transfer.Connect([&](const TransferRecord&) { ++reported; });
+  std::atomic<bool> go{false};
+  Status cancelled;
+  device.StartWorker(0, [&] {
+    while (!go) std::this_thread::yield();
+    cancelled = device.ExecuteRound(target, round, transfers);
+  });
+  device.AbortTransfers();
+  go = true;
+  device.JoinWorkers();
+  EXPECT_EQ(cancelled.code(), Status::Code::kCancelled) << cancelled.message();
+  EXPECT_EQ(reported, 0);
+  // The next rearrangement replaces the aborted communicator, and its rounds work.
+  const Status again = one_round();
+  EXPECT_TRUE(again.ok()) << again.message();
+  EXPECT_EQ(reported, 1);
 }
 
 TEST(DeviceBackend, ErrorsNameTheMemoryAndTheRank) {
