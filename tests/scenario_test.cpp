@@ -161,6 +161,17 @@ TEST(Scenario, HostileInputTable) {
        "model:\n  ? [a, b]\n  : 1\n",
        {},
        "s.yaml:2:5: a key is a list; keys are field names"},
+      {"an alias inside its own anchor (found by fuzzing)",
+       "model: &a [*a]\n",
+       {},
+       "nested more than 64 deep"},
+      {"aliases multiplying a small text",
+       "a: &a [1,2,3,4,5,6,7,8,9]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
+       "c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
+       "e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"
+       "g: [*f,*f,*f,*f,*f,*f,*f,*f,*f]\n",
+       {},
+       "more than a million YAML nodes"},
       {"duplicate key in --set", "", {"model={layers: 2, layers: 3}"}, "'layers' is given twice"},
   };
   for (const Case& c : cases) {

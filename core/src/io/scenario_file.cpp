@@ -222,10 +222,18 @@ void ReadLink(MapReader m, LinkConfig& link) {
 
 // Refuses what YAML would read silently in a way the author did not mean: a key given twice
 // (yaml-cpp keeps the first). Also bounds the work on aliases that multiply a small text.
-Status CheckKeys(const YAML::Node& node, const std::string& source, size_t& visited) {
+Status CheckKeys(const YAML::Node& node, const std::string& source, size_t& visited,
+                 int depth = 0) {
   if (++visited > 1000000) {
     return Status::InvalidArgument(
         fmt::format("{}: more than a million YAML nodes (aliases?); a scenario is a page", source));
+  }
+  // A scenario nests 3 levels; an alias inside its own anchor (&a [*a]) nests forever.
+  if (depth > 64) {
+    const YAML::Mark m = node.Mark();
+    return Status::InvalidArgument(
+        fmt::format("{}:{}:{}: nested more than 64 deep (an alias inside its own anchor?)", source,
+                    m.line + 1, m.column + 1));
   }
   if (node.IsMap()) {
     std::map<std::string, YAML::Mark> keys;
@@ -245,10 +253,10 @@ Status CheckKeys(const YAML::Node& node, const std::string& source, size_t& visi
               m.line + 1, m.column + 1, kv.first.Scalar(), it->second.line + 1));
         }
       }
-      EPLB_RETURN_IF_ERROR(CheckKeys(kv.second, source, visited));
+      EPLB_RETURN_IF_ERROR(CheckKeys(kv.second, source, visited, depth + 1));
     }
   } else if (node.IsSequence()) {
-    for (const auto& item : node) EPLB_RETURN_IF_ERROR(CheckKeys(item, source, visited));
+    for (const auto& item : node) EPLB_RETURN_IF_ERROR(CheckKeys(item, source, visited, depth + 1));
   }
   return Status::Ok();
 }
