@@ -129,7 +129,7 @@ TEST(Scenario, HostileInputTable) {
        {},
        "s.yaml:3:3: 'layers' is given twice (also at line 2)"},
       {"duplicate section", "run: {steps: 2}\nrun: {steps: 3}\n", {}, "'run' is given twice"},
-      {"second document", "name: a\n---\nname: b\n", {}, "s.yaml:3: a second YAML document"},
+      {"second document", "name: a\n---\nname: b\n", {}, "s.yaml:2: a second YAML document"},
       {"octal-looking integer",
        "model:\n  layers: 010\n",
        {},
@@ -172,6 +172,14 @@ TEST(Scenario, HostileInputTable) {
        "g: [*f,*f,*f,*f,*f,*f,*f,*f,*f]\n",
        {},
        "more than a million YAML nodes"},
+      {"a stray comma (found by fuzzing: yaml-cpp's LoadAll loops on it)",
+       ",\n",
+       {},
+       "s.yaml:1: not valid YAML here: it reads as nothing"},
+      {"a document after an end marker",
+       "name: a\n...\nname: b\n",
+       {},
+       "s.yaml:3: a second YAML document"},
       {"duplicate key in --set", "", {"model={layers: 2, layers: 3}"}, "'layers' is given twice"},
   };
   for (const Case& c : cases) {

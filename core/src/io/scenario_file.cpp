@@ -261,13 +261,76 @@ Status CheckKeys(const YAML::Node& node, const std::string& source, size_t& visi
   return Status::Ok();
 }
 
+// The line (1-based) where a second YAML document starts, or 0. A document marker ("---", or
+// anything after "...") can only stand at column 0, where no block scalar's content can.
+// (yaml-cpp 0.7's LoadAll, which would count documents, loops forever allocating on a text as
+// small as ",": found by fuzzing.)
+int SecondDocumentLine(const std::string& text) {
+  bool content = false, ended = false;
+  int line_no = 0;
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t nl = std::min(text.find('\n', pos), text.size());
+    const std::string_view line = std::string_view(text).substr(pos, nl - pos);
+    pos = nl + 1;
+    ++line_no;
+    const auto marker = [&](std::string_view m) {
+      return line.substr(0, 3) == m &&
+             (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r');
+    };
+    const size_t first = line.find_first_not_of(" \t\r");
+    const bool blank = first == std::string_view::npos || line[first] == '#';
+    if (marker("---")) {
+      if (content || ended) return line_no;
+      content = true;  // the first document's explicit start
+      continue;
+    }
+    if (marker("...")) {
+      ended = true;
+      continue;
+    }
+    if (blank) continue;
+    if (ended) return line_no;
+    content = true;
+  }
+  return 0;
+}
+
+// The first line with something other than blanks, a comment or a document marker, or 0.
+int FirstContentLine(const std::string& text) {
+  int line_no = 0;
+  for (size_t pos = 0; pos < text.size();) {
+    const size_t nl = std::min(text.find('\n', pos), text.size());
+    const std::string_view line = std::string_view(text).substr(pos, nl - pos);
+    pos = nl + 1;
+    ++line_no;
+    const size_t first = line.find_first_not_of(" \t\r");
+    if (first == std::string_view::npos || line[first] == '#') continue;
+    if (line.substr(0, 3) == "---" || line.substr(0, 3) == "...") continue;
+    return line_no;
+  }
+  return 0;
+}
+
 // The one YAML document of a scenario: a second one is an error, and so is none (an empty file)
 // when `require_document`; otherwise none is an empty map (the defaults).
 Result<YAML::Node> LoadOneDocument(const std::string& text, const std::string& source,
                                    bool require_document) {
+  if (const int line = SecondDocumentLine(text); line > 0) {
+    return Status::InvalidArgument(
+        fmt::format("{}:{}: a second YAML document; a scenario file holds one (remove the '---')",
+                    source, line));
+  }
   std::vector<YAML::Node> docs;
   try {
-    docs = YAML::LoadAll(text);
+    YAML::Node doc = YAML::Load(text);
+    if (doc && !doc.IsNull()) {
+      docs.push_back(doc);
+    } else if (const int line = FirstContentLine(text); line > 0) {
+      // yaml-cpp reads some invalid text (a stray ',') as nothing at all.
+      return Status::InvalidArgument(
+          fmt::format("{}:{}: not valid YAML here: it reads as nothing (null), not a map of fields",
+                      source, line));
+    }
   } catch (const YAML::ParserException& e) {
     // yaml-cpp stops at 2,000 levels of nesting with the message "bad file".
     const std::string why = e.msg == "bad file" ? "nested too deep" : e.msg;
@@ -283,12 +346,6 @@ Result<YAML::Node> LoadOneDocument(const std::string& text, const std::string& s
         "that differ from the built-in default (scenarios/README.md), or give no file to run the "
         "default",
         source));
-  }
-  if (docs.size() > 1) {
-    const YAML::Mark m = docs[1].Mark();
-    return Status::InvalidArgument(
-        fmt::format("{}:{}: a second YAML document; a scenario file holds one (remove the '---')",
-                    source, m.line + 1));
   }
   size_t visited = 0;
   EPLB_RETURN_IF_ERROR(CheckKeys(docs[0], source, visited));
