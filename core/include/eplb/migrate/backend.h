@@ -20,7 +20,8 @@
 // Concurrency. Calls marked [worker] come from workers, concurrently with each other and with
 // the foreground:
 //   - ExecuteRound for the same rank from its two lanes at once (different rounds, the same
-//     staging buffer, disjoint destination slots), and for different ranks at once;
+//     staging buffer, disjoint destination slots; never when MergesLanes()), and for
+//     different ranks at once;
 //   - CopyLocal for a rank after both of its lanes finished that layer (never concurrently with
 //     that rank's rounds of the same layer);
 //   - CommitLayer [foreground] for layer i while workers stage later layers into other staging
