@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 #include <set>
@@ -168,15 +169,23 @@ TEST_F(CliTest, StalePartialFoldersOfDeadProcessesAreRemoved) {
   const pid_t dead = fork();
   if (dead == 0) _exit(0);
   waitpid(dead, nullptr, 0);
-  const fs::path stale = dir_ / ("run.partial-" + std::to_string(dead));
+  char host[256] = {};
+  ASSERT_EQ(gethostname(host, sizeof(host) - 1), 0);
+  std::string name(host);
+  std::replace(name.begin(), name.end(), '-', '_');
+  std::replace(name.begin(), name.end(), '/', '_');
+  const fs::path stale = dir_ / ("run.partial-" + name + "-" + std::to_string(dead));
   fs::create_directories(stale);
   Write(stale.filename().string() + "/metrics.csv", "step\n");
-  const fs::path live = dir_ / ("run.partial-" + std::to_string(getpid()));  // alive: kept
+  const fs::path live = dir_ / ("run.partial-" + name + "-" + std::to_string(getpid()));  // alive
+  const fs::path elsewhere = dir_ / ("run.partial-othermachine-" + std::to_string(dead));
   fs::create_directories(live);
+  fs::create_directories(elsewhere);  // another machine's, on a shared file system: kept
   const std::string tiny = std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml";
   ASSERT_EQ(Eplb("run " + tiny + " --set run.steps=10 --out " + (dir_ / "run").string()).code, 0);
   EXPECT_FALSE(fs::exists(stale));
   EXPECT_TRUE(fs::exists(live));
+  EXPECT_TRUE(fs::exists(elsewhere));
 }
 
 // SIGKILL at random instants while `run` replaces a folder: afterwards the folder is the old run

@@ -85,10 +85,22 @@ bool ProcessIsGone(const std::string& pid_text) {
   return ::kill(pid, 0) != 0 && errno == ESRCH;
 }
 
-// Removes DIR.partial-PID folders left by processes that were killed.
+// This machine's name, which partial folders carry: on a shared file system (an MPI or Slurm
+// sweep) a PID is only meaningful on the machine that owns it.
+std::string HostName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "host";
+  std::string out(name);
+  for (char& c : out) {
+    if (c == '/' || c == '-') c = '_';
+  }
+  return out;
+}
+
+// Removes DIR.partial-HOST-PID folders left by this machine's processes that were killed.
 void RemoveStalePartials(const fs::path& dir) {
   const fs::path parent = dir.parent_path().empty() ? fs::path(".") : dir.parent_path();
-  const std::string prefix = dir.filename().string() + ".partial-";
+  const std::string prefix = dir.filename().string() + ".partial-" + HostName() + "-";
   std::error_code ec;
   for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
@@ -296,7 +308,7 @@ Status WriteFolderAtomically(const std::string& dir, const std::string& kind,
       dir_path.filename().empty() ? dir_path.parent_path().string() : dir_path.string();
   RemoveStalePartials(clean);
   EPLB_RETURN_IF_ERROR(CheckReplaceable(clean, kind));
-  const std::string partial = clean + ".partial-" + std::to_string(::getpid());
+  const std::string partial = clean + ".partial-" + HostName() + "-" + std::to_string(::getpid());
   ScopedCleanupFolder cleanup(partial);
   std::error_code ec;
   fs::remove_all(partial, ec);

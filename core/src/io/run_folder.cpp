@@ -459,7 +459,7 @@ Result<RunFolder> ReadRunFolder(const std::string& dir) {
   const std::string name = fs::path(dir).lexically_normal().filename().string();
   if (name.find(".partial-") != std::string::npos) {
     return Status::InvalidArgument(fmt::format(
-        "{}: an unfinished run folder (eplb writes DIR.partial-PID and renames it to DIR when "
+        "{}: an unfinished run folder (eplb writes DIR.partial-HOST-PID and renames it to DIR when "
         "complete; this one's process stopped before that)",
         dir));
   }

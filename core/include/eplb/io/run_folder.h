@@ -17,7 +17,7 @@
 //                      balance counters, and rearrangement and commit marks. Written, not read.
 //   manifest.tsv       every other file with its size, written last (base/file_io.h)
 //
-// The folder is written as DIR.partial-PID and put at DIR only when complete, by an atomic
+// The folder is written as DIR.partial-HOST-PID and put at DIR only when complete, by an atomic
 // exchange (WriteFolderAtomically), so a failed or killed run never leaves a folder that looks
 // whole; a previous run folder at DIR is replaced only when it holds nothing eplb did not write.
 //
@@ -111,7 +111,7 @@ struct RunFolder {
 // summary.json (counts of steps, transfers and rearrangements), every number finite and in its
 // range, steps in order, no transfer ending before it starts. Errors name the file and line
 // ("DIR/transfers.csv:2: 6 fields, expected 8"); a folder without its manifest is refused as
-// unfinished, and so is any DIR.partial-PID.
+// unfinished, and so is any DIR.partial-HOST-PID.
 Result<RunFolder> ReadRunFolder(const std::string& dir);
 
 }  // namespace eplb
