@@ -42,11 +42,11 @@ struct FolderManifest {
 // another size than it says (truncated or replaced since).
 Result<FolderManifest> ReadFolderManifest(const std::string& dir);
 
-// Writes the folder DIR as a whole. fill(partial) builds DIR.partial-HOST-PID; the manifest is added;
-// then one atomic exchange of the two names puts the new folder at DIR, and the old one (now at
-// the partial name) is removed. A kill at any instant leaves DIR whole, old or new, plus at
-// most a stale DIR.partial-HOST-PID that the next write to DIR from HOST removes (its process
-// being gone; other machines' partial folders on a shared file system are left alone).
+// Writes the folder DIR as a whole. fill(partial) builds DIR.partial-HOST-PID; the manifest is
+// added; then one atomic exchange of the two names puts the new folder at DIR, and the old one (now
+// at the partial name) is removed. A kill at any instant leaves DIR whole, old or new, plus at most
+// a stale DIR.partial-HOST-PID that the next write to DIR from HOST removes (its process being
+// gone; other machines' partial folders on a shared file system are left alone).
 //
 // DIR is replaced only when it is an eplb folder of the same `kind` holding nothing but the
 // files its manifest lists: a folder with anything else in it is refused (before fill runs),
