@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -39,17 +40,22 @@ class LayerCost {
     nic_s_ = bytes / topo.link(LinkClass::kNic).bandwidth_bytes_per_s;
   }
 
+  // How expert `e` reaches slot `s` of GPU g: 0 already there (or empty), 1 over NVLink, 2 over
+  // a NIC. A GPU's incoming time is a count of each, so a swap is priced in O(1).
+  int Arrival(int s, int g, int32_t e) const {
+    if (e == kEmptySlot || e == current[s] || on_gpu_[static_cast<size_t>(g) * experts_ + e]) {
+      return 0;
+    }
+    return on_node_[static_cast<size_t>(topo.node_of_rank(g)) * experts_ + e] ? 1 : 2;
+  }
+  // Seconds for `nvlink` experts over NVLink and `nic` over NICs.
+  double IncomingTime(int nvlink, int nic) const { return nvlink * nvlink_s_ + nic * nic_s_; }
   // Seconds GPU g spends receiving the experts of `row` it did not hold.
   double Incoming(std::span<const int32_t> row, int g) const {
     const int per = topo.slots_per_gpu();
-    double t = 0;
-    for (int s = g * per; s < (g + 1) * per; ++s) {
-      const int32_t e = row[s];
-      if (e == kEmptySlot || e == current[s] || on_gpu_[static_cast<size_t>(g) * experts_ + e])
-        continue;
-      t += on_node_[static_cast<size_t>(topo.node_of_rank(g)) * experts_ + e] ? nvlink_s_ : nic_s_;
-    }
-    return t;
+    int by[3] = {0, 0, 0};
+    for (int s = g * per; s < (g + 1) * per; ++s) ++by[Arrival(s, g, row[s])];
+    return IncomingTime(by[1], by[2]);
   }
   double Balance(double max_gpu_load) const { return balance_per_token_ * max_gpu_load; }
   // How much hotter a replica must be than another before one is re-pointed: grows with the
@@ -118,14 +124,37 @@ std::vector<int> TargetCounts(std::span<const double> load, const std::vector<in
   return counts;
 }
 
-// The largest of `values` outside indices a and b.
-double MaxExcept(const std::vector<double>& values, int a, int b) {
-  double m = 0;
-  for (int i = 0; i < static_cast<int>(values.size()); ++i) {
-    if (i != a && i != b) m = std::max(m, values[i]);
+// The three largest of `values` with their indices, so that the largest outside any two
+// indices is found in O(1).
+class TopThree {
+ public:
+  explicit TopThree(const std::vector<double>& values) {
+    for (int i = 0; i < static_cast<int>(values.size()); ++i) {
+      const double v = values[i];
+      if (v > value_[0]) {
+        value_[2] = value_[1], index_[2] = index_[1];
+        value_[1] = value_[0], index_[1] = index_[0];
+        value_[0] = v, index_[0] = i;
+      } else if (v > value_[1]) {
+        value_[2] = value_[1], index_[2] = index_[1];
+        value_[1] = v, index_[1] = i;
+      } else if (v > value_[2]) {
+        value_[2] = v, index_[2] = i;
+      }
+    }
   }
-  return m;
-}
+  // The largest of the values outside indices a and b (0 when there is none).
+  double MaxExcept(int a, int b) const {
+    for (int k = 0; k < 3; ++k) {
+      if (index_[k] != a && index_[k] != b) return value_[k];
+    }
+    return 0;
+  }
+
+ private:
+  double value_[3] = {0, 0, 0};  // every value is >= 0
+  int index_[3] = {-1, -1, -1};
+};
 
 // Reaches the balance-optimal replica counts from the current row with few moves: excess
 // replicas leave the busiest GPUs, missing ones fill the freed slots on the least loaded GPUs,
@@ -185,28 +214,49 @@ std::vector<int32_t> Repair(const LayerCost& cost) {
     free_slots.erase(best);
   }
   // Swaps off the busiest GPU, kept while the interval's saving beats their moving cost. Each
-  // candidate changes two GPUs, so it is priced from those two and the others' maxima.
+  // candidate changes two GPUs, so it is priced from those two (their arrival counts change by
+  // the two slots' arrivals) and the others' maxima: O(1) per candidate. Candidates that cannot
+  // beat the best so far are pruned by bounds that never prune one that could.
   std::vector<double> incoming(static_cast<size_t>(gpus));
-  for (int g = 0; g < gpus; ++g) incoming[g] = cost.Incoming(row, g);
+  std::vector<std::array<int, 3>> arrivals(static_cast<size_t>(gpus), {0, 0, 0});
+  for (int g = 0; g < gpus; ++g) {
+    for (int s = g * per; s < (g + 1) * per; ++s) ++arrivals[g][cost.Arrival(s, g, row[s])];
+    incoming[g] = cost.IncomingTime(arrivals[g][1], arrivals[g][2]);
+  }
   double total = cost.Balance(*std::max_element(gpu.begin(), gpu.end())) +
                  cost.Move(*std::max_element(incoming.begin(), incoming.end()));
+  std::vector<double> slot_weight(row.size());  // weight(row[s]), kept with the swaps
+  for (size_t s = 0; s < row.size(); ++s) slot_weight[s] = weight(row[s]);
   for (int iter = 0; iter < 4 * topo.num_slots(); ++iter) {
     const int g = static_cast<int>(std::max_element(gpu.begin(), gpu.end()) - gpu.begin());
+    const TopThree top_load(gpu), top_in(incoming);
     double best_total = total;
     int best_a = -1, best_b = -1;
     for (int h = 0; h < gpus; ++h) {
-      if (h == g) continue;
-      const double other_load = MaxExcept(gpu, g, h), other_in = MaxExcept(incoming, g, h);
+      // A swap lowers g only by giving h more than it takes: h must be below g to gain, and it
+      // ends above gpu[h], while the other GPUs keep their maxima.
+      if (h == g || gpu[h] >= gpu[g]) continue;
+      const double other_load = top_load.MaxExcept(g, h), other_in = top_in.MaxExcept(g, h);
+      const double floor_in = cost.Move(other_in);
+      if (cost.Balance(std::max(other_load, gpu[h])) + floor_in >= best_total - 1e-15) continue;
       for (int a = g * per; a < (g + 1) * per; ++a) {
+        const double wa = slot_weight[a];
+        const int a_out = cost.Arrival(a, g, row[a]);
         for (int b = h * per; b < (h + 1) * per; ++b) {
           if (row[a] == row[b]) continue;
-          const double wa = weight(row[a]), wb = weight(row[b]);
+          const double wb = slot_weight[b];
           const double gl = gpu[g] - wa + wb, hl = gpu[h] - wb + wa;
           if (std::max(gl, hl) >= gpu[g]) continue;
-          std::swap(row[a], row[b]);
-          const double in = std::max({other_in, cost.Incoming(row, g), cost.Incoming(row, h)});
-          std::swap(row[a], row[b]);
-          const double t = cost.Balance(std::max({other_load, gl, hl})) + cost.Move(in);
+          const double balance = cost.Balance(std::max({other_load, gl, hl}));
+          if (balance + floor_in >= best_total - 1e-15) continue;
+          std::array<int, 3> ag = arrivals[g], ah = arrivals[h];
+          --ag[a_out];
+          ++ag[cost.Arrival(a, g, row[b])];
+          --ah[cost.Arrival(b, h, row[b])];
+          ++ah[cost.Arrival(b, h, row[a])];
+          const double in = std::max(
+              {other_in, cost.IncomingTime(ag[1], ag[2]), cost.IncomingTime(ah[1], ah[2])});
+          const double t = balance + cost.Move(in);
           if (t < best_total - 1e-15) {
             best_total = t;
             best_a = a;
@@ -219,9 +269,14 @@ std::vector<int32_t> Repair(const LayerCost& cost) {
     const int h = topo.rank_of_slot(best_b);
     gpu[g] += weight(row[best_b]) - weight(row[best_a]);
     gpu[h] += weight(row[best_a]) - weight(row[best_b]);
+    --arrivals[g][cost.Arrival(best_a, g, row[best_a])];
+    --arrivals[h][cost.Arrival(best_b, h, row[best_b])];
     std::swap(row[best_a], row[best_b]);
-    incoming[g] = cost.Incoming(row, g);
-    incoming[h] = cost.Incoming(row, h);
+    std::swap(slot_weight[best_a], slot_weight[best_b]);
+    ++arrivals[g][cost.Arrival(best_a, g, row[best_a])];
+    ++arrivals[h][cost.Arrival(best_b, h, row[best_b])];
+    incoming[g] = cost.IncomingTime(arrivals[g][1], arrivals[g][2]);
+    incoming[h] = cost.IncomingTime(arrivals[h][1], arrivals[h][2]);
     total = best_total;
   }
   return row;
