@@ -1,12 +1,15 @@
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <thread>
 
 #include "eplb/model/slot_preservation.h"
 #include "eplb/policy/deepseek.h"
 #include "eplb/policy/policies.h"
+#include "policy/parallel_for.h"
 #include "policy/util.h"
 
 namespace eplb {
@@ -312,6 +315,32 @@ bool ExhaustiveOptimum(std::span<const double> load, const Topology& topo,
   return true;
 }
 
+// The cheapest of: keeping the layer, repairing it, DeepSeek's balanced row, and (moving free,
+// small layers) the exhaustive optimum; on equal cost, the one that moves least.
+std::vector<int32_t> BestRow(const PolicyInput& input, const Placement& current,
+                             const Placement& deepseek, int l) {
+  const LayerCost cost{policy_util::Row(input.load, l), current.phy2log(l), input.topology,
+                       input.migration};
+  // Candidates in order of preference on equal cost: fewest moves first.
+  std::vector<std::vector<int32_t>> candidates;
+  candidates.emplace_back(cost.current.begin(), cost.current.end());
+  candidates.push_back(Repair(cost));
+  candidates.emplace_back(deepseek.phy2log(l).begin(), deepseek.phy2log(l).end());
+  std::vector<int32_t> exact;
+  if (input.migration.weight == 0 && ExhaustiveOptimum(cost.load, input.topology, exact))
+    candidates.push_back(exact);
+  size_t best = 0;
+  double best_cost = cost.Total(candidates[0]);
+  for (size_t c = 1; c < candidates.size(); ++c) {
+    const double t = cost.Total(candidates[c]);
+    if (t < best_cost * (1 - 1e-12)) {
+      best = c;
+      best_cost = t;
+    }
+  }
+  return std::move(candidates[best]);
+}
+
 }  // namespace
 
 Result<Placement> MigrationAwarePolicy::Rebalance(const PolicyInput& input) {
@@ -320,29 +349,17 @@ Result<Placement> MigrationAwarePolicy::Rebalance(const PolicyInput& input) {
   DeepSeekPreservePolicy balanced;
   auto deepseek = balanced.Rebalance(input);
   if (!deepseek.ok()) return deepseek.status();
-  std::vector<std::vector<int32_t>> rows;
-  for (int l = 0; l < input.load.rows(); ++l) {
-    const LayerCost cost{policy_util::Row(input.load, l), current.phy2log(l), input.topology,
-                         input.migration};
-    // Candidates in order of preference on equal cost: fewest moves first.
-    std::vector<std::vector<int32_t>> candidates;
-    candidates.emplace_back(cost.current.begin(), cost.current.end());
-    candidates.push_back(Repair(cost));
-    candidates.emplace_back(deepseek->phy2log(l).begin(), deepseek->phy2log(l).end());
-    std::vector<int32_t> exact;
-    if (input.migration.weight == 0 && ExhaustiveOptimum(cost.load, input.topology, exact))
-      candidates.push_back(exact);
-    size_t best = 0;
-    double best_cost = cost.Total(candidates[0]);
-    for (size_t c = 1; c < candidates.size(); ++c) {
-      const double t = cost.Total(candidates[c]);
-      if (t < best_cost * (1 - 1e-12)) {
-        best = c;
-        best_cost = t;
-      }
-    }
-    rows.push_back(std::move(candidates[best]));
-  }
+  const int layers = static_cast<int>(input.load.rows());
+  std::vector<std::vector<int32_t>> rows(static_cast<size_t>(layers));
+  // Layers are independent, and each one's search takes a fraction of a millisecond on the
+  // DeepSeek-V3 shapes: spread them over the cores, each thread taking the next layer as it is
+  // free (their costs vary), which does not change the result.
+  const int threads =
+      layers >= 4 ? static_cast<int>(std::max(1u, std::thread::hardware_concurrency())) : 1;
+  std::atomic<int> next{0};
+  ParallelFor(threads, threads, [&](int, int) {
+    for (int l = next++; l < layers; l = next++) rows[l] = BestRow(input, current, *deepseek, l);
+  });
   return policy_util::FromRows(current.num_experts(), current.num_slots(), rows);
 }
 
