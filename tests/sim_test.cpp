@@ -179,5 +179,37 @@ TEST(SimModel, CommitsMatchTheHostBackend) {
   }
 }
 
+// Every completed rearrangement took at least its lower bound, in every mode: one staging
+// buffer (layers one after another), several, and stop the world (every layer at once, where a
+// sum over layers is no bound). One simulation per test: one SimGrid engine per process.
+void ExpectNoRearrangementBeatsItsBound(const std::vector<std::string>& overrides) {
+  auto scenario = LoadScenarioFile(std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml", overrides);
+  ASSERT_TRUE(scenario.ok()) << scenario.status().message();
+  auto run = sim::RunSimulation(*scenario);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  int completed = 0;
+  for (const RearrangementRecord& r : run->rearrangements) {
+    if (r.end_s < 0 || r.layers == 0) continue;
+    ++completed;
+    EXPECT_GE(r.end_s - r.start_s, r.lower_bound_s * (1 - 1e-9))
+        << "rearrangement at step " << r.step << ": makespan " << r.end_s - r.start_s
+        << " s below its bound " << r.lower_bound_s << " s";
+    EXPECT_GT(r.lower_bound_s, 0);
+  }
+  EXPECT_GT(completed, 1);
+}
+
+TEST(SimModel, NoRearrangementBeatsItsBoundLayerByLayer) {
+  ExpectNoRearrangementBeatsItsBound({"cluster.nodes=4", "eplb.num_redundant_experts=8"});
+}
+TEST(SimModel, NoRearrangementBeatsItsBoundWithStagingBuffers) {
+  ExpectNoRearrangementBeatsItsBound(
+      {"cluster.nodes=4", "eplb.num_redundant_experts=8", "eplb.staging_layers=3"});
+}
+TEST(SimModel, NoRearrangementBeatsItsBoundStoppingTheWorld) {
+  ExpectNoRearrangementBeatsItsBound(
+      {"cluster.nodes=4", "eplb.num_redundant_experts=8", "eplb.use_async=false"});
+}
+
 }  // namespace
 }  // namespace eplb

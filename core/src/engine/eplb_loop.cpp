@@ -128,8 +128,8 @@ Status EplbLoop::Rearrange(int step) {
     for (int c = 0; c < kNumLinkClasses; ++c) rec.bytes[c] += plan.bytes[c];
     layer_bytes_[plan.layer] = plan.bytes[0] + plan.bytes[1];
     rec.predicted_makespan_s += s.makespan_s;
-    rec.lower_bound_s += s.lower_bound_s;
   }
+  rec.lower_bound_s = rearranger_->lower_bound_s();
   bytes_pending_ = rec.bytes[0] + rec.bytes[1];
   if (rec.layers == 0) rec.end_s = rec.start_s;
   return Status::Ok();

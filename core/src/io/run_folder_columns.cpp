@@ -128,7 +128,9 @@ const std::vector<Field<RearrangementRow>>& RearrangementFields() {
           {"predicted_makespan_s", "s", "Σ over layers of the schedule's makespan (schedule.h)"},
           Format::kReal9),
       Col<R, &B::lower_bound_s>(
-          {"lower_bound_s", "s", "Σ over layers of the schedule's lower bound (schedule.h)"},
+          {"lower_bound_s", "s",
+           "no backend could stage it faster: Σ of the layers' bounds with one staging buffer, "
+           "the bound of all transfers together when layers overlap (Rearranger::lower_bound_s)"},
           Format::kReal9),
       Col<R, &B::policy_ms>({"policy_ms", "ms", "wall time of the policy"}, Format::kFixed3),
       Col<R, &B::window_balancedness_before>(

@@ -76,6 +76,17 @@ Status Rearranger::Start(const Placement& current, const Placement& target) {
   return Status::Ok();
 }
 
+double Rearranger::lower_bound_s() const {
+  if (staging_layers_ == 1 || plans_.size() < 2) {
+    double sum = 0;
+    for (const Schedule& s : schedules_) sum += s.lower_bound_s;
+    return sum;
+  }
+  std::vector<Transfer> all;
+  for (const LayerPlan& p : plans_) all.insert(all.end(), p.transfers.begin(), p.transfers.end());
+  return TransferLowerBound(all, topology_);
+}
+
 bool Rearranger::WaitForBuffer(size_t index) {
   std::unique_lock lock(*monitor_);
   while (!cancelled_ && static_cast<int>(index) >= committed_ + staging_layers_) monitor_->Wait();

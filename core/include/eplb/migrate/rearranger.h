@@ -88,6 +88,12 @@ class Rearranger {
   const Placement& placement() const { return *placement_; }
   const std::vector<LayerPlan>& plans() const { return plans_; }
   const std::vector<Schedule>& schedules() const { return schedules_; }
+  // No backend can finish the current rearrangement sooner (from its start to the last layer
+  // staged). With one staging buffer the layers move one after another, so the bound is the sum
+  // of the layers' bounds (schedule.h); with more buffers (stop-the-world stages every layer at
+  // once) layers overlap, and the bound is that of all their transfers taken together: the
+  // busiest rank's bytes on each link class over its bandwidth, plus one latency.
+  double lower_bound_s() const;
   int committed_layers() const { return committed_; }
 
   Signal<void(const RoundEvent&)> on_round;
