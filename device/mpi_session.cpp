@@ -1,5 +1,7 @@
 #include "mpi_session.h"
 
+#include "eplb/base/launcher.h"
+
 #include <cstdlib>
 
 #ifdef EPLB_HAVE_MPI
@@ -9,10 +11,8 @@
 namespace eplb::device::mpi {
 
 bool Launched() {
-  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "SLURM_PROCID"}) {
-    if (std::getenv(var) != nullptr) return true;
-  }
-  return false;
+  // PMIx gives only the rank before MPI starts; the rest as every command reads it.
+  return DetectLaunch().kind == LaunchKind::kMpi || std::getenv("PMIX_RANK") != nullptr;
 }
 
 #ifdef EPLB_HAVE_MPI

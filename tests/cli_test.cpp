@@ -372,7 +372,31 @@ TEST_F(CliTest, SweepSpreadsPointsOverMpiRanks) {
   ASSERT_EQ(doc["points"].size(), 3u);
   for (int i = 0; i < 3; ++i)
     EXPECT_TRUE(fs::exists(fs::path(out) / "points" / std::to_string(i) / "summary.json"));
-  EXPECT_FALSE(fs::exists(out + ".mpi-partial"));
+  EXPECT_FALSE(fs::exists(out + ".shared-partial"));
+}
+
+// A Slurm job array's tasks may run one after another: each runs its share of the points, and
+// the last to finish (here task 0, run second) writes the report.
+TEST_F(CliTest, SweepSpreadsPointsOverASlurmJobArray) {
+  const std::string out = (dir_ / "array").string();
+  const std::string args =
+      std::string("sweep ") + EPLB_SCENARIO_DIR +
+      "/tiny.yaml --vary eplb.num_redundant_experts=0,4,8 --set run.steps=150 --jobs 1 --out " +
+      out;
+  const std::string array = "SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_COUNT=2 SLURM_ARRAY_TASK_ID=";
+  const CliRun second = Eplb(args, array + "2");
+  ASSERT_EQ(second.code, 0) << second.err;
+  EXPECT_NE(second.out.find("Slurm array task 1 of 2: 1 of 2 finished; the last to finish writes"),
+            std::string::npos)
+      << second.out;
+  EXPECT_FALSE(fs::exists(out));
+  const CliRun first = Eplb(args, array + "1");
+  ASSERT_EQ(first.code, 0) << first.err;
+  const auto doc = nlohmann::json::parse(testing::ReadFile(out + "/sweep.json"));
+  ASSERT_EQ(doc["points"].size(), 3u);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_TRUE(fs::exists(fs::path(out) / "points" / std::to_string(i) / "summary.json"));
+  EXPECT_FALSE(fs::exists(out + ".shared-partial"));
 }
 
 TEST_F(CliTest, CompareAndSweepErrorsExitTwo) {

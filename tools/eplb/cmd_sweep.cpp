@@ -1,13 +1,13 @@
 // eplb sweep: run a scenario over the cross product of field values (and policies), in
-// parallel on the machine's cores, or spread over MPI ranks when launched under mpirun.
+// parallel on the machine's cores, or spread over the processes of an MPI launch or a Slurm
+// job array (base/launcher.h).
+#include <fcntl.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -15,6 +15,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "eplb/base/file_io.h"
+#include "eplb/base/launcher.h"
 #include "eplb/io/report.h"
 #include "eplb/io/run_folder.h"
 #include "eplb/io/scenario_file.h"
@@ -42,15 +43,12 @@ struct Point {
   std::string policy;
 };
 
-// This process's place among the ranks of an MPI launch (Open MPI, MPICH/PMI), or {0, 1}.
-std::pair<int, int> MpiRank() {
-  for (const auto& [rank, size] : {std::pair{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
-                                   std::pair{"PMI_RANK", "PMI_SIZE"}}) {
-    const char* r = std::getenv(rank);
-    const char* n = std::getenv(size);
-    if (r != nullptr && n != nullptr) return {std::atoi(r), std::max(1, std::atoi(n))};
-  }
-  return {0, 1};
+// A claim file created with O_EXCL: true for exactly one of the processes that try.
+bool Claim(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  ::close(fd);
+  return true;
 }
 
 int RunSweep(const SweepArgs& args) {
@@ -115,10 +113,13 @@ int RunSweep(const SweepArgs& args) {
       scenarios.push_back(std::move(s).value());
     }
   }
-  const auto [rank, ranks] = MpiRank();
+  const Launch launch = DetectLaunch();
+  const int rank = launch.index, ranks = launch.count;
   const std::string dir = args.out.empty() ? "runs/sweep-" + base->name : args.out;
-  // Under MPI every rank writes its points into one shared folder and marks when it is done;
-  // rank 0 waits for the marks, then writes the tables and the report.
+  // Launched as several processes (MPI ranks, or Slurm array tasks that may run at different
+  // times), each writes its points into one shared folder and marks when it is done; the last to
+  // finish (the one that claims the report once every mark is there) writes the tables and the
+  // report.
   auto run_points = [&](const std::string& root) -> Status {
     std::vector<Job> jobs;
     for (size_t i = 0; i < all.size(); ++i) {
@@ -168,34 +169,46 @@ int RunSweep(const SweepArgs& args) {
     });
   } else {
     namespace fs = std::filesystem;
-    const std::string shared = dir + ".mpi-partial";
+    const std::string shared = dir + ".shared-partial";
     fs::create_directories(shared + "/points");
+    fmt::print(stderr, "eplb sweep: {}: points {} of {} and every {}th after\n", launch.Describe(),
+               rank, all.size(), ranks);
     s = run_points(shared);
     const Status marked =
         WriteTextFile(fmt::format("{}/.rank-{}.{}", shared, rank, s.ok() ? "done" : "failed"), "");
     if (s.ok()) s = marked;
-    if (s.ok() && rank == 0) {
-      for (int r = 0; r < ranks && s.ok(); ++r) {
-        while (!fs::exists(fmt::format("{}/.rank-{}.done", shared, r))) {
-          if (fs::exists(fmt::format("{}/.rank-{}.failed", shared, r))) {
-            s = Status::Internal(fmt::format("MPI rank {} failed its points", r));
-            break;
-          }
-          std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        }
-      }
-      if (s.ok()) {
-        s = WriteFolderAtomically(dir, "sweep", [&](const std::string& partial) {
-          std::error_code ec;
-          fs::rename(shared + "/points", partial + "/points", ec);
-          if (ec) return Status::IoError(fmt::format("{}: {}", shared, ec.message()));
-          return report(partial);
-        });
-        std::error_code ec;
-        fs::remove_all(shared, ec);
+    if (!s.ok()) return ReportError(cmd, s);
+    std::vector<int> failed;
+    int finished = 0;
+    for (int r = 0; r < ranks; ++r) {
+      if (fs::exists(fmt::format("{}/.rank-{}.done", shared, r))) ++finished;
+      if (fs::exists(fmt::format("{}/.rank-{}.failed", shared, r))) {
+        ++finished;
+        failed.push_back(r);
       }
     }
-    if (rank != 0) return s.ok() ? kExitOk : ReportError(cmd, s);
+    if (finished < ranks || !Claim(shared + "/.report-claimed")) {
+      fmt::print("{}: {} of {} finished; the last to finish writes {}\n", launch.Describe(),
+                 finished, ranks, dir);
+      return kExitOk;
+    }
+    if (!failed.empty()) {
+      return ReportError(
+          cmd, Status::Internal(fmt::format(
+                   "{} {} failed their points (see their output); no report "
+                   "was written; the points that ran are in {}",
+                   failed.size() == 1 ? "process" : "processes", fmt::join(failed, ", "), shared)));
+    }
+    s = WriteFolderAtomically(dir, "sweep", [&](const std::string& partial) {
+      std::error_code ec;
+      fs::rename(shared + "/points", partial + "/points", ec);
+      if (ec) return Status::IoError(fmt::format("{}: {}", shared, ec.message()));
+      return report(partial);
+    });
+    if (s.ok()) {
+      std::error_code ec;
+      fs::remove_all(shared, ec);
+    }
   }
   if (!s.ok()) return ReportError(cmd, s);
   fmt::print("{} points: {}/sweep.csv, report {}/report.html\n", all.size(), dir, dir);

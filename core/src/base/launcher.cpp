@@ -1,0 +1,58 @@
+#include "eplb/base/launcher.h"
+
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+
+#include <fmt/format.h>
+
+namespace eplb {
+namespace {
+
+std::optional<int> IntFromEnv(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  int out = 0;
+  const auto [ptr, ec] = std::from_chars(v, v + std::strlen(v), out);
+  if (ec != std::errc() || *ptr != '\0') return std::nullopt;
+  return out;
+}
+
+}  // namespace
+
+std::string Launch::Describe() const {
+  switch (kind) {
+    case LaunchKind::kAlone:
+      return "one process";
+    case LaunchKind::kMpi:
+      return fmt::format("MPI rank {} of {}", index, count);
+    case LaunchKind::kSlurmArray:
+      return fmt::format("Slurm array task {} of {}", index, count);
+  }
+  return "?";
+}
+
+Launch DetectLaunch() {
+  constexpr std::pair<const char*, const char*> kMpi[] = {
+      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+      {"PMI_RANK", "PMI_SIZE"},
+      {"SLURM_PROCID", "SLURM_NTASKS"}};
+  for (const auto& [rank_var, size_var] : kMpi) {
+    const auto rank = IntFromEnv(rank_var), size = IntFromEnv(size_var);
+    if (rank && size && *size >= 1 && *rank >= 0 && *rank < *size) {
+      // A batch script runs as task 0 of 1: that is no launch of several.
+      if (*size == 1) break;
+      return {LaunchKind::kMpi, *rank, *size};
+    }
+  }
+  const auto id = IntFromEnv("SLURM_ARRAY_TASK_ID"), min = IntFromEnv("SLURM_ARRAY_TASK_MIN"),
+             count = IntFromEnv("SLURM_ARRAY_TASK_COUNT");
+  if (id && count && *count >= 1) {
+    const int index = *id - min.value_or(0);
+    if (index >= 0 && index < *count) return {LaunchKind::kSlurmArray, index, *count};
+  }
+  return {};
+}
+
+}  // namespace eplb
