@@ -52,8 +52,8 @@ struct RearrangementRecord {
   int layers = 0;     // layers whose placement changed
   int64_t transfers = 0;
   int64_t bytes[kNumLinkClasses] = {0, 0};
-  double predicted_makespan_s = 0;        // Σ over layers of the schedule's makespan
-  double lower_bound_s = 0;  // no backend could move it faster (Rearranger::lower_bound_s)
+  double predicted_makespan_s = 0;  // Σ over layers of the schedule's makespan
+  double lower_bound_s = 0;         // no backend could move it faster (Rearranger::lower_bound_s)
   double window_balancedness_before = 1;  // of the window's load, old placement
   double window_balancedness_after = 1;   // of the window's load, new placement
   double window_balancedness_bound =
