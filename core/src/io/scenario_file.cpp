@@ -261,14 +261,19 @@ Status CheckKeys(const YAML::Node& node, const std::string& source, size_t& visi
   return Status::Ok();
 }
 
-// The line (1-based) where a second YAML document starts, or 0. A document marker ("---", or
-// anything after "...") can only stand at column 0, where no block scalar's content can.
-// (yaml-cpp 0.7's LoadAll, which would count documents, loops forever allocating on a text as
-// small as ",": found by fuzzing.)
-int SecondDocumentLine(const std::string& text) {
-  bool content = false, ended = false;
+// Where a scenario's text has content, by lines (1-based; 0: none). A document marker ("---",
+// or anything after "...") can only stand at column 0, where no block scalar's content can, so a
+// scan finds a second document without yaml-cpp (0.7's LoadAll, which would count documents,
+// loops forever allocating on a text as small as ",": found by fuzzing).
+struct TextShape {
+  int first_content = 0;    // the first line with more than blanks, a comment or a marker
+  int second_document = 0;  // the first line of a second document
+};
+TextShape ScanDocuments(const std::string& text) {
+  TextShape shape;
+  bool started = false, ended = false;
   int line_no = 0;
-  for (size_t pos = 0; pos < text.size();) {
+  for (size_t pos = 0; pos < text.size() && shape.second_document == 0;) {
     const size_t nl = std::min(text.find('\n', pos), text.size());
     const std::string_view line = std::string_view(text).substr(pos, nl - pos);
     pos = nl + 1;
@@ -278,59 +283,33 @@ int SecondDocumentLine(const std::string& text) {
              (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r');
     };
     const size_t first = line.find_first_not_of(" \t\r");
-    const bool blank = first == std::string_view::npos || line[first] == '#';
     if (marker("---")) {
-      if (content || ended) return line_no;
-      content = true;  // the first document's explicit start
-      continue;
-    }
-    if (marker("...")) {
+      if (started || ended) shape.second_document = line_no;
+      started = true;  // the first document's explicit start
+    } else if (marker("...")) {
       ended = true;
-      continue;
+    } else if (first != std::string_view::npos && line[first] != '#') {
+      if (ended) shape.second_document = line_no;
+      started = true;
+      if (shape.first_content == 0) shape.first_content = line_no;
     }
-    if (blank) continue;
-    if (ended) return line_no;
-    content = true;
   }
-  return 0;
-}
-
-// The first line with something other than blanks, a comment or a document marker, or 0.
-int FirstContentLine(const std::string& text) {
-  int line_no = 0;
-  for (size_t pos = 0; pos < text.size();) {
-    const size_t nl = std::min(text.find('\n', pos), text.size());
-    const std::string_view line = std::string_view(text).substr(pos, nl - pos);
-    pos = nl + 1;
-    ++line_no;
-    const size_t first = line.find_first_not_of(" \t\r");
-    if (first == std::string_view::npos || line[first] == '#') continue;
-    if (line.substr(0, 3) == "---" || line.substr(0, 3) == "...") continue;
-    return line_no;
-  }
-  return 0;
+  return shape;
 }
 
 // The one YAML document of a scenario: a second one is an error, and so is none (an empty file)
 // when `require_document`; otherwise none is an empty map (the defaults).
 Result<YAML::Node> LoadOneDocument(const std::string& text, const std::string& source,
                                    bool require_document) {
-  if (const int line = SecondDocumentLine(text); line > 0) {
+  const TextShape shape = ScanDocuments(text);
+  if (shape.second_document > 0) {
     return Status::InvalidArgument(
         fmt::format("{}:{}: a second YAML document; a scenario file holds one (remove the '---')",
-                    source, line));
+                    source, shape.second_document));
   }
-  std::vector<YAML::Node> docs;
+  YAML::Node doc;
   try {
-    YAML::Node doc = YAML::Load(text);
-    if (doc && !doc.IsNull()) {
-      docs.push_back(doc);
-    } else if (const int line = FirstContentLine(text); line > 0) {
-      // yaml-cpp reads some invalid text (a stray ',') as nothing at all.
-      return Status::InvalidArgument(
-          fmt::format("{}:{}: not valid YAML here: it reads as nothing (null), not a map of fields",
-                      source, line));
-    }
+    doc = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     // yaml-cpp stops at 2,000 levels of nesting with the message "bad file".
     const std::string why = e.msg == "bad file" ? "nested too deep" : e.msg;
@@ -339,7 +318,13 @@ Result<YAML::Node> LoadOneDocument(const std::string& text, const std::string& s
   } catch (const YAML::Exception& e) {
     return Status::InvalidArgument(fmt::format("{}: not valid YAML: {}", source, e.msg));
   }
-  if (docs.empty() || (docs.size() == 1 && docs[0].IsNull())) {
+  if (!doc || doc.IsNull()) {
+    if (shape.first_content > 0) {
+      // yaml-cpp reads some invalid text (a stray ',') as nothing at all.
+      return Status::InvalidArgument(
+          fmt::format("{}:{}: not valid YAML here: it reads as nothing (null), not a map of fields",
+                      source, shape.first_content));
+    }
     if (!require_document) return YAML::Node(YAML::NodeType::Map);
     return Status::InvalidArgument(fmt::format(
         "{}: no scenario in it (the file is empty or only comments); give at least the fields "
@@ -348,8 +333,8 @@ Result<YAML::Node> LoadOneDocument(const std::string& text, const std::string& s
         source));
   }
   size_t visited = 0;
-  EPLB_RETURN_IF_ERROR(CheckKeys(docs[0], source, visited));
-  return docs[0];
+  EPLB_RETURN_IF_ERROR(CheckKeys(doc, source, visited));
+  return doc;
 }
 
 // `into` with every field of `from` set: maps merge key by key, anything else replaces.
