@@ -137,6 +137,16 @@ std::set<pid_t> ChildrenOf(pid_t parent) {
   return out;
 }
 
+// The children of `parent` once there are `count` of them at work (or fewer after 10 s).
+std::set<pid_t> WaitForChildren(pid_t parent, size_t count) {
+  std::set<pid_t> children;
+  for (int i = 0; i < 2000 && children.size() < count; ++i) {
+    std::this_thread::sleep_for(milliseconds(5));
+    children = ChildrenOf(parent);
+  }
+  return children;
+}
+
 bool Alive(pid_t pid) {
   const std::string stat = testing::ReadFile("/proc/" + std::to_string(pid) + "/stat");
   const size_t close = stat.rfind(')');
@@ -224,12 +234,7 @@ TEST_F(CliTest, InterruptedCommandsStopTheirChildrenAndLeaveNothing) {
   const pid_t pid = Spawn({"compare", tiny, "--set", "run.steps=1000000", "--policies",
                            "static,deepseek", "--jobs", "2", "--out", out},
                           dir_);
-  // Wait until the children are at work.
-  std::set<pid_t> children;
-  for (int i = 0; i < 2000 && children.size() < 2; ++i) {
-    std::this_thread::sleep_for(milliseconds(5));
-    children = ChildrenOf(pid);
-  }
+  const std::set<pid_t> children = WaitForChildren(pid, 2);
   ASSERT_EQ(children.size(), 2u);
   kill(pid, SIGINT);
   EXPECT_EQ(WaitFor(pid, milliseconds(20000)), 130);
@@ -254,11 +259,7 @@ TEST_F(CliTest, ChildrenDieWithAKilledParent) {
   const pid_t pid = Spawn({"compare", tiny, "--set", "run.steps=1000000", "--policies",
                            "static,deepseek", "--jobs", "2", "--out", (dir_ / "cmp").string()},
                           dir_);
-  std::set<pid_t> children;
-  for (int i = 0; i < 2000 && children.size() < 2; ++i) {
-    std::this_thread::sleep_for(milliseconds(5));
-    children = ChildrenOf(pid);
-  }
+  const std::set<pid_t> children = WaitForChildren(pid, 2);
   ASSERT_EQ(children.size(), 2u);
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
