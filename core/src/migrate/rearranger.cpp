@@ -61,16 +61,13 @@ Status Rearranger::Start(const Placement& current, const Placement& target) {
   cancelled_ = false;
   in_progress_ = !plans_.empty();
   if (!in_progress_) return Status::Ok();
-  const bool merged = backend_.MergesLanes();
+  // A worker per rank and lane, or one per rank running every lane when the backend merges them.
+  const int lanes_per_worker = backend_.MergesLanes() ? kNumLinkClasses : 1;
   for (int rank = 0; rank < ranks; ++rank) {
     if (!backend_.IsLocal(rank)) continue;  // its own process runs it
-    if (merged) {
-      backend_.StartWorker(rank, [this, rank] { RunMergedWorker(rank); });
-      continue;
-    }
-    for (int lane = 0; lane < kNumLinkClasses; ++lane) {
-      backend_.StartWorker(rank,
-                           [this, rank, lane] { RunWorker(rank, static_cast<LinkClass>(lane)); });
+    for (int lane = 0; lane < kNumLinkClasses; lane += lanes_per_worker) {
+      backend_.StartWorker(
+          rank, [this, rank, lane, lanes_per_worker] { RunWorker(rank, lane, lanes_per_worker); });
     }
   }
   return Status::Ok();
@@ -100,75 +97,56 @@ void Rearranger::Fail(const Status& status) {
   monitor_->NotifyAll();
 }
 
-void Rearranger::RunWorker(int rank, LinkClass lane) {
+// Runs lanes [first_lane, first_lane + lanes) of `rank`. One lane: its rounds as scheduled.
+// Several (MergesLanes): round r of every lane at once, the same sequence on every rank, whatever
+// it takes part in.
+void Rearranger::RunWorker(int rank, int first_lane, int lanes) {
+  const bool merged = lanes > 1;
   for (size_t i = 0; i < plans_.size(); ++i) {
     if (!WaitForBuffer(i)) return;
     const LayerPlan& plan = plans_[i];
     const StagingTarget target{rank, plan.layer, static_cast<int>(i % staging_layers_)};
-    const auto& rounds = schedules_[i].lanes[static_cast<int>(lane)];
-    for (size_t r = 0; r < rounds.size(); ++r) {
-      if (cancelled_) return;
-      const bool involved =
-          std::any_of(rounds[r].flows.begin(), rounds[r].flows.end(),
-                      [&](const Flow& f) { return f.src_rank == rank || f.dst_rank == rank; });
-      if (!involved) continue;
-      const double start = backend_.Now();
-      const Status s = backend_.ExecuteRound(target, rounds[r], plan.transfers);
-      if (!s.ok()) {
-        return Fail(s.WithContext(fmt::format("rank {}, layer {}, {} round {}: ", rank, plan.layer,
-                                              LinkClassName(lane), r)));
-      }
-      on_round(RoundEvent{rank, plan.layer, lane, static_cast<int>(r), start, backend_.Now()});
-    }
-    {
-      std::unique_lock lock(*monitor_);
-      if (++lanes_done_[i][rank] < kNumLinkClasses) continue;  // the other lane finishes the rank
-    }
-    if (!FinishRank(rank, i)) return;
-  }
-}
-
-void Rearranger::RunMergedWorker(int rank) {
-  for (size_t i = 0; i < plans_.size(); ++i) {
-    if (!WaitForBuffer(i)) return;
-    const LayerPlan& plan = plans_[i];
-    const StagingTarget target{rank, plan.layer, static_cast<int>(i % staging_layers_)};
-    const auto& lanes = schedules_[i].lanes;
+    const auto& schedule = schedules_[i].lanes;
     size_t rounds = 0;
-    for (const auto& lane : lanes) rounds = std::max(rounds, lane.size());
-    // Round r of every lane at once: the same sequence on every rank, whatever it takes part in.
+    for (int l = first_lane; l < first_lane + lanes; ++l) {
+      rounds = std::max(rounds, schedule[l].size());
+    }
     for (size_t r = 0; r < rounds; ++r) {
       if (cancelled_) return;
-      Round merged;
       bool involved[kNumLinkClasses] = {};
-      bool first = true;
-      for (int l = 0; l < kNumLinkClasses; ++l) {
-        if (r >= lanes[l].size()) continue;
-        for (const Flow& f : lanes[l][r].flows) {
+      bool any = false;
+      Round merged_round;  // filled only when merging
+      for (int l = first_lane; l < first_lane + lanes; ++l) {
+        if (r >= schedule[l].size()) continue;
+        for (const Flow& f : schedule[l][r].flows) {
           if (f.src_rank != rank && f.dst_rank != rank) continue;
-          involved[l] = true;
-          merged.flows.push_back(f);
+          if (merged && !any) merged_round.link = static_cast<LinkClass>(l);
+          if (merged) merged_round.flows.push_back(f);
+          involved[l] = any = true;
         }
-        if (involved[l] && first) {
-          merged.link = static_cast<LinkClass>(l);
-          first = false;
-        }
-        merged.duration_s = std::max(merged.duration_s, lanes[l][r].duration_s);
+        merged_round.duration_s = std::max(merged_round.duration_s, schedule[l][r].duration_s);
       }
-      if (merged.flows.empty()) continue;
+      if (!any) continue;
+      const Round& round = merged ? merged_round : schedule[first_lane][r];
       const double start = backend_.Now();
-      const Status s = backend_.ExecuteRound(target, merged, plan.transfers);
+      const Status s = backend_.ExecuteRound(target, round, plan.transfers);
       if (!s.ok()) {
         return Fail(s.WithContext(
-            fmt::format("rank {}, layer {}, merged round {}: ", rank, plan.layer, r)));
+            fmt::format("rank {}, layer {}, {} round {}: ", rank, plan.layer,
+                        merged ? "merged" : LinkClassName(static_cast<LinkClass>(first_lane)), r)));
       }
       const double end = backend_.Now();
-      for (int l = 0; l < kNumLinkClasses; ++l) {
+      for (int l = first_lane; l < first_lane + lanes; ++l) {
         if (involved[l]) {
           on_round(RoundEvent{rank, plan.layer, static_cast<LinkClass>(l), static_cast<int>(r),
                               start, end});
         }
       }
+    }
+    {
+      std::unique_lock lock(*monitor_);
+      // The last of the rank's workers to finish the layer finishes the rank.
+      if (++lanes_done_[i][rank] < kNumLinkClasses / lanes) continue;
     }
     if (!FinishRank(rank, i)) return;
   }

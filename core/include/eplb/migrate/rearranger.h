@@ -101,8 +101,7 @@ class Rearranger {
   Signal<void(const LayerEvent&)> on_layer_committed;
 
  private:
-  void RunWorker(int rank, LinkClass lane);
-  void RunMergedWorker(int rank);
+  void RunWorker(int rank, int first_lane, int lanes);
   // After a rank's rounds of layer `index`: its local copies, then the rank is ready.
   bool FinishRank(int rank, size_t index);
   bool WaitForBuffer(size_t index);  // false when cancelled
