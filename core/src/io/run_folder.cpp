@@ -211,13 +211,8 @@ Status ForEachJsonLine(const std::string& text, const std::string& path,
     if (line.empty()) continue;
     auto json = ParseJson(line, path, line_no);
     if (!json.ok()) return json.status();
-    Status status;
-    try {
-      status = parse(*json);
-    } catch (const std::exception& e) {  // a field missing or of another type
-      status = Status::InvalidArgument(e.what());
-    }
-    EPLB_RETURN_IF_ERROR(status.WithContext(fmt::format("{}:{}: ", path, line_no)));
+    // The parsers check each field's presence, kind and range before reading it: no throw.
+    EPLB_RETURN_IF_ERROR(parse(*json).WithContext(fmt::format("{}:{}: ", path, line_no)));
   }
   return Status::Ok();
 }
