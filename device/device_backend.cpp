@@ -462,9 +462,7 @@ Status DeviceBackend::PrepareRearrangement() {
     // peers never matched. All are replaced, in every process at once.
     bool aborted_here = false;
     for (int r : local_ranks_) aborted_here = aborted_here || ranks_[r]->comm_aborted;
-    const bool any =
-        config_.mode == DeviceMode::kMpi ? mpi::AllMin(aborted_here ? 0 : 1) == 0 : aborted_here;
-    if (any) {
+    if (!AllOk(!aborted_here)) {
       for (int r : local_ranks_) {
         EPLB_CUDA(cudaSetDevice(ranks_[r]->device), At(r));
         if (!ranks_[r]->comm_aborted && ranks_[r]->comm != nullptr) ncclCommAbort(ranks_[r]->comm);
