@@ -119,6 +119,7 @@ void RunToCompletion(const Case& c, uint64_t seed) {
                       kExpertBytes);
   backend.Fill(old_p);
   backend.set_merge_lanes(c.merge_lanes);
+  backend.record_peer_groups(c.merge_lanes);
   std::vector<const uint8_t*> data_before;
   for (int l = 0; l < c.layers; ++l) {
     for (int s = 0; s < topo.num_slots(); ++s) data_before.push_back(backend.slot_data(l, s));

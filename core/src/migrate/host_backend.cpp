@@ -113,7 +113,7 @@ std::vector<std::vector<HostBackend::PeerOp>> HostBackend::peer_groups(int rank)
 
 Status HostBackend::ExecuteRound(const StagingTarget& target, const Round& round,
                                  std::span<const Transfer> transfers) {
-  {
+  if (record_peer_groups_) {
     std::lock_guard lock(ops_mu_);
     peer_groups_.resize(static_cast<size_t>(topology_.num_ranks()));
     std::vector<PeerOp> group;

@@ -45,9 +45,11 @@ class HostBackend final : public RearrangementBackend {
   void set_merge_lanes(bool merge) { merge_lanes_ = merge; }
   bool MergesLanes() const override { return merge_lanes_; }
 
-  // The sends and receives of each ExecuteRound call on `rank`, call by call, in the order its
-  // workers made them: what a communicator that runs each call as one group and matches
-  // operations per peer in issue order (NCCL) would see.
+  // With record_peer_groups(true) (before a rearrangement starts; off by default, as the record
+  // grows with every round): the sends and receives of each ExecuteRound call on `rank`, call
+  // by call, in the order its workers made them: what a communicator that runs each call as one
+  // group and matches operations per peer in issue order (NCCL) would see.
+  void record_peer_groups(bool record) { record_peer_groups_ = record; }
   struct PeerOp {
     int peer;
     int layer;
@@ -89,6 +91,7 @@ class HostBackend final : public RearrangementBackend {
   ThreadWorkers workers_;
   std::chrono::steady_clock::time_point epoch_;
   bool merge_lanes_ = false;
+  bool record_peer_groups_ = false;
   mutable std::mutex ops_mu_;
   std::vector<std::vector<std::vector<PeerOp>>> peer_groups_;  // [rank][call]
 };
