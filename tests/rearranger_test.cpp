@@ -36,13 +36,19 @@ struct Case {
 // operations matched per peer in issue order): for every pair of ranks, the calls of A that
 // involve B and those of B that involve A pair up in order with matching operations (A's sends
 // are B's receives), and no cycle of such meetings exists, or the ranks would deadlock.
-void ExpectDeadlockFreeMatchingOrder(const HostBackend& backend, int ranks) {
+void ExpectDeadlockFreeMatchingOrder(const HostBackend& backend, int ranks, size_t transfers) {
   std::vector<std::vector<std::vector<HostBackend::PeerOp>>> groups(ranks);
   std::vector<int> first(ranks + 1, 0);  // node id of (rank, call) = first[rank] + call
+  size_t sends = 0;
   for (int r = 0; r < ranks; ++r) {
     groups[r] = backend.peer_groups(r);
     first[r + 1] = first[r] + static_cast<int>(groups[r].size());
+    for (const auto& group : groups[r]) {
+      for (const auto& op : group) sends += op.send ? 1 : 0;
+    }
   }
+  // The record is whole: every planned transfer was sent once.
+  ASSERT_EQ(sends, transfers);
   std::vector<int> parent(first[ranks]);
   std::iota(parent.begin(), parent.end(), 0);
   const std::function<int(int)> find = [&](int x) {
@@ -172,7 +178,11 @@ void RunToCompletion(const Case& c, uint64_t seed) {
   std::vector<int> expected;
   for (const LayerPlan& p : rearranger.plans()) expected.push_back(p.layer);
   EXPECT_EQ(committed_order, expected);
-  if (c.merge_lanes) ExpectDeadlockFreeMatchingOrder(backend, topo.num_ranks());
+  if (c.merge_lanes) {
+    size_t transfers = 0;
+    for (const LayerPlan& p : rearranger.plans()) transfers += p.transfers.size();
+    ExpectDeadlockFreeMatchingOrder(backend, topo.num_ranks(), transfers);
+  }
   if (!c.options.sync) {
     EXPECT_GE(steps, static_cast<int>((expected.size() + c.options.layers_per_step - 1) /
                                       c.options.layers_per_step));
