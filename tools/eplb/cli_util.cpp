@@ -1,13 +1,12 @@
 #include "cli_util.h"
 
-#include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <new>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "eplb/base/csv.h"
 #include "eplb/base/interrupt.h"
 #include "eplb/io/run_folder.h"
 #include "eplb/io/scenario_file.h"
@@ -80,11 +79,8 @@ CLI::Validator NumberCheck(double min, bool strictly_above) {
   const std::string what = fmt::format("{} {}", strictly_above ? "above" : "at least", min);
   return CLI::Validator(
       [=](std::string& text) -> std::string {
-        char* end = nullptr;
-        const double v = std::strtod(text.c_str(), &end);
-        if (text.empty() || end == nullptr || *end != '\0' || !std::isfinite(v)) {
-          return fmt::format("'{}' is not a number", text);
-        }
+        double v = 0;
+        if (!ParseCsvDouble(text, v)) return fmt::format("'{}' is not a number", text);
         if (v < min || (strictly_above && v <= min)) {
           return fmt::format("{} is too small; it must be {}", text, what);
         }
