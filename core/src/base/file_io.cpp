@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "eplb/base/csv.h"
 #include "eplb/base/interrupt.h"
 
 namespace eplb {
@@ -79,9 +79,8 @@ Status WriteManifest(const std::string& dir, const std::string& kind) {
 }
 
 bool ProcessIsGone(const std::string& pid_text) {
-  int pid = 0;
-  const auto [ptr, ec] = std::from_chars(pid_text.data(), pid_text.data() + pid_text.size(), pid);
-  if (ec != std::errc() || ptr != pid_text.data() + pid_text.size() || pid <= 0) return false;
+  int32_t pid = 0;
+  if (!ParseCsvInt32(pid_text, pid) || pid <= 0) return false;
   return ::kill(pid, 0) != 0 && errno == ESRCH;
 }
 
@@ -268,8 +267,7 @@ Result<FolderManifest> ReadFolderManifest(const std::string& dir) {
       m.kind = f[1];
     } else if (f.size() == 3 && f[0] == "file") {
       int64_t bytes = -1;
-      const auto [ptr, err] = std::from_chars(f[2].data(), f[2].data() + f[2].size(), bytes);
-      if (err != std::errc() || ptr != f[2].data() + f[2].size() || bytes < 0 || f[1].empty() ||
+      if (!ParseCsvInt64(f[2], bytes) || bytes < 0 || f[1].empty() ||
           f[1].find("..") != std::string::npos || f[1].front() == '/') {
         return bad("expected file<TAB>relative path<TAB>bytes");
       }

@@ -1,21 +1,19 @@
 #include "eplb/base/launcher.h"
 
-#include <charconv>
 #include <cstdlib>
-#include <cstring>
 #include <optional>
 
 #include <fmt/format.h>
+
+#include "eplb/base/csv.h"
 
 namespace eplb {
 namespace {
 
 std::optional<int> IntFromEnv(const char* name) {
   const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return std::nullopt;
-  int out = 0;
-  const auto [ptr, ec] = std::from_chars(v, v + std::strlen(v), out);
-  if (ec != std::errc() || *ptr != '\0') return std::nullopt;
+  int32_t out = 0;
+  if (v == nullptr || !ParseCsvInt32(v, out)) return std::nullopt;
   return out;
 }
 
