@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -14,6 +13,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "eplb/base/csv.h"
 #include "eplb/base/file_io.h"
 #include "eplb/base/launcher.h"
 #include "eplb/io/report.h"
@@ -137,9 +137,8 @@ int RunSweep(const SweepArgs& args) {
       if (!folder.ok()) return folder.status();
       nlohmann::ordered_json row{{"point", i}};
       for (size_t k = 0; k < keys.size(); ++k) {
-        char* end = nullptr;
-        const double num = std::strtod(all[i].values[k].c_str(), &end);
-        if (end != nullptr && *end == '\0') {
+        double num = 0;
+        if (ParseCsvDouble(all[i].values[k], num)) {
           row[keys[k]] = num;
         } else {
           row[keys[k]] = all[i].values[k];
