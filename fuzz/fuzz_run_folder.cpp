@@ -39,7 +39,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fs::create_directories(dir);
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   bool has_manifest = false;
-  std::string manifest = "# eplb folder manifest v1\nkind\trun\n";
   for (size_t pos = text.find("==> "); pos != std::string_view::npos;) {
     const size_t name_end = text.find('\n', pos);
     if (name_end == std::string_view::npos) break;
@@ -49,15 +48,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         text.substr(name_end + 1, next == std::string_view::npos ? std::string_view::npos
                                                                  : next + 1 - (name_end + 1));
     if (SafeName(name) && eplb::WriteTextFile((dir / name).string(), std::string(body)).ok()) {
-      if (name == eplb::kManifestName) {
-        has_manifest = true;
-      } else {
-        manifest += fmt::format("file\t{}\t{}\n", name, body.size());
-      }
+      has_manifest = has_manifest || name == eplb::kManifestName;
     }
     pos = next == std::string_view::npos ? next : next + 1;
   }
-  if (!has_manifest) (void)eplb::WriteTextFile((dir / eplb::kManifestName).string(), manifest);
+  if (!has_manifest) (void)eplb::WriteFolderManifest(dir.string(), "run");
   (void)eplb::ReadRunFolder(dir.string());
   return 0;
 }

@@ -190,16 +190,7 @@ TEST(RunFolder, TheColumnTableDefinesEveryCsvHeader) {
 
 // Rewrites DIR's manifest for the files now there, as WriteFolderAtomically would have.
 void Restamp(const std::string& dir) {
-  std::string text = "# eplb folder manifest v1\nkind\trun\n";
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    if (e.path().filename() != kManifestName) names.push_back(e.path().filename().string());
-  }
-  std::sort(names.begin(), names.end());
-  for (const std::string& n : names) {
-    text += fmt::format("file\t{}\t{}\n", n, fs::file_size(fs::path(dir) / n));
-  }
-  ASSERT_TRUE(WriteTextFile(dir + "/" + kManifestName, text).ok());
+  ASSERT_TRUE(WriteFolderManifest(dir, "run").ok());
 }
 
 // Each kind of damage is an error naming the file and the line, never a crash or a half-read

@@ -10,6 +10,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "eplb/base/file_io.h"
 #include "main_window.h"
 #include "palette.h"
 
@@ -54,14 +55,7 @@ class ViewerTest : public QObject {
   // Copies the test run into `dir` for a corrupted variant.
   // Rewrites DIR's manifest for the files now there.
   static void Restamp(const QString& dir) {
-    QString text = "# eplb folder manifest v1\nkind\trun\n";
-    for (const QFileInfo& f : QDir(dir).entryInfoList(QDir::Files, QDir::Name)) {
-      if (f.fileName() != "manifest.tsv")
-        text += QString("file\t%1\t%2\n").arg(f.fileName()).arg(f.size());
-    }
-    QFile out(dir + "/manifest.tsv");
-    QVERIFY(out.open(QIODevice::WriteOnly | QIODevice::Truncate));
-    out.write(text.toUtf8());
+    QVERIFY(eplb::WriteFolderManifest(dir.toStdString(), "run").ok());
   }
 
   static QString CopyRun(const QTemporaryDir& tmp, const QString& name) {

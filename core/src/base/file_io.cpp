@@ -66,10 +66,13 @@ Result<std::vector<std::string>> ListFiles(const fs::path& dir) {
   return out;
 }
 
-Status WriteManifest(const std::string& dir, const std::string& kind) {
+}  // namespace
+
+Status WriteFolderManifest(const std::string& dir, const std::string& kind) {
   EPLB_ASSIGN_OR_RETURN(const std::vector<std::string> files, ListFiles(dir));
   std::string text = fmt::format("{}\nkind\t{}\n", kManifestHeader, kind);
   for (const std::string& f : files) {
+    if (f == kManifestName) continue;
     std::error_code ec;
     const auto bytes = fs::file_size(fs::path(dir) / f, ec);
     if (ec) return Status::IoError(fmt::format("{}/{}: {}", dir, f, ec.message()));
@@ -77,6 +80,8 @@ Status WriteManifest(const std::string& dir, const std::string& kind) {
   }
   return WriteTextFile(dir + "/" + kManifestName, text);
 }
+
+namespace {
 
 bool ProcessIsGone(const std::string& pid_text) {
   int32_t pid = 0;
@@ -315,7 +320,7 @@ Status WriteFolderAtomically(const std::string& dir, const std::string& kind,
   }
   Status s = fill(partial);
   if (s.ok()) s = CheckInterrupt();
-  if (s.ok()) s = WriteManifest(partial, kind);
+  if (s.ok()) s = WriteFolderManifest(partial, kind);
   if (s.ok()) {
     auto commit = CommitLock();
     s = CheckInterrupt();

@@ -42,6 +42,10 @@ struct FolderManifest {
 // another size than it says (truncated or replaced since).
 Result<FolderManifest> ReadFolderManifest(const std::string& dir);
 
+// Writes DIR's manifest for the files now in it, as WriteFolderAtomically does last. For tests
+// and tools that assemble or alter a folder themselves.
+Status WriteFolderManifest(const std::string& dir, const std::string& kind);
+
 // Writes the folder DIR as a whole. fill(partial) builds DIR.partial-HOST-PID; the manifest is
 // added; then one atomic exchange of the two names puts the new folder at DIR, and the old one (now
 // at the partial name) is removed. A kill at any instant leaves DIR whole, old or new, plus at most
