@@ -52,6 +52,22 @@ Status Rearranger::Start(const Placement& current, const Placement& target) {
                             [](const LocalCopy& c) { return !c.after_receive; });
     }
   }
+  flows_of_rank_.assign(plans_.size(), {});
+  for (size_t i = 0; i < plans_.size(); ++i) {
+    for (int l = 0; l < kNumLinkClasses; ++l) {
+      auto& of_rank = flows_of_rank_[i][l];
+      of_rank.assign(static_cast<size_t>(ranks), {});
+      const auto& rounds = schedules_[i].lanes[l];
+      for (size_t r = 0; r < rounds.size(); ++r) {
+        for (size_t f = 0; f < rounds[r].flows.size(); ++f) {
+          const Flow& flow = rounds[r].flows[f];
+          const FlowRef ref{static_cast<int32_t>(r), static_cast<int32_t>(f)};
+          of_rank[flow.src_rank].push_back(ref);
+          if (flow.dst_rank != flow.src_rank) of_rank[flow.dst_rank].push_back(ref);
+        }
+      }
+    }
+  }
   lanes_done_.assign(plans_.size(), std::vector<int>(static_cast<size_t>(ranks), 0));
   ranks_ready_.assign(plans_.size(), 0);
   local_ranks_ = 0;
@@ -107,27 +123,33 @@ void Rearranger::RunWorker(int rank, int first_lane, int lanes) {
     const LayerPlan& plan = plans_[i];
     const StagingTarget target{rank, plan.layer, static_cast<int>(i % staging_layers_)};
     const auto& schedule = schedules_[i].lanes;
-    size_t rounds = 0;
-    for (int l = first_lane; l < first_lane + lanes; ++l) {
-      rounds = std::max(rounds, schedule[l].size());
-    }
-    for (size_t r = 0; r < rounds; ++r) {
+    // The rank's flows of each lane in round order; a cursor per lane walks them together.
+    size_t next[kNumLinkClasses] = {};
+    for (;;) {
       if (cancelled_) return;
+      int32_t r = -1;  // the earliest round, over the lanes, that the rank takes part in
+      for (int l = first_lane; l < first_lane + lanes; ++l) {
+        const auto& mine = flows_of_rank_[i][l][rank];
+        if (next[l] < mine.size() && (r < 0 || mine[next[l]].round < r)) r = mine[next[l]].round;
+      }
+      if (r < 0) break;
+      // Only this rank's flows: every backend acts on the flows it sends or receives.
+      Round round;
+      round.link = static_cast<LinkClass>(first_lane);
       bool involved[kNumLinkClasses] = {};
       bool any = false;
-      Round merged_round;  // filled only when merging
       for (int l = first_lane; l < first_lane + lanes; ++l) {
-        if (r >= schedule[l].size()) continue;
-        for (const Flow& f : schedule[l][r].flows) {
-          if (f.src_rank != rank && f.dst_rank != rank) continue;
-          if (merged && !any) merged_round.link = static_cast<LinkClass>(l);
-          if (merged) merged_round.flows.push_back(f);
+        const size_t rr = static_cast<size_t>(r);
+        if (rr < schedule[l].size()) {
+          round.duration_s = std::max(round.duration_s, schedule[l][rr].duration_s);
+        }
+        const auto& mine = flows_of_rank_[i][l][rank];
+        for (; next[l] < mine.size() && mine[next[l]].round == r; ++next[l]) {
+          if (!any) round.link = static_cast<LinkClass>(l);
+          round.flows.push_back(schedule[l][rr].flows[static_cast<size_t>(mine[next[l]].flow)]);
           involved[l] = any = true;
         }
-        merged_round.duration_s = std::max(merged_round.duration_s, schedule[l][r].duration_s);
       }
-      if (!any) continue;
-      const Round& round = merged ? merged_round : schedule[first_lane][r];
       const double start = backend_.Now();
       const Status s = backend_.ExecuteRound(target, round, plan.transfers);
       if (!s.ok()) {
@@ -138,8 +160,7 @@ void Rearranger::RunWorker(int rank, int first_lane, int lanes) {
       const double end = backend_.Now();
       for (int l = first_lane; l < first_lane + lanes; ++l) {
         if (involved[l]) {
-          on_round(RoundEvent{rank, plan.layer, static_cast<LinkClass>(l), static_cast<int>(r),
-                              start, end});
+          on_round(RoundEvent{rank, plan.layer, static_cast<LinkClass>(l), r, start, end});
         }
       }
     }

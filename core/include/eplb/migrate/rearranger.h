@@ -22,6 +22,7 @@
 // foreground (on_layer_committed).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <memory>
 #include <optional>
@@ -120,6 +121,14 @@ class Rearranger {
   std::vector<Schedule> schedules_;
   // Per changing layer and rank: its local copies, those from old slots first.
   std::vector<std::vector<std::vector<LocalCopy>>> copies_;
+  // Per changing layer, lane and rank: (round, flow) for every flow the rank sends or receives,
+  // in round order, so that a worker visits its own rounds only instead of every round's flows
+  // (that scan made a rearrangement quadratic in GPUs).
+  struct FlowRef {
+    int32_t round;
+    int32_t flow;
+  };
+  std::vector<std::array<std::vector<std::vector<FlowRef>>, kNumLinkClasses>> flows_of_rank_;
   int staging_layers_ = 1;
 
   // Guarded by monitor_.
