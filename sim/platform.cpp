@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include <fmt/format.h>
+
 namespace sg4 = simgrid::s4u;
 
 namespace eplb::sim {
@@ -48,6 +50,28 @@ Platform::Platform(const Topology& topology, double pcie_bytes_per_s) : topology
           src->get_netpoint(), gateway, nullptr, nullptr,
           {{pcie[a], sg4::LinkInRoute::Direction::UP}, {nicl[a], sg4::LinkInRoute::Direction::UP}},
           true);
+    }
+    // Each GPU's ports, reachable alone: per link class a host per node whose route from a GPU
+    // crosses only that GPU's sending links and whose route to a GPU only its receiving links.
+    for (int c = 0; c < kNumLinkClasses; ++c) {
+      const bool is_nvlink = static_cast<LinkClass>(c) == LinkClass::kNvlink;
+      sg4::Host* port =
+          zone->create_host(fmt::format("{}-ports{}", is_nvlink ? "nvlink" : "nic", n), 1e15);
+      port_hosts_.push_back(port);
+      for (int g = 0; g < gpn; ++g) {
+        sg4::Host* gpu = hosts_[n * gpn + g];
+        using Dir = sg4::LinkInRoute::Direction;
+        std::vector<sg4::LinkInRoute> up, down;
+        if (is_nvlink) {
+          up = {{nvl[g], Dir::UP}};
+          down = {{nvl[g], Dir::DOWN}};
+        } else {
+          up = {{pcie[g], Dir::UP}, {nicl[g], Dir::UP}};
+          down = {{nicl[g], Dir::DOWN}, {pcie[g], Dir::DOWN}};
+        }
+        zone->add_route(gpu->get_netpoint(), port->get_netpoint(), nullptr, nullptr, up, false);
+        zone->add_route(port->get_netpoint(), gpu->get_netpoint(), nullptr, nullptr, down, false);
+      }
     }
     zone->seal();
     fabric->add_route(zone->get_netpoint(), nullptr, gateway, nullptr, {}, true);

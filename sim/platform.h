@@ -2,7 +2,8 @@
 // gateway router, and per GPU a host and split-duplex links for NVLink, PCIe and the NIC.
 // Intra-node routes cross the sender's NVLink up and the receiver's NVLink down (NVSwitch is
 // non-blocking, so it adds no shared link); inter-node routes cross PCIe and the NIC up, the
-// fabric (a star, non-blocking), and the NIC and PCIe down.
+// fabric (a star, non-blocking), and the NIC and PCIe down. Per node and link class a port host
+// lets a flow load one GPU's sending or receiving links alone (an all-to-all phase's port).
 //
 // Link latencies are zero and the network model is set so that a flow alone on a link takes
 // exactly bytes / bandwidth (shared/notes/simgrid.md); callers add the start-up latency.
@@ -25,11 +26,18 @@ class Platform {
   // `pcie_bytes_per_s`: the GPU-to-NIC link.
   Platform(const Topology& topology, double pcie_bytes_per_s);
   simgrid::s4u::Host* host(int rank) const { return hosts_[rank]; }
+  // The host that reaches `rank`'s ports of class `link` alone: a flow from `rank` to it crosses
+  // only the rank's sending links of that class, a flow from it to `rank` only its receiving ones.
+  simgrid::s4u::Host* port_host(int rank, LinkClass link) const {
+    return port_hosts_[static_cast<size_t>(topology_.node_of_rank(rank) * kNumLinkClasses +
+                                           static_cast<int>(link))];
+  }
   const Topology& topology() const { return topology_; }
 
  private:
   Topology topology_;
   std::vector<simgrid::s4u::Host*> hosts_;
+  std::vector<simgrid::s4u::Host*> port_hosts_;  // [node × link class]
 };
 
 }  // namespace eplb::sim

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <unordered_map>
 
 namespace sg4 = simgrid::s4u;
 
@@ -39,8 +40,29 @@ std::unique_ptr<Monitor> SimBackend::NewMonitor() {
 }
 
 void SimBackend::StartWorker(int rank, std::function<void()> body) {
-  workers_.push_back(
-      sg4::Actor::create("worker" + std::to_string(rank), platform_.host(rank), std::move(body)));
+  workers_.push_back(sg4::Actor::create("worker" + std::to_string(rank), platform_.host(rank),
+                                        [this, body = std::move(body)] {
+                                          const aid_t me = sg4::this_actor::get_pid();
+                                          struct Registration {
+                                            std::unordered_map<aid_t, Courier*>& couriers;
+                                            aid_t pid;
+                                            ~Registration() { couriers.erase(pid); }
+                                          } registration{couriers_, me};
+                                          Courier courier;
+                                          couriers_[me] = &courier;
+                                          body();
+                                        }));
+}
+
+Courier& SimBackend::CourierOfThisActor() {
+  const aid_t me = sg4::this_actor::get_pid();
+  if (auto it = couriers_.find(me); it != couriers_.end()) return *it->second;
+  // An actor that the rearranger did not start through StartWorker: its courier lives until
+  // the simulation ends.
+  auto& own = own_couriers_[me];
+  if (!own) own = std::make_unique<Courier>();
+  couriers_[me] = own.get();
+  return *own;
 }
 
 void SimBackend::JoinWorkers() {
@@ -57,12 +79,12 @@ Status SimBackend::ExecuteRound(const StagingTarget& target, const Round& round,
   }
   if (mine.empty()) return Status::Ok();
   sg4::this_actor::sleep_for(platform_.topology().link(round.link).latency_s);
-  std::vector<sg4::CommPtr> comms;
-  for (const Flow* f : mine) {
-    comms.push_back(sg4::Comm::sendto_async(
-        platform_.host(f->src_rank), platform_.host(f->dst_rank), static_cast<uint64_t>(f->bytes)));
-  }
-  sg4::Comm::wait_all(comms);
+  std::vector<HostFlow> flows;
+  flows.reserve(mine.size());
+  for (const Flow* f : mine)
+    flows.push_back({platform_.host(f->src_rank), platform_.host(f->dst_rank),
+                     static_cast<uint64_t>(f->bytes)});
+  const std::vector<sg4::CommPtr> comms = CourierOfThisActor().Receive(flows);
   for (size_t i = 0; i < mine.size(); ++i) {
     for (int32_t t : mine[i]->transfers) {
       const Transfer& tr = transfers[t];
@@ -96,8 +118,9 @@ Status SimStepRunner::RunStep(const StepCost& cost, bool contended) {
   return Status::Ok();
 }
 
-// A phase's flows start together; each link class then takes its layers × latency plus the
-// drain time of its flows, and the phase lasts as long as the slower class.
+// A phase's flows start together, one per GPU port (StepModel::AllToAllFlows) between the GPU
+// and its node's port host; each link class then takes its layers × latency plus the drain time
+// of its flows, and the phase lasts as long as the slower class.
 void SimStepRunner::Phase(const StepCost& cost, bool combine, double idle_time) {
   const double start = sg4::Engine::get_clock();
   const std::vector<PhaseFlow> flows = model_.AllToAllFlows(cost, combine);
@@ -105,15 +128,18 @@ void SimStepRunner::Phase(const StepCost& cost, bool combine, double idle_time) 
     sg4::this_actor::sleep_for(idle_time);
     return;
   }
-  std::vector<sg4::CommPtr> comms;
+  std::vector<HostFlow> host_flows;
+  host_flows.reserve(flows.size());
   for (const PhaseFlow& f : flows) {
-    comms.push_back(sg4::Comm::sendto_async(platform_.host(f.src_rank), platform_.host(f.dst_rank),
-                                            static_cast<uint64_t>(f.bytes)));
+    sg4::Host* gpu = platform_.host(f.rank);
+    sg4::Host* port = platform_.port_host(f.rank, f.link);
+    const auto bytes = static_cast<uint64_t>(f.bytes);
+    host_flows.push_back(f.outbound ? HostFlow{gpu, port, bytes} : HostFlow{port, gpu, bytes});
   }
-  sg4::Comm::wait_all(comms);
+  const std::vector<double> finish = ports_.Run(host_flows);
   double end = start;
   for (size_t i = 0; i < flows.size(); ++i) {
-    end = std::max(end, comms[i]->get_finish_time() + model_.PhaseLatency(flows[i].link));
+    end = std::max(end, finish[i] + model_.PhaseLatency(flows[i].link));
   }
   sg4::this_actor::sleep_until(end);
 }

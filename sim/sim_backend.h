@@ -1,20 +1,24 @@
 // The rearranger's backend on the SimGrid model: workers are actors on their GPU's host, a
-// round's receives are flows from the senders' hosts (after the link's start-up latency),
+// round's receives are flows from the senders' hosts (after the link's start-up latency, brought
+// by the worker's Courier, flows.h),
 // local copies take bytes / HBM bandwidth, and the clock is simulated time. No weights exist:
 // the simulator moves time, not bytes. Each finished transfer is reported through on_transfer.
 //
 // Also the step runner: a step on idle links lasts its analytic time; on links shared with
-// migrations its dispatch and combine phases run as flows (StepModel::AllToAllFlows) and last
-// as long as the network model says.
+// migrations its dispatch and combine phases run as one flow per GPU port
+// (StepModel::AllToAllFlows, Platform::port_host) and last as long as the network model says.
 //
 // Thread-safety: SimGrid runs actors one at a time; use only from actors of one engine.
 #pragma once
 
+#include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "eplb/engine/eplb_loop.h"
 #include "eplb/engine/step_model.h"
 #include "eplb/migrate/backend.h"
+#include "flows.h"
 #include "platform.h"
 
 namespace eplb::sim {
@@ -34,10 +38,15 @@ class SimBackend final : public RearrangementBackend {
   Status CommitLayer(const StagingTarget& target, std::span<const int32_t> slots) override;
 
  private:
+  Courier& CourierOfThisActor();
+
   const Platform& platform_;
   int staging_buffers_;
   double hbm_bytes_per_s_;
   std::vector<simgrid::s4u::ActorPtr> workers_;
+  // The courier that brings each worker actor its flows (flows.h), by actor id.
+  std::unordered_map<aid_t, Courier*> couriers_;
+  std::unordered_map<aid_t, std::unique_ptr<Courier>> own_couriers_;
 };
 
 class SimStepRunner final : public StepRunner {
@@ -50,6 +59,7 @@ class SimStepRunner final : public StepRunner {
   void Phase(const StepCost& cost, bool combine, double idle_time);
   const Platform& platform_;
   const StepModel& model_;
+  PortActors ports_;
 };
 
 }  // namespace eplb::sim

@@ -12,6 +12,7 @@
 #include "eplb/engine/workload.h"
 #include "eplb/io/scenario_file.h"
 #include "eplb/migrate/host_backend.h"
+#include "flows.h"
 #include "platform.h"
 #include "sim_backend.h"
 #include "simulation.h"
@@ -209,6 +210,67 @@ TEST(SimModel, NoRearrangementBeatsItsBoundWithStagingBuffers) {
 TEST(SimModel, NoRearrangementBeatsItsBoundStoppingTheWorld) {
   ExpectNoRearrangementBeatsItsBound(
       {"cluster.nodes=4", "eplb.num_redundant_experts=8", "eplb.use_async=false"});
+}
+
+// The flow helpers (flows.h) issue mailbox communications instead of Comm::sendto_async; every
+// flow must take exactly what sendto gives it, alone and sharing ports with other helpers' flows.
+TEST(SimModel, CourierAndPortActorsTimeFlowsAsSendtoDoes) {
+  sg4::Engine& engine = NewEngine();
+  const sim::Platform p(TwoNodes(), 64e9);
+  // Into GPU 1 from its node (NVLink), from the other node (NIC) and a flow that shares GPU 0's
+  // NVLink port with one of them; sizes differ so that the flows end one after another.
+  auto flow = [&](int src, int dst, uint64_t bytes) {
+    return sim::HostFlow{p.host(src), p.host(dst), bytes};
+  };
+  const std::vector<sim::HostFlow> into_one = {flow(0, 1, 400'000'000), flow(2, 1, 100'000'000),
+                                               flow(4, 1, 300'000'000)};
+  const std::vector<sim::HostFlow> others = {flow(0, 3, 200'000'000), flow(5, 0, 250'000'000),
+                                             flow(6, 1, 50'000'000)};
+  auto by_sendto = [&](const std::vector<sim::HostFlow>& flows) {
+    const double t0 = sg4::Engine::get_clock();
+    std::vector<sg4::CommPtr> comms;
+    for (const auto& f : flows) comms.push_back(sg4::Comm::sendto_async(f.src, f.dst, f.bytes));
+    sg4::Comm::wait_all(comms);
+    std::vector<double> d;
+    for (const auto& c : comms) d.push_back(c->get_finish_time() - t0);
+    return d;
+  };
+  std::vector<sim::HostFlow> all = into_one;
+  all.insert(all.end(), others.begin(), others.end());
+  std::vector<double> sendto_all, ports_all, sendto_into, courier_into, mixed_courier, mixed_ports;
+  sg4::Actor::create("check", p.host(1), [&] {
+    sim::PortActors ports;
+    sim::Courier courier;
+    sendto_all = by_sendto(all);
+    const double t0 = sg4::Engine::get_clock();
+    for (double f : ports.Run(all)) ports_all.push_back(f - t0);
+    sendto_into = by_sendto(into_one);
+    const double t1 = sg4::Engine::get_clock();
+    for (const auto& c : courier.Receive(into_one))
+      courier_into.push_back(c->get_finish_time() - t1);
+    // Both helpers at once: this actor's courier flows share ports with the port actors' flows.
+    const double t2 = sg4::Engine::get_clock();
+    sg4::Actor::create("ports", p.host(0), [&] {
+      for (double f : ports.Run(others)) mixed_ports.push_back(f - t2);
+    });
+    for (const auto& c : courier.Receive(into_one))
+      mixed_courier.push_back(c->get_finish_time() - t2);
+  });
+  engine.run();
+  ASSERT_EQ(ports_all.size(), all.size());
+  ASSERT_EQ(courier_into.size(), into_one.size());
+  ASSERT_EQ(mixed_ports.size(), others.size());
+  // Equal up to the rounding of the clock at different start times.
+  const double eps = 1e-12;
+  for (size_t i = 0; i < all.size(); ++i) EXPECT_NEAR(ports_all[i], sendto_all[i], eps) << i;
+  for (size_t i = 0; i < into_one.size(); ++i) {
+    EXPECT_NEAR(courier_into[i], sendto_into[i], eps) << i;
+    EXPECT_NEAR(mixed_courier[i], sendto_all[i], eps) << i;
+  }
+  for (size_t i = 0; i < others.size(); ++i)
+    EXPECT_NEAR(mixed_ports[i], sendto_all[into_one.size() + i], eps) << i;
+  // Sharing is real: GPU 1 receives 850 MB over one NVLink port and more from the NIC.
+  EXPECT_GT(sendto_all[0], 1e-3 + 1e-6);
 }
 
 }  // namespace

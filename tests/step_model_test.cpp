@@ -52,12 +52,27 @@ TEST_F(StepModelTest, StragglerComputeAndDispatchByHand) {
   EXPECT_DOUBLE_EQ(cost.imbalance_ratio, 0.25);
 }
 
-TEST_F(StepModelTest, AllToAllFlowsCarryTheBusiestPortInOneFlowEach) {
-  const auto flows = model.AllToAllFlows(cost, false);
-  ASSERT_EQ(flows.size(), 2u);  // 0 -> 1 and 1 -> 0 over NVLink
+TEST_F(StepModelTest, AllToAllFlowsCarryEachPortsBytesInOneFlow) {
+  // Dispatch: GPU 0 sends 5 and receives 3 assignments over NVLink, GPU 1 the reverse of its
+  // 3 and 5; no NIC traffic on one node.
+  const auto dispatch = model.AllToAllFlows(cost, false);
+  ASSERT_EQ(dispatch.size(), 4u);
   double busiest = 0;
-  for (const auto& f : flows) busiest = std::max(busiest, f.bytes);
-  EXPECT_DOUBLE_EQ(busiest, 10000.0);
+  for (const auto& f : dispatch) {
+    EXPECT_EQ(f.link, LinkClass::kNvlink);
+    const auto& bytes = f.outbound ? cost.send[0] : cost.recv[0];
+    EXPECT_DOUBLE_EQ(f.bytes, bytes[static_cast<size_t>(f.rank)]);
+    busiest = std::max(busiest, f.bytes);
+  }
+  // The busiest port, alone, drains in the analytic phase time.
+  EXPECT_DOUBLE_EQ(model.PhaseLatency(LinkClass::kNvlink) + busiest / 1e9, cost.dispatch_s);
+  // Combine is the mirror image: each port carries what the other direction did in dispatch.
+  const auto combine = model.AllToAllFlows(cost, true);
+  ASSERT_EQ(combine.size(), 4u);
+  for (const auto& f : combine) {
+    const auto& bytes = f.outbound ? cost.recv[0] : cost.send[0];
+    EXPECT_DOUBLE_EQ(f.bytes, bytes[static_cast<size_t>(f.rank)]);
+  }
 }
 
 }  // namespace

@@ -37,14 +37,19 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
   double moe = 0, sum_mean = 0, sum_max = 0, imbalance = 0;
   int loaded_layers = 0;
   std::vector<double> node_tokens(static_cast<size_t>(topology_.nodes()));
+  const int E = placement.num_experts();
+  expert_share_.resize(static_cast<size_t>(E));
   for (int l = 0; l < placement.num_layers(); ++l) {
     const auto row = placement.phy2log(l);
+    // Each replica takes an equal share of its expert's tokens: one division per expert, not per
+    // slot (the same quotients, so the same sums).
+    for (int e = 0; e < E; ++e) expert_share_[e] = load(l, e) / placement.logcnt(l, e);
     double total = 0, max = 0;
     std::fill(node_tokens.begin(), node_tokens.end(), 0.0);
     for (int g = 0; g < G; ++g) {
       double t = 0;
       for (int s = g * per; s < (g + 1) * per; ++s) {
-        if (row[s] != kEmptySlot) t += load(l, row[s]) / placement.logcnt(l, row[s]);
+        if (row[s] != kEmptySlot) t += expert_share_[row[s]];
       }
       gpu_tokens_[g] = t;
       total += t;
@@ -78,17 +83,14 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
 
 std::vector<PhaseFlow> StepModel::AllToAllFlows(const StepCost& cost, bool combine) const {
   std::vector<PhaseFlow> flows;
-  const int G = topology_.num_ranks(), gpn = topology_.gpus_per_node(), nodes = topology_.nodes();
-  for (int g = 0; g < G; ++g) {
-    const int node = g / gpn, local = g % gpn;
-    const int partner[kNumLinkClasses] = {node * gpn + (local + 1) % gpn,
-                                          ((node + 1) % nodes) * gpn + local};
-    for (int c = 0; c < kNumLinkClasses; ++c) {
-      if (partner[c] == g) continue;
-      const auto& out = combine ? cost.recv[c] : cost.send[c];
-      const auto& in = combine ? cost.send[c] : cost.recv[c];
-      const double bytes = std::max(out[g], in[partner[c]]);
-      if (bytes > 0) flows.push_back({g, partner[c], static_cast<LinkClass>(c), bytes});
+  for (int c = 0; c < kNumLinkClasses; ++c) {
+    const auto link = static_cast<LinkClass>(c);
+    const auto& out = combine ? cost.recv[c] : cost.send[c];
+    const auto& in = combine ? cost.send[c] : cost.recv[c];
+    for (size_t g = 0; g < out.size(); ++g) {
+      const int rank = static_cast<int>(g);
+      if (out[g] > 0) flows.push_back({rank, link, true, out[g]});
+      if (in[g] > 0) flows.push_back({rank, link, false, in[g]});
     }
   }
   return flows;

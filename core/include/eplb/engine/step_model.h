@@ -12,8 +12,8 @@
 //                  two classes overlap, so a phase lasts as long as the slower class
 //   step time      compute + dispatch + combine, on idle links
 //
-// On links shared with expert migrations the simulator plays each phase as flows (AllToAllFlows)
-// and the step lasts longer; on idle links it gives exactly the analytic phase time.
+// On links shared with expert migrations the simulator plays each phase as one flow per GPU port
+// (AllToAllFlows) and the step lasts longer; on idle links it gives exactly the analytic time.
 //
 // Thread-safety: a StepModel is not thread-safe (it keeps scratch buffers).
 #pragma once
@@ -27,10 +27,12 @@
 
 namespace eplb {
 
+// The traffic of one GPU port in an a2a phase: everything `rank` sends (outbound) or receives
+// over one link class.
 struct PhaseFlow {
-  int src_rank;
-  int dst_rank;
+  int rank;
   LinkClass link;
+  bool outbound;
   double bytes;
 };
 
@@ -50,10 +52,11 @@ class StepModel {
   explicit StepModel(const Scenario& scenario);
   void Cost(const LoadMatrix& load, const Placement& placement, StepCost& out);
 
-  // One a2a phase as flows: per link class, GPU g sends to its ring partner (the next GPU of
-  // its node for NVLink, the same GPU index on the next node for NICs) max(g's send bytes, the
-  // partner's receive bytes). Each port carries one flow, as busy as the real traffic keeps it
-  // at least, and on idle links the phase drains in exactly the analytic time.
+  // One a2a phase as flows: per link class and GPU, one flow through its sending port with all
+  // it sends and one through its receiving port with all it receives (none where that is zero).
+  // Each port drains on its own, as a real all-to-all's does when a GPU exchanges with many
+  // peers at once: a port slowed by a migration delays the phase by its own backlog only. On
+  // idle links the busiest port decides, which is exactly the analytic phase time.
   // `combine` swaps the roles of sends and receives.
   std::vector<PhaseFlow> AllToAllFlows(const StepCost& cost, bool combine) const;
   // Layers × latency of `link`: the start-up cost of one phase on it.
@@ -68,6 +71,7 @@ class StepModel {
   int layers_;
   double bytes_per_assignment_;
   std::vector<double> gpu_tokens_;
+  std::vector<double> expert_share_;  // load(l, e) / replicas of e, for the current layer
 };
 
 }  // namespace eplb

@@ -40,7 +40,8 @@ class Placement {
   int32_t expert_at(int layer, int slot) const { return phy2log(layer)[slot]; }
   std::span<const int32_t> replicas(int layer, int expert) const;
   int logcnt(int layer, int expert) const {
-    return static_cast<int>(replicas(layer, expert).size());
+    const int32_t* off = offsets_.data() + static_cast<size_t>(layer) * (num_experts_ + 1);
+    return off[expert + 1] - off[expert];
   }
   int max_logcnt() const;
   const std::vector<int32_t>& phy2log_flat() const { return phy2log_; }

@@ -1,0 +1,138 @@
+#include "flows.h"
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+namespace sg4 = simgrid::s4u;
+
+namespace eplb::sim {
+namespace {
+
+// Puts carry no data; SimGrid only asks for a non-null payload.
+char payload_marker;
+
+sg4::Mailbox* NewMailbox(const char* kind) {
+  static std::atomic<uint64_t> next{0};
+  return sg4::Mailbox::by_name(std::string(kind) + std::to_string(next++));
+}
+
+sg4::CommPtr Put(sg4::Mailbox* mailbox, uint64_t bytes) {
+  return mailbox->put_async(&payload_marker, bytes);
+}
+
+}  // namespace
+
+struct Courier::Shared {
+  sg4::SemaphorePtr work = sg4::Semaphore::create(0);
+  sg4::Mailbox* mailbox = NewMailbox("courier-");
+  std::vector<HostFlow> job;
+  bool stop = false;
+};
+
+Courier::Courier() : shared_(std::make_shared<Shared>()) {
+  std::shared_ptr<Shared> shared = shared_;
+  sg4::Actor::create("courier", sg4::this_actor::get_host(), [shared] {
+    for (;;) {
+      shared->work->acquire();
+      if (shared->stop) return;
+      const std::vector<HostFlow> job = std::move(shared->job);
+      std::vector<sg4::CommPtr> puts;
+      puts.reserve(job.size());
+      for (const HostFlow& f : job) {
+        // The receiver's get is already posted, so the put matches at once and the flow is
+        // routed from the host the courier stands on now.
+        sg4::this_actor::set_host(f.src);
+        puts.push_back(Put(shared->mailbox, f.bytes));
+      }
+      sg4::Comm::wait_all(puts);
+    }
+  })->daemonize();
+}
+
+Courier::~Courier() {
+  shared_->stop = true;
+  shared_->work->release();
+}
+
+std::vector<sg4::CommPtr> Courier::Receive(std::span<const HostFlow> flows) {
+  std::vector<void*> received(flows.size());
+  std::vector<sg4::CommPtr> gets;
+  gets.reserve(flows.size());
+  for (size_t i = 0; i < flows.size(); ++i)
+    gets.push_back(shared_->mailbox->get_async<void>(&received[i]));
+  shared_->job.assign(flows.begin(), flows.end());
+  shared_->work->release();
+  sg4::Comm::wait_all(gets);
+  return gets;
+}
+
+struct PortActors::Port {
+  sg4::SemaphorePtr work;
+  sg4::Mailbox* mailbox = nullptr;
+  std::vector<size_t> sends;  // indices into Shared::flows
+  int receives = 0;
+};
+
+struct PortActors::Shared {
+  std::unordered_map<sg4::Host*, Port> ports;  // node-based: a Port never moves
+  std::vector<HostFlow> flows;
+  std::vector<double> finish;
+  size_t pending = 0;
+  sg4::SemaphorePtr done = sg4::Semaphore::create(0);
+};
+
+PortActors::PortActors() : shared_(std::make_shared<Shared>()) {}
+
+void PortActors::Start(sg4::Host* host, Port& port) {
+  port.work = sg4::Semaphore::create(0);
+  port.mailbox = NewMailbox("port-");
+  std::shared_ptr<Shared> shared = shared_;
+  Port* me_ptr = &port;
+  sg4::Actor::create("port", host, [shared, me_ptr] {
+    Port& me = *me_ptr;
+    for (;;) {
+      me.work->acquire();
+      std::vector<void*> received(static_cast<size_t>(me.receives));
+      std::vector<sg4::CommPtr> comms;
+      comms.reserve(received.size() + me.sends.size());
+      for (void*& r : received) comms.push_back(me.mailbox->get_async<void>(&r));
+      const size_t first_send = comms.size();
+      for (size_t i : me.sends) {
+        const HostFlow& f = shared->flows[i];
+        comms.push_back(Put(shared->ports.at(f.dst).mailbox, f.bytes));
+      }
+      sg4::Comm::wait_all(comms);
+      for (size_t k = 0; k < me.sends.size(); ++k)
+        shared->finish[me.sends[k]] = comms[first_send + k]->get_finish_time();
+      me.sends.clear();
+      me.receives = 0;
+      if (--shared->pending == 0) shared->done->release();
+    }
+  })->daemonize();
+}
+
+std::vector<double> PortActors::Run(std::span<const HostFlow> flows) {
+  Shared& s = *shared_;
+  s.flows.assign(flows.begin(), flows.end());
+  s.finish.assign(flows.size(), 0.0);
+  std::vector<Port*> busy;
+  auto touch = [&](sg4::Host* host) {
+    Port& port = s.ports[host];
+    if (port.sends.empty() && port.receives == 0) busy.push_back(&port);
+    if (!port.work) Start(host, port);
+    return &port;
+  };
+  for (size_t i = 0; i < flows.size(); ++i) {
+    touch(flows[i].src)->sends.push_back(i);
+    ++touch(flows[i].dst)->receives;
+  }
+  if (busy.empty()) return {};
+  s.pending = busy.size();
+  for (Port* port : busy) port->work->release();
+  s.done->acquire();
+  return std::move(s.finish);
+}
+
+}  // namespace eplb::sim
