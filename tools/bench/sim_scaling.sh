@@ -1,30 +1,45 @@
 #!/usr/bin/env bash
-# Simulation speed: wall time and peak memory of `eplb run` on the DeepSeek-V3 scenarios, and
-# how cost grows with the number of GPUs. SimGrid allows one engine per process, so this times
-# whole runs instead of a Google Benchmark loop.
-#   tools/bench/sim_scaling.sh [path/to/eplb]
+# Simulation cost: user CPU time and peak memory of `eplb run` as the cluster and the run grow.
+# SimGrid allows one engine per process, so this times whole runs instead of a Google Benchmark
+# loop. Numbers:
+#   user (s)    CPU time of the process in user mode (one core: SimGrid runs actors one at a time)
+#   peak (MB)   maximum resident set size
+#   slope       log(user time ratio) / log(GPU ratio) between consecutive rows of the GPU table:
+#               1 is linear in GPUs
+# The GPU table scales the default DeepSeek-V3 EP32 scenario with cluster.nodes, keeping 9 slots
+# per GPU (num_redundant_experts = 9 × GPUs − 256), for 3,000 steps: one rearrangement of every
+# layer, overlapped with inference (async). The step table runs the default scenario as shipped.
+#   tools/bench/sim_scaling.sh [path/to/eplb] [max GPUs, default 4096]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 eplb=${1:-build/tools/eplb}
+max_gpus=${2:-4096}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-measure() {  # label, args...
-  local label=$1
-  shift
-  /usr/bin/time -f "%e %M" -o "$out/time" "$eplb" run "$@" --out "$out/run" >/dev/null
-  read -r wall rss <"$out/time"
-  local steps moved
-  steps=$(python3 -c "import json;print(json.load(open('$out/run/summary.json'))['steps'])")
-  moved=$(python3 -c "import json;s=json.load(open('$out/run/summary.json'));print(s['transfers'])")
-  printf "%-44s %8s %9.2f %10.0f %10s\n" "$label" "$steps" "$wall" "$((rss / 1024))" "$moved"
+measure() {  # prints "user peak_mb transfers"; args: eplb run arguments
+  /usr/bin/time -f "%U %M" -o "$out/time" "$eplb" run "$@" --out "$out/run" >/dev/null
+  read -r user rss <"$out/time"
+  transfers=$(/usr/bin/python3 -c "import json;print(json.load(open('$out/run/summary.json'))['transfers'])")
+  echo "$user $((rss / 1024)) $transfers"
 }
 
-printf "%-44s %8s %9s %10s %10s\n" "run" "steps" "wall (s)" "peak (MB)" "transfers"
-measure "DeepSeek-V3 prefill EP32 (default)"
-measure "DeepSeek-V3 decode EP144" scenarios/deepseek-v3-decode-ep144.yaml
-for gpus in 32 64 128 256; do
-  nodes=$((gpus / 8))
-  measure "EP32 scenario on $gpus GPUs, 6000 steps" --set cluster.nodes=$nodes \
-    --set eplb.num_redundant_experts=$gpus --set run.steps=6000
+printf "%-8s %8s %10s %10s %10s %7s\n" "GPUs" "steps" "user (s)" "peak (MB)" "transfers" "slope"
+prev_gpus="" prev_user=""
+for gpus in 32 64 128 256 512 1024 2048 4096; do
+  [ "$gpus" -le "$max_gpus" ] || break
+  read -r user peak transfers < <(measure --set cluster.nodes=$((gpus / 8)) \
+    --set eplb.num_redundant_experts=$((9 * gpus - 256)) --set run.steps=3000)
+  slope=$([ -n "$prev_gpus" ] && /usr/bin/python3 -c \
+    "import math;print(f'{math.log($user/$prev_user)/math.log($gpus/$prev_gpus):.2f}')" || echo "")
+  printf "%-8s %8s %10s %10s %10s %7s\n" "$gpus" 3000 "$user" "$peak" "$transfers" "$slope"
+  prev_gpus=$gpus prev_user=$user
 done
+echo
+printf "%-44s %8s %10s %10s %10s\n" "default EP32 scenario" "steps" "user (s)" "peak (MB)" "transfers"
+for steps in 3000 10000 30000; do
+  read -r user peak transfers < <(measure --set run.steps=$steps)
+  printf "%-44s %8s %10s %10s %10s\n" "" "$steps" "$user" "$peak" "$transfers"
+done
+read -r user peak transfers < <(measure scenarios/deepseek-v3-decode-ep144.yaml)
+printf "%-44s %8s %10s %10s %10s\n" "DeepSeek-V3 decode EP144 (as shipped)" "-" "$user" "$peak" "$transfers"
