@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_fixture.h"
+#include "eplb/io/run_folder.h"
 #include "test_util.h"
 
 namespace eplb {
@@ -203,6 +204,32 @@ TEST_F(CliTest, RunTinyScenarioMatchesGolden) {
   const CliRun again = Eplb("run " + out + "/scenario.yaml --out " + out + "2");
   ASSERT_EQ(again.code, 0) << again.err;
   ExpectJsonNear(golden, nlohmann::json::parse(testing::ReadFile(out + "2/summary.json")), "rerun");
+}
+
+// --no-trace leaves out only trace.json: the folder is complete for every reader, and a
+// comparison's runs are written the same way.
+TEST_F(CliTest, NoTraceLeavesOutOnlyTheTrace) {
+  const std::string out = (dir_ / "no-trace").string();
+  const CliRun r =
+      Eplb(std::string("run ") + EPLB_SCENARIO_DIR + "/tiny.yaml --no-trace --out " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(fs::exists(fs::path(out) / "trace.json"));
+  EXPECT_EQ(testing::ReadFile(out + "/manifest.tsv").find("trace.json"), std::string::npos);
+  auto folder = ReadRunFolder(out);
+  ASSERT_TRUE(folder.ok()) << folder.status().message();
+  const auto golden =
+      nlohmann::json::parse(testing::ReadFile(testing::DataPath("golden/tiny-summary.json")));
+  ExpectJsonNear(golden, nlohmann::json::parse(testing::ReadFile(out + "/summary.json")),
+                 "summary");
+  const std::string cmp = (dir_ / "no-trace-compare").string();
+  const CliRun c = Eplb(std::string("compare ") + EPLB_SCENARIO_DIR +
+                        "/tiny.yaml --policies static,deepseek --no-trace --out " + cmp);
+  ASSERT_EQ(c.code, 0) << c.err;
+  for (const char* policy : {"static", "deepseek"}) {
+    EXPECT_TRUE(fs::exists(fs::path(cmp) / policy / "summary.json")) << policy;
+    EXPECT_FALSE(fs::exists(fs::path(cmp) / policy / "trace.json")) << policy;
+  }
+  EXPECT_TRUE(fs::exists(fs::path(cmp) / "report.html"));
 }
 
 // Every shipped scenario runs a short number of steps with a rearrangement in them.

@@ -24,6 +24,7 @@ struct CompareArgs {
   std::string out;
   std::vector<std::string> overrides;
   int jobs = 0;
+  RunFolderOptions folder;
 };
 
 int RunCompare(const CompareArgs& args) {
@@ -47,7 +48,7 @@ int RunCompare(const CompareArgs& args) {
           jobs.push_back({p, [&, p] {
                             Scenario one = *scenario;
                             one.eplb.policy = p;
-                            return SimulateToFolder(one, partial + "/" + p);
+                            return SimulateToFolder(one, partial + "/" + p, args.folder);
                           }});
         }
         fmt::print(stderr, "eplb compare: {} policies on {} ({} steps each)\n", policies.size(),
@@ -89,6 +90,7 @@ void AddCompareCommand(CLI::App& app, Action& action) {
   AddScenarioOptions(sub, args->scenario_path, args->overrides);
   sub->add_option("--policies", args->policies, "Comma-separated policies")->capture_default_str();
   sub->add_option("--out", args->out, "Folder to write (default: runs/compare-<scenario name>)");
+  AddNoTraceFlag(sub, args->folder);
   sub->add_option("--jobs", args->jobs, "Simulations at once (default: one per core)")
       ->check(AtLeast(0));
   sub->callback([&action, args] { action = [args] { return RunCompare(*args); }; });

@@ -11,6 +11,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "eplb/io/run_folder.h"
+#include "simulate.h"
 #include "simulation.h"
 
 namespace eplb::cli {
@@ -20,6 +21,7 @@ struct RunArgs {
   std::string scenario_path;
   std::string out;
   std::vector<std::string> overrides;
+  RunFolderOptions folder;
 };
 
 int RunRun(const RunArgs& args) {
@@ -37,7 +39,7 @@ int RunRun(const RunArgs& args) {
   });
   if (progress) fmt::print(stderr, "\n");
   if (!run.ok()) return ReportError(cmd, run.status());
-  const Status written = WriteRunFolder(dir, *run);
+  const Status written = WriteRunFolder(dir, *run, args.folder);
   if (!written.ok()) return ReportError(cmd, written);
   PrintRunSummary(*run, dir);
   return kExitOk;
@@ -50,6 +52,7 @@ void AddRunCommand(CLI::App& app, Action& action) {
   CLI::App* sub = app.add_subcommand(kRunName, kRunAbout);
   AddScenarioOptions(sub, args->scenario_path, args->overrides);
   sub->add_option("--out", args->out, "Run folder to write (default: runs/<scenario name>)");
+  AddNoTraceFlag(sub, args->folder);
   sub->callback([&action, args] { action = [args] { return RunRun(*args); }; });
 }
 

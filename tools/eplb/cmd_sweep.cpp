@@ -36,6 +36,7 @@ struct SweepArgs {
   std::string out;
   std::vector<std::string> overrides;
   int jobs = 0;
+  RunFolderOptions folder;
 };
 
 struct Point {
@@ -125,7 +126,8 @@ int RunSweep(const SweepArgs& args) {
     for (size_t i = 0; i < all.size(); ++i) {
       if (static_cast<int>(i % static_cast<size_t>(ranks)) != rank) continue;
       jobs.push_back({fmt::format("point {}", i), [&, i] {
-                        return SimulateToFolder(scenarios[i], fmt::format("{}/points/{}", root, i));
+                        return SimulateToFolder(scenarios[i], fmt::format("{}/points/{}", root, i),
+                                                args.folder);
                       }});
     }
     return RunJobs(jobs, args.jobs);
@@ -225,6 +227,7 @@ void AddSweepCommand(CLI::App& app, Action& action) {
   sub->add_option("--policies", args->policies,
                   "Comma-separated policies (default: the scenario's)");
   sub->add_option("--out", args->out, "Folder to write (default: runs/sweep-<scenario name>)");
+  AddNoTraceFlag(sub, args->folder);
   sub->add_option("--jobs", args->jobs,
                   "Simulations at once on this machine (default: one per core)")
       ->check(AtLeast(0));

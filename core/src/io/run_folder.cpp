@@ -423,7 +423,8 @@ RunSummary Summarize(const RunResult& run) {
   return out;
 }
 
-Status WriteRunFolder(const std::string& dir, const RunResult& run) {
+Status WriteRunFolder(const std::string& dir, const RunResult& run,
+                      const RunFolderOptions& options) {
   std::vector<run_folder::RearrangementRow> rows;
   const std::vector<double> following = FollowingBalancedness(run);
   for (size_t i = 0; i < run.rearrangements.size(); ++i) {
@@ -443,8 +444,10 @@ Status WriteRunFolder(const std::string& dir, const RunResult& run) {
         {"trace.json", [&] { return PerfettoTraceJson(run); }},
         // The summary last: a folder without it was never finished.
         {"summary.json", [&] { return SummaryJson(Summarize(run)).dump(2) + "\n"; }}};
-    for (const auto& [name, text] : files)
+    for (const auto& [name, text] : files) {
+      if (!options.trace && std::string_view(name) == "trace.json") continue;
       EPLB_RETURN_IF_ERROR(WriteTextFile(partial + "/" + name, text()));
+    }
     return Status::Ok();
   });
 }

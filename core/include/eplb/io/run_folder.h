@@ -14,7 +14,8 @@
 //                      the window's load (tokens) its policy was given
 //   trace.json         Chrome/Perfetto trace events: a process per GPU with its transfers (async
 //                      slices on its receive side), and a "cluster" process with the steps,
-//                      balance counters, and rearrangement and commit marks. Written, not read.
+//                      balance counters, and rearrangement and commit marks. Written, not read;
+//                      left out on request (RunFolderOptions, `--no-trace`).
 //   manifest.tsv       every other file with its size, written last (base/file_io.h)
 //
 // The folder is written as DIR.partial-HOST-PID and put at DIR only when complete, by an atomic
@@ -89,8 +90,15 @@ RunSummary Summarize(const RunResult& run);
 // step its successor started at (or the run's end); the policy's real test.
 std::vector<double> FollowingBalancedness(const RunResult& run);
 
+struct RunFolderOptions {
+  // trace.json: two events per transfer, the largest file by far (hundreds of MB at thousands of
+  // GPUs) and read only by trace viewers; without it the folder is complete for every reader.
+  bool trace = true;
+};
+
 // Writes `run` as a run folder at `dir`, atomically.
-Status WriteRunFolder(const std::string& dir, const RunResult& run);
+Status WriteRunFolder(const std::string& dir, const RunResult& run,
+                      const RunFolderOptions& options = {});
 
 // A run folder read back.
 struct RunFolder {
