@@ -29,7 +29,7 @@ prev_gpus="" prev_user=""
 for gpus in 32 64 128 256 512 1024 2048 4096; do
   [ "$gpus" -le "$max_gpus" ] || break
   read -r user peak transfers < <(measure --set cluster.nodes=$((gpus / 8)) \
-    --set eplb.num_redundant_experts=$((9 * gpus - 256)) --set run.steps=3000)
+    --set eplb.num_redundant_experts=$((9 * gpus - 256)) --set run.steps=3000 --no-trace)
   slope=$([ -n "$prev_gpus" ] && /usr/bin/python3 -c \
     "import math;print(f'{math.log($user/$prev_user)/math.log($gpus/$prev_gpus):.2f}')" || echo "")
   printf "%-8s %8s %10s %10s %10s %7s\n" "$gpus" 3000 "$user" "$peak" "$transfers" "$slope"

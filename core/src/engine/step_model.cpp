@@ -8,8 +8,7 @@ StepModel::StepModel(const Scenario& s)
     : topology_(s.topology()),
       compute_(s.compute),
       layers_(s.model.layers),
-      bytes_per_assignment_(static_cast<double>(s.model.hidden) * s.model.activation_bytes),
-      gpu_tokens_(static_cast<size_t>(s.num_gpus())) {}
+      bytes_per_assignment_(static_cast<double>(s.model.hidden) * s.model.activation_bytes) {}
 
 double StepModel::PhaseLatency(LinkClass link) const {
   return layers_ * topology_.link(link).latency_s;
@@ -32,11 +31,13 @@ double StepModel::PhaseTime(const StepCost& cost) const {
 void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCost& out) {
   const int G = topology_.num_ranks(), gpn = topology_.gpus_per_node(),
             per = topology_.slots_per_gpu();
-  for (auto* v : {&out.send[0], &out.send[1], &out.recv[0], &out.recv[1]})
-    v->assign(static_cast<size_t>(G), 0.0);
-  double moe = 0, sum_mean = 0, sum_max = 0, imbalance = 0;
+  double moe = 0, sum_mean = 0, sum_max = 0, imbalance = 0, all_tokens = 0;
   int loaded_layers = 0;
-  std::vector<double> node_tokens(static_cast<size_t>(topology_.nodes()));
+  // Over all layers: each GPU's tokens and each node's. The port bytes are linear in them, so
+  // they are formed once per step instead of once per layer.
+  std::vector<double>& gpu_sum = out.recv[0];
+  gpu_sum.assign(static_cast<size_t>(G), 0.0);
+  node_tokens_.assign(static_cast<size_t>(topology_.nodes()), 0.0);
   const int E = placement.num_experts();
   expert_share_.resize(static_cast<size_t>(E));
   for (int l = 0; l < placement.num_layers(); ++l) {
@@ -45,18 +46,17 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
     // slot (the same quotients, so the same sums).
     for (int e = 0; e < E; ++e) expert_share_[e] = load(l, e) / placement.logcnt(l, e);
     double total = 0, max = 0;
-    std::fill(node_tokens.begin(), node_tokens.end(), 0.0);
     for (int g = 0; g < G; ++g) {
       double t = 0;
       for (int s = g * per; s < (g + 1) * per; ++s) {
         if (row[s] != kEmptySlot) t += expert_share_[row[s]];
       }
-      gpu_tokens_[g] = t;
+      gpu_sum[g] += t;
       total += t;
       max = std::max(max, t);
-      node_tokens[topology_.node_of_rank(g)] += t;
     }
     moe += compute_.layer_fixed_us * 1e-6 + compute_.per_token_us * 1e-6 * max;
+    all_tokens += total;
     const double mean = total / G;
     sum_mean += mean;
     sum_max += max;
@@ -64,16 +64,16 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
       imbalance += (max - mean) / mean;
       ++loaded_layers;
     }
-    for (int g = 0; g < G; ++g) {
-      const double node = node_tokens[topology_.node_of_rank(g)];
-      out.recv[0][g] += gpu_tokens_[g] * (gpn - 1) / G;
-      out.recv[1][g] += gpu_tokens_[g] * (G - gpn) / G;
-      out.send[0][g] += (node - gpu_tokens_[g]) / G;
-      out.send[1][g] += (total - node) / G;
-    }
   }
-  for (auto* v : {&out.send[0], &out.send[1], &out.recv[0], &out.recv[1]}) {
-    for (double& b : *v) b *= bytes_per_assignment_;
+  for (int g = 0; g < G; ++g) node_tokens_[topology_.node_of_rank(g)] += gpu_sum[g];
+  for (auto* v : {&out.send[0], &out.send[1], &out.recv[1]}) v->resize(static_cast<size_t>(G));
+  const double per_assignment = bytes_per_assignment_ / G;
+  for (int g = 0; g < G; ++g) {
+    const double t = gpu_sum[g], node = node_tokens_[topology_.node_of_rank(g)];
+    out.recv[1][g] = t * (G - gpn) * per_assignment;
+    out.send[0][g] = (node - t) * per_assignment;
+    out.send[1][g] = (all_tokens - node) * per_assignment;
+    out.recv[0][g] = t * (gpn - 1) * per_assignment;  // last: gpu_sum is this vector
   }
   out.compute_s = compute_.attention_us * 1e-6 + moe;
   out.dispatch_s = out.combine_s = PhaseTime(out);

@@ -70,7 +70,7 @@ class StepModel {
   ComputeSpec compute_;
   int layers_;
   double bytes_per_assignment_;
-  std::vector<double> gpu_tokens_;
+  std::vector<double> node_tokens_;   // per node, over all layers
   std::vector<double> expert_share_;  // load(l, e) / replicas of e, for the current layer
 };
 
