@@ -1,6 +1,7 @@
 // Golden and property tests of the `deepseek` policy against DeepSeek's reference eplb.py.
 #include "eplb/policy/deepseek.h"
 
+#include <algorithm>
 #include <random>
 #include <set>
 
@@ -65,6 +66,20 @@ TEST(DeepSeekPolicy, ReferenceCases) {
                  << c["replicas"] << " " << c["policy"]);
     EXPECT_EQ(Rows(*p), c["phy2log"].get<std::vector<std::vector<int32_t>>>());
     EXPECT_EQ(Logcnt(*p), c["logcnt"].get<std::vector<std::vector<int>>>());
+    // The reference's log2phy holds the same slots per expert. Their order among an expert's
+    // own replicas follows torch's unstable sort of equal weights, so rows compare as sets.
+    const auto log2phy = c["log2phy"].get<std::vector<std::vector<std::vector<int32_t>>>>();
+    for (int l = 0; l < p->num_layers(); ++l) {
+      for (int e = 0; e < p->num_experts(); ++e) {
+        std::vector<int32_t> slots;
+        for (int32_t s : log2phy[l][e]) {
+          if (s >= 0) slots.push_back(s);
+        }
+        std::sort(slots.begin(), slots.end());
+        const auto ours = p->replicas(l, e);
+        EXPECT_EQ(slots, std::vector<int32_t>(ours.begin(), ours.end()));
+      }
+    }
     ++checked;
   }
   EXPECT_EQ(checked, 33);
