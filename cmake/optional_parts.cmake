@@ -53,3 +53,23 @@ if(EPLB_WITH_GUI)
   set(EPLB_HAVE_QT ${Qt6_FOUND})
 endif()
 eplb_part(gui gui EPLB_WITH_GUI "${EPLB_HAVE_QT}" "Qt 6 Widgets not found (apt-get install qt6-base-dev)")
+
+# The Python package: Debian's own interpreter (these machines put a pyenv python3 first on the
+# PATH, which has neither numpy nor torch), its headers and pybind11. Sanitizer builds leave it
+# out: the extension would need the sanitizer runtime preloaded into python3.
+option(EPLB_WITH_PYTHON "Build the Python package when pybind11 and Python 3 headers are found" ON)
+set(EPLB_HAVE_PYTHON OFF)
+set(EPLB_PYTHON_WHY "pybind11 or the Python 3 headers not found (apt-get install pybind11-dev python3-dev)")
+if(EPLB_WITH_PYTHON AND NOT EPLB_SANITIZE STREQUAL "")
+  set(EPLB_PYTHON_WHY "sanitizer builds (EPLB_SANITIZE=${EPLB_SANITIZE}) leave it out")
+elseif(EPLB_WITH_PYTHON)
+  if(NOT DEFINED Python3_EXECUTABLE AND EXISTS /usr/bin/python3)
+    set(Python3_EXECUTABLE /usr/bin/python3)
+  endif()
+  find_package(Python3 QUIET COMPONENTS Interpreter Development.Module)
+  if(Python3_FOUND)
+    find_package(pybind11 CONFIG QUIET)
+    set(EPLB_HAVE_PYTHON ${pybind11_FOUND})
+  endif()
+endif()
+eplb_part(python python EPLB_WITH_PYTHON "${EPLB_HAVE_PYTHON}" "${EPLB_PYTHON_WHY}")

@@ -1,0 +1,342 @@
+// _eplb: the C++ core as a Python extension. The public API is the `eplb` package around it
+// (python/eplb/), which converts torch tensors and speaks each engine's calling convention; this
+// module takes and returns numpy arrays only.
+//
+// Arrays come in as C-contiguous float64 (loads) or int64 (placements); pybind11 converts other
+// dtypes and layouts once, and passes matching ones through without a copy. Every call releases
+// the GIL while the core works, so threads of one process can run policies side by side (each
+// call makes its own Policy object, as policy.h requires). Expected failures (bad shapes, values
+// out of range, an unknown policy) raise ValueError with the core's message.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "eplb/migrate/schedule.h"
+#include "eplb/migrate/transfer_plan.h"
+#include "eplb/model/metrics.h"
+#include "eplb/policy/balance_bound.h"
+#include "eplb/policy/deepseek.h"
+#include "eplb/policy/policy.h"
+
+namespace py = pybind11;
+
+namespace eplb::python {
+namespace {
+
+using LoadArray = py::array_t<double, py::array::c_style | py::array::forcecast>;
+using IndexArray = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+
+// Policies do not look at bytes; calls that only place experts use the topology's default.
+constexpr int64_t kDefaultExpertBytes = TopologyConfig{}.expert_bytes;
+
+[[noreturn]] void Raise(const Status& status) {
+  throw py::value_error(status.message());
+}
+
+template <typename T>
+T Take(Result<T> result) {
+  if (!result.ok()) Raise(result.status());
+  return std::move(result).value();
+}
+
+// The window the policy sees and, for a [steps, layers, experts] load, the steps cut into at
+// most `max_chunks` consecutive chunks, as the simulator's EPLB loop cuts its window.
+struct WindowInput {
+  LoadMatrix window;
+  std::vector<LoadMatrix> chunks;
+};
+
+WindowInput ReadLoad(const LoadArray& load, int max_chunks) {
+  WindowInput in;
+  if (load.ndim() == 2) {
+    in.window = Eigen::Map<const LoadMatrix>(load.data(), load.shape(0), load.shape(1));
+    return in;
+  }
+  if (load.ndim() != 3) {
+    throw py::value_error(fmt::format(
+        "load has {} dimensions; expected [layers, experts] or [steps, layers, experts]",
+        load.ndim()));
+  }
+  const int64_t steps = load.shape(0);
+  const Eigen::Index layers = load.shape(1), experts = load.shape(2);
+  if (steps < 1) throw py::value_error("load has no steps: its first dimension is 0");
+  const int64_t per_chunk = std::max<int64_t>(1, (steps + max_chunks - 1) / max_chunks);
+  const size_t cells = static_cast<size_t>(layers * experts);
+  in.window = LoadMatrix::Zero(layers, experts);
+  for (int64_t first = 0; first < steps; first += per_chunk) {
+    LoadMatrix chunk = LoadMatrix::Zero(layers, experts);
+    for (int64_t t = first; t < std::min(steps, first + per_chunk); ++t) {
+      chunk += Eigen::Map<const LoadMatrix>(load.data() + t * cells, layers, experts);
+    }
+    in.window += chunk;
+    in.chunks.push_back(std::move(chunk));
+  }
+  return in;
+}
+
+Topology MakeTopology(int64_t num_slots, int num_gpus, int num_nodes, int64_t expert_bytes,
+                      double nvlink_gbps, double nic_gbps) {
+  if (num_gpus < 1 || num_nodes < 1 || num_gpus % num_nodes != 0) {
+    throw py::value_error(
+        fmt::format("num_gpus is {} and num_nodes {}; GPUs must be a positive multiple of nodes",
+                    num_gpus, num_nodes));
+  }
+  if (num_slots < 1 || num_slots % num_gpus != 0) {
+    throw py::value_error(
+        fmt::format("num_replicas is {}; it must be a positive multiple of the GPUs ({})",
+                    num_slots, num_gpus));
+  }
+  TopologyConfig config;
+  config.nodes = num_nodes;
+  config.gpus_per_node = num_gpus / num_nodes;
+  config.slots_per_gpu = static_cast<int>(num_slots / num_gpus);
+  config.expert_bytes = expert_bytes;
+  config.nvlink.bandwidth_bytes_per_s = nvlink_gbps * 1e9;
+  config.nic.bandwidth_bytes_per_s = nic_gbps * 1e9;
+  return Take(Topology::Create(config));
+}
+
+Placement ReadPlacement(const IndexArray& phy2log, int num_experts, const char* what) {
+  if (phy2log.ndim() != 2) {
+    throw py::value_error(
+        fmt::format("{} has {} dimensions; expected [layers, slots]", what, phy2log.ndim()));
+  }
+  std::vector<int32_t> flat(static_cast<size_t>(phy2log.size()));
+  const int64_t* data = phy2log.data();
+  for (size_t i = 0; i < flat.size(); ++i) {
+    if (data[i] < -1 || data[i] >= num_experts) {
+      throw py::value_error(fmt::format(
+          "{}: entry {} (layer {}, slot {}) is {}; it must be -1 (empty) or an expert in [0, {})",
+          what, i, i / phy2log.shape(1), i % phy2log.shape(1), data[i], num_experts));
+    }
+    flat[i] = static_cast<int32_t>(data[i]);
+  }
+  auto placement =
+      Placement::Create(num_experts, static_cast<int>(phy2log.shape(1)), std::move(flat));
+  if (!placement.ok()) Raise(placement.status().WithContext(std::string(what) + ": "));
+  return std::move(placement).value();
+}
+
+py::array_t<int64_t> ToArray(const Placement& placement) {
+  py::array_t<int64_t> out({placement.num_layers(), placement.num_slots()});
+  std::copy(placement.phy2log_flat().begin(), placement.phy2log_flat().end(), out.mutable_data());
+  return out;
+}
+
+py::array_t<double> ToArray(const LoadMatrix& m) {
+  py::array_t<double> out({m.rows(), m.cols()});
+  std::copy(m.data(), m.data() + m.size(), out.mutable_data());
+  return out;
+}
+
+MigrationCost ReadMigrationCost(const py::dict& options) {
+  MigrationCost cost;
+  for (const auto& [key, value] : options) {
+    const auto name = key.cast<std::string>();
+    if (name == "window_steps") {
+      cost.window_steps = value.cast<double>();
+    } else if (name == "serve_steps") {
+      cost.serve_steps = value.cast<double>();
+    } else if (name == "seconds_per_token") {
+      cost.seconds_per_token = value.cast<double>();
+    } else if (name == "migration_weight") {
+      cost.weight = value.cast<double>();
+    } else if (name == "max_moves_per_layer") {
+      cost.max_moves_per_layer = value.cast<int>();
+    } else {
+      throw py::value_error(
+          fmt::format("unknown policy option '{}'; the options are window_steps, serve_steps, "
+                      "seconds_per_token, migration_weight, max_moves_per_layer",
+                      name));
+    }
+  }
+  return cost;
+}
+
+py::array_t<int64_t> Rebalance(const LoadArray& load, int64_t num_replicas, int num_gpus,
+                               int num_nodes, int num_groups, const std::string& policy_name,
+                               const std::optional<IndexArray>& current, int max_chunks,
+                               const py::dict& options) {
+  const WindowInput in = ReadLoad(load, std::max(1, max_chunks));
+  const Topology topology =
+      MakeTopology(num_replicas, num_gpus, num_nodes, kDefaultExpertBytes, 450, 50);
+  std::optional<Placement> old;
+  if (current) old = ReadPlacement(*current, static_cast<int>(in.window.cols()), "current");
+  auto policy = Take(MakePolicy(policy_name));
+  PolicyInput input{in.window, topology, old ? &*old : nullptr, std::max(1, num_groups), in.chunks};
+  input.migration = ReadMigrationCost(options);
+  if (!in.chunks.empty() && !options.contains("window_steps")) {
+    input.migration.window_steps = static_cast<double>(load.shape(0));
+  }
+  std::optional<Result<Placement>> placement;
+  {
+    py::gil_scoped_release release;
+    placement = policy->Rebalance(input);
+  }
+  return ToArray(Take(std::move(*placement)));
+}
+
+py::dict Plan(const IndexArray& old_phy2log, const IndexArray& new_phy2log, int num_gpus,
+              int num_nodes, int num_experts, int64_t expert_bytes, const std::string& sender,
+              const std::string& strategy, double nvlink_gbps, double nic_gbps) {
+  const Placement old_placement = ReadPlacement(old_phy2log, num_experts, "old");
+  const Placement new_placement = ReadPlacement(new_phy2log, num_experts, "new");
+  if (old_placement.num_layers() != new_placement.num_layers() ||
+      old_placement.num_slots() != new_placement.num_slots()) {
+    throw py::value_error(fmt::format("old is {}x{} but new is {}x{}; they must have one shape",
+                                      old_placement.num_layers(), old_placement.num_slots(),
+                                      new_placement.num_layers(), new_placement.num_slots()));
+  }
+  const Topology topology = MakeTopology(old_placement.num_slots(), num_gpus, num_nodes,
+                                         expert_bytes, nvlink_gbps, nic_gbps);
+  const SenderRule rule = Take(ParseSenderRule(sender));
+  const ScheduleStrategy schedule_strategy = Take(ParseScheduleStrategy(strategy));
+
+  std::vector<LayerPlan> plans;
+  std::vector<Schedule> schedules;
+  {
+    py::gil_scoped_release release;
+    auto planned = PlanMigration(old_placement, new_placement, topology, rule);
+    if (planned.ok()) {
+      plans = std::move(planned).value();
+      for (const LayerPlan& plan : plans) {
+        schedules.push_back(ScheduleTransfers(plan.transfers, topology, schedule_strategy));
+      }
+    } else {
+      py::gil_scoped_acquire acquire;
+      Raise(planned.status());
+    }
+  }
+
+  size_t n = 0;
+  for (const LayerPlan& plan : plans) n += plan.transfers.size();
+  py::array_t<int64_t> layer(n), expert(n), src_rank(n), src_slot(n), dst_rank(n), dst_slot(n),
+      bytes(n), link(n), round(n);
+  size_t i = 0;
+  std::vector<int64_t> plan_layer, nvlink_bytes, nic_bytes, rounds, local_copies;
+  std::vector<double> makespan, lower_bound;
+  for (size_t p = 0; p < plans.size(); ++p) {
+    const LayerPlan& plan = plans[p];
+    for (size_t t = 0; t < plan.transfers.size(); ++t, ++i) {
+      const Transfer& x = plan.transfers[t];
+      layer.mutable_at(i) = plan.layer;
+      expert.mutable_at(i) = x.expert;
+      src_rank.mutable_at(i) = x.src_rank;
+      src_slot.mutable_at(i) = x.src_slot;
+      dst_rank.mutable_at(i) = x.dst_rank;
+      dst_slot.mutable_at(i) = x.dst_slot;
+      bytes.mutable_at(i) = x.bytes;
+      link.mutable_at(i) = static_cast<int>(x.link);
+      round.mutable_at(i) = schedules[p].round_of_transfer[t];
+    }
+    plan_layer.push_back(plan.layer);
+    nvlink_bytes.push_back(plan.bytes[0]);
+    nic_bytes.push_back(plan.bytes[1]);
+    rounds.push_back(schedules[p].num_rounds());
+    local_copies.push_back(static_cast<int64_t>(plan.local_copies.size()));
+    makespan.push_back(schedules[p].makespan_s);
+    lower_bound.push_back(schedules[p].lower_bound_s);
+  }
+  py::dict transfers;
+  transfers["layer"] = layer;
+  transfers["expert"] = expert;
+  transfers["src_rank"] = src_rank;
+  transfers["src_slot"] = src_slot;
+  transfers["dst_rank"] = dst_rank;
+  transfers["dst_slot"] = dst_slot;
+  transfers["bytes"] = bytes;
+  transfers["link"] = link;
+  transfers["round"] = round;
+  py::dict layers;
+  layers["layer"] = py::array_t<int64_t>(plan_layer.size(), plan_layer.data());
+  layers["nvlink_bytes"] = py::array_t<int64_t>(nvlink_bytes.size(), nvlink_bytes.data());
+  layers["nic_bytes"] = py::array_t<int64_t>(nic_bytes.size(), nic_bytes.data());
+  layers["local_copies"] = py::array_t<int64_t>(local_copies.size(), local_copies.data());
+  layers["rounds"] = py::array_t<int64_t>(rounds.size(), rounds.data());
+  layers["makespan_s"] = py::array_t<double>(makespan.size(), makespan.data());
+  layers["lower_bound_s"] = py::array_t<double>(lower_bound.size(), lower_bound.data());
+  py::dict out;
+  out["transfers"] = transfers;
+  out["layers"] = layers;
+  return out;
+}
+
+py::array_t<double> GpuLoadsOf(const LoadArray& load, const IndexArray& phy2log, int num_gpus) {
+  const WindowInput in = ReadLoad(load, 1);
+  const Placement placement = ReadPlacement(phy2log, static_cast<int>(in.window.cols()), "phy2log");
+  if (placement.num_layers() != in.window.rows()) {
+    throw py::value_error(fmt::format("phy2log has {} layers but the load has {}",
+                                      placement.num_layers(), in.window.rows()));
+  }
+  const Topology topology =
+      MakeTopology(placement.num_slots(), num_gpus, 1, kDefaultExpertBytes, 450, 50);
+  return ToArray(GpuLoads(in.window, placement, topology));
+}
+
+}  // namespace
+}  // namespace eplb::python
+
+PYBIND11_MODULE(_eplb, m) {
+  using namespace eplb::python;
+  m.doc() = "eplb's C++ core; use the `eplb` package, which wraps it.";
+  m.def(
+      "policies",
+      [] {
+        py::list out;
+        for (const auto& info : eplb::RegisteredPolicies()) {
+          out.append(py::make_tuple(info.name, info.summary));
+        }
+        return out;
+      },
+      "Every registered policy as (name, summary), built-ins first.");
+  m.def(
+      "deepseek",
+      [](const LoadArray& weight, int num_replicas, int num_groups, int num_nodes, int num_gpus) {
+        if (weight.ndim() != 2) {
+          throw py::value_error(fmt::format(
+              "weight has {} dimensions; expected [layers, num_logical_experts]", weight.ndim()));
+        }
+        const eplb::LoadMatrix load =
+            Eigen::Map<const eplb::LoadMatrix>(weight.data(), weight.shape(0), weight.shape(1));
+        std::optional<eplb::Result<eplb::Placement>> placement;
+        {
+          py::gil_scoped_release release;
+          placement = eplb::RebalanceDeepSeek(load, num_replicas, num_groups, num_nodes, num_gpus);
+        }
+        return ToArray(Take(std::move(*placement)));
+      },
+      py::arg("weight"), py::arg("num_replicas"), py::arg("num_groups"), py::arg("num_nodes"),
+      py::arg("num_gpus"),
+      "DeepSeek's rebalance_experts exactly (the global policy when groups % nodes != 0): "
+      "phy2log [layers, num_replicas], int64.");
+  m.def("rebalance", &Rebalance, py::arg("load"), py::arg("num_replicas"), py::arg("num_gpus"),
+        py::arg("num_nodes"), py::arg("num_groups"), py::arg("policy"),
+        py::arg("current") = py::none(), py::arg("max_chunks") = 16,
+        py::arg("options") = py::dict(),
+        "phy2log [layers, num_replicas] (int64) chosen by `policy` for `load` ([layers, "
+        "experts], or [steps, layers, experts] summed over steps and cut into chunks).");
+  m.def("plan", &Plan, py::arg("old"), py::arg("new"), py::arg("num_gpus"), py::arg("num_nodes"),
+        py::arg("num_experts"), py::arg("expert_bytes"), py::arg("sender") = "local",
+        py::arg("strategy") = "best", py::arg("nvlink_gbps") = 450.0, py::arg("nic_gbps") = 50.0,
+        "The transfer plan and schedule from `old` to `new` (both [layers, slots]): a dict of "
+        "column arrays per transfer and per changed layer.");
+  m.def("gpu_loads", &GpuLoadsOf, py::arg("load"), py::arg("phy2log"), py::arg("num_gpus"),
+        "Tokens per GPU [layers, GPUs] when `load` is split evenly over each expert's replicas.");
+  m.def(
+      "balancedness_bound",
+      [](const LoadArray& load, int64_t num_replicas, int num_gpus) {
+        const WindowInput in = ReadLoad(load, 1);
+        return eplb::BalancednessUpperBound(
+            in.window, MakeTopology(num_replicas, num_gpus, 1, kDefaultExpertBytes, 450, 50));
+      },
+      py::arg("load"), py::arg("num_replicas"), py::arg("num_gpus"),
+      "An upper bound on the balancedness any placement of `load` can reach.");
+}

@@ -1,0 +1,94 @@
+"""eplb: expert-parallel load balancing for Mixture-of-Experts models.
+
+The toolkit's C++ core in process: every policy, the transfer plan and its schedule, and the
+scenario runner. numpy arrays and torch tensors go in; the same kind comes out.
+
+    import eplb
+    phy2log = eplb.rebalance(load, num_replicas=288, num_gpus=32, num_nodes=4, num_groups=8)
+
+The engines' own calling conventions live in submodules, each a drop-in replacement:
+    eplb.deepseek.rebalance_experts   DeepSeek's eplb.py
+    eplb.vllm.EplbPolicy              vLLM's AbstractEplbPolicy (vllm/distributed/eplb/policy)
+    eplb.sglang.rebalance_experts     SGLang's eplb_algorithms entry point
+"""
+
+import numpy as np
+
+from . import _eplb
+from ._arrays import log2phy_of, to_numpy
+from .scenario import RunResult, run_scenario
+
+__all__ = [
+    "balancedness",
+    "gpu_loads",
+    "log2phy_of",
+    "plan",
+    "policies",
+    "rebalance",
+    "run_scenario",
+    "RunResult",
+]
+
+try:
+    from ._build_info import VERSION as __version__
+except ImportError:  # running from a source tree without a build
+    __version__ = "unknown"
+
+
+def policies():
+    """{name: summary} of every registered policy, built-ins first."""
+    return dict(_eplb.policies())
+
+
+def rebalance(load, num_replicas, num_gpus, num_nodes=1, num_groups=1, policy="deepseek",
+              current=None, max_chunks=16, **options):
+    """The placement `policy` chooses: phy2log [layers, num_replicas], int64.
+
+    load: [layers, experts] tokens per logical expert (a window's sum), or [steps, layers,
+        experts]: summed over steps for the policy, and cut into at most `max_chunks`
+        consecutive chunks for the policies that look at time (`timeseries`).
+    num_replicas: physical slots per layer, a multiple of num_gpus.
+    num_groups: the model's expert groups (DeepSeek's group-limited routing); 0 or None mean 1.
+    current: the placement in force (phy2log), for the policies that keep or repair it.
+    options: window_steps, serve_steps, seconds_per_token, migration_weight,
+        max_moves_per_layer (see `eplb policies`).
+    Returns numpy for numpy input and torch for torch input (on the load's device).
+    """
+    array, kind = to_numpy(load, np.float64, "load")
+    cur = None if current is None else to_numpy(current, np.int64, "current")[0]
+    phy2log = _eplb.rebalance(array, int(num_replicas), int(num_gpus), int(num_nodes),
+                              int(num_groups or 1), str(policy), cur, int(max_chunks), options)
+    return kind.out(phy2log)
+
+
+def gpu_loads(load, phy2log, num_gpus):
+    """Tokens per GPU [layers, num_gpus] when each expert's load splits evenly over its replicas."""
+    array, kind = to_numpy(load, np.float64, "load")
+    placement = to_numpy(phy2log, np.int64, "phy2log")[0]
+    return kind.out(_eplb.gpu_loads(array, placement, int(num_gpus)))
+
+
+def balancedness(load, phy2log, num_gpus):
+    """vLLM's balancedness: sum over layers of mean GPU load / sum of max GPU load (1 is perfect)."""
+    loads = np.asarray(gpu_loads(np.asarray(to_numpy(load, np.float64, "load")[0]), phy2log,
+                                 num_gpus))
+    peak = loads.max(axis=1).sum()
+    return float(loads.mean(axis=1).sum() / peak) if peak > 0 else 1.0
+
+
+def plan(old, new, num_gpus, num_nodes=1, num_experts=None, expert_bytes=3 * 7168 * 2048,
+         sender="local", strategy="best", nvlink_gbps=450.0, nic_gbps=50.0):
+    """The transfers that turn placement `old` into `new`, and their schedule.
+
+    Returns {"transfers": {column: numpy array}, "layers": {column: numpy array}}. Per transfer:
+    layer, expert, src_rank, src_slot, dst_rank, dst_slot, bytes, link (0 NVLink, 1 NIC) and
+    round (its round within its link's lane). Per changed layer: layer, nvlink_bytes,
+    nic_bytes, local_copies, rounds, makespan_s and lower_bound_s (schedule.h defines both).
+    sender: "local" (ours) or "vllm"; strategy: "best", "greedy-pairs" or "single-batch".
+    """
+    old_array = to_numpy(old, np.int64, "old")[0]
+    new_array = to_numpy(new, np.int64, "new")[0]
+    if num_experts is None:
+        num_experts = int(max(old_array.max(initial=-1), new_array.max(initial=-1))) + 1
+    return _eplb.plan(old_array, new_array, int(num_gpus), int(num_nodes), int(num_experts),
+                      int(expert_bytes), sender, strategy, float(nvlink_gbps), float(nic_gbps))

@@ -1,0 +1,35 @@
+"""DeepSeek's calling convention (github.com/deepseek-ai/EPLB, eplb.py at d52c72d).
+
+    from eplb.deepseek import rebalance_experts   # instead of: from eplb import rebalance_experts
+    phy2log, log2phy, logcnt = rebalance_experts(weight, num_replicas, num_groups, num_nodes,
+                                                 num_gpus)
+
+The same placement as the reference for the same float32 weights, computed in C++. As in the
+reference: weights are read as float32 on the CPU; the hierarchical policy runs when num_groups
+is a multiple of num_nodes, the global one otherwise; the outputs are int64, on the CPU:
+    phy2log [layers, num_replicas]  the logical expert in each slot
+    log2phy [layers, experts, X]    each expert's slots, padded with -1; X = logcnt.max()
+    logcnt  [layers, experts]       each expert's replica count
+One difference, on purpose: log2phy lists an expert's slots in ascending order. The reference
+lists them in the order its unstable sort happened to place equal-weight replicas, which depends
+on torch's sort implementation; the set of slots is the same.
+torch in, torch out; numpy in, numpy out.
+"""
+
+import numpy as np
+
+from . import _eplb
+from ._arrays import Kind, log2phy_of, to_numpy
+
+
+def rebalance_experts(weight, num_replicas, num_groups, num_nodes, num_gpus):
+    """DeepSeek's `rebalance_experts`: (phy2log, log2phy, logcnt); see the module comment."""
+    array, kind = to_numpy(weight, np.float32, "weight")
+    if array.ndim != 2:
+        raise ValueError(f"weight has shape {array.shape}; expected [layers, num_logical_experts]")
+    phy2log = _eplb.deepseek(array, int(num_replicas), int(num_groups), int(num_nodes),
+                             int(num_gpus))
+    log2phy, logcnt = log2phy_of(phy2log, array.shape[1])
+    cpu = Kind(kind.is_torch)  # the reference returns CPU tensors whatever the input's device
+    return cpu.out(phy2log), cpu.out(log2phy), cpu.out(logcnt)
+

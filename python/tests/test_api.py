@@ -1,0 +1,137 @@
+"""The package's own API: policies, plans, metrics, array handling and scenario runs."""
+
+import os
+import tempfile
+import unittest
+
+import numpy as np
+import torch
+
+import eplb
+from eplb._arrays import to_numpy
+from eplb.scenario import EplbError
+
+SCENARIOS = os.environ.get("EPLB_SCENARIOS",
+                           os.path.join(os.path.dirname(__file__), "../../scenarios"))
+
+
+def skewed_load(layers, experts, seed):
+    rng = np.random.default_rng(seed)
+    return rng.zipf(1.6, size=(layers, experts)).astype(np.float64) * 10
+
+
+class Policies(unittest.TestCase):
+    def test_lists_every_registered_policy_with_a_summary(self):
+        names = eplb.policies()
+        for name in ("deepseek", "static", "deepseek-preserve", "replicate-lpt", "timeseries",
+                     "incremental", "migration-aware"):
+            self.assertIn(name, names)
+            self.assertTrue(names[name])
+
+    def test_every_policy_gives_a_valid_placement_that_beats_the_initial_one(self):
+        load = skewed_load(3, 32, seed=1)
+        initial = np.tile(np.arange(48) % 32, (3, 1))
+        base = eplb.balancedness(load, initial, 8)
+        for name in eplb.policies():
+            with self.subTest(policy=name):
+                phy2log = eplb.rebalance(load, 48, 8, num_nodes=2, num_groups=4, policy=name,
+                                         current=initial)
+                self.assertEqual(phy2log.shape, (3, 48))
+                self.assertEqual(phy2log.dtype, np.int64)
+                for row in phy2log:
+                    self.assertTrue((np.bincount(row, minlength=32) >= 1).all())
+                if name != "static":
+                    self.assertGreater(eplb.balancedness(load, phy2log, 8), base)
+
+    def test_policy_options_are_checked(self):
+        load = skewed_load(2, 16, seed=2)
+        initial = np.tile(np.arange(24) % 16, (2, 1))
+        one = eplb.rebalance(load, 24, 4, policy="incremental", current=initial,
+                             max_moves_per_layer=1)
+        moved = (one != initial).sum(axis=1)
+        self.assertTrue((moved <= 2).all(), moved)  # one expert in, one out, per layer
+        with self.assertRaisesRegex(ValueError, "unknown policy option 'speed'"):
+            eplb.rebalance(load, 24, 4, speed=3)
+        with self.assertRaisesRegex(ValueError, "unknown policy 'fast'"):
+            eplb.rebalance(load, 24, 4, policy="fast")
+        with self.assertRaisesRegex(ValueError, "num_replicas is 25"):
+            eplb.rebalance(load, 25, 4)
+
+    def test_torch_in_torch_out_and_numpy_views_without_copies(self):
+        load = torch.from_numpy(skewed_load(2, 16, seed=3))
+        out = eplb.rebalance(load, 24, 4)
+        self.assertIsInstance(out, torch.Tensor)
+        self.assertEqual(out.dtype, torch.int64)
+        array, kind = to_numpy(load, np.float64, "load")
+        self.assertTrue(np.shares_memory(array, load.numpy()))
+        self.assertTrue(kind.is_torch)
+
+
+class Plans(unittest.TestCase):
+    def test_plan_moves_exactly_what_changes_and_schedules_it(self):
+        old = np.tile(np.arange(48) % 32, (3, 1))
+        new = eplb.rebalance(skewed_load(3, 32, seed=4), 48, 8, num_nodes=2)
+        out = eplb.plan(old, new, 8, num_nodes=2, expert_bytes=1000)
+        t, layers = out["transfers"], out["layers"]
+        self.assertEqual(set(t), {"layer", "expert", "src_rank", "src_slot", "dst_rank",
+                                  "dst_slot", "bytes", "link", "round"})
+        self.assertTrue((t["bytes"] == 1000).all())
+        # Each transfer reads its expert from an old slot of its sender and lands in a new slot.
+        self.assertTrue((old[t["layer"], t["src_slot"]] == t["expert"]).all())
+        self.assertTrue((new[t["layer"], t["dst_slot"]] == t["expert"]).all())
+        self.assertTrue((t["src_slot"] // 6 == t["src_rank"]).all())
+        self.assertTrue((t["link"] == (t["src_rank"] // 4 != t["dst_rank"] // 4)).all())
+        for i, layer in enumerate(layers["layer"]):
+            mine = t["layer"] == layer
+            self.assertEqual(layers["nvlink_bytes"][i] + layers["nic_bytes"][i],
+                             t["bytes"][mine].sum())
+            self.assertGreaterEqual(layers["makespan_s"][i], layers["lower_bound_s"][i])
+            self.assertLess(t["round"][mine].max(initial=-1), max(layers["rounds"][i], 1))
+        # A slot never receives an expert it already holds.
+        self.assertTrue((old[t["layer"], t["dst_slot"]] != t["expert"]).all())
+
+    def test_unchanged_placement_plans_nothing(self):
+        old = np.tile(np.arange(24) % 16, (2, 1))
+        out = eplb.plan(old, old, 4)
+        self.assertEqual(len(out["transfers"]["expert"]), 0)
+        self.assertEqual(len(out["layers"]["layer"]), 0)
+
+
+class Metrics(unittest.TestCase):
+    def test_gpu_loads_split_each_expert_evenly_over_its_replicas(self):
+        load = np.array([[6.0, 2.0, 4.0, 0.0]])
+        phy2log = np.array([[0, 1, 0, 2, 3, 2]])  # 3 GPUs, 2 slots each
+        self.assertEqual(eplb.gpu_loads(load, phy2log, 3).tolist(), [[3.0 + 2.0, 3.0 + 2.0, 2.0]])
+        self.assertAlmostEqual(eplb.balancedness(load, phy2log, 3), 4.0 / 5.0)
+
+    def test_log2phy_of_pads_and_counts(self):
+        log2phy, logcnt = eplb.log2phy_of(np.array([[2, 0, 2, 1, -1, 2]]), 3)
+        self.assertEqual(logcnt.tolist(), [[1, 1, 3]])
+        self.assertEqual(log2phy.tolist(), [[[1, -1, -1], [3, -1, -1], [0, 2, 5]]])
+
+
+class Scenarios(unittest.TestCase):
+    def test_runs_a_scenario_and_reads_its_folder(self):
+        result = eplb.run_scenario(os.path.join(SCENARIOS, "tiny.yaml"),
+                                   set={"run.steps": 120, "eplb.step_interval": 40})
+        self.assertEqual(result.summary["steps"], 120)
+        self.assertEqual(len(result.metrics["step"]), 120)
+        self.assertTrue(((result.metrics["balancedness"] > 0) &
+                         (result.metrics["balancedness"] <= 1)).all())
+        self.assertGreaterEqual(len(result.rearrangements.get("step", [])), 1)
+        placements = result.placements()
+        self.assertEqual(placements[0]["step"], -1)
+        self.assertFalse(os.path.exists(os.path.join(result.folder, "trace.json")))
+
+    def test_writes_where_asked_and_reports_eplbs_error(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "run")
+            eplb.run_scenario(os.path.join(SCENARIOS, "tiny.yaml"), out=out,
+                              set=["run.steps=30"], trace=True)
+            self.assertTrue(os.path.exists(os.path.join(out, "trace.json")))
+        with self.assertRaisesRegex(EplbError, "run.steps"):
+            eplb.run_scenario(os.path.join(SCENARIOS, "tiny.yaml"), set={"run.steps": -3})
+
+
+if __name__ == "__main__":
+    unittest.main()
