@@ -317,6 +317,28 @@ PYBIND11_MODULE(_eplb, m) {
       py::arg("num_gpus"),
       "DeepSeek's rebalance_experts exactly (the global policy when groups % nodes != 0): "
       "phy2log [layers, num_replicas], int64.");
+  m.def(
+      "log2phy",
+      [](const IndexArray& phy2log, int num_experts) {
+        const eplb::Placement placement = ReadPlacement(phy2log, num_experts, "phy2log");
+        const int width = placement.max_logcnt();
+        py::array_t<int64_t> log2phy({placement.num_layers(), num_experts, width});
+        py::array_t<int64_t> logcnt({placement.num_layers(), num_experts});
+        int64_t* out = log2phy.mutable_data();
+        int64_t* count = logcnt.mutable_data();
+        std::fill(out, out + log2phy.size(), -1);
+        for (int l = 0; l < placement.num_layers(); ++l) {
+          for (int e = 0; e < num_experts; ++e, out += width) {
+            const auto slots = placement.replicas(l, e);
+            std::copy(slots.begin(), slots.end(), out);
+            *count++ = static_cast<int64_t>(slots.size());
+          }
+        }
+        return py::make_tuple(log2phy, logcnt);
+      },
+      py::arg("phy2log"), py::arg("num_experts"),
+      "(log2phy [layers, experts, max count], logcnt [layers, experts]): each expert's slots "
+      "ascending, padded with -1.");
   m.def("rebalance", &Rebalance, py::arg("load"), py::arg("num_replicas"), py::arg("num_gpus"),
         py::arg("num_nodes"), py::arg("num_groups"), py::arg("policy"),
         py::arg("current") = py::none(), py::arg("max_chunks") = 16,

@@ -58,24 +58,15 @@ def log2phy_of(phy2log, num_experts, width=None):
 
     Returns (log2phy [layers, experts, width], logcnt [layers, experts]) as int64 numpy arrays.
     """
-    phy2log = np.asarray(phy2log, dtype=np.int64)
-    layers, slots = phy2log.shape
-    logcnt = np.zeros((layers, num_experts), dtype=np.int64)
-    rows = np.repeat(np.arange(layers), slots)
-    flat = phy2log.reshape(-1)
-    held = flat >= 0
-    np.add.at(logcnt, (rows[held], flat[held]), 1)
-    if width is None:
-        width = int(logcnt.max()) if logcnt.size else 0
-    log2phy = np.full((layers, num_experts, width), -1, dtype=np.int64)
-    # Slots in ascending order per layer; a stable sort by expert keeps that order per expert.
-    order = np.argsort(np.where(phy2log >= 0, phy2log, num_experts), axis=1, kind="stable")
-    sorted_experts = np.take_along_axis(phy2log, order, axis=1)
-    starts = np.concatenate([np.zeros((layers, 1), dtype=np.int64), np.cumsum(logcnt, axis=1)], 1)
-    for layer in range(layers):
-        experts = sorted_experts[layer]
-        valid = experts >= 0
-        e = experts[valid]
-        rank = np.arange(e.size) - starts[layer, e]
-        log2phy[layer, e, rank] = order[layer][valid]
+    from . import _eplb
+
+    log2phy, logcnt = _eplb.log2phy(np.ascontiguousarray(phy2log, dtype=np.int64),
+                                    int(num_experts))
+    if width is not None and width != log2phy.shape[2]:
+        if width < log2phy.shape[2]:
+            raise ValueError(f"width {width} is below the largest replica count "
+                             f"{log2phy.shape[2]}")
+        padded = np.full(log2phy.shape[:2] + (width,), -1, dtype=np.int64)
+        padded[:, :, :log2phy.shape[2]] = log2phy
+        log2phy = padded
     return log2phy, logcnt
