@@ -46,6 +46,39 @@ TEST_F(CliTest, RebalanceTableShowsEveryGpu) {
   EXPECT_NE(r.out.find("     0    0        121.5  5 6\n"), std::string::npos) << r.out;
 }
 
+// Each engine's own file, and eplb reads back what it wrote for SGLang and vLLM.
+TEST_F(CliTest, RebalanceWritesTheEnginesOwnFiles) {
+  const std::string args = "rebalance --load " + ReadmeLoad() + " " + kReadmeArgs;
+  const std::string phy2log =
+      "[[5,6,5,7,8,4,3,4,10,9,10,2,0,1,11,1],[7,10,6,8,6,11,8,9,2,4,5,1,5,0,3,1]]";
+
+  const CliRun sglang = Eplb(args + " --format sglang");
+  ASSERT_EQ(sglang.code, 0) << sglang.err;
+  EXPECT_EQ(sglang.out, "{\"physical_to_logical_map\":" + phy2log + "}\n");
+
+  const CliRun vllm = Eplb(args + " --format vllm");
+  ASSERT_EQ(vllm.code, 0) << vllm.err;
+  const auto v = nlohmann::json::parse(vllm.out);
+  EXPECT_EQ(v["physical_to_logical_map"].dump(), phy2log);
+  EXPECT_EQ(v["logical_to_physical_map"][0][1].dump(), "[13,15,-1,-1,-1]");  // 16 - 12 + 1 wide
+  EXPECT_EQ(v["logical_replica_count"][0].dump(), "[1,2,1,1,2,2,1,1,1,1,2,1]");
+
+  const CliRun trtllm = Eplb(args + " --format trtllm --first-layer 3");
+  ASSERT_EQ(trtllm.code, 0) << trtllm.err;
+  EXPECT_EQ(trtllm.out,
+            "initial_global_assignments:\n"
+            "  3: [5, 6, 5, 7, 8, 4, 3, 4, 10, 9, 10, 2, 0, 1, 11, 1]\n"
+            "  4: [7, 10, 6, 8, 6, 11, 8, 9, 2, 4, 5, 1, 5, 0, 3, 1]\n"
+            "num_slots: 16\n"
+            "layer_updates_per_iter: 0\n");
+
+  // The SGLang and vLLM files are placements eplb reads (--current, plan).
+  for (const auto& [name, text] : {std::pair{"s.json", sglang.out}, {"v.json", vllm.out}}) {
+    const CliRun again = Eplb(args + " --current " + Write(name, text));
+    EXPECT_EQ(again.code, 0) << name << ": " << again.err;
+  }
+}
+
 TEST_F(CliTest, RebalanceAcceptsJsonLoadAndCurrentPlacement) {
   const std::string load = Write("load.json", R"({"logical_count": [[4,1,1,1],[1,1,1,9]]})");
   const std::string current = Write("cur.json", R"({"phy2log": [[0,1,2,3,0,1],[0,1,2,3,0,1]]})");

@@ -108,7 +108,25 @@ TEST(PlacementFile, RoundTripsAndValidates) {
             "p.json: layer 0: logical expert 2 has no replica; every expert 0..2 needs at least "
             "one slot");
   EXPECT_EQ(ParsePlacementJson(R"([[0,1]])", "p.json").status().message(),
-            "p.json: expected a JSON object with key 'phy2log' (layers × slots)");
+            "p.json: expected a JSON object with key 'phy2log' or 'physical_to_logical_map' "
+            "(layers × slots)");
+}
+
+// vLLM's and SGLang's name for phy2log reads the same, and one file may not give both.
+TEST(PlacementFile, ReadsTheEnginesPhysicalToLogicalMap) {
+  auto ours = ParsePlacementJson(R"({"phy2log": [[0,1,2,0],[2,1,0,1]]})", "a.json");
+  auto theirs =
+      ParsePlacementJson(R"({"physical_to_logical_map": [[0,1,2,0],[2,1,0,1]]})", "b.json");
+  ASSERT_TRUE(theirs.ok()) << theirs.status().message();
+  EXPECT_EQ(*ours, *theirs);
+  EXPECT_EQ(
+      ParsePlacementJson(R"({"physical_to_logical_map": [[0,"x"]]})", "b.json").status().message(),
+      "b.json: physical_to_logical_map[0][1] is \"x\"; expected an expert id (-1 for an "
+      "empty slot)");
+  EXPECT_EQ(ParsePlacementJson(R"({"phy2log": [[0]], "physical_to_logical_map": [[0]]})", "c.json")
+                .status()
+                .message(),
+            "c.json: both 'phy2log' and 'physical_to_logical_map' are given; keep one");
 }
 
 // One row per kind of hostile placement file: each is a message naming the file, never a crash.

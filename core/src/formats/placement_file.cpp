@@ -11,30 +11,40 @@ namespace eplb {
 Result<Placement> ParsePlacementJson(std::string_view text, const std::string& name,
                                      int num_experts) {
   EPLB_ASSIGN_OR_RETURN(const nlohmann::json j, ParseJson(text, name));
-  if (!j.is_object() || !j.contains("phy2log")) {
-    return Status::InvalidArgument(
-        fmt::format("{}: expected a JSON object with key 'phy2log' (layers × slots)", name));
+  // The engines' name for the same map (vLLM's and SGLang's expert-location state, SGLang's
+  // --init-expert-location files).
+  const bool ours = j.is_object() && j.contains("phy2log");
+  const bool engines = j.is_object() && j.contains("physical_to_logical_map");
+  if (!ours && !engines) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: expected a JSON object with key 'phy2log' or 'physical_to_logical_map' (layers × "
+        "slots)",
+        name));
   }
-  const auto& rows = j["phy2log"];
-  if (!rows.is_array() || rows.empty()) {
+  if (ours && engines) {
     return Status::InvalidArgument(
-        fmt::format("{}: phy2log is {}; expected a non-empty array of layers", name,
-                    rows.dump().substr(0, 80)));
+        fmt::format("{}: both 'phy2log' and 'physical_to_logical_map' are given; keep one", name));
+  }
+  const char* key = ours ? "phy2log" : "physical_to_logical_map";
+  const auto& rows = j[key];
+  if (!rows.is_array() || rows.empty()) {
+    return Status::InvalidArgument(fmt::format("{}: {} is {}; expected a non-empty array of layers",
+                                               name, key, rows.dump().substr(0, 80)));
   }
   std::vector<std::vector<int32_t>> phy2log(rows.size());
   int max_expert = -1;
   for (size_t l = 0; l < rows.size(); ++l) {
     if (!rows[l].is_array() || rows[l].empty()) {
       return Status::InvalidArgument(
-          fmt::format("{}: phy2log[{}] is {}; expected a non-empty array of expert ids", name, l,
+          fmt::format("{}: {}[{}] is {}; expected a non-empty array of expert ids", name, key, l,
                       rows[l].dump().substr(0, 80)));
     }
     for (size_t s = 0; s < rows[l].size(); ++s) {
       const auto& v = rows[l][s];
       if (!v.is_number_integer() || v.get<int64_t>() < -1 || v.get<int64_t>() > (1 << 24)) {
         return Status::InvalidArgument(
-            fmt::format("{}: phy2log[{}][{}] is {}; expected an expert id (-1 for an empty slot)",
-                        name, l, s, v.dump()));
+            fmt::format("{}: {}[{}][{}] is {}; expected an expert id (-1 for an empty slot)", name,
+                        key, l, s, v.dump()));
       }
       phy2log[l].push_back(v.get<int32_t>());
       max_expert = std::max(max_expert, phy2log[l].back());
