@@ -1,7 +1,7 @@
 // Placement files: JSON objects with `phy2log` (layers × slots, -1 for an empty slot), as
-// `eplb rebalance` prints them, or the engines' `physical_to_logical_map` (the same map). The logical expert count is, in this order: the caller's
-// `num_experts` when positive (e.g. the load's), the file's `num_experts`, or the largest expert
-// id plus one.
+// `eplb rebalance` prints them, or the engines' `physical_to_logical_map` (the same map). The
+// logical expert count is, in this order: the caller's `num_experts` when positive (e.g. the
+// load's), the file's `num_experts`, or the largest expert id plus one.
 #pragma once
 
 #include <string>
