@@ -43,7 +43,7 @@ TEST_F(CliTest, HostileInputFilesAreErrorsNamingTheFile) {
       {"device", "rebalance --load /dev/zero --replicas 2 --gpus 1",
        "/dev/zero is a character device; expected a regular file"},
       {"folder", "rebalance --load " + dir_.string() + " --replicas 2 --gpus 1",
-       dir_.string() + " is a folder; expected a regular file"},
+       dir_.string() + " is a folder with neither TensorRT-LLM's meta_info.json nor .pt dumps"},
       {"deep JSON", "rebalance --load " + deep + " --replicas 2 --gpus 1",
        "deep.json:1:65: not valid here: arrays and objects nest more than 64 deep"},
       {"number beyond a double", "rebalance --load " + huge + " --replicas 2 --gpus 1",

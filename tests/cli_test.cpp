@@ -79,6 +79,50 @@ TEST_F(CliTest, RebalanceWritesTheEnginesOwnFiles) {
   }
 }
 
+// Placements record the cluster they were made for; plan takes it from them and refuses another.
+TEST_F(CliTest, PlacementsRecordTheirClusterAndPlanChecksIt) {
+  const std::string args = "rebalance --load " + ReadmeLoad() + " " + kReadmeArgs;
+  const CliRun made = Eplb(args);
+  ASSERT_EQ(made.code, 0) << made.err;
+  const auto j = nlohmann::json::parse(made.out);
+  EXPECT_EQ(j["num_gpus"], 8);
+  EXPECT_EQ(j["num_nodes"], 2);
+  const std::string placed = Write("placed.json", made.out);
+  const std::string initial =
+      Write("initial.json", R"({"phy2log": [[0,1,2,3,4,5,6,7,8,9,10,11,0,1,2,3],
+                                      [0,1,2,3,4,5,6,7,8,9,10,11,0,1,2,3]]})");
+  const CliRun plan = Eplb("plan --old " + initial + " --new " + placed);
+  ASSERT_EQ(plan.code, 0) << plan.err;
+  EXPECT_GT(nlohmann::json::parse(plan.out)["bytes"]["nic"].get<int64_t>(), 0);  // two nodes
+  ExpectErrors({
+      {"other GPUs", "plan --old " + initial + " --new " + placed + " --gpus 16",
+       "placed.json was made for 8 GPUs but --gpus is 16; plan it for the cluster it was made for"},
+      {"other nodes", "plan --old " + initial + " --new " + placed + " --nodes 1",
+       "placed.json was made for 2 nodes but --nodes is 1"},
+      {"nothing recorded", "plan --old " + initial + " --new " + initial + " --gpus 8",
+       "--nodes is not given and the placement files do not record num_nodes"},
+      {"groups without nodes",
+       "rebalance --load " + ReadmeLoad() + " --replicas 16 --groups 4 --gpus 8",
+       "--groups is 4 but --nodes is not given"},
+  });
+}
+
+// A load counted per physical slot (vLLM's window) is refused as logical experts, and folds
+// through the placement it was counted under.
+TEST_F(CliTest, RebalanceFoldsAPerSlotLoadAndChecksTheWidth) {
+  const std::string slots = Write("slots.csv", "1,2,3,4,5,6\n6,5,4,3,2,1\n");
+  const std::string map =
+      Write("map.json", R"({"physical_to_logical_map": [[0,1,2,3,0,1],[0,1,2,3,0,1]]})");
+  ExpectErrors(
+      {{"per-slot width", "rebalance --load " + slots + " --experts 4 --replicas 6 --gpus 2",
+        "the load has 6 experts per layer but --experts is 4; a load counted per "
+        "physical slot"}});
+  const CliRun r = Eplb("rebalance --load " + slots + " --physical-map " + map +
+                        " --experts 4 --replicas 6 --gpus 2 --format table");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("4 experts, 6 slots"), std::string::npos) << r.out;
+}
+
 TEST_F(CliTest, RebalanceAcceptsJsonLoadAndCurrentPlacement) {
   const std::string load = Write("load.json", R"({"logical_count": [[4,1,1,1],[1,1,1,9]]})");
   const std::string current = Write("cur.json", R"({"phy2log": [[0,1,2,3,0,1],[0,1,2,3,0,1]]})");
@@ -132,7 +176,7 @@ TEST_F(CliTest, PlanPrintsVllmsTransfers) {
   const std::string old_p = Write("old.json", R"({"phy2log": [[0,0,1,1,1,1]]})");
   const std::string new_p = Write("new.json", R"({"phy2log": [[0,0,0,0,0,1]]})");
   const CliRun r = Eplb("plan --old " + old_p + " --new " + new_p +
-                        " --gpus 6 --sender-rule vllm --expert-bytes 1000 --nvlink-bw 1 "
+                        " --gpus 6 --nodes 1 --sender-rule vllm --expert-bytes 1000 --nvlink-bw 1 "
                         "--nvlink-latency-us 0");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
@@ -154,13 +198,14 @@ TEST_F(CliTest, PlanPrintsVllmsTransfers) {
 TEST_F(CliTest, PlanTableComparesSchedulesAndPreservesSlots) {
   const std::string old_p = Write("old.json", R"({"phy2log": [[0,1,2,3,4,5,6,7]]})");
   const std::string new_p = Write("new.json", R"({"phy2log": [[1,5,0,4,6,2,7,3]]})");
-  const CliRun r = Eplb("plan --old " + old_p + " --new " + new_p + " --gpus 2 --format table");
+  const CliRun r =
+      Eplb("plan --old " + old_p + " --new " + new_p + " --gpus 2 --nodes 1 --format table");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("greedy-pairs"), std::string::npos);
   EXPECT_NE(r.out.find("4 transfers"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("4 local copies"), std::string::npos) << r.out;
-  const CliRun kept =
-      Eplb("plan --old " + old_p + " --new " + new_p + " --gpus 2 --format table --preserve-slots");
+  const CliRun kept = Eplb("plan --old " + old_p + " --new " + new_p +
+                           " --gpus 2 --nodes 1 --format table --preserve-slots");
   ASSERT_EQ(kept.code, 0) << kept.err;
   EXPECT_NE(kept.out.find("4 transfers"), std::string::npos) << kept.out;
   EXPECT_NE(kept.out.find("0 local copies"), std::string::npos) << kept.out;
@@ -172,20 +217,23 @@ TEST_F(CliTest, PlanErrorsExitTwo) {
   const std::string two = Write("two.json", R"({"phy2log": [[0,1,2,3],[0,1,2,3]]})");
   const std::string bad = Write("bad.json", R"({"phy2log": [[0,1,"x",3]]})");
   const std::vector<ErrorCase> cases = {
-      {"shape", "plan --old " + a + " --new " + b + " --gpus 2",
+      {"shape", "plan --old " + a + " --new " + b + " --gpus 2 --nodes 1",
        "a.json has 1 layers × 4 slots but"},
-      {"layers", "plan --old " + a + " --new " + two + " --gpus 2", "has 1 layers × 4 slots but"},
-      {"bad file", "plan --old " + a + " --new " + bad + " --gpus 2",
+      {"layers", "plan --old " + a + " --new " + two + " --gpus 2 --nodes 1",
+       "has 1 layers × 4 slots but"},
+      {"bad file", "plan --old " + a + " --new " + bad + " --gpus 2 --nodes 1",
        "bad.json: phy2log[0][2] is \"x\""},
-      {"gpus", "plan --old " + a + " --new " + a + " --gpus 3",
+      {"gpus", "plan --old " + a + " --new " + a + " --gpus 3 --nodes 1",
        "4 slots per layer do not divide over --gpus 3"},
       {"nodes", "plan --old " + a + " --new " + a + " --gpus 2 --nodes 3",
        "--gpus is 2 and --nodes 3; GPUs must be a positive multiple of nodes"},
-      {"rule", "plan --old " + a + " --new " + a + " --gpus 2 --sender-rule nearest",
+      {"rule", "plan --old " + a + " --new " + a + " --gpus 2 --nodes 1 --sender-rule nearest",
        "--sender-rule"},
-      {"schedule", "plan --old " + a + " --new " + a + " --gpus 2 --schedule magic", "--schedule"},
-      {"bandwidth", "plan --old " + a + " --new " + a + " --gpus 2 --nic-bw 0", "--nic-bw"},
-      {"missing", "plan --old /no/such.json --new " + a + " --gpus 2",
+      {"schedule", "plan --old " + a + " --new " + a + " --gpus 2 --nodes 1 --schedule magic",
+       "--schedule"},
+      {"bandwidth", "plan --old " + a + " --new " + a + " --gpus 2 --nodes 1 --nic-bw 0",
+       "--nic-bw"},
+      {"missing", "plan --old /no/such.json --new " + a + " --gpus 2 --nodes 1",
        "/no/such.json: cannot open"},
   };
   ExpectErrors(cases);

@@ -18,8 +18,8 @@ namespace {
 
 struct PlanArgs {
   std::string old_path, new_path;
-  int gpus = 0;
-  int nodes = 1;
+  int gpus = 0;   // 0: as the placement files record it
+  int nodes = 0;  // 0: as the placement files record it
   std::string sender_rule = "local";
   std::string schedule = "best";
   int64_t expert_bytes = TopologyConfig{}.expert_bytes;
@@ -71,29 +71,55 @@ nlohmann::ordered_json LayerJson(const LayerPlan& plan, const Schedule& s) {
 
 int RunPlan(const PlanArgs& args) {
   const std::string cmd = "plan";
-  auto old_p = ReadPlacementFile(args.old_path);
+  RecordedTopology old_topo, new_topo;
+  auto old_p = ReadPlacementFile(args.old_path, 0, &old_topo);
   if (!old_p.ok()) return ReportError(cmd, old_p.status());
-  auto new_p = ReadPlacementFile(args.new_path, old_p->num_experts());
+  auto new_p = ReadPlacementFile(args.new_path, old_p->num_experts(), &new_topo);
   if (!new_p.ok()) return ReportError(cmd, new_p.status());
+  // The cluster: from the options, else from the files; where both say, they must agree, since
+  // a plan for the wrong cluster routes transfers over the wrong links.
+  int gpus = args.gpus, nodes = args.nodes;
+  for (const auto& [path, topo] : {std::pair{args.old_path, old_topo}, {args.new_path, new_topo}}) {
+    for (const auto& [option, given, recorded] :
+         {std::tuple{"--gpus", &gpus, topo.gpus}, {"--nodes", &nodes, topo.nodes}}) {
+      if (recorded == 0) continue;
+      if (*given != 0 && *given != recorded) {
+        return ReportError(
+            cmd, Status::InvalidArgument(
+                     fmt::format("{} was made for {} {} but {} is {}; plan it for the "
+                                 "cluster it was made for",
+                                 path, recorded, option == std::string("--gpus") ? "GPUs" : "nodes",
+                                 option, *given)));
+      }
+      *given = recorded;
+    }
+  }
+  if (gpus == 0 || nodes == 0) {
+    return ReportError(
+        cmd, Status::InvalidArgument(fmt::format(
+                 "{} not given and the placement files do not record {}; nodes "
+                 "decide which transfers cross NICs, so give them",
+                 gpus == 0 ? "--gpus is" : "--nodes is", gpus == 0 ? "num_gpus" : "num_nodes")));
+  }
   auto rule = ParseSenderRule(args.sender_rule);
   if (!rule.ok()) return ReportError(cmd, rule.status());
   auto strategy = ParseScheduleStrategy(args.schedule);
   if (!strategy.ok()) return ReportError(cmd, strategy.status());
-  if (args.nodes < 1 || args.gpus < 1 || args.gpus % args.nodes != 0) {
-    return ReportError(cmd,
-                       Status::InvalidArgument(fmt::format(
-                           "--gpus is {} and --nodes {}; GPUs must be a positive multiple of nodes",
-                           args.gpus, args.nodes)));
+  if (gpus % nodes != 0) {
+    return ReportError(
+        cmd, Status::InvalidArgument(fmt::format(
+                 "--gpus is {} and --nodes {}; GPUs must be a positive multiple of nodes", gpus,
+                 nodes)));
   }
-  if (old_p->num_slots() % args.gpus != 0) {
+  if (old_p->num_slots() % gpus != 0) {
     return ReportError(cmd, Status::InvalidArgument(
                                 fmt::format("{}: {} slots per layer do not divide over --gpus {}",
-                                            args.old_path, old_p->num_slots(), args.gpus)));
+                                            args.old_path, old_p->num_slots(), gpus)));
   }
   TopologyConfig config;
-  config.nodes = args.nodes;
-  config.gpus_per_node = args.gpus / args.nodes;
-  config.slots_per_gpu = old_p->num_slots() / args.gpus;
+  config.nodes = nodes;
+  config.gpus_per_node = gpus / nodes;
+  config.slots_per_gpu = old_p->num_slots() / gpus;
   config.expert_bytes = args.expert_bytes;
   config.nvlink = {args.nvlink_gbps * 1e9, args.nvlink_latency_us * 1e-6};
   config.nic = {args.nic_gbps * 1e9, args.nic_latency_us * 1e-6};
@@ -173,8 +199,12 @@ void AddPlanCommand(CLI::App& app, Action& action) {
       "plan", "Plan and schedule the expert transfers that move one placement to another");
   sub->add_option("--old", args->old_path, "Placement in force (JSON with 'phy2log')")->required();
   sub->add_option("--new", args->new_path, "Placement to reach (JSON with 'phy2log')")->required();
-  sub->add_option("--gpus", args->gpus, "GPUs in all")->required();
-  sub->add_option("--nodes", args->nodes, "Nodes")->capture_default_str();
+  sub->add_option("--gpus", args->gpus,
+                  "GPUs in all (required unless the placement files record num_gpus)")
+      ->check(Positive());
+  sub->add_option("--nodes", args->nodes,
+                  "Nodes (required unless the placement files record num_nodes)")
+      ->check(Positive());
   sub->add_option("--sender-rule", args->sender_rule, "Who sends each expert")
       ->check(CLI::IsMember({"vllm", "local"}))
       ->capture_default_str();

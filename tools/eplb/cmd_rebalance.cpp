@@ -24,9 +24,11 @@ struct RebalanceArgs {
   std::string policy = "deepseek";
   std::string load_path;
   std::string current_path;
+  std::string physical_map_path;
+  int experts = 0;  // 0: any
   int replicas = 0;
   int groups = 1;
-  int nodes = 1;
+  int nodes = 0;  // 0: not given (one node, where nodes do not change the result)
   int gpus = 0;
   std::string format = "json";
   int layer = -1;       // table: only this layer; -1 for all
@@ -110,9 +112,32 @@ void PrintTable(const RebalanceArgs& args, const Placement& placement, const Top
 
 int RunRebalance(const RebalanceArgs& args) {
   const std::string cmd = "rebalance";
-  auto load = ReadLoadFile(args.load_path);
-  if (!load.ok()) return ReportError(cmd, load.status());
-  auto topology = Topology::FromReplicas(args.replicas, args.nodes, args.gpus);
+  // Nodes change where DeepSeek's hierarchical policy packs groups; say so rather than assume.
+  if (args.nodes == 0 && args.groups > 1) {
+    return ReportError(cmd, Status::InvalidArgument(fmt::format(
+                                "--groups is {} but --nodes is not given; with expert groups the "
+                                "hierarchical policies pack groups onto nodes, so give --nodes "
+                                "(1 for a single node)",
+                                args.groups)));
+  }
+  std::optional<Placement> physical_map;
+  if (!args.physical_map_path.empty()) {
+    auto read = ReadPlacementFile(args.physical_map_path, args.experts);
+    if (!read.ok()) return ReportError(cmd, read.status());
+    physical_map = std::move(read).value();
+  }
+  LoadReadOptions options;
+  options.experts = args.experts;
+  options.physical_map = physical_map ? &*physical_map : nullptr;
+  auto series = ReadLoadSeries(args.load_path, options);
+  if (!series.ok()) return ReportError(cmd, series.status());
+  const LoadMatrix total = series->Total();
+  const LoadMatrix* load = &total;
+  // A recording over time reaches the policies as the EPLB loop hands them its window: the
+  // sum, and up to 16 chunks for those that look at time.
+  const std::vector<LoadMatrix> chunks =
+      series->steps.size() > 1 ? series->Chunks(16) : std::vector<LoadMatrix>{};
+  auto topology = Topology::FromReplicas(args.replicas, std::max(1, args.nodes), args.gpus);
   if (!topology.ok()) return ReportError(cmd, topology.status());
   std::optional<Placement> current;
   if (!args.current_path.empty()) {
@@ -123,7 +148,8 @@ int RunRebalance(const RebalanceArgs& args) {
   auto policy = MakePolicy(args.policy);
   if (!policy.ok()) return ReportError(cmd, policy.status());
 
-  PolicyInput input{*load, *topology, current ? &*current : nullptr, args.groups};
+  PolicyInput input{*load, *topology, current ? &*current : nullptr, args.groups, chunks};
+  input.migration.window_steps = static_cast<double>(series->steps.size());
   const auto start = std::chrono::steady_clock::now();
   auto placement = (*policy)->Rebalance(input);
   const double elapsed_ms =
@@ -151,8 +177,9 @@ int RunRebalance(const RebalanceArgs& args) {
   }
   nlohmann::ordered_json out;
   out["policy"] = args.policy;
-  nlohmann::ordered_json placement_json = PlacementToJson(*placement);
-  for (const char* key : {"phy2log", "log2phy", "logcnt"})
+  nlohmann::ordered_json placement_json =
+      PlacementToJson(*placement, {topology->num_ranks(), topology->nodes()});
+  for (const char* key : {"phy2log", "log2phy", "logcnt", "num_gpus", "num_nodes"})
     out[key] = std::move(placement_json[key]);
   out["balancedness"] = Balancedness(gpu_loads);
   out["imbalance_ratio"] = ImbalanceRatio(gpu_loads);
@@ -169,14 +196,24 @@ void AddRebalanceCommand(CLI::App& app, Action& action) {
       "rebalance", "Run a rebalancing policy on a load matrix and print the new placement");
   sub->add_option("--policy", args->policy, "Policy name")->capture_default_str();
   sub->add_option("--load", args->load_path,
-                  "Load file: CSV (one line per layer) or JSON (array of arrays, or an object "
-                  "with 'load', 'logical_count' or 'steps')")
+                  "Recorded load: CSV (a line per layer, or long step,layer,expert,tokens), JSON "
+                  "([layer][expert] or [step][layer][expert], or under 'load', 'logical_count', "
+                  "'steps'), an SGLang or vLLM .pt dump, or TensorRT-LLM's statistics folder; "
+                  "steps reach time-aware policies as chunks")
       ->required();
+  sub->add_option("--experts", args->experts,
+                  "Logical experts of the model: a load of another width is refused")
+      ->check(Positive());
+  sub->add_option("--physical-map", args->physical_map_path,
+                  "The load counts physical slots (vLLM's windows): fold them to logical experts "
+                  "through this placement (JSON with 'phy2log' or 'physical_to_logical_map')");
   sub->add_option("--replicas", args->replicas,
                   "Physical expert slots per layer (a multiple of --gpus)")
       ->required();
   sub->add_option("--groups", args->groups, "Expert groups of the model")->capture_default_str();
-  sub->add_option("--nodes", args->nodes, "Nodes")->capture_default_str();
+  sub->add_option("--nodes", args->nodes,
+                  "Nodes (required with --groups > 1, where it changes the placement; 1 otherwise)")
+      ->check(Positive());
   sub->add_option("--gpus", args->gpus, "GPUs in all (a multiple of --nodes)")->required();
   sub->add_option("--current", args->current_path, "Placement in force (JSON with 'phy2log')");
   sub->add_option("--format", args->format,

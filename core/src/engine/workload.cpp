@@ -20,9 +20,6 @@
 namespace eplb {
 namespace {
 
-// A replayed trace is held in memory as doubles; larger ones are refused, not swapped.
-constexpr size_t kMaxTraceBytes = size_t{4} << 30;
-
 // Fast standard normal variates for per-step noise: a table drawn once, indexed by a cheap
 // generator. Counts need millions of variates per second of simulated time, and a table of
 // 2^16 exact variates keeps the noise's distribution while costing a few nanoseconds each.
@@ -171,48 +168,6 @@ class DistributionWorkload final : public Workload {
   NormalTable normal_;
 };
 
-Result<std::vector<LoadMatrix>> ReadStepCsv(const std::string& path, int layers, int experts) {
-  auto text = ReadTextFile(path);
-  if (!text.ok()) return text.status();
-  std::map<int64_t, LoadMatrix> steps;
-  CsvLines csv(*text, path, {.skip_comments = true});
-  std::vector<std::string_view> f;
-  for (bool first = true; csv.Next(f); first = false) {
-    if (first && f[0] == "step") continue;  // the header
-    int64_t step = 0, layer = 0, expert = 0;
-    double tokens = 0;
-    if (f.size() != 4 || !ParseCsvInt64(f[0], step) || !ParseCsvInt64(f[1], layer) ||
-        !ParseCsvInt64(f[2], expert) || !ParseCsvDouble(f[3], tokens)) {
-      return csv.Error(fmt::format("'{}'; expected step,layer,expert,tokens", fmt::join(f, ",")));
-    }
-    if (step < 0 || layer < 0 || layer >= layers || expert < 0 || expert >= experts ||
-        !(tokens >= 0) || tokens > kMaxLoad) {
-      return csv.Error(
-          fmt::format("step {}, layer {}, expert {}, tokens {}; the model has layers 0..{} "
-                      "and experts 0..{}, and tokens must be within [0, {:g}]",
-                      step, layer, expert, tokens, layers - 1, experts - 1, kMaxLoad));
-    }
-    auto [it, fresh] = steps.try_emplace(step);
-    if (fresh) {
-      // Each step is a layers × experts matrix of doubles: bound what a file can make.
-      const size_t max_steps = std::max<size_t>(
-          1, kMaxTraceBytes / (sizeof(double) * static_cast<size_t>(layers) * experts));
-      if (steps.size() > max_steps) {
-        return csv.Error(fmt::format(
-            "more than {} distinct steps, whose {} × {} loads would take over {}; shorten the "
-            "trace",
-            max_steps, layers, experts, FormatBytes(static_cast<int64_t>(kMaxTraceBytes))));
-      }
-      it->second = LoadMatrix::Zero(layers, experts);
-    }
-    it->second(layer, expert) = std::min(it->second(layer, expert) + tokens, kMaxLoad);
-  }
-  if (steps.empty()) return Status::InvalidArgument(path + ": no steps of load found");
-  std::vector<LoadMatrix> out;
-  for (auto& [step, m] : steps) out.push_back(std::move(m));
-  return out;
-}
-
 }  // namespace
 
 Result<std::unique_ptr<Workload>> MakeWorkload(const Scenario& s) {
@@ -220,38 +175,18 @@ Result<std::unique_ptr<Workload>> MakeWorkload(const Scenario& s) {
   std::filesystem::path path(s.workload.trace);
   if (path.is_relative()) path = std::filesystem::path(s.base_dir) / path;
   const std::string p = path.string();
-  const int layers = s.model.layers, experts = s.model.experts;
-  auto check_shape = [&](Eigen::Index l, Eigen::Index e) -> Status {
-    if (l == layers && e == experts) return Status::Ok();
-    return Status::InvalidArgument(
-        fmt::format("{}: the trace has {} layers × {} experts but the scenario's model has {} × {} "
-                    "(model.layers, "
-                    "model.experts)",
-                    p, l, e, layers, experts));
-  };
-  if (path.extension() == ".csv") {
-    auto steps = ReadStepCsv(p, layers, experts);
-    if (!steps.ok()) return steps.status();
-    return std::unique_ptr<Workload>(new ReplayWorkload(std::move(steps).value()));
+  LoadReadOptions options;
+  options.layers = s.model.layers;
+  options.experts = s.model.experts;
+  options.layers_name = "the scenario's model.layers";
+  options.experts_name = "the scenario's model.experts";
+  auto series = ReadLoadSeries(p, options);
+  if (!series.ok()) return series.status();
+  // A recording of several steps replays step by step; a single matrix is a distribution.
+  if (series->steps.size() > 1) {
+    return std::unique_ptr<Workload>(new ReplayWorkload(std::move(series->steps)));
   }
-  auto text = ReadTextFile(p);
-  if (!text.ok()) return text.status();
-  EPLB_ASSIGN_OR_RETURN(const nlohmann::json j, ParseJson(*text, p));
-  if (j.is_object() && j.contains("steps")) {
-    std::vector<LoadMatrix> steps;
-    for (size_t i = 0; i < j["steps"].size(); ++i) {
-      auto m = ParseLoadJson(j["steps"][i].dump(), fmt::format("{}: steps[{}]", p, i));
-      if (!m.ok()) return m.status();
-      EPLB_RETURN_IF_ERROR(check_shape(m->rows(), m->cols()));
-      steps.push_back(std::move(m).value());
-    }
-    if (steps.empty()) return Status::InvalidArgument(p + ": 'steps' is empty");
-    return std::unique_ptr<Workload>(new ReplayWorkload(std::move(steps)));
-  }
-  auto m = ParseLoadJson(*text, p);  // a fixed distribution (logical_count, load, or a matrix)
-  if (!m.ok()) return m.status();
-  EPLB_RETURN_IF_ERROR(check_shape(m->rows(), m->cols()));
-  return std::unique_ptr<Workload>(new DistributionWorkload(*m, s));
+  return std::unique_ptr<Workload>(new DistributionWorkload(series->steps[0], s));
 }
 
 }  // namespace eplb

@@ -9,7 +9,7 @@
 namespace eplb {
 
 Result<Placement> ParsePlacementJson(std::string_view text, const std::string& name,
-                                     int num_experts) {
+                                     int num_experts, RecordedTopology* topology) {
   EPLB_ASSIGN_OR_RETURN(const nlohmann::json j, ParseJson(text, name));
   // The engines' name for the same map (vLLM's and SGLang's expert-location state, SGLang's
   // --init-expert-location files).
@@ -62,16 +62,39 @@ Result<Placement> ParsePlacementJson(std::string_view text, const std::string& n
   if (num_experts <= 0) num_experts = max_expert + 1;
   auto placement = Placement::Create(num_experts, phy2log);
   if (!placement.ok()) return placement.status().WithContext(name + ": ");
+  RecordedTopology recorded;
+  for (auto [field, out] :
+       {std::pair{"num_gpus", &recorded.gpus}, {"num_nodes", &recorded.nodes}}) {
+    if (!j.contains(field)) continue;
+    const auto& v = j[field];
+    if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > (1 << 20)) {
+      return Status::InvalidArgument(fmt::format("{}: {} is {}; expected an integer within 1..{}",
+                                                 name, field, v.dump(), 1 << 20));
+    }
+    *out = v.get<int>();
+  }
+  if (recorded.gpus > 0 && placement->num_slots() % recorded.gpus != 0) {
+    return Status::InvalidArgument(
+        fmt::format("{}: {} slots per layer do not divide over num_gpus {}", name,
+                    placement->num_slots(), recorded.gpus));
+  }
+  if (recorded.gpus > 0 && recorded.nodes > 0 && recorded.gpus % recorded.nodes != 0) {
+    return Status::InvalidArgument(fmt::format("{}: num_gpus {} is not a multiple of num_nodes {}",
+                                               name, recorded.gpus, recorded.nodes));
+  }
+  if (topology != nullptr) *topology = recorded;
   return placement;
 }
 
-Result<Placement> ReadPlacementFile(const std::string& path, int num_experts) {
+Result<Placement> ReadPlacementFile(const std::string& path, int num_experts,
+                                    RecordedTopology* topology) {
   auto text = ReadTextFile(path);
   if (!text.ok()) return text.status();
-  return ParsePlacementJson(*text, path, num_experts);
+  return ParsePlacementJson(*text, path, num_experts, topology);
 }
 
-nlohmann::ordered_json PlacementToJson(const Placement& placement) {
+nlohmann::ordered_json PlacementToJson(const Placement& placement,
+                                       const RecordedTopology& topology) {
   const int width = placement.max_logcnt();
   using Json = nlohmann::ordered_json;
   Json phy2log = Json::array(), log2phy = Json::array(), logcnt = Json::array();
@@ -90,9 +113,12 @@ nlohmann::ordered_json PlacementToJson(const Placement& placement) {
     log2phy.push_back(std::move(l2p));
     logcnt.push_back(std::move(counts));
   }
-  return {{"phy2log", std::move(phy2log)},
-          {"log2phy", std::move(log2phy)},
-          {"logcnt", std::move(logcnt)}};
+  Json out = {{"phy2log", std::move(phy2log)},
+              {"log2phy", std::move(log2phy)},
+              {"logcnt", std::move(logcnt)}};
+  if (topology.gpus > 0) out["num_gpus"] = topology.gpus;
+  if (topology.nodes > 0) out["num_nodes"] = topology.nodes;
+  return out;
 }
 
 }  // namespace eplb

@@ -3,9 +3,10 @@
 // The generator draws, per layer, a popularity over experts (log-normal or Zipf, a random hot
 // set per layer), lets it drift (a random walk of log-popularity per step), switches hot sets at
 // phase changes (a fraction of experts swap popularity), and counts tokens × top-k assignments
-// per step with sampling noise. Replay reads recorded loads: CSV `step,layer,expert,tokens`,
-// JSON per-step arrays (`steps`: [step][layer][expert]), or a fixed distribution (SGLang's
-// `logical_count`, or any single layers × experts matrix) sampled per step. Recorded steps
+// per step with sampling noise. Replay reads recorded loads in any layout ReadLoadSeries
+// accepts (formats/load_file.h: CSV wide or long, JSON, SGLang and vLLM `.pt` dumps, TensorRT-LLM
+// statistics): a recording of several steps replays step by step; a single matrix is a fixed
+// distribution sampled per step. Recorded steps
 // repeat from the start when the run is longer.
 //
 // Thread-safety: a Workload is not thread-safe.

@@ -14,12 +14,22 @@
 
 namespace eplb {
 
-Result<Placement> ReadPlacementFile(const std::string& path, int num_experts = 0);
-Result<Placement> ParsePlacementJson(std::string_view text, const std::string& name,
-                                     int num_experts = 0);
+// The cluster a placement was made for, as its file records it (`num_gpus`, `num_nodes`); 0
+// where the file does not say (the engines' files never do).
+struct RecordedTopology {
+  int gpus = 0;
+  int nodes = 0;
+};
 
-// {"phy2log": [[...]], "log2phy": [[[...]]], "logcnt": [[...]]}; log2phy rows list each
-// expert's slots in ascending order, padded with -1 to the largest replica count.
-nlohmann::ordered_json PlacementToJson(const Placement& placement);
+Result<Placement> ReadPlacementFile(const std::string& path, int num_experts = 0,
+                                    RecordedTopology* topology = nullptr);
+Result<Placement> ParsePlacementJson(std::string_view text, const std::string& name,
+                                     int num_experts = 0, RecordedTopology* topology = nullptr);
+
+// {"phy2log": [[...]], "log2phy": [[[...]]], "logcnt": [[...]]}, then `num_gpus` and
+// `num_nodes` when `topology` has them; log2phy rows list each expert's slots in ascending
+// order, padded with -1 to the largest replica count.
+nlohmann::ordered_json PlacementToJson(const Placement& placement,
+                                       const RecordedTopology& topology = {});
 
 }  // namespace eplb

@@ -1,0 +1,190 @@
+// The engines' own recordings of expert load: TensorRT-LLM's statistics folder (read here) and
+// PyTorch `.pt` dumps (read by Debian's python3 through torch_dumps.py, which hands back one
+// safetensors tensor).
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "eplb/base/subprocess.h"
+#include "eplb/formats/json.h"
+#include "eplb/formats/load_file.h"
+#include "eplb/formats/safetensors.h"
+
+namespace fs = std::filesystem;
+
+namespace eplb {
+namespace {
+
+// A [steps, layers, experts] tensor (or [layers, experts]) as a series.
+Result<LoadSeries> SeriesOfTensor(const Tensor& t, const std::string& where) {
+  std::vector<int64_t> shape = t.shape;
+  if (shape.size() == 2) shape.insert(shape.begin(), 1);
+  if (shape.size() != 3 || shape[0] < 1 || shape[1] < 1 || shape[2] < 1) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: the load is shaped [{}]; expected [steps, layers, experts], each at least 1", where,
+        fmt::join(t.shape, ", ")));
+  }
+  LoadSeries series;
+  const size_t cells = static_cast<size_t>(shape[1] * shape[2]);
+  for (int64_t s = 0; s < shape[0]; ++s) {
+    LoadMatrix m = Eigen::Map<const LoadMatrix>(t.values.data() + s * cells, shape[1], shape[2]);
+    Status ok = ValidateLoad(m);
+    if (!ok.ok()) return ok.WithContext(fmt::format("{}: step {}: ", where, s));
+    series.steps.push_back(std::move(m));
+  }
+  return series;
+}
+
+// Where torch_dumps.py is: beside an installed eplb (PREFIX/bin/eplb →
+// PREFIX/share/eplb/), the configured install prefix, or the source tree this eplb was built
+// from. EPLB_TORCH_DUMPS names it explicitly.
+std::string FindTorchDumpHelper() {
+  if (const char* env = std::getenv("EPLB_TORCH_DUMPS"); env != nullptr && *env != '\0') return env;
+  std::vector<fs::path> candidates;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) candidates.push_back(exe.parent_path().parent_path() / "share/eplb/torch_dumps.py");
+  candidates.push_back(fs::path(EPLB_INSTALL_DATADIR) / "eplb/torch_dumps.py");
+  candidates.push_back(fs::path(EPLB_SOURCE_DIR) / "python/eplb/torch_dumps.py");
+  for (const fs::path& p : candidates) {
+    if (fs::exists(p, ec)) return p.string();
+  }
+  return candidates.back().string();
+}
+
+std::string Interpreter() {
+  if (const char* env = std::getenv("EPLB_PYTHON"); env != nullptr && *env != '\0') return env;
+  // Debian's own interpreter has Debian's torch; a pyenv python3 first on PATH has not.
+  return access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+}
+
+}  // namespace
+
+Result<LoadSeries> ReadTorchDump(const std::string& path) {
+  const std::string helper = FindTorchDumpHelper();
+  auto run = RunCommand({Interpreter(), helper, path}, kMaxSeriesBytes + (1 << 20));
+  if (!run.ok()) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: a PyTorch dump needs python3 with torch to read it (apt-get install python3-torch): "
+        "{}",
+        path, run.status().message()));
+  }
+  if (run->exit_code != 0) {
+    std::string err = run->err;
+    while (!err.empty() && err.back() == '\n') err.pop_back();
+    if (err.empty())
+      err = fmt::format("{} {} exited with status {}", Interpreter(), helper, run->exit_code);
+    // The helper's own errors already name the file; Python's tracebacks end with the cause.
+    const size_t last_line = err.rfind('\n');
+    const std::string cause = err.starts_with("Traceback") && last_line != std::string::npos
+                                  ? err.substr(last_line + 1)
+                                  : err;
+    return Status::InvalidArgument(cause.starts_with(path) ? cause : path + ": " + cause);
+  }
+  EPLB_ASSIGN_OR_RETURN(auto tensors,
+                        ParseSafetensors(run->out, path + " (as torch_dumps.py read it)"));
+  auto it = tensors.find("load");
+  if (it == tensors.end()) return Status::Internal(path + ": torch_dumps.py returned no load");
+  return SeriesOfTensor(it->second, path);
+}
+
+Result<LoadSeries> ReadTrtllmStatistics(const std::string& folder) {
+  const fs::path dir(folder);
+  const std::string meta_path = (dir / "meta_info.json").string();
+  EPLB_ASSIGN_OR_RETURN(const std::string meta_text, ReadTextFile(meta_path));
+  EPLB_ASSIGN_OR_RETURN(const nlohmann::json meta, ParseJson(meta_text, meta_path));
+  if (!meta.is_object() || !meta.contains("num_experts") ||
+      !meta["num_experts"].is_number_unsigned() || meta["num_experts"].get<uint64_t>() < 1 ||
+      meta["num_experts"].get<uint64_t>() > (1 << 24)) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: num_experts is {}; expected TensorRT-LLM's meta_info.json with num_experts within "
+        "1..{}",
+        meta_path,
+        meta.is_object() && meta.contains("num_experts") ? meta["num_experts"].dump() : "missing",
+        1 << 24));
+  }
+  const int64_t experts = meta["num_experts"].get<int64_t>();
+
+  std::vector<fs::path> rank_files;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with("rank") && name.ends_with(".safetensors")) rank_files.push_back(entry);
+  }
+  if (ec) return Status::IoError(fmt::format("{}: cannot list: {}", folder, ec.message()));
+  if (rank_files.empty()) {
+    return Status::InvalidArgument(
+        folder +
+        ": no rank*.safetensors files beside meta_info.json; expected TensorRT-LLM's "
+        "statistics (EXPERT_STATISTIC_PATH)");
+  }
+  std::sort(rank_files.begin(), rank_files.end());
+
+  // (iteration, layer) → counts summed over ranks.
+  std::map<std::pair<int64_t, int64_t>, std::vector<double>> counts;
+  for (const fs::path& file : rank_files) {
+    EPLB_ASSIGN_OR_RETURN(const std::string bytes, ReadTextFile(file.string()));
+    EPLB_ASSIGN_OR_RETURN(auto tensors, ParseSafetensors(bytes, file.string()));
+    for (auto& [key, t] : tensors) {
+      int64_t iter = -1, layer = -1;
+      char tail = 0;
+      if (std::sscanf(key.c_str(), "%ld_%ld%c", &iter, &layer, &tail) != 2 || iter < 0 ||
+          layer < 0) {
+        return Status::InvalidArgument(fmt::format(
+            "{}: tensor '{}' is not named ITERATION_LAYER (e.g. '100_3'), as TensorRT-LLM names "
+            "its statistics",
+            file.string(), key));
+      }
+      if (t.values.size() != static_cast<size_t>(experts)) {
+        return Status::InvalidArgument(
+            fmt::format("{}: tensor '{}' has {} values but meta_info.json's num_experts is {}",
+                        file.string(), key, t.values.size(), experts));
+      }
+      auto [it, fresh] = counts.try_emplace({iter, layer}, std::move(t.values));
+      if (!fresh) {
+        for (int64_t e = 0; e < experts; ++e) it->second[e] += t.values[e];
+      }
+    }
+  }
+  if (counts.empty()) return Status::InvalidArgument(folder + ": the rank files hold no tensors");
+  std::set<int64_t> iters, layers;
+  for (const auto& [key, v] : counts) {
+    iters.insert(key.first);
+    layers.insert(key.second);
+  }
+  const size_t step_bytes = layers.size() * static_cast<size_t>(experts) * sizeof(double);
+  if (iters.size() * step_bytes > static_cast<size_t>(kMaxSeriesBytes)) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: {} iterations of {} layers × {} experts would take over {}; keep fewer iterations",
+        folder, iters.size(), layers.size(), experts, FormatBytes(kMaxSeriesBytes)));
+  }
+  LoadSeries series;
+  for (int64_t iter : iters) {
+    LoadMatrix m(static_cast<Eigen::Index>(layers.size()), experts);
+    int row = 0;
+    for (int64_t layer : layers) {
+      auto it = counts.find({iter, layer});
+      if (it == counts.end()) {
+        return Status::InvalidArgument(fmt::format(
+            "{}: iteration {} has no counts for layer {}; every iteration needs every layer",
+            folder, iter, layer));
+      }
+      for (int64_t e = 0; e < experts; ++e) m(row, e) = it->second[e];
+      ++row;
+    }
+    Status ok = ValidateLoad(m);
+    if (!ok.ok()) return ok.WithContext(fmt::format("{}: iteration {}: ", folder, iter));
+    series.steps.push_back(std::move(m));
+  }
+  return series;
+}
+
+}  // namespace eplb
