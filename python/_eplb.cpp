@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "eplb/formats/load_file.h"
 #include "eplb/migrate/schedule.h"
 #include "eplb/migrate/transfer_plan.h"
 #include "eplb/model/metrics.h"
@@ -352,6 +353,35 @@ PYBIND11_MODULE(_eplb, m) {
         "column arrays per transfer and per changed layer.");
   m.def("gpu_loads", &GpuLoadsOf, py::arg("load"), py::arg("phy2log"), py::arg("num_gpus"),
         "Tokens per GPU [layers, GPUs] when `load` is split evenly over each expert's replicas.");
+  m.def(
+      "read_load",
+      [](const std::string& path, int num_experts,
+         const std::optional<IndexArray>& physical_to_logical_map) {
+        std::optional<eplb::Placement> map;
+        if (physical_to_logical_map) {
+          map = ReadPlacement(*physical_to_logical_map, num_experts, "physical_to_logical_map");
+        }
+        eplb::LoadReadOptions options;
+        options.experts = num_experts;
+        options.experts_name = "num_experts";
+        options.physical_map = map ? &*map : nullptr;
+        std::optional<eplb::Result<eplb::LoadSeries>> series;
+        {
+          py::gil_scoped_release release;
+          series = eplb::ReadLoadSeries(path, options);
+        }
+        const eplb::LoadSeries s = Take(std::move(*series));
+        py::array_t<double> out({static_cast<py::ssize_t>(s.steps.size()),
+                                 static_cast<py::ssize_t>(s.layers()),
+                                 static_cast<py::ssize_t>(s.experts())});
+        double* dst = out.mutable_data();
+        for (const eplb::LoadMatrix& step : s.steps)
+          dst = std::copy_n(step.data(), step.size(), dst);
+        return out;
+      },
+      py::arg("path"), py::arg("num_experts") = 0, py::arg("physical_to_logical_map") = py::none(),
+      "The load recorded in `path` as float64 [steps, layers, experts], in any layout eplb "
+      "reads (CSV, JSON, SGLang and vLLM .pt dumps, TensorRT-LLM statistics folders).");
   m.def(
       "balancedness_bound",
       [](const LoadArray& load, int64_t num_replicas, int num_gpus) {

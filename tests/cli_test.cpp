@@ -72,11 +72,26 @@ TEST_F(CliTest, RebalanceWritesTheEnginesOwnFiles) {
             "num_slots: 16\n"
             "layer_updates_per_iter: 0\n");
 
-  // The SGLang and vLLM files are placements eplb reads (--current, plan).
-  for (const auto& [name, text] : {std::pair{"s.json", sglang.out}, {"v.json", vllm.out}}) {
+  // Each engine's file is a placement eplb reads back (--current, plan) as the same placement.
+  const std::string ours = Write("ours.json", Eplb(args).out);
+  for (const auto& [name, text] : {std::pair{"s.json", sglang.out},
+                                   {"v.json", vllm.out},
+                                   {"moe_load_balancer.yaml", trtllm.out}}) {
     const CliRun again = Eplb(args + " --current " + Write(name, text));
     EXPECT_EQ(again.code, 0) << name << ": " << again.err;
+    const CliRun plan = Eplb("plan --old " + ours + " --new " + Write(name, text));
+    ASSERT_EQ(plan.code, 0) << name << ": " << plan.err;
+    EXPECT_EQ(nlohmann::json::parse(plan.out)["layers"].size(), 0u) << name;  // nothing moves
   }
+  ExpectErrors(
+      {{"yaml without assignments",
+        "plan --old " + ours + " --new " + Write("bad.yaml", "num_slots: 16\n"),
+        "bad.yaml: expected TensorRT-LLM's moe_load_balancer.yaml with "
+        "initial_global_assignments"},
+       {"yaml slots",
+        "plan --old " + ours + " --new " +
+            Write("slots.yaml", "initial_global_assignments:\n  3: [0, 1]\nnum_slots: 4\n"),
+        "slots.yaml: num_slots is 4 but layer 3 lists 2 slots"}});
 }
 
 // Placements record the cluster they were made for; plan takes it from them and refuses another.

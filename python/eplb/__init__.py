@@ -12,6 +12,8 @@ The engines' own calling conventions live in submodules, each a drop-in replacem
     eplb.sglang.rebalance_experts     SGLang's eplb_algorithms entry point
 """
 
+import os
+
 import numpy as np
 
 from . import _eplb
@@ -24,6 +26,7 @@ __all__ = [
     "log2phy_of",
     "plan",
     "policies",
+    "read_load",
     "rebalance",
     "run_scenario",
     "RunResult",
@@ -38,6 +41,22 @@ except ImportError:  # running from a source tree without a build
 def policies():
     """{name: summary} of every registered policy, built-ins first."""
     return dict(_eplb.policies())
+
+
+def read_load(path, num_experts=0, physical_to_logical_map=None):
+    """The load recorded in `path` as a float64 numpy array [steps, layers, experts].
+
+    Reads every layout the command line reads: CSV (wide, with or without a header row or
+    pandas' index column, or long step,layer,expert,tokens), JSON ([layer][expert],
+    [step][layer][expert], or under load / logical_count / steps), SGLang's expert-distribution
+    .pt dumps (a file or their folder), vLLM's EPLB window saved with its map, and TensorRT-LLM's
+    statistics folder. num_experts: refuse a load of another width. physical_to_logical_map
+    ([layers, slots]): the file counts physical slots; fold them onto logical experts.
+    """
+    p2l = None
+    if physical_to_logical_map is not None:
+        p2l, _ = to_numpy(physical_to_logical_map, np.int64, "physical_to_logical_map")
+    return _eplb.read_load(os.fspath(path), int(num_experts), p2l)
 
 
 def rebalance(load, num_replicas, num_gpus, num_nodes=1, num_groups=1, policy="deepseek",

@@ -70,6 +70,13 @@ class SGLangStatDump(unittest.TestCase):
         self.assertNotEqual(done.returncode, 0)
         self.assertIn("the load has 16 experts per layer but --experts is 20", done.stderr)
 
+    def test_read_load_gives_the_steps_in_process(self):
+        np.testing.assert_array_equal(eplb.read_load(self.pt), self.counts.numpy())
+        np.testing.assert_array_equal(eplb.read_load(self.json, num_experts=16),
+                                      self.counts.numpy())
+        with self.assertRaisesRegex(ValueError, "16 experts per layer but num_experts is 8"):
+            eplb.read_load(self.json, num_experts=8)
+
     def test_several_dumps_in_a_folder_concatenate_in_time_order(self):
         folder = os.path.join(self.dir.name, "dumps")
         os.mkdir(folder)
@@ -114,6 +121,14 @@ class PerSlotDumps(unittest.TestCase):
         got = torch_dumps.read_torch_dump(os.path.join(self.dir.name, "pass.pt"))
         physical = torch.tensor([[[1, 0, 0, 0, 1, 1], [0, 1, 1, 2, 0, 0]]], dtype=torch.float64)
         self.assertTrue(torch.equal(got, self.expected(physical)))
+
+    def test_read_load_folds_a_per_slot_csv_through_a_map(self):
+        path = os.path.join(self.dir.name, "slots.csv")
+        with open(path, "w") as f:
+            f.write("1,2,3,4,5,6\n6,5,4,3,2,1\n")
+        got = eplb.read_load(path, num_experts=4, physical_to_logical_map=self.p2l)
+        physical = torch.tensor([[[1, 2, 3, 4, 5, 6], [6, 5, 4, 3, 2, 1]]], dtype=torch.float64)
+        np.testing.assert_array_equal(got, self.expected(physical).numpy())
 
     def test_vllm_window_folds_through_its_map(self):
         window = torch.rand(5, 2, 6, dtype=torch.float64) * 100

@@ -9,6 +9,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "eplb/formats/placement_file.h"
+#include "eplb/io/placement_files.h"
 #include "eplb/migrate/schedule.h"
 #include "eplb/migrate/transfer_plan.h"
 #include "eplb/model/slot_preservation.h"
@@ -72,9 +73,9 @@ nlohmann::ordered_json LayerJson(const LayerPlan& plan, const Schedule& s) {
 int RunPlan(const PlanArgs& args) {
   const std::string cmd = "plan";
   RecordedTopology old_topo, new_topo;
-  auto old_p = ReadPlacementFile(args.old_path, 0, &old_topo);
+  auto old_p = ReadAnyPlacementFile(args.old_path, 0, &old_topo);
   if (!old_p.ok()) return ReportError(cmd, old_p.status());
-  auto new_p = ReadPlacementFile(args.new_path, old_p->num_experts(), &new_topo);
+  auto new_p = ReadAnyPlacementFile(args.new_path, old_p->num_experts(), &new_topo);
   if (!new_p.ok()) return ReportError(cmd, new_p.status());
   // The cluster: from the options, else from the files; where both say, they must agree, since
   // a plan for the wrong cluster routes transfers over the wrong links.

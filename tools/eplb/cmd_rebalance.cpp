@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "eplb/formats/load_file.h"
 #include "eplb/formats/placement_file.h"
+#include "eplb/io/placement_files.h"
 #include "eplb/model/metrics.h"
 #include "eplb/policy/policy.h"
 
@@ -122,7 +123,7 @@ int RunRebalance(const RebalanceArgs& args) {
   }
   std::optional<Placement> physical_map;
   if (!args.physical_map_path.empty()) {
-    auto read = ReadPlacementFile(args.physical_map_path, args.experts);
+    auto read = ReadAnyPlacementFile(args.physical_map_path, args.experts);
     if (!read.ok()) return ReportError(cmd, read.status());
     physical_map = std::move(read).value();
   }
@@ -141,7 +142,7 @@ int RunRebalance(const RebalanceArgs& args) {
   if (!topology.ok()) return ReportError(cmd, topology.status());
   std::optional<Placement> current;
   if (!args.current_path.empty()) {
-    auto read = ReadPlacementFile(args.current_path, static_cast<int>(load->cols()));
+    auto read = ReadAnyPlacementFile(args.current_path, static_cast<int>(load->cols()));
     if (!read.ok()) return ReportError(cmd, read.status());
     current = std::move(read).value();
   }
