@@ -132,6 +132,25 @@ py::array_t<int64_t> ToArray(const Placement& placement) {
   return out;
 }
 
+// (log2phy [layers, experts, max count], logcnt [layers, experts]): each expert's slots in
+// ascending order, padded with -1.
+py::tuple Log2PhyArrays(const Placement& placement) {
+  const int experts = placement.num_experts(), width = placement.max_logcnt();
+  py::array_t<int64_t> log2phy({placement.num_layers(), experts, width});
+  py::array_t<int64_t> logcnt({placement.num_layers(), experts});
+  int64_t* out = log2phy.mutable_data();
+  int64_t* count = logcnt.mutable_data();
+  std::fill(out, out + log2phy.size(), -1);
+  for (int l = 0; l < placement.num_layers(); ++l) {
+    for (int e = 0; e < experts; ++e, out += width) {
+      const auto slots = placement.replicas(l, e);
+      std::copy(slots.begin(), slots.end(), out);
+      *count++ = static_cast<int64_t>(slots.size());
+    }
+  }
+  return py::make_tuple(log2phy, logcnt);
+}
+
 py::array_t<double> ToArray(const LoadMatrix& m) {
   py::array_t<double> out({m.rows(), m.cols()});
   std::copy(m.data(), m.data() + m.size(), out.mutable_data());
@@ -299,6 +318,28 @@ PYBIND11_MODULE(_eplb, m) {
       },
       "Every registered policy as (name, summary), built-ins first.");
   m.def(
+      "deepseek_full",
+      [](const LoadArray& weight, int num_replicas, int num_groups, int num_nodes, int num_gpus) {
+        if (weight.ndim() != 2) {
+          throw py::value_error(fmt::format(
+              "weight has {} dimensions; expected [layers, num_logical_experts]", weight.ndim()));
+        }
+        const eplb::LoadMatrix load =
+            Eigen::Map<const eplb::LoadMatrix>(weight.data(), weight.shape(0), weight.shape(1));
+        std::optional<eplb::Result<eplb::Placement>> placement;
+        {
+          py::gil_scoped_release release;
+          placement = eplb::RebalanceDeepSeek(load, num_replicas, num_groups, num_nodes, num_gpus);
+        }
+        const eplb::Placement p = Take(std::move(*placement));
+        const py::tuple maps = Log2PhyArrays(p);
+        return py::make_tuple(ToArray(p), maps[0], maps[1]);
+      },
+      py::arg("weight"), py::arg("num_replicas"), py::arg("num_groups"), py::arg("num_nodes"),
+      py::arg("num_gpus"),
+      "DeepSeek's rebalance_experts with all three of its outputs from one placement: (phy2log, "
+      "log2phy, logcnt), int64.");
+  m.def(
       "deepseek",
       [](const LoadArray& weight, int num_replicas, int num_groups, int num_nodes, int num_gpus) {
         if (weight.ndim() != 2) {
@@ -321,21 +362,7 @@ PYBIND11_MODULE(_eplb, m) {
   m.def(
       "log2phy",
       [](const IndexArray& phy2log, int num_experts) {
-        const eplb::Placement placement = ReadPlacement(phy2log, num_experts, "phy2log");
-        const int width = placement.max_logcnt();
-        py::array_t<int64_t> log2phy({placement.num_layers(), num_experts, width});
-        py::array_t<int64_t> logcnt({placement.num_layers(), num_experts});
-        int64_t* out = log2phy.mutable_data();
-        int64_t* count = logcnt.mutable_data();
-        std::fill(out, out + log2phy.size(), -1);
-        for (int l = 0; l < placement.num_layers(); ++l) {
-          for (int e = 0; e < num_experts; ++e, out += width) {
-            const auto slots = placement.replicas(l, e);
-            std::copy(slots.begin(), slots.end(), out);
-            *count++ = static_cast<int64_t>(slots.size());
-          }
-        }
-        return py::make_tuple(log2phy, logcnt);
+        return Log2PhyArrays(ReadPlacement(phy2log, num_experts, "phy2log"));
       },
       py::arg("phy2log"), py::arg("num_experts"),
       "(log2phy [layers, experts, max count], logcnt [layers, experts]): each expert's slots "

@@ -1,14 +1,20 @@
 // Golden and property tests of the `deepseek` policy against DeepSeek's reference eplb.py.
 #include "eplb/policy/deepseek.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <random>
 #include <set>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "eplb/model/metrics.h"
+#include "policy/parallel_for.h"
 #include "test_util.h"
 
 namespace eplb {
@@ -209,6 +215,17 @@ TEST(DeepSeekPolicy, RedundantExpertsImproveBalance) {
             Balancedness(GpuLoads(load, *plain, *topo_plain)));
 }
 
+// The policy orders weights by their bits; a -0.0 load (valid: it is >= 0) must order as 0.
+TEST(DeepSeekPolicy, NegativeZeroLoadIsZero) {
+  LoadMatrix zero(1, 8), negative(1, 8);
+  zero << 5, 0, 3, 0, 9, 1, 0, 2;
+  negative << 5, -0.0, 3, -0.0, 9, 1, -0.0, 2;
+  auto a = RebalanceDeepSeek(zero, 12, 4, 2, 4);
+  auto b = RebalanceDeepSeek(negative, 12, 4, 2, 4);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(*a, *b);
+}
+
 // Large calls spread layers over threads; each layer must come out as it does alone.
 TEST(DeepSeekPolicy, ParallelLayersEqualLayerByLayer) {
   std::mt19937_64 rng(5);
@@ -244,6 +261,43 @@ TEST(PolicyRegistry, PolicyChecksCurrentPlacementShape) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(),
             "current placement has 3 layers of 12 experts but the load has 2 layers of 12 experts");
+}
+
+}  // namespace
+}  // namespace eplb
+
+namespace eplb {
+namespace {
+
+// The pool behind ParallelFor: every index runs exactly once, whoever calls and however many
+// call at once; a call from inside a chunk (the pool busy) runs on its own thread; a forked
+// child, whose workers stayed in the parent, still finishes.
+TEST(ParallelFor, EachIndexOnceFromConcurrentAndNestedCalls) {
+  auto run = [](int n) {
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+    ParallelFor(n, 0, [&](int begin, int end) {
+      for (int i = begin; i < end; ++i) hits[i]++;
+      ParallelFor(3, 0, [&](int b, int e) { EXPECT_LE(b, e); });  // nested
+    });
+    for (auto& h : hits) EXPECT_EQ(h.load(), 1);
+  };
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t) {
+    callers.emplace_back([&, t] {
+      for (int rep = 0; rep < 50; ++rep) run(1 + (rep * 7 + t) % 100);
+    });
+  }
+  for (auto& c : callers) c.join();
+
+  const pid_t child = fork();
+  if (child == 0) {
+    std::atomic<int> sum{0};
+    ParallelFor(100, 0, [&](int begin, int end) { sum += end - begin; });
+    _exit(sum == 100 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 }  // namespace

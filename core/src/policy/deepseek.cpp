@@ -15,65 +15,121 @@
 namespace eplb {
 namespace {
 
-// A loser tree over n float keys: Winner() is the index of the smallest key (kMax: the
-// largest), the lowest index on ties, as a first-index argmin/argmax returns. Both callers only
-// ever change the winner's key, which a loser tree replays in log2(n) steps whose loads do not
-// wait on the previous step's stores: the step chain is one compare and two selects.
-template <bool kMax>
+// A loser tree over n uint64 keys: Winner() is the smallest. Callers pack a non-negative float
+// and its index into one key, (ordered float bits << 32) | index, so that one integer compare
+// orders by value and then by index, as a first-index argmin/argmax does; the losers hold
+// whole keys, so a replay walks a path fixed by the leaf with no indirect load, one compare and
+// two selects per level.
 class LoserTree {
  public:
+  static constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();  // never wins
+
   void Reset(int n) {
     size_ = 1;
     while (size_ < n) size_ *= 2;
-    keys_.assign(static_cast<size_t>(size_), kMax ? -kInf : kInf);  // padding never wins
+    leaves_.assign(static_cast<size_t>(size_), kNever);
     losers_.resize(static_cast<size_t>(size_));
-    winners_.resize(2 * static_cast<size_t>(size_));
   }
-  float& key(int i) { return keys_[i]; }
+  uint64_t& leaf(int i) { return leaves_[i]; }
   void Build() {
-    for (int i = 0; i < size_; ++i) winners_[size_ + i] = i;
+    // Winners of each subtree, bottom-up, in the losers' array's upper half's place.
+    std::vector<uint64_t>& winners = scratch_;
+    winners.resize(2 * static_cast<size_t>(size_));
+    for (int i = 0; i < size_; ++i) winners[size_ + i] = leaves_[i];
     for (int node = size_ - 1; node >= 1; --node) {
-      const int a = winners_[2 * node], b = winners_[2 * node + 1];
-      const bool a_wins = Beats(keys_[a], a, keys_[b], b);
-      winners_[node] = a_wins ? a : b;
-      losers_[node] = a_wins ? b : a;
+      const uint64_t a = winners[2 * node], b = winners[2 * node + 1];
+      winners[node] = std::min(a, b);
+      losers_[node] = std::max(a, b);
     }
-    winner_ = winners_[1];
+    winner_ = winners[1];
   }
-  int Winner() const { return winner_; }
-  // Call after changing key(Winner()).
-  void ReplayWinner() {
-    int cand = winner_;
-    float cand_key = keys_[cand];
-    for (int node = (cand + size_) / 2; node >= 1; node /= 2) {
-      const int other = losers_[node];
-      const float other_key = keys_[other];
-      const bool other_wins = Beats(other_key, other, cand_key, cand);
-      losers_[node] = other_wins ? cand : other;
-      cand = other_wins ? other : cand;
-      cand_key = other_wins ? other_key : cand_key;
+  uint64_t Winner() const { return winner_; }
+  // Replaces the winner, whose leaf is `leaf`, by `key`.
+  void ReplaceWinner(int leaf, uint64_t key) {
+    leaves_[leaf] = key;
+    uint64_t cand = key;
+    for (int node = (leaf + size_) / 2; node >= 1; node /= 2) {
+      // Masks, not std::min/max: compilers turn those into a branch, and the outcome is a
+      // coin toss that the branch predictor loses half the time.
+      const uint64_t other = losers_[node];
+      const uint64_t other_wins = uint64_t{0} - static_cast<uint64_t>(other < cand);
+      const uint64_t diff = (other ^ cand) & other_wins;
+      losers_[node] = other ^ diff;  // the larger
+      cand ^= diff;                  // the smaller
     }
     winner_ = cand;
   }
 
  private:
-  static constexpr float kInf = std::numeric_limits<float>::infinity();
-  static bool Beats(float a_key, int a, float b_key, int b) {
-    return (kMax ? a_key > b_key : a_key < b_key) | ((a_key == b_key) & (a < b));
-  }
   int size_ = 1;
-  int winner_ = 0;
-  std::vector<float> keys_;
-  std::vector<int32_t> losers_;
-  std::vector<int32_t> winners_;  // scratch for Build
+  uint64_t winner_ = kNever;
+  std::vector<uint64_t> leaves_;
+  std::vector<uint64_t> losers_;
+  std::vector<uint64_t> scratch_;
 };
+
+// Keys for the tree: non-negative floats (and +inf) order like their IEEE bits.
+uint64_t AscendingKey(float value, int index) {
+  return (static_cast<uint64_t>(std::bit_cast<uint32_t>(value)) << 32) |
+         static_cast<uint32_t>(index);
+}
+uint64_t DescendingKey(float value, int index) {
+  return (static_cast<uint64_t>(~std::bit_cast<uint32_t>(value)) << 32) |
+         static_cast<uint32_t>(index);
+}
+int IndexOf(uint64_t key) {
+  return static_cast<int>(key & 0xffffffffu);
+}
+
+// Sorts keys made by DescendingKey/AscendingKey, which arrive in index order, by their value
+// bits: a stable LSD radix sort over the upper 32 bits, kBits per pass, skipping the digits all
+// keys share. Stability keeps equal values in index order, so the result is the keys' full
+// order. Unlike a comparison sort it has no data-dependent branches, whose mispredictions
+// dominated sorting these short rows; short rows take 4-bit digits, so that the per-pass prefix
+// sum over the buckets does not outweigh the keys.
+template <int kBits>
+struct RadixCounts {
+  static constexpr int kPasses = 32 / kBits, kBuckets = 1 << kBits;
+  uint32_t count[kPasses][kBuckets] = {};  // all zero between calls
+};
+
+template <int kBits>
+void RadixSort(std::vector<uint64_t>& keys, std::vector<uint64_t>& buffer, RadixCounts<kBits>& c) {
+  constexpr int kPasses = RadixCounts<kBits>::kPasses, kBuckets = RadixCounts<kBits>::kBuckets;
+  constexpr uint64_t kMask = kBuckets - 1;
+  const size_t n = keys.size();
+  buffer.resize(n);
+  for (const uint64_t k : keys) {
+    for (int p = 0; p < kPasses; ++p) ++c.count[p][(k >> (32 + kBits * p)) & kMask];
+  }
+  for (int p = 0; p < kPasses; ++p) {
+    uint32_t* count = c.count[p];
+    const int shift = 32 + kBits * p;
+    if (count[(keys[0] >> shift) & kMask] == n) {  // every key shares this digit
+      count[(keys[0] >> shift) & kMask] = 0;
+      continue;
+    }
+    uint32_t sum = 0;
+    for (int d = 0; d < kBuckets; ++d) {
+      const uint32_t here = count[d];
+      count[d] = sum;
+      sum += here;
+    }
+    for (const uint64_t k : keys) buffer[count[(k >> shift) & kMask]++] = k;
+    std::fill(count, count + kBuckets, 0u);
+    keys.swap(buffer);
+  }
+}
 
 // Scratch reused across layers so that a call allocates once.
 struct Scratch {
-  std::vector<uint64_t> keys;
+  std::vector<uint64_t> keys, sort_buffer;
+  RadixCounts<4> radix4;
+  RadixCounts<8> radix8;
   std::vector<int32_t> pack_items;
-  LoserTree<false> lightest_pack;
-  LoserTree<true> heaviest_expert;
+  std::vector<float> pack_weight;
+  LoserTree lightest_pack;
+  LoserTree heaviest_expert;
 };
 
 // eplb.py's balanced_packing for one row: items in descending weight order each go to the
@@ -92,25 +148,28 @@ void BalancedPacking(std::span<const float> weight, int num_packs, std::span<int
   // Weights are finite and >= 0, so their IEEE bits order like the values; sorting
   // (~bits, index) keys ascending gives that order without an indirect comparison.
   s.keys.resize(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    s.keys[i] = (static_cast<uint64_t>(~std::bit_cast<uint32_t>(weight[i])) << 32) |
-                static_cast<uint32_t>(i);
+  for (int i = 0; i < n; ++i) s.keys[i] = DescendingKey(weight[i], i);
+  if (n <= 128) {
+    RadixSort(s.keys, s.sort_buffer, s.radix4);
+  } else {
+    RadixSort(s.keys, s.sort_buffer, s.radix8);
   }
-  std::sort(s.keys.begin(), s.keys.end());
   s.pack_items.assign(static_cast<size_t>(num_packs), 0);
-  LoserTree<false>& packs = s.lightest_pack;
+  s.pack_weight.assign(static_cast<size_t>(num_packs), 0.0f);
+  LoserTree& packs = s.lightest_pack;
   packs.Reset(num_packs);
-  for (int p = 0; p < num_packs; ++p) packs.key(p) = 0.0f;
+  for (int p = 0; p < num_packs; ++p) packs.leaf(p) = AscendingKey(0.0f, p);
   packs.Build();
   for (const uint64_t key : s.keys) {
-    const auto item = static_cast<int32_t>(key & 0xffffffffu);
-    const int pack = packs.Winner();
+    const int item = IndexOf(key);
+    const int pack = IndexOf(packs.Winner());
     pack_index[item] = pack;
     rank_in_pack[item] = s.pack_items[pack]++;
-    packs.key(pack) += weight[item];
+    s.pack_weight[pack] += weight[item];
     // A full pack leaves the contest.
-    if (s.pack_items[pack] == per_pack) packs.key(pack) = std::numeric_limits<float>::infinity();
-    packs.ReplayWinner();
+    packs.ReplaceWinner(pack, s.pack_items[pack] == per_pack
+                                  ? LoserTree::kNever
+                                  : AscendingKey(s.pack_weight[pack], pack));
   }
 }
 
@@ -120,20 +179,19 @@ void ReplicateExperts(std::span<const float> weight, std::span<int32_t> phy2log,
                       std::span<int32_t> logcnt, Scratch& s) {
   const int num_log = static_cast<int>(weight.size());
   const int num_phy = static_cast<int>(phy2log.size());
-  LoserTree<true>& experts = s.heaviest_expert;
+  LoserTree& experts = s.heaviest_expert;
   experts.Reset(num_log);
   for (int e = 0; e < num_log; ++e) {
     phy2log[e] = e;
     logcnt[e] = 1;
-    experts.key(e) = weight[e];
+    experts.leaf(e) = DescendingKey(weight[e], e);
   }
   experts.Build();
   for (int i = num_log; i < num_phy; ++i) {
-    const int e = experts.Winner();
+    const int e = IndexOf(experts.Winner());
     phy2log[i] = e;
     ++logcnt[e];
-    experts.key(e) = weight[e] / static_cast<float>(logcnt[e]);
-    experts.ReplayWinner();
+    experts.ReplaceWinner(e, DescendingKey(weight[e] / static_cast<float>(logcnt[e]), e));
   }
 }
 
@@ -203,7 +261,8 @@ class LayerBalancer {
 
   // Writes layer `layer`'s phy2log into `out` (replicas entries).
   void Run(const LoadMatrix& load, int layer, int32_t* out) {
-    for (int e = 0; e < experts_; ++e) weight_[e] = static_cast<float>(load(layer, e));
+    // + 0.0f turns a -0.0 load into +0.0, whose bits order below every positive weight's.
+    for (int e = 0; e < experts_; ++e) weight_[e] = static_cast<float>(load(layer, e)) + 0.0f;
 
     // Step 1: pack groups onto nodes; "mlog" numbers the experts node by node.
     for (int g = 0; g < groups_; ++g) {

@@ -1,33 +1,20 @@
-// ParallelFor: split [0, n) into contiguous chunks and run them on threads.
+// ParallelFor: split [0, n) into contiguous chunks and run them on a pool of threads started
+// once per process.
+//
+// Starting threads per call cost more than the work on the DeepSeek-V3 shapes (a call of the
+// deepseek policy takes under a millisecond), so the workers live as long as the process. One
+// call uses the pool at a time; a call that finds it busy (another thread's call, or a
+// ParallelFor inside a chunk) runs its chunks on the calling thread, as does a call in a child
+// forked after the pool started (its workers stayed in the parent). Thread-safe.
 #pragma once
 
-#include <algorithm>
-#include <thread>
-#include <vector>
+#include <functional>
 
 namespace eplb {
 
-// Calls body(begin, end) on disjoint chunks covering [0, n), one chunk per thread, the first on
-// the calling thread. `threads` 0 means one per hardware thread; the count never exceeds n.
-// Returns when every chunk is done. `body` must be safe to run concurrently on disjoint chunks.
-template <typename Body>
-void ParallelFor(int n, int threads, Body&& body) {
-  if (n <= 0) return;
-  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  threads = std::min(threads, n);
-  if (threads == 1) {
-    body(0, n);
-    return;
-  }
-  std::vector<std::thread> pool;
-  pool.reserve(static_cast<size_t>(threads - 1));
-  const int chunk = (n + threads - 1) / threads;
-  for (int t = 1; t < threads; ++t) {
-    const int begin = t * chunk, end = std::min(n, begin + chunk);
-    if (begin < end) pool.emplace_back([&body, begin, end] { body(begin, end); });
-  }
-  body(0, std::min(n, chunk));
-  for (auto& th : pool) th.join();
-}
+// Calls body(begin, end) on disjoint chunks covering [0, n), at most `threads` at once (0: one
+// per hardware thread), the calling thread among them. Returns when every chunk is done.
+// `body` must be safe to run concurrently on disjoint chunks.
+void ParallelFor(int n, int threads, const std::function<void(int, int)>& body);
 
 }  // namespace eplb
