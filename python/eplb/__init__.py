@@ -59,7 +59,7 @@ def read_load(path, num_experts=0, physical_to_logical_map=None):
     return _eplb.read_load(os.fspath(path), int(num_experts), p2l)
 
 
-def rebalance(load, num_replicas, num_gpus, num_nodes=1, num_groups=1, policy="deepseek",
+def rebalance(load, num_replicas, num_gpus, num_nodes=None, num_groups=1, policy="deepseek",
               current=None, max_chunks=16, **options):
     """The placement `policy` chooses: phy2log [layers, num_replicas], int64.
 
@@ -68,11 +68,19 @@ def rebalance(load, num_replicas, num_gpus, num_nodes=1, num_groups=1, policy="d
         consecutive chunks for the policies that look at time (`timeseries`).
     num_replicas: physical slots per layer, a multiple of num_gpus.
     num_groups: the model's expert groups (DeepSeek's group-limited routing); 0 or None mean 1.
+    num_nodes: required with num_groups above 1, where the hierarchical policies pack groups
+        onto nodes; 1 otherwise.
     current: the placement in force (phy2log), for the policies that keep or repair it.
     options: window_steps, serve_steps, seconds_per_token, migration_weight,
         max_moves_per_layer (see `eplb policies`).
     Returns numpy for numpy input and torch for torch input (on the load's device).
     """
+    if num_nodes is None:
+        if (num_groups or 1) > 1:
+            raise ValueError(f"num_groups is {num_groups} but num_nodes is not given; with expert "
+                             "groups the hierarchical policies pack groups onto nodes, so give "
+                             "num_nodes (1 for a single node)")
+        num_nodes = 1
     array, kind = to_numpy(load, np.float64, "load")
     cur = None if current is None else to_numpy(current, np.int64, "current")[0]
     phy2log = _eplb.rebalance(array, int(num_replicas), int(num_gpus), int(num_nodes),
@@ -95,7 +103,7 @@ def balancedness(load, phy2log, num_gpus):
     return float(loads.mean(axis=1).sum() / peak) if peak > 0 else 1.0
 
 
-def plan(old, new, num_gpus, num_nodes=1, num_experts=None, expert_bytes=3 * 7168 * 2048,
+def plan(old, new, num_gpus, num_nodes, num_experts=None, expert_bytes=3 * 7168 * 2048,
          sender="local", strategy="best", nvlink_gbps=450.0, nic_gbps=50.0):
     """The transfers that turn placement `old` into `new`, and their schedule.
 

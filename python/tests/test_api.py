@@ -56,6 +56,8 @@ class Policies(unittest.TestCase):
             eplb.rebalance(load, 24, 4, policy="fast")
         with self.assertRaisesRegex(ValueError, "num_replicas is 25"):
             eplb.rebalance(load, 25, 4)
+        with self.assertRaisesRegex(ValueError, "num_groups is 4 but num_nodes is not given"):
+            eplb.rebalance(load, 24, 4, num_groups=4)
 
     def test_torch_in_torch_out_and_numpy_views_without_copies(self):
         load = torch.from_numpy(skewed_load(2, 16, seed=3))
@@ -92,7 +94,7 @@ class Plans(unittest.TestCase):
 
     def test_unchanged_placement_plans_nothing(self):
         old = np.tile(np.arange(24) % 16, (2, 1))
-        out = eplb.plan(old, old, 4)
+        out = eplb.plan(old, old, 4, num_nodes=1)
         self.assertEqual(len(out["transfers"]["expert"]), 0)
         self.assertEqual(len(out["layers"]["layer"]), 0)
 
