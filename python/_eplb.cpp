@@ -151,6 +151,23 @@ py::tuple Log2PhyArrays(const Placement& placement) {
   return py::make_tuple(log2phy, logcnt);
 }
 
+// DeepSeek's policy on a [layers, experts] weight, the GIL released while it runs.
+Placement DeepSeekOf(const LoadArray& weight, int num_replicas, int num_groups, int num_nodes,
+                     int num_gpus) {
+  if (weight.ndim() != 2) {
+    throw py::value_error(fmt::format(
+        "weight has {} dimensions; expected [layers, num_logical_experts]", weight.ndim()));
+  }
+  const eplb::LoadMatrix load =
+      Eigen::Map<const eplb::LoadMatrix>(weight.data(), weight.shape(0), weight.shape(1));
+  std::optional<eplb::Result<eplb::Placement>> placement;
+  {
+    py::gil_scoped_release release;
+    placement = eplb::RebalanceDeepSeek(load, num_replicas, num_groups, num_nodes, num_gpus);
+  }
+  return Take(std::move(*placement));
+}
+
 py::array_t<double> ToArray(const LoadMatrix& m) {
   py::array_t<double> out({m.rows(), m.cols()});
   std::copy(m.data(), m.data() + m.size(), out.mutable_data());
@@ -320,18 +337,7 @@ PYBIND11_MODULE(_eplb, m) {
   m.def(
       "deepseek_full",
       [](const LoadArray& weight, int num_replicas, int num_groups, int num_nodes, int num_gpus) {
-        if (weight.ndim() != 2) {
-          throw py::value_error(fmt::format(
-              "weight has {} dimensions; expected [layers, num_logical_experts]", weight.ndim()));
-        }
-        const eplb::LoadMatrix load =
-            Eigen::Map<const eplb::LoadMatrix>(weight.data(), weight.shape(0), weight.shape(1));
-        std::optional<eplb::Result<eplb::Placement>> placement;
-        {
-          py::gil_scoped_release release;
-          placement = eplb::RebalanceDeepSeek(load, num_replicas, num_groups, num_nodes, num_gpus);
-        }
-        const eplb::Placement p = Take(std::move(*placement));
+        const eplb::Placement p = DeepSeekOf(weight, num_replicas, num_groups, num_nodes, num_gpus);
         const py::tuple maps = Log2PhyArrays(p);
         return py::make_tuple(ToArray(p), maps[0], maps[1]);
       },
@@ -342,18 +348,7 @@ PYBIND11_MODULE(_eplb, m) {
   m.def(
       "deepseek",
       [](const LoadArray& weight, int num_replicas, int num_groups, int num_nodes, int num_gpus) {
-        if (weight.ndim() != 2) {
-          throw py::value_error(fmt::format(
-              "weight has {} dimensions; expected [layers, num_logical_experts]", weight.ndim()));
-        }
-        const eplb::LoadMatrix load =
-            Eigen::Map<const eplb::LoadMatrix>(weight.data(), weight.shape(0), weight.shape(1));
-        std::optional<eplb::Result<eplb::Placement>> placement;
-        {
-          py::gil_scoped_release release;
-          placement = eplb::RebalanceDeepSeek(load, num_replicas, num_groups, num_nodes, num_gpus);
-        }
-        return ToArray(Take(std::move(*placement)));
+        return ToArray(DeepSeekOf(weight, num_replicas, num_groups, num_nodes, num_gpus));
       },
       py::arg("weight"), py::arg("num_replicas"), py::arg("num_groups"), py::arg("num_nodes"),
       py::arg("num_gpus"),

@@ -268,7 +268,7 @@ Result<LoadSeries> ParseLoadCsvSeries(std::string_view text, const std::string& 
           "count",
           fields.size(), width));
     }
-    int64_t step = current_step, layer = static_cast<int64_t>(rows.size());
+    int64_t step = current_step;
     if (step_column >= 0 && !ParseCsvInt64(fields[step_column], step)) {
       return csv.Error(fmt::format("field {} (step) is '{}'; expected an integer", step_column + 1,
                                    fields[step_column]));
@@ -286,7 +286,6 @@ Result<LoadSeries> ParseLoadCsvSeries(std::string_view text, const std::string& 
             layer_column + 1, fields[layer_column], want));
       }
     }
-    (void)layer;
     std::vector<double> row;
     for (size_t column = index_columns + 1; column <= fields.size(); ++column) {
       const std::string_view field = fields[column - 1];
