@@ -595,7 +595,7 @@ TEST_F(CliTest, HelpListsEveryCommand) {
   const CliRun r = Eplb("--help");
   EXPECT_EQ(r.code, 0);
   for (const char* command :
-       {"rebalance", "plan", "run", "compare", "sweep", "device-run", "validate"}) {
+       {"rebalance", "plan", "policies", "run", "compare", "sweep", "device-run", "validate"}) {
     EXPECT_NE(r.out.find(std::string("  ") + command + " "), std::string::npos) << command;
   }
 }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "eplb/base/csv.h"
+#include "eplb/base/file_io.h"
 #include "eplb/base/interrupt.h"
 #include "eplb/io/run_folder.h"
 #include "eplb/io/scenario_file.h"
@@ -40,7 +41,7 @@ int RunCommandLine(int argc, char** argv, std::span<const AddCommand> commands,
                    const std::function<void(CLI::App&)>& extend) {
   CLI::App app{"eplb: expert-parallel load balancing for Mixture-of-Experts models", "eplb"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "eplb 0.1.0");
+  app.set_version_flag("--version", ToolVersion());
   Action action;
   for (AddCommand add : commands) add(app, action);
   if (extend) extend(app);
@@ -133,27 +134,41 @@ std::vector<std::string> SplitList(const std::string& list) {
   return out;
 }
 
-void PrintRunSummary(const RunResult& run, const std::string& dir) {
+void PrintRunSummary(const RunResult& run, const std::string& dir, std::FILE* out) {
   const RunSummary s = Summarize(run);
-  fmt::print("{}: {} steps, {:.1f} s {} in {:.1f} s wall\n", run.scenario.name, run.steps.size(),
-             s.simulated_s, run.backend == "simgrid" ? "simulated" : "run on " + run.backend,
-             run.wall_s);
-  fmt::print("  step time      mean {:.3f} ms, p99 {:.3f} ms (idle links: {:.3f} ms)\n",
+  fmt::print(out, "{}: {} steps, {:.1f} s {} in {:.1f} s wall\n", run.scenario.name,
+             run.steps.size(), s.simulated_s,
+             run.backend == "simgrid" ? "simulated" : "run on " + run.backend, run.wall_s);
+  fmt::print(out, "  step time      mean {:.3f} ms, p99 {:.3f} ms (idle links: {:.3f} ms)\n",
              s.step_time_s.mean * 1e3, s.step_time_s.p99 * 1e3, s.idle_step_time_s_mean * 1e3);
-  fmt::print("  balancedness   mean {:.4f}, min {:.4f}; imbalance ratio mean {:.4f}\n",
+  fmt::print(out, "  balancedness   mean {:.4f}, min {:.4f}; imbalance ratio mean {:.4f}\n",
              s.balancedness.mean, s.balancedness.min, s.imbalance_ratio.mean);
   const auto& r = s.rearrangements;
-  fmt::print(
-      "  rearrangements {} started, {} completed, {} skipped; makespan mean {:.3f} s "
-      "(schedule predicted {:.3f} s, bound {:.3f} s)\n",
-      r.started, r.completed, r.skipped, r.makespan_s_mean, r.predicted_makespan_s_mean,
-      r.lower_bound_s_mean);
-  fmt::print(
-      "  moved          {:.1f} GB over NVLink, {:.1f} GB over NICs in {} transfers; "
-      "steps slowed {:.3f} s, stalled {:.3f} s\n",
-      static_cast<double>(s.bytes_moved_nvlink) / 1e9, static_cast<double>(s.bytes_moved_nic) / 1e9,
-      s.transfers, s.slowed_s, s.stalled_s);
-  fmt::print("  run folder     {}\n", dir);
+  fmt::print(out,
+             "  rearrangements {} started, {} completed, {} skipped; makespan mean {:.3f} s "
+             "(schedule predicted {:.3f} s, bound {:.3f} s)\n",
+             r.started, r.completed, r.skipped, r.makespan_s_mean, r.predicted_makespan_s_mean,
+             r.lower_bound_s_mean);
+  fmt::print(out,
+             "  moved          {:.1f} GB over NVLink, {:.1f} GB over NICs in {} transfers; "
+             "steps slowed {:.3f} s, stalled {:.3f} s\n",
+             static_cast<double>(s.bytes_moved_nvlink) / 1e9,
+             static_cast<double>(s.bytes_moved_nic) / 1e9, s.transfers, s.slowed_s, s.stalled_s);
+  fmt::print(out, "  run folder     {}\n", dir);
+}
+
+void AddJsonFlag(CLI::App* command, bool& json) {
+  command->add_flag("--json", json,
+                    "Print the folder's JSON document on stdout (the lines for people go to "
+                    "stderr)");
+}
+
+Status PrintJsonFile(const std::string& path) {
+  auto text = ReadTextFile(path);
+  if (!text.ok()) return text.status();
+  std::fwrite(text->data(), 1, text->size(), stdout);
+  std::fflush(stdout);
+  return Status::Ok();
 }
 
 }  // namespace eplb::cli

@@ -2,6 +2,7 @@
 // and the command-line front end every eplb executable runs.
 #pragma once
 
+#include <cstdio>
 #include <functional>
 #include <span>
 #include <string>
@@ -54,8 +55,18 @@ Result<Scenario> LoadScenarioArg(const std::string& path,
 void AddScenarioOptions(CLI::App* command, std::string& scenario_path,
                         std::vector<std::string>& overrides);
 
-// The summary lines of a finished run and where its folder is.
-void PrintRunSummary(const RunResult& run, const std::string& dir);
+// The summary lines of a finished run and where its folder is, on `out`.
+void PrintRunSummary(const RunResult& run, const std::string& dir, std::FILE* out = stdout);
+
+// --json, for the commands that write a folder: the folder's document (summary.json,
+// comparison.json, sweep.json) on stdout for scripts, the lines for people on stderr.
+void AddJsonFlag(CLI::App* command, bool& json);
+// Copies the document at `path` to stdout.
+Status PrintJsonFile(const std::string& path);
+// Where a command's lines for people go: stderr when stdout carries --json's document.
+inline std::FILE* HumanOutput(bool json) {
+  return json ? stderr : stdout;
+}
 
 // Splits "a,b,c".
 std::vector<std::string> SplitList(const std::string& list);

@@ -24,6 +24,7 @@ struct CompareArgs {
   std::string out;
   std::vector<std::string> overrides;
   int jobs = 0;
+  bool json = false;
   RunFolderOptions folder;
 };
 
@@ -45,15 +46,16 @@ int RunCompare(const CompareArgs& args) {
       WriteFolderAtomically(dir, "comparison", [&](const std::string& partial) -> Status {
         std::vector<Job> jobs;
         for (const std::string& p : policies) {
-          jobs.push_back({p, [&, p] {
+          jobs.push_back({p, scenario->run.steps, [&, p](std::atomic<int64_t>& steps_done) {
                             Scenario one = *scenario;
                             one.eplb.policy = p;
-                            return SimulateToFolder(one, partial + "/" + p, args.folder);
+                            return SimulateToFolder(one, partial + "/" + p, args.folder,
+                                                    &steps_done);
                           }});
         }
         fmt::print(stderr, "eplb compare: {} policies on {} ({} steps each)\n", policies.size(),
                    scenario->name, scenario->run.steps);
-        EPLB_RETURN_IF_ERROR(RunJobs(jobs, args.jobs));
+        EPLB_RETURN_IF_ERROR(RunJobs(jobs, args.jobs, "eplb compare"));
         std::vector<LabelledRun> runs;
         for (const std::string& p : policies) {
           auto folder = ReadRunFolder(partial + "/" + p);
@@ -66,19 +68,27 @@ int RunCompare(const CompareArgs& args) {
         EPLB_RETURN_IF_ERROR(WriteTextFile(partial + "/comparison.csv", ComparisonCsv(rows)));
         EPLB_RETURN_IF_ERROR(
             WriteTextFile(partial + "/report.html", CompareReportHtml(scenario->name, yaml, runs)));
-        nlohmann::ordered_json doc{{"scenario", scenario->name}, {"policies", rows}};
+        nlohmann::ordered_json doc{{"tool", ToolVersion()},
+                                   {"format_version", kFolderFormatVersion},
+                                   {"scenario", scenario->name},
+                                   {"policies", rows}};
         return WriteTextFile(partial + "/comparison.json", doc.dump(2) + "\n");
       });
   if (!s.ok()) return ReportError(cmd, s);
-  fmt::print("{:<18} {:>12} {:>12} {:>12} {:>14} {:>10}\n", "policy", "balancedness",
+  std::FILE* out = HumanOutput(args.json);
+  fmt::print(out, "{:<18} {:>12} {:>12} {:>12} {:>14} {:>10}\n", "policy", "balancedness",
              "after rearr.", "step ms", "GB / rearr.", "policy ms");
   for (const auto& r : rows) {
-    fmt::print("{:<18} {:>12.4f} {:>12.4f} {:>12.2f} {:>14.1f} {:>10.1f}\n",
+    fmt::print(out, "{:<18} {:>12.4f} {:>12.4f} {:>12.2f} {:>14.1f} {:>10.1f}\n",
                r["label"].get<std::string>(), r["balancedness_mean"].get<double>(),
                r["following_balancedness"].get<double>(), r["step_time_mean_s"].get<double>() * 1e3,
                r["bytes_per_rearrangement"].get<double>() / 1e9, r["policy_ms"].get<double>());
   }
-  fmt::print("report: {}/report.html\n", dir);
+  fmt::print(out, "report: {}/report.html\n", dir);
+  if (args.json) {
+    if (Status printed = PrintJsonFile(dir + "/comparison.json"); !printed.ok())
+      return ReportError(cmd, printed);
+  }
   return kExitOk;
 }
 
@@ -91,6 +101,7 @@ void AddCompareCommand(CLI::App& app, Action& action) {
   sub->add_option("--policies", args->policies, "Comma-separated policies")->capture_default_str();
   sub->add_option("--out", args->out, "Folder to write (default: runs/compare-<scenario name>)");
   AddNoTraceFlag(sub, args->folder);
+  AddJsonFlag(sub, args->json);
   sub->add_option("--jobs", args->jobs, "Simulations at once (default: one per core)")
       ->check(AtLeast(0));
   sub->callback([&action, args] { action = [args] { return RunCompare(*args); }; });

@@ -21,8 +21,8 @@ int RunDeviceRun(const DeviceArgs& a) {
   auto options = DeviceOptions(a, *scenario);
   if (!options.ok()) return ReportError(cmd, options.status());
   const bool lead = device::mpi::Rank() == 0;  // under MPI, rank 0 reports and writes
-  auto run =
-      device::RunOnDevice(*scenario, *options, lead ? Progress(scenario->run.steps) : nullptr);
+  auto run = device::RunOnDevice(*scenario, *options,
+                                 lead ? Progress("eplb device-run", *scenario) : nullptr);
   if (!run.ok()) {
     return ReportError(
         device::mpi::Size() > 1 ? fmt::format("{} (rank {})", cmd, device::mpi::Rank()) : cmd,

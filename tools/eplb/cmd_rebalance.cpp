@@ -32,8 +32,9 @@ struct RebalanceArgs {
   int nodes = 0;  // 0: not given (one node, where nodes do not change the result)
   int gpus = 0;
   std::string format = "json";
-  int layer = -1;       // table: only this layer; -1 for all
-  int first_layer = 0;  // trtllm: the model's layer index of MoE layer 0
+  int layer = -1;                    // table: only this layer; -1 for all
+  int first_layer = 0;               // trtllm: the model's layer index of MoE layer 0
+  std::vector<std::string> options;  // NAME=VALUE, `eplb policies` lists them
 };
 
 // The engines' own files for a placement:
@@ -151,6 +152,15 @@ int RunRebalance(const RebalanceArgs& args) {
 
   PolicyInput input{*load, *topology, current ? &*current : nullptr, args.groups, chunks};
   input.migration.window_steps = static_cast<double>(series->steps.size());
+  for (const std::string& option : args.options) {
+    const size_t eq = option.find('=');
+    const Status set =
+        eq == std::string::npos
+            ? Status::InvalidArgument(fmt::format(
+                  "--option is '{}'; expected NAME=VALUE (eplb policies lists them)", option))
+            : SetPolicyOption(option.substr(0, eq), option.substr(eq + 1), input.migration);
+    if (!set.ok()) return ReportError(cmd, set.WithContext("--option: "));
+  }
   const auto start = std::chrono::steady_clock::now();
   auto placement = (*policy)->Rebalance(input);
   const double elapsed_ms =
@@ -195,7 +205,10 @@ void AddRebalanceCommand(CLI::App& app, Action& action) {
   auto args = std::make_shared<RebalanceArgs>();
   CLI::App* sub = app.add_subcommand(
       "rebalance", "Run a rebalancing policy on a load matrix and print the new placement");
-  sub->add_option("--policy", args->policy, "Policy name")->capture_default_str();
+  sub->add_option("--policy", args->policy, "Policy name (eplb policies lists them)")
+      ->capture_default_str();
+  sub->add_option("--option", args->options,
+                  "A policy option NAME=VALUE (repeatable; eplb policies lists each policy's)");
   sub->add_option("--load", args->load_path,
                   "Recorded load: CSV (a line per layer, or long step,layer,expert,tokens), JSON "
                   "([layer][expert] or [step][layer][expert], or under 'load', 'logical_count', "

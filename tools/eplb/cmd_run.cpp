@@ -11,6 +11,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "eplb/io/run_folder.h"
+#include "progress.h"
 #include "simulate.h"
 #include "simulation.h"
 
@@ -21,6 +22,7 @@ struct RunArgs {
   std::string scenario_path;
   std::string out;
   std::vector<std::string> overrides;
+  bool json = false;
   RunFolderOptions folder;
 };
 
@@ -29,19 +31,24 @@ int RunRun(const RunArgs& args) {
   auto scenario = LoadScenarioArg(args.scenario_path, args.overrides);
   if (!scenario.ok()) return ReportError(cmd, scenario.status());
   const std::string dir = args.out.empty() ? "runs/" + scenario->name : args.out;
-  const bool progress = isatty(STDERR_FILENO);
-  const int steps = scenario->run.steps;
+  ProgressReporter reporter("eplb run", isatty(STDERR_FILENO) == 1);
+  std::vector<ProgressReporter::Job> progress = {
+      {scenario->name, scenario->run.steps, 0, ProgressReporter::State::kRunning}};
+  reporter.Report(progress);
   auto run = sim::RunSimulation(*scenario, [&](const StepRecord& s) {
-    if (progress && (s.step % 100 == 0 || s.step + 1 == steps)) {
-      fmt::print(stderr, "\r  step {}/{} ({:.0f}%), simulated {:.1f} s", s.step + 1, steps,
-                 100.0 * (s.step + 1) / steps, s.start_s + s.step_s);
-    }
+    progress[0].done_steps = s.step + 1;
+    if (s.step % 16 == 0) reporter.Report(progress);  // it reads the clock; every step is many
   });
-  if (progress) fmt::print(stderr, "\n");
+  progress[0].state = run.ok() ? ProgressReporter::State::kDone : ProgressReporter::State::kFailed;
+  reporter.Finish(progress);
   if (!run.ok()) return ReportError(cmd, run.status());
   const Status written = WriteRunFolder(dir, *run, args.folder);
   if (!written.ok()) return ReportError(cmd, written);
-  PrintRunSummary(*run, dir);
+  PrintRunSummary(*run, dir, HumanOutput(args.json));
+  if (args.json) {
+    if (Status printed = PrintJsonFile(dir + "/summary.json"); !printed.ok())
+      return ReportError(cmd, printed);
+  }
   return kExitOk;
 }
 
@@ -53,6 +60,7 @@ void AddRunCommand(CLI::App& app, Action& action) {
   AddScenarioOptions(sub, args->scenario_path, args->overrides);
   sub->add_option("--out", args->out, "Run folder to write (default: runs/<scenario name>)");
   AddNoTraceFlag(sub, args->folder);
+  AddJsonFlag(sub, args->json);
   sub->callback([&action, args] { action = [args] { return RunRun(*args); }; });
 }
 

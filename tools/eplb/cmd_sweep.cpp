@@ -36,6 +36,7 @@ struct SweepArgs {
   std::string out;
   std::vector<std::string> overrides;
   int jobs = 0;
+  bool json = false;
   RunFolderOptions folder;
 };
 
@@ -125,12 +126,13 @@ int RunSweep(const SweepArgs& args) {
     std::vector<Job> jobs;
     for (size_t i = 0; i < all.size(); ++i) {
       if (static_cast<int>(i % static_cast<size_t>(ranks)) != rank) continue;
-      jobs.push_back({fmt::format("point {}", i), [&, i] {
+      jobs.push_back({fmt::format("point {}", i), scenarios[i].run.steps,
+                      [&, i](std::atomic<int64_t>& steps_done) {
                         return SimulateToFolder(scenarios[i], fmt::format("{}/points/{}", root, i),
-                                                args.folder);
+                                                args.folder, &steps_done);
                       }});
     }
-    return RunJobs(jobs, args.jobs);
+    return RunJobs(jobs, args.jobs, "eplb sweep");
   };
   auto report = [&](const std::string& root) -> Status {
     std::vector<nlohmann::ordered_json> rows;
@@ -156,8 +158,12 @@ int RunSweep(const SweepArgs& args) {
     }
     EPLB_RETURN_IF_ERROR(WriteTextFile(root + "/sweep.csv", ComparisonCsv(rows)));
     EPLB_RETURN_IF_ERROR(WriteTextFile(
-        root + "/sweep.json",
-        nlohmann::ordered_json{{"scenario", base->name}, {"points", rows}}.dump(2) + "\n"));
+        root + "/sweep.json", nlohmann::ordered_json{{"tool", ToolVersion()},
+                                                     {"format_version", kFolderFormatVersion},
+                                                     {"scenario", base->name},
+                                                     {"points", rows}}
+                                      .dump(2) +
+                                  "\n"));
     EPLB_RETURN_IF_ERROR(WriteTextFile(root + "/scenario.yaml", ScenarioToYaml(*base)));
     return WriteTextFile(root + "/report.html", SweepReportHtml(base->name, keys, rows));
   };
@@ -189,8 +195,8 @@ int RunSweep(const SweepArgs& args) {
       }
     }
     if (finished < ranks || !Claim(shared + "/.report-claimed")) {
-      fmt::print("{}: {} of {} finished; the last to finish writes {}\n", launch.Describe(),
-                 finished, ranks, dir);
+      fmt::print(HumanOutput(args.json), "{}: {} of {} finished; the last to finish writes {}\n",
+                 launch.Describe(), finished, ranks, dir);
       return kExitOk;
     }
     if (!failed.empty()) {
@@ -212,7 +218,12 @@ int RunSweep(const SweepArgs& args) {
     }
   }
   if (!s.ok()) return ReportError(cmd, s);
-  fmt::print("{} points: {}/sweep.csv, report {}/report.html\n", all.size(), dir, dir);
+  fmt::print(HumanOutput(args.json), "{} points: {}/sweep.csv, report {}/report.html\n", all.size(),
+             dir, dir);
+  if (args.json) {
+    if (Status printed = PrintJsonFile(dir + "/sweep.json"); !printed.ok())
+      return ReportError(cmd, printed);
+  }
   return kExitOk;
 }
 
@@ -228,6 +239,7 @@ void AddSweepCommand(CLI::App& app, Action& action) {
                   "Comma-separated policies (default: the scenario's)");
   sub->add_option("--out", args->out, "Folder to write (default: runs/sweep-<scenario name>)");
   AddNoTraceFlag(sub, args->folder);
+  AddJsonFlag(sub, args->json);
   sub->add_option("--jobs", args->jobs,
                   "Simulations at once on this machine (default: one per core)")
       ->check(AtLeast(0));

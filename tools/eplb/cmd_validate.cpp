@@ -34,7 +34,7 @@ int RunValidate(const DeviceArgs& a) {
   auto options = DeviceOptions(a, *scenario);
   if (!options.ok()) return ReportError(cmd, options.status());
   fmt::print("validate: {} steps of {} on the device\n", scenario->run.steps, scenario->name);
-  auto measured = device::RunOnDevice(*scenario, *options, Progress(scenario->run.steps));
+  auto measured = device::RunOnDevice(*scenario, *options, Progress("eplb validate", *scenario));
   if (!measured.ok()) return ReportError(cmd, measured.status());
 
   // Calibrate on a fresh backend of the same shape (the run's has been torn down).

@@ -30,6 +30,7 @@ inline constexpr const char* kValidateAbout =
 // In eplb itself (the core alone).
 void AddRebalanceCommand(CLI::App& app, Action& action);
 void AddPlanCommand(CLI::App& app, Action& action);
+void AddPoliciesCommand(CLI::App& app, Action& action);
 // In eplb-sim (SimGrid).
 void AddRunCommand(CLI::App& app, Action& action);
 void AddCompareCommand(CLI::App& app, Action& action);

@@ -8,6 +8,7 @@
 
 #include "cli_util.h"
 #include "mpi_session.h"
+#include "progress.h"
 
 namespace eplb::cli {
 namespace {
@@ -89,13 +90,21 @@ Result<device::DeviceRunOptions> DeviceOptions(const DeviceArgs& a, const Scenar
   return o;
 }
 
-std::function<void(const StepRecord&)> Progress(int steps) {
-  if (!isatty(STDERR_FILENO)) return {};
-  return [steps](const StepRecord& s) {
-    if (s.step % 20 == 0 || s.step + 1 == steps) {
-      fmt::print(stderr, "\r  step {}/{} ({:.0f}%), {:.1f} s", s.step + 1, steps,
-                 100.0 * (s.step + 1) / steps, s.start_s + s.step_s);
-      if (s.step + 1 == steps) fmt::print(stderr, "\n");
+std::function<void(const StepRecord&)> Progress(const std::string& command,
+                                                const Scenario& scenario) {
+  using State = ProgressReporter::State;
+  auto reporter = std::make_shared<ProgressReporter>(command, isatty(STDERR_FILENO) == 1);
+  auto jobs = std::make_shared<std::vector<ProgressReporter::Job>>(
+      std::vector<ProgressReporter::Job>{{scenario.name, scenario.run.steps, 0, State::kRunning}});
+  reporter->Report(*jobs);
+  return [reporter, jobs](const StepRecord& s) {
+    ProgressReporter::Job& job = (*jobs)[0];
+    job.done_steps = s.step + 1;
+    if (job.done_steps == job.total_steps) {
+      job.state = State::kDone;
+      reporter->Finish(*jobs);
+    } else if (s.step % 4 == 0) {
+      reporter->Report(*jobs);
     }
   };
 }

@@ -38,7 +38,8 @@ void AddDeviceOptions(CLI::App* sub, DeviceArgs& a, bool allow_mpi);
 Result<Scenario> LoadDeviceScenario(const DeviceArgs& a);
 // Virtual, NCCL or MPI mode and the other device options, from the flags and the GPUs present.
 Result<device::DeviceRunOptions> DeviceOptions(const DeviceArgs& a, const Scenario& s);
-// Progress lines on a terminal; none otherwise.
-std::function<void(const StepRecord&)> Progress(int steps);
+// Progress lines for a run of `scenario` on stderr (progress.h), prefixed by `command`.
+std::function<void(const StepRecord&)> Progress(const std::string& command,
+                                                const Scenario& scenario);
 
 }  // namespace eplb::cli

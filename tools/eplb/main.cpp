@@ -44,9 +44,10 @@ constexpr std::string_view kNoValidate =
     "this eplb was built without the GPU backend or the SimGrid simulator, which validate both "
     "needs (CUDA under /usr/local/cuda and libsimgrid-dev; rebuild with both)";
 
-constexpr std::array<Runner, 7> kRunners = {{
+constexpr std::array<Runner, 8> kRunners = {{
     {"rebalance", "", "", ""},
     {"plan", "", "", ""},
+    {"policies", "", "", ""},
     {cli::kRunName, "eplb-sim", cli::kRunAbout, kNoSim},
     {cli::kCompareName, "eplb-sim", cli::kCompareAbout, kNoSim},
     {cli::kSweepName, "eplb-sim", cli::kSweepAbout, kNoSim},
@@ -86,8 +87,8 @@ int main(int argc, char** argv) {
       if (!r.executable.empty() && argv[1] == r.command) Dispatch(r, argv);
     }
   }
-  constexpr std::array<eplb::cli::AddCommand, 2> here = {eplb::cli::AddRebalanceCommand,
-                                                         eplb::cli::AddPlanCommand};
+  constexpr std::array<eplb::cli::AddCommand, 3> here = {
+      eplb::cli::AddRebalanceCommand, eplb::cli::AddPlanCommand, eplb::cli::AddPoliciesCommand};
   return eplb::cli::RunCommandLine(argc, argv, here, [](CLI::App& app) {
     // The other parts' commands, listed in --help; they never get here (Dispatch).
     for (const Runner& r : kRunners) {

@@ -1,9 +1,13 @@
 #include "run_pool.h"
 
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <time.h>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <thread>
@@ -12,15 +16,50 @@
 
 #include "cli_util.h"
 #include "eplb/base/interrupt.h"
+#include "progress.h"
 
 namespace eplb::cli {
+namespace {
 
-Status RunJobs(const std::vector<Job>& jobs, int parallel) {
+// One step counter per job in memory shared with the forked children, which write them.
+class SharedCounters {
+ public:
+  explicit SharedCounters(size_t n)
+      : bytes_(std::max<size_t>(1, n) * sizeof(std::atomic<int64_t>)) {
+    static_assert(std::atomic<int64_t>::is_always_lock_free, "shared across processes");
+    void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    counters_ = p == MAP_FAILED ? nullptr : static_cast<std::atomic<int64_t>*>(p);
+    for (size_t i = 0; counters_ != nullptr && i < n; ++i)
+      new (&counters_[i]) std::atomic<int64_t>(0);
+  }
+  ~SharedCounters() {
+    if (counters_ != nullptr) munmap(counters_, bytes_);
+  }
+  SharedCounters(const SharedCounters&) = delete;
+  SharedCounters& operator=(const SharedCounters&) = delete;
+
+  bool ok() const { return counters_ != nullptr; }
+  std::atomic<int64_t>& operator[](size_t i) { return counters_[i]; }
+
+ private:
+  size_t bytes_;
+  std::atomic<int64_t>* counters_ = nullptr;
+};
+
+}  // namespace
+
+Status RunJobs(const std::vector<Job>& jobs, int parallel, const std::string& command) {
   if (parallel <= 0) parallel = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   struct Running {
-    std::string name;
+    size_t job;
     std::unique_ptr<ScopedChildProcess> registration;
   };
+  SharedCounters counters(jobs.size());
+  if (!counters.ok()) return Status::Internal(fmt::format("mmap: {}", std::strerror(errno)));
+  std::vector<ProgressReporter::Job> progress;
+  for (const Job& job : jobs) progress.push_back({job.name, job.total_steps});
+  ProgressReporter reporter(command, isatty(STDERR_FILENO) == 1);
+  using State = ProgressReporter::State;
   std::map<pid_t, Running> running;
   std::vector<std::string> failed;
   size_t next = 0;
@@ -29,7 +68,8 @@ Status RunJobs(const std::vector<Job>& jobs, int parallel) {
   while ((next < jobs.size() && InterruptSignal() == 0) || !running.empty()) {
     while (next < jobs.size() && static_cast<int>(running.size()) < parallel &&
            InterruptSignal() == 0) {
-      const Job& job = jobs[next++];
+      const size_t index = next++;
+      const Job& job = jobs[index];
       const pid_t pid = fork();
       if (pid < 0) {
         failed.push_back(job.name + " (fork failed)");
@@ -37,22 +77,38 @@ Status RunJobs(const std::vector<Job>& jobs, int parallel) {
       }
       if (pid == 0) {
         PrepareForkedChild(parent);
-        const Status s = job.run();
+        const Status s = job.run(counters[index]);
         if (!s.ok()) fmt::print(stderr, "eplb: {}: {}\n", job.name, s.message());
         std::fflush(nullptr);
         _exit(ExitCodeFor(s));
       }
-      running[pid] = {job.name, std::make_unique<ScopedChildProcess>(pid)};
+      running[pid] = {index, std::make_unique<ScopedChildProcess>(pid)};
+      progress[index].state = State::kRunning;
     }
     if (running.empty()) break;
+    for (auto& [pid, r] : running) progress[r.job].done_steps = counters[r.job].load();
+    reporter.Report(progress);
     int status = 0;
-    const pid_t done = wait(&status);
+    const pid_t done = waitpid(-1, &status, WNOHANG);
     if (done < 0) break;
+    if (done == 0) {  // none ended: look again shortly (signals are handled by another thread)
+      const timespec pause{0, 100'000'000};
+      nanosleep(&pause, nullptr);
+      continue;
+    }
     const auto it = running.find(done);
     if (it == running.end()) continue;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) failed.push_back(it->second.name);
+    const size_t job = it->second.job;
+    progress[job].done_steps = counters[job].load();
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      failed.push_back(jobs[job].name);
+      progress[job].state = State::kFailed;
+    } else {
+      progress[job].state = State::kDone;
+    }
     running.erase(it);
   }
+  reporter.Finish(progress);
   EPLB_RETURN_IF_ERROR(CheckInterrupt());
   if (!failed.empty()) return Status::Internal(fmt::format("failed: {}", fmt::join(failed, ", ")));
   return Status::Ok();

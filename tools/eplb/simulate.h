@@ -2,6 +2,8 @@
 // eplb-sim, the executable that links SimGrid.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -12,9 +14,11 @@
 
 namespace eplb::cli {
 
-// Simulates `scenario` and writes its run folder at `dir`.
+// Simulates `scenario` and writes its run folder at `dir`; stores the steps done so far in
+// `steps_done` when given (a job's progress, run_pool.h).
 Status SimulateToFolder(const Scenario& scenario, const std::string& dir,
-                        const RunFolderOptions& options = {});
+                        const RunFolderOptions& options = {},
+                        std::atomic<int64_t>* steps_done = nullptr);
 
 // --no-trace, for the commands that write run folders.
 void AddNoTraceFlag(CLI::App* command, RunFolderOptions& options);

@@ -20,6 +20,10 @@ namespace eplb {
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
+std::string ToolVersion() {
+  return "eplb " EPLB_VERSION;
+}
+
 namespace {
 
 double Quantile(std::vector<double> v, double q) {
@@ -32,7 +36,9 @@ double Quantile(std::vector<double> v, double q) {
 
 Json SummaryJson(const RunSummary& s) {
   const auto& r = s.rearrangements;
-  return {{"scenario", s.scenario},
+  return {{"tool", ToolVersion()},
+          {"format_version", kFolderFormatVersion},
+          {"scenario", s.scenario},
           {"backend", s.backend},
           {"steps", s.steps},
           {"simulated_s", s.simulated_s},
@@ -102,6 +108,17 @@ class SummaryReader {
 Result<RunSummary> ParseSummary(const std::string& text, const std::string& file) {
   EPLB_ASSIGN_OR_RETURN(const nlohmann::json root, ParseJson(text, file));
   SummaryReader r(root, file);
+  int format_version = 0;
+  if (root.contains("format_version")) {
+    EPLB_RETURN_IF_ERROR(r.Get({"format_version"}, format_version));
+    if (format_version > kFolderFormatVersion) {
+      return Status::InvalidArgument(fmt::format(
+          "{}: format_version is {}, written by a later eplb ({}); this one ({}) reads formats "
+          "up to {}",
+          file, format_version, root.value("tool", std::string("unnamed")), ToolVersion(),
+          kFolderFormatVersion));
+    }
+  }
   RunSummary s;
   auto& re = s.rearrangements;
   for (Status st :

@@ -575,12 +575,23 @@ Result<Scenario> LoadScenarioFile(const std::string& path,
   return s;
 }
 
+namespace {
+
+// A real as its shortest text that reads back to the same double ("0.8", not yaml-cpp's
+// "0.80000000000000004"), so a resolved scenario reads as it was written.
+std::string Shortest(double value) {
+  return fmt::format("{}", value);
+}
+
+}  // namespace
+
 std::string ScenarioToYaml(const Scenario& s) {
   YAML::Emitter out;
   auto link = [&](const char* name, const LinkConfig& l) {
     out << YAML::Key << name << YAML::Value << YAML::BeginMap << YAML::Key << "bandwidth_gbps"
-        << YAML::Value << l.bandwidth_gbps << YAML::Key << "latency_us" << YAML::Value
-        << l.latency_us << YAML::Key << "efficiency" << YAML::Value << l.efficiency << YAML::EndMap;
+        << YAML::Value << Shortest(l.bandwidth_gbps) << YAML::Key << "latency_us" << YAML::Value
+        << Shortest(l.latency_us) << YAML::Key << "efficiency" << YAML::Value
+        << Shortest(l.efficiency) << YAML::EndMap;
   };
   out << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << s.name;
@@ -596,24 +607,25 @@ std::string ScenarioToYaml(const Scenario& s) {
       << YAML::Value << s.cluster.gpus_per_node;
   link("nvlink", s.cluster.nvlink);
   link("nic", s.cluster.nic);
-  out << YAML::Key << "pcie_gbps" << YAML::Value << s.cluster.pcie_gbps << YAML::Key << "hbm_gbps"
-      << YAML::Value << s.cluster.hbm_gbps << YAML::Key << "nvswitch_gbps" << YAML::Value
-      << s.cluster.nvswitch_gbps << YAML::Key << "fabric_oversubscription" << YAML::Value
-      << s.cluster.fabric_oversubscription << YAML::EndMap;
+  out << YAML::Key << "pcie_gbps" << YAML::Value << Shortest(s.cluster.pcie_gbps) << YAML::Key
+      << "hbm_gbps" << YAML::Value << Shortest(s.cluster.hbm_gbps) << YAML::Key << "nvswitch_gbps"
+      << YAML::Value << Shortest(s.cluster.nvswitch_gbps) << YAML::Key << "fabric_oversubscription"
+      << YAML::Value << Shortest(s.cluster.fabric_oversubscription) << YAML::EndMap;
   out << YAML::Key << "compute" << YAML::Value << YAML::BeginMap << YAML::Key << "attention_us"
-      << YAML::Value << s.compute.attention_us << YAML::Key << "layer_fixed_us" << YAML::Value
-      << s.compute.layer_fixed_us << YAML::Key << "per_token_us" << YAML::Value
-      << s.compute.per_token_us << YAML::EndMap;
+      << YAML::Value << Shortest(s.compute.attention_us) << YAML::Key << "layer_fixed_us"
+      << YAML::Value << Shortest(s.compute.layer_fixed_us) << YAML::Key << "per_token_us"
+      << YAML::Value << Shortest(s.compute.per_token_us) << YAML::EndMap;
   out << YAML::Key << "workload" << YAML::Value << YAML::BeginMap << YAML::Key << "kind"
       << YAML::Value << s.workload.kind << YAML::Key << "tokens_per_step" << YAML::Value
       << s.workload.tokens_per_step << YAML::Key << "popularity" << YAML::Value
-      << s.workload.popularity << YAML::Key << "sigma" << YAML::Value << s.workload.sigma
-      << YAML::Key << "zipf_s" << YAML::Value << s.workload.zipf_s << YAML::Key << "drift"
-      << YAML::Value << s.workload.drift << YAML::Key << "noise" << YAML::Value << s.workload.noise;
+      << s.workload.popularity << YAML::Key << "sigma" << YAML::Value << Shortest(s.workload.sigma)
+      << YAML::Key << "zipf_s" << YAML::Value << Shortest(s.workload.zipf_s) << YAML::Key << "drift"
+      << YAML::Value << Shortest(s.workload.drift) << YAML::Key << "noise" << YAML::Value
+      << s.workload.noise;
   out << YAML::Key << "phases" << YAML::Value << YAML::BeginSeq;
   for (const PhaseChange& p : s.workload.phases) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "step" << YAML::Value << p.step << YAML::Key
-        << "shuffle" << YAML::Value << p.shuffle << YAML::EndMap;
+        << "shuffle" << YAML::Value << Shortest(p.shuffle) << YAML::EndMap;
   }
   out << YAML::EndSeq << YAML::Key << "trace" << YAML::Value << s.workload.trace << YAML::EndMap;
   out << YAML::Key << "eplb" << YAML::Value << YAML::BeginMap << YAML::Key << "window_size"
@@ -626,7 +638,7 @@ std::string ScenarioToYaml(const Scenario& s) {
       << SenderRuleName(s.eplb.sender_rule) << YAML::Key << "schedule" << YAML::Value
       << ScheduleStrategyName(s.eplb.schedule) << YAML::Key << "preserve_slots" << YAML::Value
       << s.eplb.preserve_slots << YAML::Key << "migration_weight" << YAML::Value
-      << s.eplb.migration_weight << YAML::Key << "max_moves_per_layer" << YAML::Value
+      << Shortest(s.eplb.migration_weight) << YAML::Key << "max_moves_per_layer" << YAML::Value
       << s.eplb.max_moves_per_layer << YAML::EndMap;
   out << YAML::Key << "run" << YAML::Value << YAML::BeginMap << YAML::Key << "steps" << YAML::Value
       << s.run.steps << YAML::Key << "seed" << YAML::Value

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "eplb/base/csv.h"
 #include "eplb/policy/deepseek.h"
 #include "eplb/policy/policies.h"
 #include "eplb/policy/policy.h"
@@ -34,14 +35,25 @@ Registry& GetRegistry() {
     r->policies.push_back(
         {"timeseries", "SGLang's deepseek_vec idea: replicas where they cut the per-chunk peaks",
          [] { return std::make_unique<TimeSeriesPolicy>(); }});
+    const MigrationCost defaults;
     r->policies.push_back(
         {"incremental",
          "SwiftBalancer-like: bounded re-points and swaps from the current placement",
-         [] { return std::make_unique<IncrementalPolicy>(); }});
+         [] { return std::make_unique<IncrementalPolicy>(); },
+         {{"max_moves_per_layer", fmt::format("{}", defaults.max_moves_per_layer),
+           "eplb.max_moves_per_layer", "experts moved per layer at most"}}});
     r->policies.push_back(
         {"migration-aware",
          "ours: per layer, the cheapest of keep, repair and deepseek over the next interval",
-         [] { return std::make_unique<MigrationAwarePolicy>(); }});
+         [] { return std::make_unique<MigrationAwarePolicy>(); },
+         {{"migration_weight", fmt::format("{}", defaults.weight), "eplb.migration_weight",
+           "multiplies the time to move a placement's bytes; 0 ignores moving"},
+          {"serve_steps", fmt::format("{}", defaults.serve_steps), "eplb.step_interval",
+           "steps the new placement serves, over which its balance is priced"},
+          {"seconds_per_token", fmt::format("{}", defaults.seconds_per_token),
+           "compute.per_token_us (x 1e-6)", "GPU time per token-expert"},
+          {"window_steps", "the window's steps", "eplb.window_size (steps filled)",
+           "steps summed in the load, to turn it into per-step load"}}});
     return r;
   }();
   return *registry;
@@ -72,6 +84,40 @@ Status ValidatePolicyInput(const PolicyInput& input) {
     }
   }
   return Status::Ok();
+}
+
+Status SetPolicyOption(std::string_view name, std::string_view value, MigrationCost& cost) {
+  struct Field {
+    std::string_view name;
+    double* real;
+    int* integer;
+    double min;
+  };
+  const Field fields[] = {{"migration_weight", &cost.weight, nullptr, 0},
+                          {"serve_steps", &cost.serve_steps, nullptr, 1},
+                          {"seconds_per_token", &cost.seconds_per_token, nullptr, 0},
+                          {"window_steps", &cost.window_steps, nullptr, 1},
+                          {"max_moves_per_layer", nullptr, &cost.max_moves_per_layer, 0}};
+  std::vector<std::string_view> names;
+  for (const Field& f : fields) {
+    names.push_back(f.name);
+    if (f.name != name) continue;
+    double number = 0;
+    int32_t whole = 0;
+    const bool parsed =
+        f.real != nullptr ? ParseCsvDouble(value, number) : ParseCsvInt32(value, whole);
+    if (f.integer != nullptr) number = whole;
+    if (!parsed || number < f.min) {
+      return Status::InvalidArgument(
+          fmt::format("policy option {} is '{}'; it must be {} of at least {}", name, value,
+                      f.real != nullptr ? "a number" : "an integer", f.min));
+    }
+    if (f.real != nullptr) *f.real = number;
+    if (f.integer != nullptr) *f.integer = whole;
+    return Status::Ok();
+  }
+  return Status::InvalidArgument(
+      fmt::format("unknown policy option '{}'; the options are {}", name, fmt::join(names, ", ")));
 }
 
 Status RegisterPolicy(PolicyInfo info) {

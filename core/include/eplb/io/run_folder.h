@@ -36,6 +36,13 @@
 
 namespace eplb {
 
+// What wrote a folder, at the top of summary.json, comparison.json and sweep.json as "tool"
+// ("eplb 0.1.0", the project's version) and "format_version". The format version counts changes
+// to the meaning or names of the folders' fields; a reader refuses a folder of a later format
+// rather than misread it, and reads one without the field (written before it existed) as 0.
+inline constexpr int kFolderFormatVersion = 1;
+std::string ToolVersion();
+
 // One column of a CSV file of the folder.
 struct RunFolderColumn {
   std::string_view name;

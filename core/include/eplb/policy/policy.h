@@ -28,7 +28,7 @@ struct MigrationCost {
   double window_steps = 1;    // steps summed in the load window
   double serve_steps = 3000;  // steps the new placement will serve (the rearrangement interval)
   double seconds_per_token = 0.15e-6;  // per token-expert on a GPU (the step model's per_token)
-  double weight = 1.0;                 // multiplies the cost of moving bytes; 0 ignores it
+  double weight = 16;                  // multiplies the cost of moving bytes; 0 ignores it
   int max_moves_per_layer = 8;         // `incremental`: experts moved per layer at most
 };
 
@@ -56,11 +56,25 @@ class Policy {
   virtual Result<Placement> Rebalance(const PolicyInput& input) = 0;
 };
 
+// A setting a policy reads from PolicyInput::migration, named as the Python API's keyword
+// (`eplb.rebalance(..., migration_weight=4)`), with the scenario field that sets it in runs.
+struct PolicyOption {
+  std::string name;
+  std::string default_value;   // as the scenario's default gives it
+  std::string scenario_field;  // "eplb.migration_weight"; what a run derives it from
+  std::string meaning;
+};
+
 struct PolicyInfo {
   std::string name;
   std::string summary;
   std::function<std::unique_ptr<Policy>()> make;
+  std::vector<PolicyOption> options = {};  // what it reads beyond the load and the placement
 };
+
+// Sets the option called `name` (a PolicyOption of any registered policy) in `cost` from its
+// text. Errors name the option, the value and what is valid.
+Status SetPolicyOption(std::string_view name, std::string_view value, MigrationCost& cost);
 
 // Adds a policy to the registry. Fails when the name is taken.
 Status RegisterPolicy(PolicyInfo info);

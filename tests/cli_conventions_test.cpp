@@ -1,0 +1,158 @@
+// The command line's conventions for scripts and long work: --json documents on stdout, the
+// tool and format version in what eplb writes, `eplb policies`, policy options, progress lines
+// on stderr, and scenario dumps with the shortest reals that read back.
+#include <set>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_fixture.h"
+#include "eplb/io/run_folder.h"
+#include "eplb/policy/policy.h"
+#include "test_util.h"
+
+namespace eplb {
+namespace {
+
+TEST_F(CliTest, PoliciesListsEveryRegisteredPolicy) {
+  const CliRun r = Eplb("policies --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  const std::vector<PolicyInfo> registered = RegisteredPolicies();
+  ASSERT_EQ(doc.size(), registered.size());
+  for (size_t i = 0; i < registered.size(); ++i) {
+    EXPECT_EQ(doc[i]["name"], registered[i].name);
+    EXPECT_EQ(doc[i]["summary"], registered[i].summary);
+    ASSERT_EQ(doc[i]["options"].size(), registered[i].options.size()) << registered[i].name;
+    for (const auto& option : doc[i]["options"]) {
+      // Every listed option is one rebalance --option takes.
+      MigrationCost cost;
+      const std::string name = option["name"];
+      EXPECT_TRUE(SetPolicyOption(name, "3", cost).ok()) << name;
+      EXPECT_FALSE(option["scenario_field"].get<std::string>().empty()) << name;
+    }
+  }
+  const CliRun text = Eplb("policies");
+  ASSERT_EQ(text.code, 0) << text.err;
+  for (const PolicyInfo& p : registered) {
+    EXPECT_NE(text.out.find(p.name + " "), std::string::npos) << p.name;
+    for (const PolicyOption& o : p.options) EXPECT_NE(text.out.find(o.name), std::string::npos);
+  }
+}
+
+TEST_F(CliTest, RebalanceTakesPolicyOptionsAndRefusesUnknownOnes) {
+  const std::string args = "rebalance --load " + ReadmeLoad() +
+                           " --replicas 16 --groups 4 --nodes 2 --gpus 8 --policy incremental";
+  // With no moves allowed, incremental keeps the initial placement: slot s holds expert s % 12.
+  const CliRun kept = Eplb(args + " --option max_moves_per_layer=0");
+  ASSERT_EQ(kept.code, 0) << kept.err;
+  EXPECT_EQ(nlohmann::json::parse(kept.out)["phy2log"][0].dump(),
+            "[0,1,2,3,4,5,6,7,8,9,10,11,0,1,2,3]");
+  const CliRun moved = Eplb(args + " --option max_moves_per_layer=8");
+  ASSERT_EQ(moved.code, 0) << moved.err;
+  EXPECT_NE(nlohmann::json::parse(moved.out)["phy2log"][0].dump(),
+            "[0,1,2,3,4,5,6,7,8,9,10,11,0,1,2,3]");
+  ExpectErrors({
+      {"unknown", args + " --option speed=3", "unknown policy option 'speed'; the options are"},
+      {"no value", args + " --option migration_weight", "expected NAME=VALUE"},
+      {"negative", args + " --option migration_weight=-1", "must be a number of at least 0"},
+      {"not an integer", args + " --option max_moves_per_layer=2.5", "must be an integer"},
+  });
+}
+
+TEST(PolicyOptions, SetEachField) {
+  MigrationCost cost;
+  ASSERT_TRUE(SetPolicyOption("migration_weight", "0.5", cost).ok());
+  ASSERT_TRUE(SetPolicyOption("serve_steps", "100", cost).ok());
+  ASSERT_TRUE(SetPolicyOption("seconds_per_token", "2e-7", cost).ok());
+  ASSERT_TRUE(SetPolicyOption("window_steps", "10", cost).ok());
+  ASSERT_TRUE(SetPolicyOption("max_moves_per_layer", "3", cost).ok());
+  EXPECT_EQ(cost.weight, 0.5);
+  EXPECT_EQ(cost.serve_steps, 100);
+  EXPECT_EQ(cost.seconds_per_token, 2e-7);
+  EXPECT_EQ(cost.window_steps, 10);
+  EXPECT_EQ(cost.max_moves_per_layer, 3);
+  EXPECT_FALSE(SetPolicyOption("serve_steps", "nan", cost).ok());
+  EXPECT_FALSE(SetPolicyOption("serve_steps", "0", cost).ok());
+}
+
+#ifdef EPLB_HAVE_SIM
+// stdout carries the folder's document alone; the lines for people and the progress go to
+// stderr, which is not a terminal here, so progress comes as whole lines.
+TEST_F(CliTest, JsonPrintsTheFoldersDocumentOnStdout) {
+  const std::string tiny = std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml";
+  const std::string run_dir = (dir_ / "run").string();
+  const CliRun run = Eplb("run " + tiny + " --no-trace --json --out " + run_dir);
+  ASSERT_EQ(run.code, 0) << run.err;
+  const auto summary = nlohmann::json::parse(run.out);
+  EXPECT_EQ(summary, nlohmann::json::parse(testing::ReadFile(run_dir + "/summary.json")));
+  EXPECT_EQ(summary["tool"], ToolVersion());
+  EXPECT_EQ(summary["format_version"], kFolderFormatVersion);
+  EXPECT_NE(run.err.find("tiny: 400 steps"), std::string::npos) << run.err;
+
+  const std::string cmp_dir = (dir_ / "cmp").string();
+  const CliRun cmp =
+      Eplb("compare " + tiny + " --policies static,deepseek --no-trace --json --out " + cmp_dir);
+  ASSERT_EQ(cmp.code, 0) << cmp.err;
+  const auto comparison = nlohmann::json::parse(cmp.out);
+  EXPECT_EQ(comparison, nlohmann::json::parse(testing::ReadFile(cmp_dir + "/comparison.json")));
+  EXPECT_EQ(comparison["tool"], ToolVersion());
+  EXPECT_EQ(comparison["policies"].size(), 2u);
+  EXPECT_NE(cmp.err.find("report: "), std::string::npos);
+
+  const std::string sweep_dir = (dir_ / "sweep").string();
+  const CliRun sweep =
+      Eplb("sweep " + tiny + " --vary eplb.num_redundant_experts=0,4 --no-trace --json --out " +
+           sweep_dir);
+  ASSERT_EQ(sweep.code, 0) << sweep.err;
+  const auto points = nlohmann::json::parse(sweep.out);
+  EXPECT_EQ(points, nlohmann::json::parse(testing::ReadFile(sweep_dir + "/sweep.json")));
+  EXPECT_EQ(points["format_version"], kFolderFormatVersion);
+  EXPECT_EQ(points["points"].size(), 2u);
+}
+
+TEST_F(CliTest, ProgressLinesWhenStderrIsNotATerminal) {
+  const std::string tiny = std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml";
+  const CliRun run = Eplb("run " + tiny + " --no-trace --out " + (dir_ / "run").string());
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.err.find("eplb run: tiny: step 0/400 (0%)\n"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("eplb run: tiny: step 400/400 (100%), done in "), std::string::npos)
+      << run.err;
+  EXPECT_EQ(run.err.find('\r'), std::string::npos);    // no redrawing in a log
+  EXPECT_EQ(run.err.find("\x1b"), std::string::npos);  // nor terminal escapes
+
+  const CliRun cmp = Eplb("compare " + tiny + " --policies static,deepseek --jobs 1 --no-trace " +
+                          "--out " + (dir_ / "cmp").string());
+  ASSERT_EQ(cmp.code, 0) << cmp.err;
+  for (const char* policy : {"static", "deepseek"}) {
+    const std::string line = std::string("eplb compare: ") + policy + ": step 400/400 (100%), done";
+    EXPECT_NE(cmp.err.find(line), std::string::npos) << cmp.err;
+  }
+  EXPECT_NE(cmp.err.find("eplb compare: 2 of 2 jobs ended"), std::string::npos) << cmp.err;
+
+  const CliRun sweep = Eplb("sweep " + tiny + " --vary run.steps=50,60 --no-trace --out " +
+                            (dir_ / "sweep").string());
+  ASSERT_EQ(sweep.code, 0) << sweep.err;
+  EXPECT_NE(sweep.err.find("eplb sweep: point 0: step 50/50 (100%), done"), std::string::npos)
+      << sweep.err;
+  EXPECT_NE(sweep.err.find("eplb sweep: point 1: step 60/60 (100%), done"), std::string::npos)
+      << sweep.err;
+}
+
+// Reals in a resolved scenario are the shortest text that reads back to the same value.
+TEST_F(CliTest, ResolvedScenarioWritesShortestReals) {
+  const std::string out = (dir_ / "run").string();
+  const CliRun r = Eplb(std::string("run ") + EPLB_SCENARIO_DIR +
+                        "/tiny.yaml --no-trace --set cluster.nvlink.efficiency=0.8 " +
+                        "--set compute.per_token_us=0.05 --out " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string yaml = testing::ReadFile(out + "/scenario.yaml");
+  EXPECT_NE(yaml.find("efficiency: 0.8\n"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("per_token_us: 0.05\n"), std::string::npos) << yaml;
+  EXPECT_EQ(yaml.find("0000000"), std::string::npos) << yaml;
+}
+#endif
+
+}  // namespace
+}  // namespace eplb

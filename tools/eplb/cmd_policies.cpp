@@ -1,0 +1,58 @@
+// eplb policies: every registered policy, what it does, and the options it reads.
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "eplb/policy/policy.h"
+
+namespace eplb::cli {
+namespace {
+
+int RunPolicies(bool json) {
+  const std::vector<PolicyInfo> policies = RegisteredPolicies();
+  if (json) {
+    nlohmann::ordered_json doc = nlohmann::ordered_json::array();
+    for (const PolicyInfo& p : policies) {
+      nlohmann::ordered_json options = nlohmann::ordered_json::array();
+      for (const PolicyOption& o : p.options) {
+        options.push_back({{"name", o.name},
+                           {"default", o.default_value},
+                           {"scenario_field", o.scenario_field},
+                           {"meaning", o.meaning}});
+      }
+      doc.push_back({{"name", p.name}, {"summary", p.summary}, {"options", options}});
+    }
+    fmt::print("{}\n", doc.dump(2));
+    return kExitOk;
+  }
+  for (const PolicyInfo& p : policies) {
+    fmt::print("{:<18} {}\n", p.name, p.summary);
+    if (!p.options.empty()) {
+      fmt::print("    {:<20} {:<18} {:<32} {}\n", "option", "default", "scenario field", "meaning");
+    }
+    for (const PolicyOption& o : p.options) {
+      fmt::print("    {:<20} {:<18} {:<32} {}\n", o.name, o.default_value, o.scenario_field,
+                 o.meaning);
+    }
+  }
+  fmt::print(
+      "\nOptions are set with `eplb rebalance --option NAME=VALUE`, as keywords in Python's "
+      "eplb.rebalance, and through the scenario field named in runs.\n");
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddPoliciesCommand(CLI::App& app, Action& action) {
+  auto json = std::make_shared<bool>(false);
+  CLI::App* sub =
+      app.add_subcommand("policies", "List every rebalancing policy with its options and defaults");
+  sub->add_flag("--json", *json, "Print the list as JSON");
+  sub->callback([&action, json] { action = [json] { return RunPolicies(*json); }; });
+}
+
+}  // namespace eplb::cli
