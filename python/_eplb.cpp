@@ -177,23 +177,9 @@ py::array_t<double> ToArray(const LoadMatrix& m) {
 MigrationCost ReadMigrationCost(const py::dict& options) {
   MigrationCost cost;
   for (const auto& [key, value] : options) {
-    const auto name = key.cast<std::string>();
-    if (name == "window_steps") {
-      cost.window_steps = value.cast<double>();
-    } else if (name == "serve_steps") {
-      cost.serve_steps = value.cast<double>();
-    } else if (name == "seconds_per_token") {
-      cost.seconds_per_token = value.cast<double>();
-    } else if (name == "migration_weight") {
-      cost.weight = value.cast<double>();
-    } else if (name == "max_moves_per_layer") {
-      cost.max_moves_per_layer = value.cast<int>();
-    } else {
-      throw py::value_error(
-          fmt::format("unknown policy option '{}'; the options are window_steps, serve_steps, "
-                      "seconds_per_token, migration_weight, max_moves_per_layer",
-                      name));
-    }
+    const Status set =
+        SetPolicyOption(key.cast<std::string>(), py::str(value).cast<std::string>(), cost);
+    if (!set.ok()) throw py::value_error(set.message());
   }
   return cost;
 }
