@@ -156,11 +156,22 @@ void BalancedPacking(std::span<const float> weight, int num_packs, std::span<int
   }
   s.pack_items.assign(static_cast<size_t>(num_packs), 0);
   s.pack_weight.assign(static_cast<size_t>(num_packs), 0.0f);
+  // While every pack is empty and the items weigh something, item k of the order goes to pack
+  // k: the lightest packs are the empty ones, and ties go to the first. Then the contest.
+  const int first_round =
+      weight[IndexOf(s.keys[static_cast<size_t>(num_packs - 1)])] > 0.0f ? num_packs : 0;
+  for (int k = 0; k < first_round; ++k) {
+    const int item = IndexOf(s.keys[static_cast<size_t>(k)]);
+    pack_index[item] = k;
+    rank_in_pack[item] = 0;
+    s.pack_items[k] = 1;
+    s.pack_weight[k] = weight[item];
+  }
   LoserTree& packs = s.lightest_pack;
   packs.Reset(num_packs);
-  for (int p = 0; p < num_packs; ++p) packs.leaf(p) = AscendingKey(0.0f, p);
+  for (int p = 0; p < num_packs; ++p) packs.leaf(p) = AscendingKey(s.pack_weight[p], p);
   packs.Build();
-  for (const uint64_t key : s.keys) {
+  for (const uint64_t key : std::span(s.keys).subspan(static_cast<size_t>(first_round))) {
     const int item = IndexOf(key);
     const int pack = IndexOf(packs.Winner());
     pack_index[item] = pack;

@@ -110,7 +110,10 @@ void ParallelFor(int n, int threads, const std::function<void(int, int)>& body) 
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   threads = std::min(threads, n);
   if (threads > 1) {
-    const int chunk = (n + threads - 1) / threads;
+    // Several chunks per thread: a worker that wakes late, or a core that another process
+    // holds, leaves its share to the others instead of making the call wait for it.
+    const int pieces = std::min(n, threads * 4);
+    const int chunk = (n + pieces - 1) / pieces;
     const int chunks = (n + chunk - 1) / chunk;
     const std::function<void(int)> run = [&](int c) {
       body(c * chunk, std::min(n, (c + 1) * chunk));
