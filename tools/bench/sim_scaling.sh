@@ -18,7 +18,8 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 measure() {  # prints "user peak_mb transfers"; args: eplb run arguments
-  /usr/bin/time -f "%U %M" -o "$out/time" "$eplb" run "$@" --out "$out/run" >/dev/null
+  /usr/bin/time -f "%U %M" -o "$out/time" "$eplb" run "$@" --out "$out/run" >/dev/null 2>"$out/log" ||
+    { cat "$out/log" >&2; exit 1; }
   read -r user rss <"$out/time"
   transfers=$(/usr/bin/python3 -c "import json;print(json.load(open('$out/run/summary.json'))['transfers'])")
   echo "$user $((rss / 1024)) $transfers"
