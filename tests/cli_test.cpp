@@ -7,6 +7,7 @@
 #include <set>
 #include <tuple>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -16,6 +17,12 @@
 
 namespace eplb {
 namespace {
+
+size_t CountOf(const std::string& text, const std::string& part) {
+  size_t n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
 
 constexpr const char* kReadmeArgs = "--replicas 16 --groups 4 --nodes 2 --gpus 8";
 
@@ -399,16 +406,18 @@ std::string CheckTags(const std::string& html) {
 
 TEST_F(CliTest, CompareWritesAReportWhoseNumbersAreTheJsons) {
   const std::string out = (dir_ / "cmp").string();
-  const CliRun r =
-      Eplb(std::string("compare ") + EPLB_SCENARIO_DIR +
-           "/tiny.yaml --policies static,deepseek,timeseries,migration-aware --out " + out);
+  const CliRun r = Eplb(std::string("compare ") + EPLB_SCENARIO_DIR +
+                        "/tiny.yaml --policies static,deepseek,timeseries,migration-aware "
+                        "--set run.steps=1200 --out " +
+                        out);
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string html = testing::ReadFile(out + "/report.html");
   EXPECT_EQ(CheckTags(html), "");
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_EQ(html.find("http"), html.find("http://www.w3.org/2000/svg"));  // nothing to fetch
-  for (const char* plot : {"Balancedness over time", "Step time over time",
-                           "Bytes moved per rearrangement", "CDF of step time"}) {
+  for (const char* plot :
+       {"Balancedness over the run", "Step time over the run", "Balance against bytes moved",
+        "Bytes moved per rearrangement", "CDF of step time"}) {
     EXPECT_NE(html.find(std::string("aria-label=\"") + plot + "\""), std::string::npos) << plot;
   }
   EXPECT_NE(html.find("<pre>name: tiny"), std::string::npos);
@@ -435,6 +444,39 @@ TEST_F(CliTest, CompareWritesAReportWhoseNumbersAreTheJsons) {
     }
   }
   EXPECT_EQ(values, 4u * 14u);
+  // The trade-off scatter: one dot per policy at its row's bytes and balance after rearrangement.
+  for (const auto& row : doc["policies"]) {
+    const std::string label = row["label"];
+    const size_t at = html.find("<circle class=\"point\" data-series=\"" + label + "\"");
+    ASSERT_NE(at, std::string::npos) << label;
+    const std::string dot = html.substr(at, html.find('>', at) - at);
+    auto attribute = [&](const std::string& name) {
+      const size_t vs = dot.find(name + "=\"") + name.size() + 2;
+      return std::stod(dot.substr(vs, dot.find('"', vs) - vs));
+    };
+    EXPECT_DOUBLE_EQ(attribute("data-x"), row["bytes_per_rearrangement"].get<double>() / 1e9);
+    EXPECT_DOUBLE_EQ(attribute("data-y"), row["following_balancedness"].get<double>());
+  }
+  // Rearrangement starts are marked at their steps, as rearrangements.csv has them.
+  const std::string rearrangements = testing::ReadFile(out + "/deepseek/rearrangements.csv");
+  const size_t first_line = rearrangements.find('\n') + 1;
+  const std::string first_step =
+      rearrangements.substr(first_line, rearrangements.find(',', first_line) - first_line);
+  EXPECT_NE(html.find("class=\"mark\" data-x=\"" + first_step + "\""), std::string::npos)
+      << first_step;
+  // The envelope of each series longer than the plot has points (1,200 steps, 400 points).
+  EXPECT_NE(html.find("<polygon class=\"band\" data-series=\"deepseek\""), std::string::npos);
+  // Each figure is also a standalone SVG file, the same chart with its style inside.
+  for (const char* figure : {"balancedness", "step-time", "balance-vs-bytes",
+                             "bytes-per-rearrangement", "step-time-cdf"}) {
+    const std::string svg = testing::ReadFile(out + "/figures/" + figure + ".svg");
+    ASSERT_FALSE(svg.empty()) << figure;
+    EXPECT_EQ(svg.rfind("<?xml", 0), 0u) << figure;
+    EXPECT_NE(svg.find("<style>"), std::string::npos) << figure;
+    const size_t body = svg.find("</style>") + 8;
+    const std::string rest = svg.substr(body, svg.size() - body - 1);  // without the newline
+    EXPECT_NE(html.find(rest), std::string::npos) << figure;
+  }
   // The static policy never moves anything; the others do.
   EXPECT_EQ(doc["policies"][0]["bytes_per_rearrangement"], 0);
   EXPECT_GT(doc["policies"][1]["bytes_per_rearrangement"].get<double>(), 0);
@@ -462,6 +504,19 @@ TEST_F(CliTest, SweepRunsTheCrossProduct) {
   EXPECT_EQ(CheckTags(html), "");
   EXPECT_NE(html.find("mean step time (ms) against cluster.nic.bandwidth_gbps"), std::string::npos);
   EXPECT_NE(html.find("balancedness against eplb.step_interval"), std::string::npos);
+  // Every point of the sweep is a dot of the trade-off scatter, at its own numbers.
+  const std::string scatter = testing::ReadFile(out + "/figures/balance-vs-bytes.svg");
+  for (const auto& p : doc["points"]) {
+    const std::string dot = fmt::format("data-series=\"{}\" data-x=\"{}\" data-y=\"{}\"",
+                                        p["policy"].get<std::string>(),
+                                        p["bytes_per_rearrangement"].get<double>() / 1e9,
+                                        p["following_balancedness"].get<double>());
+    EXPECT_NE(scatter.find(dot), std::string::npos) << dot;
+  }
+  // The per-field plots mark their points (two values per field: a line alone would hide them).
+  const std::string per_field =
+      testing::ReadFile(out + "/figures/step-time-against-cluster.nic.bandwidth_gbps.svg");
+  EXPECT_EQ(CountOf(per_field, "<circle class=\"point\""), 4u);  // 2 values x 2 policies
   // A faster NIC never makes the same point's steps slower.
   const auto& pts = doc["points"];
   for (const auto& a : pts) {

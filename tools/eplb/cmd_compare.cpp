@@ -26,6 +26,7 @@ struct CompareArgs {
   int jobs = 0;
   bool json = false;
   RunFolderOptions folder;
+  ReportOptions report;
 };
 
 int RunCompare(const CompareArgs& args) {
@@ -66,8 +67,11 @@ int RunCompare(const CompareArgs& args) {
         const std::string yaml = ScenarioToYaml(*scenario);
         EPLB_RETURN_IF_ERROR(WriteTextFile(partial + "/scenario.yaml", yaml));
         EPLB_RETURN_IF_ERROR(WriteTextFile(partial + "/comparison.csv", ComparisonCsv(rows)));
+        std::vector<Figure> figures;
         EPLB_RETURN_IF_ERROR(
-            WriteTextFile(partial + "/report.html", CompareReportHtml(scenario->name, yaml, runs)));
+            WriteTextFile(partial + "/report.html",
+                          CompareReportHtml(scenario->name, yaml, runs, args.report, &figures)));
+        EPLB_RETURN_IF_ERROR(WriteFigures(partial, figures));
         nlohmann::ordered_json doc{{"tool", ToolVersion()},
                                    {"format_version", kFolderFormatVersion},
                                    {"scenario", scenario->name},
@@ -102,6 +106,8 @@ void AddCompareCommand(CLI::App& app, Action& action) {
   sub->add_option("--out", args->out, "Folder to write (default: runs/compare-<scenario name>)");
   AddNoTraceFlag(sub, args->folder);
   AddJsonFlag(sub, args->json);
+  sub->add_flag("--time-axis", args->report.time_axis,
+                "Plot against simulated seconds instead of steps");
   sub->add_option("--jobs", args->jobs, "Simulations at once (default: one per core)")
       ->check(AtLeast(0));
   sub->callback([&action, args] { action = [args] { return RunCompare(*args); }; });

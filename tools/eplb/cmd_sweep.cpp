@@ -165,7 +165,10 @@ int RunSweep(const SweepArgs& args) {
                                       .dump(2) +
                                   "\n"));
     EPLB_RETURN_IF_ERROR(WriteTextFile(root + "/scenario.yaml", ScenarioToYaml(*base)));
-    return WriteTextFile(root + "/report.html", SweepReportHtml(base->name, keys, rows));
+    std::vector<Figure> figures;
+    EPLB_RETURN_IF_ERROR(
+        WriteTextFile(root + "/report.html", SweepReportHtml(base->name, keys, rows, &figures)));
+    return WriteFigures(root, figures);
   };
   Status s;
   if (ranks == 1) {

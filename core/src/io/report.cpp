@@ -1,12 +1,14 @@
 #include "eplb/io/report.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <numeric>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "eplb/base/file_io.h"
 #include "io/svg_plot.h"
 
 namespace eplb {
@@ -17,15 +19,22 @@ double Mean(const std::vector<double>& v) {
 }
 
 // Averages of consecutive buckets, at most `points` of them: a readable line for long runs.
-std::vector<std::pair<double, double>> Downsample(const std::vector<double>& x,
-                                                  const std::vector<double>& y, size_t points) {
-  std::vector<std::pair<double, double>> out;
+// At most `points` buckets of consecutive values: each bucket's mean as the line, its minimum and
+// maximum as the envelope, so a short dip stays visible however long the run.
+svg::Series Downsample(const std::string& name, const std::vector<double>& x,
+                       const std::vector<double>& y, size_t points) {
+  svg::Series out{name, {}};
   const size_t bucket = std::max<size_t>(1, (y.size() + points - 1) / points);
   for (size_t i = 0; i < y.size(); i += bucket) {
     const size_t end = std::min(y.size(), i + bucket);
-    double sy = 0;
-    for (size_t k = i; k < end; ++k) sy += y[k];
-    out.push_back({x[i], sy / static_cast<double>(end - i)});
+    double sy = 0, lo = y[i], hi = y[i];
+    for (size_t k = i; k < end; ++k) {
+      sy += y[k];
+      lo = std::min(lo, y[k]);
+      hi = std::max(hi, y[k]);
+    }
+    out.points.push_back({x[i], sy / static_cast<double>(end - i)});
+    if (bucket > 1) out.band.push_back({x[i], lo, hi});
   }
   return out;
 }
@@ -34,8 +43,8 @@ const char* kStyle =
     R"(body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1000px;color:#222}
 h1{font-size:22px}h2{font-size:17px;margin-top:28px}table{border-collapse:collapse;font-size:13px}
 td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#f3f3f3}td:first-child{text-align:left}
-.wide{overflow-x:auto}pre{background:#f7f7f7;padding:12px;overflow:auto;font-size:12px}.chart text{font:12px system-ui,sans-serif;fill:#333}
-.chart .title{font-weight:600}.grid{stroke:#eee}.axis{stroke:#888}dt{font-weight:600}dd{margin:0 0 6px 16px})";
+.wide{overflow-x:auto}pre{background:#f7f7f7;padding:12px;overflow:auto;font-size:12px}
+dt{font-weight:600}dd{margin:0 0 6px 16px})";
 
 struct Column {
   const char* key;
@@ -94,8 +103,9 @@ const char* kDefinitions = R"(<dl>
 
 std::string Page(const std::string& title, const std::string& body) {
   return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>" +
-         svg::Escape(title) + "</title>\n<style>" + kStyle + "</style>\n</head>\n<body>\n<h1>" +
-         svg::Escape(title) + "</h1>\n" + body + "</body>\n</html>\n";
+         svg::Escape(title) + "</title>\n<style>" + kStyle + svg::ChartStyle() +
+         "</style>\n</head>\n<body>\n<h1>" + svg::Escape(title) + "</h1>\n" + body +
+         "</body>\n</html>\n";
 }
 
 }  // namespace
@@ -151,22 +161,25 @@ std::string ComparisonCsv(const std::vector<nlohmann::ordered_json>& rows) {
 }
 
 std::string CompareReportHtml(const std::string& scenario_name, const std::string& scenario_yaml,
-                              const std::vector<LabelledRun>& runs) {
+                              const std::vector<LabelledRun>& runs, const ReportOptions& options,
+                              std::vector<Figure>* figures) {
   std::vector<nlohmann::ordered_json> rows;
-  std::vector<svg::Series> balance, step, cdf, bytes;
+  std::vector<svg::Series> balance, step, cdf, bytes, tradeoff;
   std::vector<std::string> groups;
+  std::vector<double> marks;
   size_t most = 0;
+  const char* x_label = options.time_axis ? "simulated seconds" : "step";
   for (const LabelledRun& r : runs) {
     rows.push_back(ComparisonRow(r));
     const std::vector<StepRecord>& steps = r.folder.run.steps;
-    std::vector<double> minutes(steps.size()), balancedness(steps.size()), ms(steps.size());
+    std::vector<double> x(steps.size()), balancedness(steps.size()), ms(steps.size());
     for (size_t i = 0; i < steps.size(); ++i) {
-      minutes[i] = steps[i].start_s / 60;
+      x[i] = options.time_axis ? steps[i].start_s : static_cast<double>(steps[i].step);
       balancedness[i] = steps[i].balancedness;
       ms[i] = steps[i].step_s * 1e3;
     }
-    balance.push_back({r.label, Downsample(minutes, balancedness, 400)});
-    step.push_back({r.label, Downsample(minutes, ms, 400)});
+    balance.push_back(Downsample(r.label, x, balancedness, 400));
+    step.push_back(Downsample(r.label, x, ms, 400));
     std::vector<double> sorted = ms;
     std::sort(sorted.begin(), sorted.end());
     svg::Series c{r.label, {}};
@@ -182,30 +195,72 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
       const RearrangementRecord& rr = rearrangements[i];
       b.points.push_back(
           {static_cast<double>(i), static_cast<double>(rr.bytes[0] + rr.bytes[1]) / 1e9});
+      marks.push_back(options.time_axis ? rr.start_s : static_cast<double>(rr.step));
     }
     most = std::max(most, rearrangements.size());
     bytes.push_back(std::move(b));
+    const nlohmann::ordered_json& row = rows.back();
+    svg::Series t{r.label, {}};
+    t.points.push_back({row["bytes_per_rearrangement"].get<double>() / 1e9,
+                        row["following_balancedness"].get<double>()});
+    t.line = false;
+    tradeoff.push_back(std::move(t));
   }
+  std::sort(marks.begin(), marks.end());
+  marks.erase(std::unique(marks.begin(), marks.end()), marks.end());
   for (size_t i = 0; i < most; ++i) groups.push_back(std::to_string(i + 1));
+
+  svg::Chart balance_chart{"Balancedness over the run", x_label,
+                           "balancedness (mean, min-max band)"};
+  balance_chart.x_marks = marks;
+  svg::Chart step_chart{"Step time over the run", x_label, "ms (mean, min-max band)"};
+  step_chart.x_marks = marks;
+  const std::vector<Figure> made = {
+      {"balancedness", svg::LineChart(balance_chart, balance)},
+      {"step-time", svg::LineChart(step_chart, step)},
+      {"balance-vs-bytes",
+       svg::LineChart({"Balance against bytes moved", "GB moved per rearrangement",
+                       "balancedness after rearrangement"},
+                      tradeoff)},
+      {"bytes-per-rearrangement",
+       svg::BarChart({"Bytes moved per rearrangement", "rearrangement", "GB"}, groups, bytes)},
+      {"step-time-cdf", svg::LineChart({"CDF of step time", "ms", "fraction of steps"}, cdf)},
+  };
+  const char* titles[] = {"Balancedness over the run", "Step time over the run",
+                          "Balance against bytes moved", "Bytes moved per rearrangement",
+                          "CDF of step time"};
+  const char* captions[] = {
+      "Balancedness of each step; dashed lines mark where rearrangements start.",
+      "Step time as the backend ran it, migrations' contention included.",
+      "Each policy's balance on the steps after its rearrangements against the bytes it moved "
+      "for them: up and to the left is better.",
+      "Bytes moved by each rearrangement.", "Distribution of step time."};
   std::string body = "<p>Scenario <b>" + svg::Escape(scenario_name) +
                      "</b>, run once per policy with the same seed and workload.</p>\n";
   body += "<h2>Summary</h2>\n" + Table(rows, {"label"}) + kDefinitions;
-  body += "<h2>Balancedness over time</h2>\n" +
-          svg::LineChart({"Balancedness over time", "simulated minutes", "balancedness"}, balance) +
-          "\n";
-  body += "<h2>Step time over time</h2>\n" +
-          svg::LineChart({"Step time over time", "simulated minutes", "ms"}, step) + "\n";
-  body += "<h2>Bytes moved per rearrangement</h2>\n" +
-          svg::BarChart({"Bytes moved per rearrangement", "rearrangement", "GB"}, groups, bytes) +
-          "\n";
-  body += "<h2>CDF of step time</h2>\n" +
-          svg::LineChart({"CDF of step time", "ms", "fraction of steps"}, cdf) + "\n";
+  for (size_t i = 0; i < made.size(); ++i) {
+    body += "<h2>" + std::string(titles[i]) + "</h2>\n<p>" + captions[i] + "</p>\n" + made[i].svg +
+            "\n";
+  }
   body += "<h2>Scenario</h2>\n<pre>" + svg::Escape(scenario_yaml) + "</pre>\n";
+  if (figures != nullptr) *figures = made;
   return Page("eplb comparison: " + scenario_name, body);
 }
 
+Status WriteFigures(const std::string& dir, const std::vector<Figure>& figures) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir + "/figures", ec);
+  if (ec) return Status::IoError(fmt::format("{}/figures: {}", dir, ec.message()));
+  for (const Figure& f : figures) {
+    EPLB_RETURN_IF_ERROR(
+        WriteTextFile(dir + "/figures/" + f.name + ".svg", svg::StandaloneSvg(f.svg)));
+  }
+  return Status::Ok();
+}
+
 std::string SweepReportHtml(const std::string& scenario_name, const std::vector<std::string>& keys,
-                            const std::vector<nlohmann::ordered_json>& rows) {
+                            const std::vector<nlohmann::ordered_json>& rows,
+                            std::vector<Figure>* figures) {
   std::vector<std::string> lead = keys;
   lead.push_back("policy");
   std::string body = "<p>Scenario <b>" + svg::Escape(scenario_name) +
@@ -213,10 +268,11 @@ std::string SweepReportHtml(const std::string& scenario_name, const std::vector<
                      " points. Each plot shows one varied field; a point is the mean over the "
                      "other fields' values.</p>\n";
   body += "<h2>Points</h2>\n" + Table(rows, lead) + kDefinitions;
+  std::vector<Figure> made;
   for (const std::string& key : keys) {
-    for (const auto& [metric, title, scale] :
-         {std::tuple{"step_time_mean_s", "mean step time (ms)", 1e3},
-          std::tuple{"balancedness_mean", "balancedness", 1.0}}) {
+    for (const auto& [metric, title, scale, stem] :
+         {std::tuple{"step_time_mean_s", "mean step time (ms)", 1e3, "step-time"},
+          std::tuple{"balancedness_mean", "balancedness", 1.0, "balancedness"}}) {
       std::map<std::string, std::map<double, std::pair<double, int>>> by_policy;
       for (const auto& row : rows) {
         const auto& v = row[key];
@@ -229,12 +285,33 @@ std::string SweepReportHtml(const std::string& scenario_name, const std::vector<
       for (const auto& [policy, points] : by_policy) {
         svg::Series s{policy, {}};
         for (const auto& [x, acc] : points) s.points.push_back({x, acc.first / acc.second});
+        s.markers = true;
         series.push_back(std::move(s));
       }
-      body += "<h2>" + svg::Escape(std::string(title) + " against " + key) + "</h2>\n" +
-              svg::LineChart({std::string(title) + " against " + key, key, title}, series) + "\n";
+      const std::string heading = std::string(title) + " against " + key;
+      made.push_back(
+          {std::string(stem) + "-against-" + key, svg::LineChart({heading, key, title}, series)});
+      body += "<h2>" + svg::Escape(heading) + "</h2>\n" + made.back().svg + "\n";
     }
   }
+  // Every point of the sweep, by policy: the trade-off migration-aware policies are about.
+  std::map<std::string, svg::Series> tradeoff;
+  for (const auto& row : rows) {
+    svg::Series& s = tradeoff[row["policy"].get<std::string>()];
+    s.name = row["policy"].get<std::string>();
+    s.line = false;
+    s.points.push_back({row["bytes_per_rearrangement"].get<double>() / 1e9,
+                        row["following_balancedness"].get<double>()});
+  }
+  std::vector<svg::Series> scatter;
+  for (auto& [policy, s] : tradeoff) scatter.push_back(std::move(s));
+  made.push_back({"balance-vs-bytes",
+                  svg::LineChart({"Balance against bytes moved, every point",
+                                  "GB moved per rearrangement", "balancedness after rearrangement"},
+                                 scatter)});
+  body += "<h2>Balance against bytes moved</h2>\n<p>One dot per sweep point.</p>\n" +
+          made.back().svg + "\n";
+  if (figures != nullptr) *figures = made;
   return Page("eplb sweep: " + scenario_name, body);
 }
 

@@ -118,6 +118,18 @@ std::string Escape(const std::string& text) {
   return out;
 }
 
+const char* ChartStyle() {
+  return ".chart text{font:12px system-ui,sans-serif;fill:#333}.chart .title{font-weight:600}"
+         ".grid{stroke:#eee}.axis{stroke:#888}.mark{stroke:#999;stroke-dasharray:4 3}";
+}
+
+std::string StandaloneSvg(const std::string& chart_svg) {
+  const size_t open_end = chart_svg.find('>');
+  if (open_end == std::string::npos) return chart_svg;
+  return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + chart_svg.substr(0, open_end + 1) +
+         "<style>" + ChartStyle() + "</style>" + chart_svg.substr(open_end + 1) + "\n";
+}
+
 std::string LineChart(const Chart& chart, const std::vector<Series>& series) {
   Frame f{std::numeric_limits<double>::infinity(),
           -std::numeric_limits<double>::infinity(),
@@ -132,19 +144,53 @@ std::string LineChart(const Chart& chart, const std::vector<Series>& series) {
       f.y0 = std::min(f.y0, y);
       f.y1 = std::max(f.y1, y);
     }
+    for (const Band& b : s.band) {
+      f.y0 = std::min(f.y0, b.low);
+      f.y1 = std::max(f.y1, b.high);
+    }
   }
   if (!std::isfinite(f.x0)) f.x0 = 0, f.x1 = 1, f.y0 = 0, f.y1 = 1;
   const double pad = (f.y1 - f.y0) * 0.05 + 1e-12;
   f.y0 -= pad;
   f.y1 += pad;
+  if (f.x1 == f.x0) {  // one x value (a scatter of one point): centre it in a unit range
+    f.x0 -= 0.5;
+    f.x1 += 0.5;
+  }
   std::string out = Axes(chart, f, true);
-  for (size_t i = 0; i < series.size(); ++i) {
-    std::string path;
-    for (const auto& [x, y] : series[i].points)
-      path += fmt::format("{}{:.1f},{:.1f}", path.empty() ? "" : " ", f.X(x), f.Y(y));
+  for (double x : chart.x_marks) {
+    if (x < f.x0 || x > f.x1) continue;
     out += fmt::format(
-        R"svg(<polyline class="series" data-series="{}" fill="none" stroke="{}" stroke-width="1.5" points="{}"/>)svg",
-        Escape(series[i].name), Colour(i), path);
+        R"svg(<line class="mark" data-x="{}" x1="{:.1f}" x2="{:.1f}" y1="{}" y2="{}"/>)svg", x,
+        f.X(x), f.X(x), kTop, chart.height - kBottom);
+  }
+  for (size_t i = 0; i < series.size(); ++i) {
+    const Series& s = series[i];
+    if (!s.band.empty()) {
+      std::string poly;
+      for (const Band& b : s.band)
+        poly += fmt::format("{}{:.1f},{:.1f}", poly.empty() ? "" : " ", f.X(b.x), f.Y(b.high));
+      for (auto b = s.band.rbegin(); b != s.band.rend(); ++b)
+        poly += fmt::format(" {:.1f},{:.1f}", f.X(b->x), f.Y(b->low));
+      out += fmt::format(
+          R"svg(<polygon class="band" data-series="{}" fill="{}" fill-opacity="0.15" stroke="none" points="{}"/>)svg",
+          Escape(s.name), Colour(i), poly);
+    }
+    if (s.line) {
+      std::string path;
+      for (const auto& [x, y] : s.points)
+        path += fmt::format("{}{:.1f},{:.1f}", path.empty() ? "" : " ", f.X(x), f.Y(y));
+      out += fmt::format(
+          R"svg(<polyline class="series" data-series="{}" fill="none" stroke="{}" stroke-width="1.5" points="{}"/>)svg",
+          Escape(s.name), Colour(i), path);
+    }
+    if (s.markers || !s.line) {
+      for (const auto& [x, y] : s.points) {
+        out += fmt::format(
+            R"svg(<circle class="point" data-series="{}" data-x="{}" data-y="{}" cx="{:.1f}" cy="{:.1f}" r="4" fill="{}"><title>{}: {}, {}</title></circle>)svg",
+            Escape(s.name), x, y, f.X(x), f.Y(y), Colour(i), Escape(s.name), Number(x), Number(y));
+      }
+    }
   }
   return out + Legend(chart, series) + "</svg>";
 }

@@ -9,9 +9,16 @@
 
 namespace eplb::svg {
 
+struct Band {
+  double x, low, high;
+};
+
 struct Series {
   std::string name;
   std::vector<std::pair<double, double>> points;  // (x, y)
+  std::vector<Band> band = {};  // drawn as a shaded envelope behind the line (e.g. min..max)
+  bool line = true;             // false: points only (a scatter)
+  bool markers = false;         // a dot at each point, carrying its values as data-x/data-y
 };
 
 struct Chart {
@@ -20,9 +27,15 @@ struct Chart {
   std::string y_label;
   int width = 760;
   int height = 300;
+  std::vector<double> x_marks = {};  // vertical dashed lines (e.g. rearrangement starts)
 };
 
 std::string LineChart(const Chart& chart, const std::vector<Series>& series);
+// A chart as a file of its own: the same SVG with the report's chart style inside it, so that
+// it renders alike in a paper's figure, a browser or an SVG editor.
+std::string StandaloneSvg(const std::string& chart_svg);
+// The CSS the charts' classes need, for the page that embeds them.
+const char* ChartStyle();
 // Groups along x (labels), one bar per series in each group; series[i].points[g].second is the
 // value of group g.
 std::string BarChart(const Chart& chart, const std::vector<std::string>& groups,

@@ -32,16 +32,35 @@ struct LabelledRun {
   RunFolder folder;
 };
 
+// A report's figure on its own: `name` is the file's stem, `svg` the chart as the report shows it.
+struct Figure {
+  std::string name;
+  std::string svg;
+};
+
+struct ReportOptions {
+  bool time_axis = false;  // x in simulated seconds instead of steps
+};
+
 nlohmann::ordered_json ComparisonRow(const LabelledRun& run);
 std::string ComparisonCsv(const std::vector<nlohmann::ordered_json>& rows);
-// The report of one scenario run once per policy.
+// The report of one scenario run once per policy: the summary table, then balancedness and step
+// time per step (bucket means with their min-max envelope, rearrangement starts marked), balance
+// after rearrangement against bytes moved (a point per policy), bytes per rearrangement and the
+// step time CDF. `figures`, when given, receives each chart for WriteFigures.
 std::string CompareReportHtml(const std::string& scenario_name, const std::string& scenario_yaml,
-                              const std::vector<LabelledRun>& runs);
+                              const std::vector<LabelledRun>& runs,
+                              const ReportOptions& options = {},
+                              std::vector<Figure>* figures = nullptr);
+// Writes each figure as DIR/figures/NAME.svg, a standalone SVG file for papers.
+Status WriteFigures(const std::string& dir, const std::vector<Figure>& figures);
 
 // A sweep: one row per point (varied values, policy, the comparison numbers); one plot per
 // varied key of mean step time and of balancedness against the key's values, a line per
 // policy, each point the mean over the other keys' values.
+// Then every point's balance after rearrangement against its bytes moved, a dot per point.
 std::string SweepReportHtml(const std::string& scenario_name, const std::vector<std::string>& keys,
-                            const std::vector<nlohmann::ordered_json>& rows);
+                            const std::vector<nlohmann::ordered_json>& rows,
+                            std::vector<Figure>* figures = nullptr);
 
 }  // namespace eplb
