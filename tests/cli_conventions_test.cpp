@@ -140,6 +140,56 @@ TEST_F(CliTest, ProgressLinesWhenStderrIsNotATerminal) {
       << sweep.err;
 }
 
+// --seeds: each policy once per seed; the rows are means over seeds with their spread, and the
+// report draws a dot per seed and bands over seeds.
+TEST_F(CliTest, CompareOverSeedsReportsMeansAndSpread) {
+  const std::string out = (dir_ / "seeds").string();
+  const CliRun r = Eplb(std::string("compare ") + EPLB_SCENARIO_DIR +
+                        "/tiny.yaml --policies static,deepseek --seeds 3,4 --set run.steps=1200 "
+                        "--no-trace --json --out " +
+                        out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  ASSERT_EQ(doc["policies"].size(), 2u);
+  const std::string html = testing::ReadFile(out + "/report.html");
+  for (const auto& row : doc["policies"]) {
+    const std::string label = row["label"];
+    EXPECT_EQ(row["seeds"], 2);
+    std::vector<double> balance;
+    for (const char* seed : {"seed-3", "seed-4"}) {
+      const auto summary = nlohmann::json::parse(
+          testing::ReadFile(out + "/" + label + "/" + seed + "/summary.json"));
+      balance.push_back(summary["balancedness"]["mean"].get<double>());
+    }
+    EXPECT_NEAR(row["balancedness_mean"].get<double>(), (balance[0] + balance[1]) / 2, 1e-12);
+    EXPECT_EQ(row["spread"]["balancedness_mean"][0].get<double>(),
+              std::min(balance[0], balance[1]));
+    EXPECT_EQ(row["spread"]["balancedness_mean"][1].get<double>(),
+              std::max(balance[0], balance[1]));
+    EXPECT_NE(balance[0], balance[1]) << "the seeds should change the workload";
+    size_t dots = 0;
+    for (size_t at = html.find("<circle class=\"point\" data-series=\"" + label + "\"");
+         at != std::string::npos;
+         at = html.find("<circle class=\"point\" data-series=\"" + label + "\"", at + 1)) {
+      ++dots;
+    }
+    EXPECT_EQ(dots, 2u) << label;
+    EXPECT_NE(html.find("<polygon class=\"band\" data-series=\"" + label + "\""),
+              std::string::npos);
+  }
+  EXPECT_NE(html.find(" ± "), std::string::npos);
+  EXPECT_NE(html.find("once per seed"), std::string::npos);
+  const std::string csv = testing::ReadFile(out + "/comparison.csv");
+  EXPECT_EQ(csv.find("spread"), std::string::npos);
+  EXPECT_NE(csv.find(",seeds"), std::string::npos);
+
+  ExpectErrors({
+      {"not a seed", std::string("compare ") + EPLB_SCENARIO_DIR + "/tiny.yaml --seeds 1,x",
+       "--seeds: 'x' is not a seed"},
+      {"twice", std::string("compare ") + EPLB_SCENARIO_DIR + "/tiny.yaml --seeds 1,1", "--seeds"},
+  });
+}
+
 // Reals in a resolved scenario are the shortest text that reads back to the same value.
 TEST_F(CliTest, ResolvedScenarioWritesShortestReals) {
   const std::string out = (dir_ / "run").string();

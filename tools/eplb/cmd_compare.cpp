@@ -7,6 +7,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "eplb/base/csv.h"
 #include "eplb/base/file_io.h"
 #include "eplb/io/report.h"
 #include "eplb/io/run_folder.h"
@@ -21,6 +22,7 @@ namespace {
 struct CompareArgs {
   std::string scenario_path;
   std::string policies = "static,deepseek,replicate-lpt,incremental,migration-aware";
+  std::string seeds;  // empty: the scenario's run.seed
   std::string out;
   std::vector<std::string> overrides;
   int jobs = 0;
@@ -41,29 +43,57 @@ int RunCompare(const CompareArgs& args) {
     auto made = MakePolicy(p);
     if (!made.ok()) return ReportError(cmd, made.status().WithContext("--policies: "));
   }
+  // Seeds: the scenario's own, or each of --seeds, every policy run once per seed.
+  std::vector<uint64_t> seeds;
+  for (const std::string& text : SplitList(args.seeds)) {
+    int64_t seed = 0;
+    if (!ParseCsvInt64(text, seed) || seed < 0) {
+      return ReportError(
+          cmd, Status::InvalidArgument(fmt::format(
+                   "--seeds: '{}' is not a seed; seeds are integers of at least 0", text)));
+    }
+    seeds.push_back(static_cast<uint64_t>(seed));
+  }
+  if (Status s = CheckDistinct(SplitList(args.seeds), "--seeds"); !s.ok())
+    return ReportError(cmd, s);
+  if (!args.seeds.empty() && seeds.empty())
+    return ReportError(cmd, Status::InvalidArgument("--seeds names no seed"));
+  const bool several = seeds.size() > 1;
+  if (seeds.empty()) seeds.push_back(scenario->run.seed);
+  // One policy's runs: DIR/POLICY, or DIR/POLICY/seed-S for each of several seeds.
+  auto run_dir = [&](const std::string& root, const std::string& policy, uint64_t seed) {
+    return several ? fmt::format("{}/{}/seed-{}", root, policy, seed) : root + "/" + policy;
+  };
   const std::string dir = args.out.empty() ? "runs/compare-" + scenario->name : args.out;
   std::vector<nlohmann::ordered_json> rows;
   const Status s =
       WriteFolderAtomically(dir, "comparison", [&](const std::string& partial) -> Status {
         std::vector<Job> jobs;
         for (const std::string& p : policies) {
-          jobs.push_back({p, scenario->run.steps, [&, p](std::atomic<int64_t>& steps_done) {
-                            Scenario one = *scenario;
-                            one.eplb.policy = p;
-                            return SimulateToFolder(one, partial + "/" + p, args.folder,
-                                                    &steps_done);
-                          }});
+          for (const uint64_t seed : seeds) {
+            jobs.push_back({several ? fmt::format("{} seed {}", p, seed) : p, scenario->run.steps,
+                            [&, p, seed](std::atomic<int64_t>& steps_done) {
+                              Scenario one = *scenario;
+                              one.eplb.policy = p;
+                              one.run.seed = seed;
+                              return SimulateToFolder(one, run_dir(partial, p, seed), args.folder,
+                                                      &steps_done);
+                            }});
+          }
         }
-        fmt::print(stderr, "eplb compare: {} policies on {} ({} steps each)\n", policies.size(),
-                   scenario->name, scenario->run.steps);
+        fmt::print(stderr, "eplb compare: {} policies{} on {} ({} steps each)\n", policies.size(),
+                   several ? fmt::format(" × {} seeds", seeds.size()) : "", scenario->name,
+                   scenario->run.steps);
         EPLB_RETURN_IF_ERROR(RunJobs(jobs, args.jobs, "eplb compare"));
         std::vector<LabelledRun> runs;
         for (const std::string& p : policies) {
-          auto folder = ReadRunFolder(partial + "/" + p);
-          if (!folder.ok()) return folder.status();
-          runs.push_back({p, std::move(folder).value()});
-          rows.push_back(ComparisonRow(runs.back()));
+          for (const uint64_t seed : seeds) {
+            auto folder = ReadRunFolder(run_dir(partial, p, seed));
+            if (!folder.ok()) return folder.status();
+            runs.push_back({p, std::move(folder).value()});
+          }
         }
+        rows = ComparisonRows(runs);
         const std::string yaml = ScenarioToYaml(*scenario);
         EPLB_RETURN_IF_ERROR(WriteTextFile(partial + "/scenario.yaml", yaml));
         EPLB_RETURN_IF_ERROR(WriteTextFile(partial + "/comparison.csv", ComparisonCsv(rows)));
@@ -106,6 +136,9 @@ void AddCompareCommand(CLI::App& app, Action& action) {
   sub->add_option("--out", args->out, "Folder to write (default: runs/compare-<scenario name>)");
   AddNoTraceFlag(sub, args->folder);
   AddJsonFlag(sub, args->json);
+  sub->add_option("--seeds", args->seeds,
+                  "Comma-separated seeds: each policy runs once per seed, and the report shows "
+                  "means with the spread over seeds (default: the scenario's run.seed)");
   sub->add_flag("--time-axis", args->report.time_axis,
                 "Plot against simulated seconds instead of steps");
   sub->add_option("--jobs", args->jobs, "Simulations at once (default: one per core)")

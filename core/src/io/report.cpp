@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <sstream>
@@ -37,6 +38,28 @@ svg::Series Downsample(const std::string& name, const std::vector<double>& x,
     if (bucket > 1) out.band.push_back({x[i], lo, hi});
   }
   return out;
+}
+
+// The spread over seeds of the same buckets Downsample forms: per bucket, the lowest and highest
+// seed's bucket mean.
+std::vector<svg::Band> SeedBand(const std::vector<double>& x,
+                                const std::vector<std::vector<double>>& per_seed, size_t points) {
+  std::vector<svg::Band> band;
+  const size_t n = x.size();
+  const size_t bucket = std::max<size_t>(1, (n + points - 1) / points);
+  for (size_t i = 0; i < n; i += bucket) {
+    const size_t end = std::min(n, i + bucket);
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (const std::vector<double>& y : per_seed) {
+      double sum = 0;
+      for (size_t k = i; k < end; ++k) sum += y[k];
+      const double mean = sum / static_cast<double>(end - i);
+      lo = std::min(lo, mean);
+      hi = std::max(hi, mean);
+    }
+    band.push_back({x[i], lo, hi});
+  }
+  return band;
 }
 
 const char* kStyle =
@@ -84,8 +107,14 @@ std::string Table(const std::vector<nlohmann::ordered_json>& rows,
     }
     for (const Column& c : kColumns) {
       const double v = row[c.key].get<double>();
-      out += fmt::format(R"(<td data-key="{}" data-value="{:.17g}">{}</td>)", c.key, v,
-                         fmt::format(fmt::runtime(c.format), v * c.scale));
+      std::string text = fmt::format(fmt::runtime(c.format), v * c.scale);
+      if (row.contains("spread") && row["spread"].contains(c.key)) {
+        // Over seeds: the mean, then half the range between the lowest and highest seed.
+        const auto& range = row["spread"][c.key];
+        const double half = (range[1].get<double>() - range[0].get<double>()) / 2;
+        text += " ± " + fmt::format(fmt::runtime(c.format), half * c.scale);
+      }
+      out += fmt::format(R"(<td data-key="{}" data-value="{:.17g}">{}</td>)", c.key, v, text);
     }
     out += "</tr>\n";
   }
@@ -140,15 +169,64 @@ nlohmann::ordered_json ComparisonRow(const LabelledRun& labelled) {
           {"policy_ms", s.rearrangements.policy_ms_mean}};
 }
 
+namespace {
+
+// Runs of one label (a policy's seeds), labels in the order they first appear.
+std::vector<std::vector<const LabelledRun*>> GroupByLabel(const std::vector<LabelledRun>& runs) {
+  std::vector<std::vector<const LabelledRun*>> groups;
+  std::map<std::string, size_t> index;
+  for (const LabelledRun& r : runs) {
+    const auto [it, added] = index.emplace(r.label, groups.size());
+    if (added) groups.emplace_back();
+    groups[it->second].push_back(&r);
+  }
+  return groups;
+}
+
+}  // namespace
+
+std::vector<nlohmann::ordered_json> ComparisonRows(const std::vector<LabelledRun>& runs) {
+  std::vector<nlohmann::ordered_json> rows;
+  for (const auto& group : GroupByLabel(runs)) {
+    std::vector<nlohmann::ordered_json> seeds;
+    for (const LabelledRun* r : group) seeds.push_back(ComparisonRow(*r));
+    nlohmann::ordered_json row = seeds[0];
+    row["seeds"] = seeds.size();
+    if (seeds.size() > 1) {
+      nlohmann::ordered_json spread = nlohmann::ordered_json::object();
+      for (auto it = row.begin(); it != row.end(); ++it) {
+        if (!it->is_number() || it.key() == "seeds") continue;
+        double sum = 0, lo = seeds[0][it.key()].get<double>(), hi = lo;
+        for (const auto& one : seeds) {
+          const double v = one[it.key()].get<double>();
+          sum += v;
+          lo = std::min(lo, v);
+          hi = std::max(hi, v);
+        }
+        *it = sum / static_cast<double>(seeds.size());
+        spread[it.key()] = {lo, hi};
+      }
+      row["spread"] = std::move(spread);
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
 std::string ComparisonCsv(const std::vector<nlohmann::ordered_json>& rows) {
   if (rows.empty()) return "";
   std::string out;
-  for (auto it = rows[0].begin(); it != rows[0].end(); ++it)
-    out += (it == rows[0].begin() ? "" : ",") + it.key();
+  bool first_key = true;
+  for (auto it = rows[0].begin(); it != rows[0].end(); ++it) {
+    if (it->is_object()) continue;  // the seeds' spread: in the JSON only
+    out += (first_key ? "" : ",") + it.key();
+    first_key = false;
+  }
   out += "\n";
   for (const auto& row : rows) {
     bool first = true;
     for (auto it = row.begin(); it != row.end(); ++it) {
+      if (it->is_object()) continue;
       out += first ? "" : ",";
       first = false;
       out += it->is_string()         ? it->get<std::string>()
@@ -163,47 +241,68 @@ std::string ComparisonCsv(const std::vector<nlohmann::ordered_json>& rows) {
 std::string CompareReportHtml(const std::string& scenario_name, const std::string& scenario_yaml,
                               const std::vector<LabelledRun>& runs, const ReportOptions& options,
                               std::vector<Figure>* figures) {
-  std::vector<nlohmann::ordered_json> rows;
+  const std::vector<nlohmann::ordered_json> rows = ComparisonRows(runs);
   std::vector<svg::Series> balance, step, cdf, bytes, tradeoff;
   std::vector<std::string> groups;
   std::vector<double> marks;
-  size_t most = 0;
+  size_t most = 0, seeds = 1;
   const char* x_label = options.time_axis ? "simulated seconds" : "step";
-  for (const LabelledRun& r : runs) {
-    rows.push_back(ComparisonRow(r));
-    const std::vector<StepRecord>& steps = r.folder.run.steps;
-    std::vector<double> x(steps.size()), balancedness(steps.size()), ms(steps.size());
-    for (size_t i = 0; i < steps.size(); ++i) {
-      x[i] = options.time_axis ? steps[i].start_s : static_cast<double>(steps[i].step);
-      balancedness[i] = steps[i].balancedness;
-      ms[i] = steps[i].step_s * 1e3;
+  for (const auto& group : GroupByLabel(runs)) {
+    const std::string& label = group[0]->label;
+    seeds = std::max(seeds, group.size());
+    // Per step: the mean over seeds; the band is the spread over seeds when there are several,
+    // else the spread within each bucket of steps.
+    const size_t n = std::ranges::min(group, {}, [](const LabelledRun* r) {
+                       return r->folder.run.steps.size();
+                     })->folder.run.steps.size();
+    std::vector<double> x(n), balancedness(n, 0.0), ms(n, 0.0), pooled_ms;
+    std::vector<std::vector<double>> balancedness_of_seed, ms_of_seed;
+    for (const LabelledRun* r : group) {
+      const std::vector<StepRecord>& steps = r->folder.run.steps;
+      std::vector<double> b(n), t(n);
+      for (size_t i = 0; i < n; ++i) {
+        x[i] = options.time_axis ? steps[i].start_s : static_cast<double>(steps[i].step);
+        b[i] = steps[i].balancedness;
+        t[i] = steps[i].step_s * 1e3;
+        balancedness[i] += b[i] / static_cast<double>(group.size());
+        ms[i] += t[i] / static_cast<double>(group.size());
+      }
+      pooled_ms.insert(pooled_ms.end(), t.begin(), t.end());
+      balancedness_of_seed.push_back(std::move(b));
+      ms_of_seed.push_back(std::move(t));
     }
-    balance.push_back(Downsample(r.label, x, balancedness, 400));
-    step.push_back(Downsample(r.label, x, ms, 400));
-    std::vector<double> sorted = ms;
-    std::sort(sorted.begin(), sorted.end());
-    svg::Series c{r.label, {}};
-    const size_t stride = std::max<size_t>(1, sorted.size() / 400);
-    for (size_t i = 0; i < sorted.size(); i += stride)
+    balance.push_back(Downsample(label, x, balancedness, 400));
+    step.push_back(Downsample(label, x, ms, 400));
+    if (group.size() > 1) {
+      balance.back().band = SeedBand(x, balancedness_of_seed, 400);
+      step.back().band = SeedBand(x, ms_of_seed, 400);
+    }
+    std::sort(pooled_ms.begin(), pooled_ms.end());
+    svg::Series c{label, {}};
+    const size_t stride = std::max<size_t>(1, pooled_ms.size() / 400);
+    for (size_t i = 0; i < pooled_ms.size(); i += stride)
       c.points.push_back(
-          {sorted[i], static_cast<double>(i + 1) / static_cast<double>(sorted.size())});
-    if (!sorted.empty()) c.points.push_back({sorted.back(), 1.0});
+          {pooled_ms[i], static_cast<double>(i + 1) / static_cast<double>(pooled_ms.size())});
+    if (!pooled_ms.empty()) c.points.push_back({pooled_ms.back(), 1.0});
     cdf.push_back(std::move(c));
-    svg::Series b{r.label, {}};
-    const auto& rearrangements = r.folder.run.rearrangements;
-    for (size_t i = 0; i < rearrangements.size(); ++i) {
-      const RearrangementRecord& rr = rearrangements[i];
-      b.points.push_back(
-          {static_cast<double>(i), static_cast<double>(rr.bytes[0] + rr.bytes[1]) / 1e9});
-      marks.push_back(options.time_axis ? rr.start_s : static_cast<double>(rr.step));
-    }
-    most = std::max(most, rearrangements.size());
-    bytes.push_back(std::move(b));
-    const nlohmann::ordered_json& row = rows.back();
-    svg::Series t{r.label, {}};
-    t.points.push_back({row["bytes_per_rearrangement"].get<double>() / 1e9,
-                        row["following_balancedness"].get<double>()});
+    svg::Series b{label, {}};
+    svg::Series t{label, {}};
     t.line = false;
+    for (const LabelledRun* r : group) {
+      const auto& rearrangements = r->folder.run.rearrangements;
+      for (size_t i = 0; i < rearrangements.size(); ++i) {
+        const RearrangementRecord& rr = rearrangements[i];
+        if (b.points.size() <= i) b.points.push_back({static_cast<double>(i), 0.0});
+        b.points[i].second += static_cast<double>(rr.bytes[0] + rr.bytes[1]) / 1e9 /
+                              static_cast<double>(group.size());
+        marks.push_back(options.time_axis ? rr.start_s : static_cast<double>(rr.step));
+      }
+      most = std::max(most, rearrangements.size());
+      const nlohmann::ordered_json row = ComparisonRow(*r);  // a dot per seed
+      t.points.push_back({row["bytes_per_rearrangement"].get<double>() / 1e9,
+                          row["following_balancedness"].get<double>()});
+    }
+    bytes.push_back(std::move(b));
     tradeoff.push_back(std::move(t));
   }
   std::sort(marks.begin(), marks.end());
@@ -235,8 +334,14 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
       "Each policy's balance on the steps after its rearrangements against the bytes it moved "
       "for them: up and to the left is better.",
       "Bytes moved by each rearrangement.", "Distribution of step time."};
-  std::string body = "<p>Scenario <b>" + svg::Escape(scenario_name) +
-                     "</b>, run once per policy with the same seed and workload.</p>\n";
+  std::string body =
+      "<p>Scenario <b>" + svg::Escape(scenario_name) + "</b>, " +
+      (seeds > 1 ? fmt::format("run {} times per policy, once per seed: numbers are means over "
+                               "seeds, ± half the range between the lowest and highest seed; "
+                               "bands in the plots span the seeds",
+                               seeds)
+                 : std::string("run once per policy with the same seed and workload")) +
+      ".</p>\n";
   body += "<h2>Summary</h2>\n" + Table(rows, {"label"}) + kDefinitions;
   for (size_t i = 0; i < made.size(); ++i) {
     body += "<h2>" + std::string(titles[i]) + "</h2>\n<p>" + captions[i] + "</p>\n" + made[i].svg +

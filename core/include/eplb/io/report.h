@@ -43,6 +43,9 @@ struct ReportOptions {
 };
 
 nlohmann::ordered_json ComparisonRow(const LabelledRun& run);
+// One row per label: runs sharing a label are one policy's seeds, and their row holds the mean
+// of every number, "seeds" (how many) and, with several, "spread": {number: [lowest, highest]}.
+std::vector<nlohmann::ordered_json> ComparisonRows(const std::vector<LabelledRun>& runs);
 std::string ComparisonCsv(const std::vector<nlohmann::ordered_json>& rows);
 // The report of one scenario run once per policy: the summary table, then balancedness and step
 // time per step (bucket means with their min-max envelope, rearrangement starts marked), balance
