@@ -209,6 +209,7 @@ bool MainWindow::OpenComparison(const QString& dir) {
   split_->addWidget(comparison_);
   comparison_->SetLayer(layer_);
   comparison_->SetStep(std::min(step_, (*run)->steps() - 1));
+  SyncScales();
   RememberRecent(dir);
   return true;
 }
@@ -216,6 +217,22 @@ bool MainWindow::OpenComparison(const QString& dir) {
 void MainWindow::CloseComparison() {
   delete comparison_;
   comparison_ = nullptr;
+  SyncScales();
+}
+
+// Compared runs share one load scale, so a colour or bar means the same tokens in both.
+void MainWindow::SyncScales() {
+  if (!panel_) return;
+  PlacementView* a = panel_->placement();
+  if (!comparison_) {
+    a->ShareScale(0, 0);
+    return;
+  }
+  PlacementView* b = comparison_->placement();
+  const double slot = std::max(a->own_max_slot_load(), b->own_max_slot_load());
+  const double gpu = std::max(a->own_max_gpu_load(), b->own_max_gpu_load());
+  a->ShareScale(slot, gpu);
+  b->ShareScale(slot, gpu);
 }
 
 void MainWindow::SetStep(int step) {
@@ -225,6 +242,7 @@ void MainWindow::SetStep(int step) {
   step_ = step;
   panel_->SetStep(step);
   if (comparison_) comparison_->SetStep(std::min(step, comparison_->run().steps() - 1));
+  SyncScales();
   const QSignalBlocker block(slider_);
   slider_->setValue(step);
   UpdateStepLabel();
@@ -236,6 +254,7 @@ void MainWindow::SetLayer(int layer) {
   layer_ = std::clamp(layer, 0, panel_->run().layers() - 1);
   panel_->SetLayer(layer_);
   if (comparison_) comparison_->SetLayer(layer_);
+  SyncScales();
   const QSignalBlocker block(layer_box_);
   layer_box_->setValue(layer_);
 }

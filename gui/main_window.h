@@ -56,6 +56,7 @@ class MainWindow : public QMainWindow {
  private:
   void BuildActions();
   void ShowError(const QString& message);
+  void SyncScales();
   void Tick();
   void JumpToCommit(int direction);
   void RememberRecent(const QString& dir);

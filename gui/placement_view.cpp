@@ -1,7 +1,9 @@
 #include "placement_view.h"
 
 #include <algorithm>
+#include <cmath>
 
+#include <QFontMetrics>
 #include <QHelpEvent>
 #include <QMouseEvent>
 #include <QPainter>
@@ -48,6 +50,13 @@ void PlacementView::SelectExpert(int expert) {
   selected_ = expert;
   update();
   emit ExpertSelected(expert);
+}
+
+void PlacementView::ShareScale(double slot_max, double gpu_max) {
+  if (slot_max == shared_slot_max_ && gpu_max == shared_gpu_max_) return;
+  shared_slot_max_ = slot_max;
+  shared_gpu_max_ = gpu_max;
+  update();
 }
 
 void PlacementView::Recompute() {
@@ -106,7 +115,7 @@ QColor PlacementView::CellColor(int gpu, int slot) const {
   const int expert = row_[s];
   if (expert < 0) return EmptySlotColor();
   if (mode_ == ColorMode::kLoad && !load_.empty()) {
-    return HeatColor(max_slot_load_ > 0 ? slot_load_[s] / max_slot_load_ : 0);
+    return HeatColor(SlotScale() > 0 ? slot_load_[s] / SlotScale() : 0);
   }
   return ExpertColor(expert);
 }
@@ -123,6 +132,35 @@ std::pair<int, int> PlacementView::CellAt(QPoint p) const {
   return {-1, -1};
 }
 
+// Above the per-GPU bars: an axis in tokens, ticks at round values from 0 to the scale.
+void PlacementView::DrawBarAxis(QPainter& p, const Layout& l) const {
+  if (GpuScale() <= 0) return;
+  const int width = l.bars_w - 10, y = kTitleH - 3;
+  const double raw = GpuScale() / 2;
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = 10 * magnitude;
+  for (double m : {1.0, 2.0, 5.0}) {
+    if (raw <= m * magnitude) {
+      step = m * magnitude;
+      break;
+    }
+  }
+  QFont tiny = font();
+  tiny.setPointSizeF(std::max(6.0, font().pointSizeF() * 0.8));
+  p.setFont(tiny);
+  p.setPen(Qt::darkGray);
+  p.drawLine(l.bars_left, y, l.bars_left + width, y);
+  for (double v = 0; v <= GpuScale() * (1 + 1e-9); v += step) {
+    const int x = l.bars_left + static_cast<int>(v / GpuScale() * width);
+    p.drawLine(x, y, x, y + 3);
+    const QString label = v >= 1e6   ? QString("%1M").arg(v / 1e6, 0, 'g', 3)
+                          : v >= 1e3 ? QString("%1k").arg(v / 1e3, 0, 'g', 3)
+                                     : QString::number(v, 'g', 3);
+    p.drawText(QRect(x - 30, 0, 60, y - 1), Qt::AlignHCenter | Qt::AlignBottom, label);
+  }
+  p.setFont(font());
+}
+
 void PlacementView::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.fillRect(rect(), Qt::white);
@@ -136,12 +174,15 @@ void PlacementView::paintEvent(QPaintEvent*) {
   const QString when =
       step_ < 0 ? tr("initial placement")
                 : tr("after step %1 (t = %2 s)").arg(step_).arg(run_->step_end_s(step_), 0, 'f', 3);
-  p.drawText(QRect(kMargin, 0, width() - 2 * kMargin, kTitleH), Qt::AlignVCenter | Qt::AlignLeft,
+  p.drawText(QRect(kMargin, 0, l.bars_left - 2 * kMargin, kTitleH),
+             Qt::AlignVCenter | Qt::AlignLeft,
              tr("Layer %1 of %2 — %3").arg(layer_).arg(run_->layers()).arg(when));
+  DrawBarAxis(p, l);
   QFont small = font();
   small.setPointSizeF(std::max(6.0, std::min(font().pointSizeF(), l.row_h * 0.75)));
   p.setFont(small);
   const bool outline = l.cell_w >= 6 && l.row_h >= 6;
+  const QFontMetrics small_metrics(small);
   for (int g = 0; g < run_->gpus(); ++g) {
     const int top = RowTop(l, g);
     // A label per GPU when rows are tall enough, else one per node.
@@ -162,16 +203,22 @@ void PlacementView::paintEvent(QPaintEvent*) {
         p.drawRect(cell.adjusted(0, 0, -1, -1));
       }
       const int expert = row_[static_cast<size_t>(g) * per_gpu + s];
+      // The expert's id on its cell where it fits, in black or white against the fill.
+      if (expert >= 0 && l.row_h >= 12 &&
+          small_metrics.horizontalAdvance(QString::number(expert)) + 12 <= l.cell_w) {
+        const QColor fill = CellColor(g, s);
+        p.setPen(fill.lightnessF() > 0.55 ? Qt::black : Qt::white);
+        p.drawText(cell, Qt::AlignCenter, QString::number(expert));
+      }
       if (selected_ >= 0 && expert == selected_) {
         p.setPen(QPen(Qt::black, 2));
         p.drawRect(cell.adjusted(1, 1, -2, -2));
       }
     }
-    if (max_gpu_load_ > 0) {
-      const double f = gpu_load_[g] / max_gpu_load_;
+    if (GpuScale() > 0) {
+      const double f = gpu_load_[g] / GpuScale();
       const int w = static_cast<int>(f * (l.bars_w - 10));
-      p.fillRect(QRect(l.bars_left, top + 1, w, std::max(1, l.row_h - 2)),
-                 HeatColor(gpu_load_[g] / max_gpu_load_));
+      p.fillRect(QRect(l.bars_left, top + 1, w, std::max(1, l.row_h - 2)), HeatColor(f));
     }
   }
   // Node separators and the mean GPU load.
@@ -181,8 +228,8 @@ void PlacementView::paintEvent(QPaintEvent*) {
     p.drawLine(0, y, l.bars_left + l.bars_w, y);
   }
   const int legend_top = RowTop(l, run_->gpus() - 1) + l.row_h + 4;
-  if (max_gpu_load_ > 0) {
-    const int x = l.bars_left + static_cast<int>(mean_gpu_load_ / max_gpu_load_ * (l.bars_w - 10));
+  if (GpuScale() > 0) {
+    const int x = l.bars_left + static_cast<int>(mean_gpu_load_ / GpuScale() * (l.bars_w - 10));
     p.setPen(QPen(Qt::black, 1, Qt::DashLine));
     p.drawLine(x, l.top, x, legend_top - 4);
   }
@@ -193,8 +240,10 @@ void PlacementView::paintEvent(QPaintEvent*) {
   if (load_.empty()) {
     legend = tr("colour: expert · no load data in this run");
   } else if (mode_ == ColorMode::kLoad) {
-    legend = tr("colour: tokens per slot, 0 → %1 (max) · bars: tokens per GPU, dashed: mean")
-                 .arg(max_slot_load_, 0, 'f', 0);
+    legend = tr("colour: tokens per slot, 0 → %1%2 · bars: tokens per GPU, dashed: mean")
+                 .arg(SlotScale(), 0, 'f', 0)
+                 .arg(shared_slot_max_ > max_slot_load_ ? tr(" (scale shared with the other run)")
+                                                        : tr(" (max)"));
     for (int i = 0; i < 60; ++i) {
       p.fillRect(QRect(kMargin + i * 2, legend_top + 4, 2, 10), HeatColor(i / 59.0));
     }

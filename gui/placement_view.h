@@ -6,9 +6,11 @@
 // latest rearrangement's policy saw (loads.jsonl), so the bars show what the policy balanced.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
+#include <QPainter>
 #include <QWidget>
 
 #include "run_data.h"
@@ -27,6 +29,12 @@ class PlacementView : public QWidget {
   void SetStep(int step);
   void SetColorMode(ColorMode mode);
   void SelectExpert(int expert);  // −1: none
+  // Scale maxima shared with another view (compare mode): colours and bars then run from 0 to
+  // the larger of this view's own maximum and these, so the same load looks the same in both.
+  // 0 and 0: this view's own.
+  void ShareScale(double slot_max, double gpu_max);
+  double own_max_slot_load() const { return max_slot_load_; }
+  double own_max_gpu_load() const { return max_gpu_load_; }
 
   int layer() const { return layer_; }
   int selected_expert() const { return selected_; }
@@ -52,6 +60,9 @@ class PlacementView : public QWidget {
   Layout ComputeLayout() const;
   void Recompute();
   int RowTop(const Layout& l, int gpu) const;
+  void DrawBarAxis(QPainter& p, const Layout& l) const;
+  double SlotScale() const { return std::max(max_slot_load_, shared_slot_max_); }
+  double GpuScale() const { return std::max(max_gpu_load_, shared_gpu_max_); }
 
   std::shared_ptr<const RunData> run_;
   int layer_ = 0;
@@ -65,6 +76,7 @@ class PlacementView : public QWidget {
   std::vector<double> slot_load_;  // per slot
   std::vector<double> gpu_load_;   // per GPU
   double max_slot_load_ = 0, max_gpu_load_ = 0, mean_gpu_load_ = 0;
+  double shared_slot_max_ = 0, shared_gpu_max_ = 0;
 };
 
 }  // namespace eplb::viewer

@@ -16,6 +16,7 @@ Result<std::shared_ptr<const RunData>> RunData::Load(const std::string& dir) {
   run->dir_ = dir;
   run->name_ = scenario.name;
   run->backend_ = r.backend;
+  run->policy_ = scenario.eplb.policy;
   run->layers_ = scenario.model.layers;
   run->experts_ = scenario.model.experts;
   run->nodes_ = scenario.cluster.nodes;

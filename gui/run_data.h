@@ -49,6 +49,7 @@ class RunData {
   const std::string& dir() const { return dir_; }
   const std::string& name() const { return name_; }
   const std::string& backend() const { return backend_; }
+  const std::string& policy() const { return policy_; }
   int layers() const { return layers_; }
   int experts() const { return experts_; }
   int nodes() const { return nodes_; }
@@ -84,7 +85,7 @@ class RunData {
   std::vector<float> LoadAt(int layer, int step) const;
 
  private:
-  std::string dir_, name_, backend_;
+  std::string dir_, name_, backend_, policy_;
   int layers_ = 0, experts_ = 0, nodes_ = 0, gpus_per_node_ = 0, slots_per_gpu_ = 0;
   std::vector<double> step_start_s_, step_s_, balancedness_;
   std::vector<TransferRow> transfers_;

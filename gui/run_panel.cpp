@@ -10,9 +10,10 @@ RunPanel::RunPanel(std::shared_ptr<const RunData> run, QWidget* parent)
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(2, 2, 2, 2);
   title_ = new QLabel(this);
-  title_->setText(tr("<b>%1</b> — %2 · %3 layers × %4 experts on %5 GPUs (%6 nodes) · %7 steps, "
-                     "%8 transfers · %9")
+  title_->setText(tr("<b>%1</b> · policy <b>%2</b> — %3 · %4 layers × %5 experts on %6 GPUs (%7 "
+                     "nodes) · %8 steps, %9 transfers · %10")
                       .arg(QString::fromStdString(run_->name()))
+                      .arg(QString::fromStdString(run_->policy()))
                       .arg(QString::fromStdString(run_->backend()))
                       .arg(run_->layers())
                       .arg(run_->experts())
@@ -22,6 +23,10 @@ RunPanel::RunPanel(std::shared_ptr<const RunData> run, QWidget* parent)
                       .arg(run_->transfers().size())
                       .arg(QString::fromStdString(run_->dir())));
   title_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  title_->setToolTip(QString::fromStdString(run_->dir()));
+  // The title may be cut rather than widen the window past its --size (two panels side by side).
+  title_->setMinimumWidth(1);
+  title_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   layout->addWidget(title_);
   auto* split = new QSplitter(Qt::Vertical, this);
   placement_ = new PlacementView(split);
@@ -46,6 +51,10 @@ RunPanel::RunPanel(std::shared_ptr<const RunData> run, QWidget* parent)
     emit LayerRequested(t.layer);
     emit StepRequested(run_->StepAt(t.end_s));
   });
+}
+
+QString RunPanel::title() const {
+  return title_->text();
 }
 
 void RunPanel::SetStep(int step) {

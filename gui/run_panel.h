@@ -22,6 +22,7 @@ class RunPanel : public QWidget {
   const RunData& run() const { return *run_; }
   PlacementView* placement() const { return placement_; }
   TimelineView* timeline() const { return timeline_; }
+  QString title() const;
 
   void SetStep(int step);
   void SetLayer(int layer);

@@ -11,6 +11,35 @@
 #include "palette.h"
 
 namespace eplb::viewer {
+
+TimeTicks RoundTimeTicks(double t0, double t1, int about) {
+  TimeTicks ticks;
+  const double raw = (t1 - t0) / std::max(1, about);
+  if (!(raw > 0)) return {t0, 1, 1};
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  ticks.step = 10 * magnitude;
+  for (double m : {1.0, 2.0, 5.0}) {
+    if (raw <= m * magnitude) {
+      ticks.step = m * magnitude;
+      break;
+    }
+  }
+  ticks.first = std::ceil(t0 / ticks.step - 1e-9) * ticks.step;
+  const double top = std::max(std::abs(t0), std::abs(t1));
+  ticks.scale = top >= 1 ? 1 : top >= 1e-3 ? 1e3 : 1e6;
+  return ticks;
+}
+
+QString TimeTicks::Label(double t) const {
+  const char* unit = scale == 1 ? "s" : scale == 1e3 ? "ms" : "µs";
+  const double scaled_step = step * scale;
+  // Decimals: none for a step of 1 or more in the unit, else enough to show the step.
+  const int decimals =
+      scaled_step >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(scaled_step) - 1e-9));
+  const double v = std::abs(t) < step * 1e-6 ? 0 : t * scale;
+  return QString("%1 %2").arg(v, 0, 'f', decimals).arg(QString::fromUtf8(unit));
+}
+
 namespace {
 constexpr int kLabelW = 64, kAxisH = 18, kTitleH = 18, kMargin = 6;
 }
@@ -168,14 +197,13 @@ void TimelineView::paintEvent(QPaintEvent*) {
   const double cx = X(cursor_);
   p.drawLine(QPointF(cx, plot.top()), QPointF(cx, plot.bottom()));
   p.setClipping(false);
-  // Time axis: five ticks.
+  // Time axis: ticks at round times (1, 2 or 5 × a power of ten), labelled in s, ms or µs.
   p.setPen(Qt::darkGray);
-  for (int k = 0; k <= 4; ++k) {
-    const double t = t0_ + (t1_ - t0_) * k / 4;
+  const TimeTicks ticks = RoundTimeTicks(t0_, t1_, std::max(2, plot.width() / 110));
+  for (double t = ticks.first; t <= t1_ + ticks.step * 1e-9; t += ticks.step) {
     const int x = static_cast<int>(X(t));
     p.drawLine(x, plot.bottom(), x, plot.bottom() + 4);
-    p.drawText(QRect(x - 60, plot.bottom() + 2, 120, kAxisH - 2), Qt::AlignCenter,
-               tr("%1 s").arg(t, 0, 'f', 4));
+    p.drawText(QRect(x - 60, plot.bottom() + 2, 120, kAxisH - 2), Qt::AlignCenter, ticks.Label(t));
   }
   if (visible.empty() && run_->transfers().empty()) {
     p.drawText(plot, Qt::AlignCenter, tr("no transfers in this run"));

@@ -13,6 +13,16 @@
 
 namespace eplb::viewer {
 
+// Axis ticks for a time range: a round step (1, 2 or 5 × 10^k seconds) and labels in the unit
+// that suits the range ("250 ms", "1.5 s", "40 µs"), as many decimals as the step needs.
+struct TimeTicks {
+  double first = 0;  // the first tick at or after the range's start
+  double step = 1;
+  double scale = 1;  // seconds to the labels' unit: 1 (s), 1e3 (ms) or 1e6 (µs)
+  QString Label(double t) const;
+};
+TimeTicks RoundTimeTicks(double t0, double t1, int about);
+
 class TimelineView : public QWidget {
   Q_OBJECT
  public:

@@ -13,6 +13,7 @@
 #include "eplb/base/file_io.h"
 #include "main_window.h"
 #include "palette.h"
+#include "timeline_view.h"
 
 using eplb::viewer::ColorMode;
 using eplb::viewer::ExpertColor;
@@ -26,10 +27,13 @@ class ViewerTest : public QObject {
  private:
   static QString RunDir() { return QStringLiteral(EPLB_VIEWER_TEST_RUN); }
 
-  // The colour drawn at the centre of (gpu, slot), read back from the rendered widget.
+  // A point of the cell's fill: left of the expert id drawn at its centre, inside the outlines.
+  static QPoint FillPoint(const QRect& cell) { return {cell.left() + 3, cell.center().y()}; }
+
+  // The colour drawn in (gpu, slot), read back from the rendered widget.
   static QColor Pixel(PlacementView* view, int gpu, int slot) {
     const QImage image = view->grab().toImage();
-    return image.pixelColor(view->CellRect(gpu, slot).center());
+    return image.pixelColor(FillPoint(view->CellRect(gpu, slot)));
   }
 
   // Every cell of the layer shows the colour of the expert `row` puts there.
@@ -38,7 +42,7 @@ class ViewerTest : public QObject {
     for (int g = 0; g < run.gpus(); ++g) {
       for (int s = 0; s < run.slots_per_gpu(); ++s) {
         const int expert = row[static_cast<size_t>(g) * run.slots_per_gpu() + s];
-        QCOMPARE(image.pixelColor(view->CellRect(g, s).center()),
+        QCOMPARE(image.pixelColor(FillPoint(view->CellRect(g, s))),
                  expert < 0 ? eplb::viewer::EmptySlotColor() : ExpertColor(expert));
       }
     }
@@ -205,6 +209,71 @@ class ViewerTest : public QObject {
     const RunData& run = w.comparison()->run();
     ExpectRow(w.comparison()->placement(), run,
               run.PlacementAt(w.panel()->run().commits().back().layer, later));
+  }
+
+  // Compared runs share one load scale: the hottest slot of the two is at the top of the scale,
+  // and the other run's hottest slot is drawn at its share of it, pixel for pixel.
+  void CompareUsesOneColourScale() {
+    MainWindow w;
+    w.SetDialogs(false);
+    QVERIFY(w.OpenRun(RunDir()));
+    QVERIFY(w.OpenComparison(RunDir() + "-static"));
+    w.SetColorMode(ColorMode::kLoad);
+    w.show();
+    w.SetStep(200);
+    PlacementView* views[] = {w.panel()->placement(), w.comparison()->placement()};
+    const double shared = std::max(views[0]->own_max_slot_load(), views[1]->own_max_slot_load());
+    QVERIFY(views[0]->own_max_slot_load() != views[1]->own_max_slot_load());
+    for (PlacementView* view : views) {
+      const RunData& run = view == views[0] ? w.panel()->run() : w.comparison()->run();
+      const auto& row = run.PlacementAt(0, 200);
+      const auto load = run.LoadAt(0, 200);
+      std::vector<int> replicas(static_cast<size_t>(run.experts()), 0);
+      for (int e : row) replicas[e]++;
+      size_t hottest = 0;
+      double hottest_load = -1;
+      for (size_t s = 0; s < row.size(); ++s) {
+        const double l = static_cast<double>(load[row[s]]) / replicas[row[s]];
+        if (l > hottest_load) hottest = s, hottest_load = l;
+      }
+      const int gpu = static_cast<int>(hottest) / run.slots_per_gpu();
+      const int slot = static_cast<int>(hottest) % run.slots_per_gpu();
+      QCOMPARE(Pixel(view, gpu, slot), eplb::viewer::HeatColor(hottest_load / shared));
+    }
+    // Each panel names its scenario and policy.
+    QVERIFY(w.panel()->title().contains("policy <b>deepseek</b>"));
+    QVERIFY(w.comparison()->title().contains("policy <b>static</b>"));
+  }
+
+  void TimeTicksAreRoundWithUnits() {
+    using eplb::viewer::RoundTimeTicks;
+    const auto a = RoundTimeTicks(0, 0.243, 5);
+    QCOMPARE(a.step, 0.05);
+    QCOMPARE(a.Label(0.1), QString("100 ms"));
+    QCOMPARE(a.Label(0.15), QString("150 ms"));
+    const auto b = RoundTimeTicks(12.3, 931.7, 5);
+    QCOMPARE(b.step, 200.0);
+    QCOMPARE(b.first, 200.0);
+    QCOMPARE(b.Label(400), QString("400 s"));
+    const auto c = RoundTimeTicks(0, 4e-5, 4);
+    QCOMPARE(c.Label(2e-5), QString("20 µs"));
+    const auto d = RoundTimeTicks(0, 0.0031, 7);
+    QCOMPARE(d.step, 0.0005);
+    QCOMPARE(d.Label(0.0015), QString("1.5 ms"));
+  }
+
+  void TheScreenshotCommandHonoursTheSizeInCompareMode() {
+    QTemporaryDir tmp;
+    const QString png = tmp.path() + "/compare.png";
+    QProcess viewer;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("QT_QPA_PLATFORM", "offscreen");
+    viewer.setProcessEnvironment(env);
+    viewer.start(EPLB_VIEWER_BINARY, {RunDir(), "--compare", RunDir() + "-static", "--screenshot",
+                                      png, "--size", "900x600"});
+    QVERIFY(viewer.waitForFinished(60000));
+    QVERIFY2(viewer.exitCode() == 0, viewer.readAllStandardError().constData());
+    QCOMPARE(QImage(png).size(), QSize(900, 600));
   }
 
   void TheScreenshotCommandWritesAPng() {
