@@ -464,6 +464,8 @@ TEST_F(CliTest, CompareWritesAReportWhoseNumbersAreTheJsons) {
       rearrangements.substr(first_line, rearrangements.find(',', first_line) - first_line);
   EXPECT_NE(html.find("class=\"mark\" data-x=\"" + first_step + "\""), std::string::npos)
       << first_step;
+  // The workload's phase change (tiny.yaml: step 200) is marked too.
+  EXPECT_NE(html.find("class=\"phase-mark\" data-x=\"200\""), std::string::npos);
   // The envelope of each series longer than the plot has points (1,200 steps, 400 points).
   EXPECT_NE(html.find("<polygon class=\"band\" data-series=\"deepseek\""), std::string::npos);
   // Each figure is also a standalone SVG file, the same chart with its style inside.
@@ -516,7 +518,12 @@ TEST_F(CliTest, SweepRunsTheCrossProduct) {
   // The per-field plots mark their points (two values per field: a line alone would hide them).
   const std::string per_field =
       testing::ReadFile(out + "/figures/step-time-against-cluster.nic.bandwidth_gbps.svg");
-  EXPECT_EQ(CountOf(per_field, "<circle class=\"point\""), 4u);  // 2 values x 2 policies
+  // Faceted, not averaged: a line per policy and value of the other field, 2 dots each.
+  EXPECT_EQ(CountOf(per_field, "<circle class=\"point\""), 8u);
+  EXPECT_NE(per_field.find("data-series=\"deepseek · eplb.step_interval=100\""), std::string::npos);
+  // Varied values read as written: 25, not 25.0.
+  EXPECT_NE(html.find("<td>25</td>"), std::string::npos);
+  EXPECT_EQ(html.find("<td>25.0</td>"), std::string::npos);
   // A faster NIC never makes the same point's steps slower.
   const auto& pts = doc["points"];
   for (const auto& a : pts) {

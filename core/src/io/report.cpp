@@ -1,6 +1,8 @@
 #include "eplb/io/report.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <limits>
 #include <map>
@@ -93,6 +95,17 @@ const std::vector<Column> kColumns = {
     {"policy_ms", "policy ms", 1, "{:.1f}"},
 };
 
+// A varied value as people write it: 4 rather than 4.0, 0.8 rather than 0.80000000000000004.
+std::string LeadText(const nlohmann::ordered_json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (d == std::trunc(d) && std::abs(d) < 1e15) return fmt::format("{}", static_cast<int64_t>(d));
+    return fmt::format("{}", d);
+  }
+  return v.dump();
+}
+
 std::string Table(const std::vector<nlohmann::ordered_json>& rows,
                   const std::vector<std::string>& lead) {
   std::string out = R"(<div class="wide"><table id="summary"><tr>)";
@@ -103,7 +116,7 @@ std::string Table(const std::vector<nlohmann::ordered_json>& rows,
     out += "<tr>";
     for (const auto& l : lead) {
       const auto& v = row[l];
-      out += "<td>" + svg::Escape(v.is_string() ? v.get<std::string>() : v.dump()) + "</td>";
+      out += "<td>" + svg::Escape(LeadText(v)) + "</td>";
     }
     for (const Column& c : kColumns) {
       const double v = row[c.key].get<double>();
@@ -307,13 +320,25 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
   }
   std::sort(marks.begin(), marks.end());
   marks.erase(std::unique(marks.begin(), marks.end()), marks.end());
+  // The workload's phase changes (the same scenario in every run), where the load shifts.
+  std::vector<double> phases;
+  if (!runs.empty()) {
+    const std::vector<StepRecord>& steps = runs[0].folder.run.steps;
+    for (const PhaseChange& change : runs[0].folder.run.scenario.workload.phases) {
+      if (change.step < 0 || change.step >= static_cast<int>(steps.size())) continue;
+      phases.push_back(options.time_axis ? steps[static_cast<size_t>(change.step)].start_s
+                                         : static_cast<double>(change.step));
+    }
+  }
   for (size_t i = 0; i < most; ++i) groups.push_back(std::to_string(i + 1));
 
   svg::Chart balance_chart{"Balancedness over the run", x_label,
                            "balancedness (mean, min-max band)"};
   balance_chart.x_marks = marks;
+  balance_chart.phase_marks = phases;
   svg::Chart step_chart{"Step time over the run", x_label, "ms (mean, min-max band)"};
   step_chart.x_marks = marks;
+  step_chart.phase_marks = phases;
   const std::vector<Figure> made = {
       {"balancedness", svg::LineChart(balance_chart, balance)},
       {"step-time", svg::LineChart(step_chart, step)},
@@ -329,7 +354,8 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
                           "Balance against bytes moved", "Bytes moved per rearrangement",
                           "CDF of step time"};
   const char* captions[] = {
-      "Balancedness of each step; dashed lines mark where rearrangements start.",
+      "Balancedness of each step; grey dashed lines mark where rearrangements start, dotted "
+      "purple ones where the workload's popularity shifts (its phases).",
       "Step time as the backend ran it, migrations' contention included.",
       "Each policy's balance on the steps after its rearrangements against the bytes it moved "
       "for them: up and to the left is better.",
@@ -370,26 +396,28 @@ std::string SweepReportHtml(const std::string& scenario_name, const std::vector<
   lead.push_back("policy");
   std::string body = "<p>Scenario <b>" + svg::Escape(scenario_name) +
                      "</b>: " + std::to_string(rows.size()) +
-                     " points. Each plot shows one varied field; a point is the mean over the "
-                     "other fields' values.</p>\n";
+                     " points. Each plot shows one varied field against a metric, a line per "
+                     "policy and combination of the other varied fields' values.</p>\n";
   body += "<h2>Points</h2>\n" + Table(rows, lead) + kDefinitions;
   std::vector<Figure> made;
   for (const std::string& key : keys) {
     for (const auto& [metric, title, scale, stem] :
          {std::tuple{"step_time_mean_s", "mean step time (ms)", 1e3, "step-time"},
           std::tuple{"balancedness_mean", "balancedness", 1.0, "balancedness"}}) {
-      std::map<std::string, std::map<double, std::pair<double, int>>> by_policy;
+      // Faceted, not averaged: a line per policy and values of the other varied fields.
+      std::map<std::string, std::map<double, double>> by_line;
       for (const auto& row : rows) {
+        std::string line = row["policy"].get<std::string>();
+        for (const std::string& other : keys) {
+          if (other != key) line += " · " + other + "=" + LeadText(row[other]);
+        }
         const auto& v = row[key];
-        const double x = v.is_number() ? v.get<double>() : 0;
-        auto& cell = by_policy[row["policy"].get<std::string>()][x];
-        cell.first += row[metric].get<double>() * scale;
-        cell.second += 1;
+        by_line[line][v.is_number() ? v.get<double>() : 0] = row[metric].get<double>() * scale;
       }
       std::vector<svg::Series> series;
-      for (const auto& [policy, points] : by_policy) {
-        svg::Series s{policy, {}};
-        for (const auto& [x, acc] : points) s.points.push_back({x, acc.first / acc.second});
+      for (const auto& [line, points] : by_line) {
+        svg::Series s{line, {}};
+        for (const auto& [x, y] : points) s.points.push_back({x, y});
         s.markers = true;
         series.push_back(std::move(s));
       }

@@ -9,7 +9,7 @@
 namespace eplb::svg {
 namespace {
 
-constexpr int kLeft = 70, kRight = 170, kTop = 30, kBottom = 45;
+constexpr int kLeft = 70, kTop = 30, kBottom = 45;
 
 // "Nice" tick step covering [lo, hi] in about `n` steps.
 double TickStep(double lo, double hi, int n) {
@@ -34,8 +34,9 @@ std::string Number(double v) {
 struct Frame {
   double x0, x1, y0, y1;
   int w, h;
+  int right;  // the legend's width, right of the plot
   double X(double x) const {
-    return kLeft + (x1 > x0 ? (x - x0) / (x1 - x0) : 0.5) * (w - kLeft - kRight);
+    return kLeft + (x1 > x0 ? (x - x0) / (x1 - x0) : 0.5) * (w - kLeft - right);
   }
   double Y(double y) const {
     return h - kBottom - (y1 > y0 ? (y - y0) / (y1 - y0) : 0.5) * (h - kTop - kBottom);
@@ -51,7 +52,7 @@ std::string Axes(const Chart& c, const Frame& f, bool x_ticks) {
   const double ys = TickStep(f.y0, f.y1, 5);
   for (double y = std::ceil(f.y0 / ys) * ys; y <= f.y1 + ys * 1e-9; y += ys) {
     out += fmt::format(R"svg(<line x1="{}" x2="{}" y1="{:.1f}" y2="{:.1f}" class="grid"/>)svg",
-                       kLeft, c.width - kRight, f.Y(y), f.Y(y));
+                       kLeft, c.width - c.legend_width, f.Y(y), f.Y(y));
     out += fmt::format(R"svg(<text x="{}" y="{:.1f}" class="tick" text-anchor="end">{}</text>)svg",
                        kLeft - 6, f.Y(y) + 4, Number(y));
   }
@@ -64,11 +65,11 @@ std::string Axes(const Chart& c, const Frame& f, bool x_ticks) {
     }
   }
   out += fmt::format(R"svg(<line x1="{}" x2="{}" y1="{}" y2="{}" class="axis"/>)svg", kLeft,
-                     c.width - kRight, c.height - kBottom, c.height - kBottom);
+                     c.width - c.legend_width, c.height - kBottom, c.height - kBottom);
   out += fmt::format(R"svg(<line x1="{}" x2="{}" y1="{}" y2="{}" class="axis"/>)svg", kLeft, kLeft,
                      kTop, c.height - kBottom);
   out += fmt::format(R"svg(<text x="{}" y="{}" class="label" text-anchor="middle">{}</text>)svg",
-                     (kLeft + c.width - kRight) / 2, c.height - 8, Escape(c.x_label));
+                     (kLeft + c.width - c.legend_width) / 2, c.height - 8, Escape(c.x_label));
   out += fmt::format(
       R"svg(<text x="14" y="{}" class="label" text-anchor="middle" transform="rotate(-90 14 {})">{}</text>)svg",
       (kTop + c.height - kBottom) / 2, (kTop + c.height - kBottom) / 2, Escape(c.y_label));
@@ -80,9 +81,9 @@ std::string Legend(const Chart& c, const std::vector<Series>& series) {
   for (size_t i = 0; i < series.size(); ++i) {
     const int y = kTop + 8 + static_cast<int>(i) * 18;
     out += fmt::format(R"svg(<rect x="{}" y="{}" width="12" height="12" fill="{}"/>)svg",
-                       c.width - kRight + 12, y - 10, Colour(i));
+                       c.width - c.legend_width + 12, y - 10, Colour(i));
     out += fmt::format(R"svg(<text x="{}" y="{}" class="legend">{}</text>)svg",
-                       c.width - kRight + 30, y, Escape(series[i].name));
+                       c.width - c.legend_width + 30, y, Escape(series[i].name));
   }
   return out;
 }
@@ -120,7 +121,8 @@ std::string Escape(const std::string& text) {
 
 const char* ChartStyle() {
   return ".chart text{font:12px system-ui,sans-serif;fill:#333}.chart .title{font-weight:600}"
-         ".grid{stroke:#eee}.axis{stroke:#888}.mark{stroke:#999;stroke-dasharray:4 3}";
+         ".grid{stroke:#eee}.axis{stroke:#888}.mark{stroke:#999;stroke-dasharray:4 3}"
+         ".phase-mark{stroke:#b5367a;stroke-dasharray:1 3}";
 }
 
 std::string StandaloneSvg(const std::string& chart_svg) {
@@ -130,13 +132,21 @@ std::string StandaloneSvg(const std::string& chart_svg) {
          "<style>" + ChartStyle() + "</style>" + chart_svg.substr(open_end + 1) + "\n";
 }
 
-std::string LineChart(const Chart& chart, const std::vector<Series>& series) {
+std::string LineChart(const Chart& given, const std::vector<Series>& series) {
+  // Long series names (a sweep's facets) widen the legend, not squeeze the plot.
+  Chart chart = given;
+  size_t longest = 0;
+  for (const Series& s : series) longest = std::max(longest, s.name.size());
+  const int legend = std::clamp(36 + 7 * static_cast<int>(longest), chart.legend_width, 480);
+  chart.width += legend - chart.legend_width;
+  chart.legend_width = legend;
   Frame f{std::numeric_limits<double>::infinity(),
           -std::numeric_limits<double>::infinity(),
           std::numeric_limits<double>::infinity(),
           -std::numeric_limits<double>::infinity(),
           chart.width,
-          chart.height};
+          chart.height,
+          chart.legend_width};
   for (const Series& s : series) {
     for (const auto& [x, y] : s.points) {
       f.x0 = std::min(f.x0, x);
@@ -158,11 +168,14 @@ std::string LineChart(const Chart& chart, const std::vector<Series>& series) {
     f.x1 += 0.5;
   }
   std::string out = Axes(chart, f, true);
-  for (double x : chart.x_marks) {
-    if (x < f.x0 || x > f.x1) continue;
-    out += fmt::format(
-        R"svg(<line class="mark" data-x="{}" x1="{:.1f}" x2="{:.1f}" y1="{}" y2="{}"/>)svg", x,
-        f.X(x), f.X(x), kTop, chart.height - kBottom);
+  for (const auto& [marks, kind] :
+       {std::pair{&chart.x_marks, "mark"}, std::pair{&chart.phase_marks, "phase-mark"}}) {
+    for (double x : *marks) {
+      if (x < f.x0 || x > f.x1) continue;
+      out += fmt::format(
+          R"svg(<line class="{}" data-x="{}" x1="{:.1f}" x2="{:.1f}" y1="{}" y2="{}"/>)svg", kind,
+          x, f.X(x), f.X(x), kTop, chart.height - kBottom);
+    }
   }
   for (size_t i = 0; i < series.size(); ++i) {
     const Series& s = series[i];
@@ -201,12 +214,16 @@ std::string BarChart(const Chart& chart, const std::vector<std::string>& groups,
   for (const Series& s : series) {
     for (const auto& p : s.points) top = std::max(top, p.second);
   }
-  Frame f{0,           static_cast<double>(std::max<size_t>(1, groups.size())),
-          0,           top > 0 ? top * 1.05 : 1,
-          chart.width, chart.height};
+  Frame f{0,
+          static_cast<double>(std::max<size_t>(1, groups.size())),
+          0,
+          top > 0 ? top * 1.05 : 1,
+          chart.width,
+          chart.height,
+          chart.legend_width};
   std::string out = Axes(chart, f, false);
-  const double group_w =
-      (chart.width - kLeft - kRight) / std::max<double>(1, static_cast<double>(groups.size()));
+  const double group_w = (chart.width - kLeft - chart.legend_width) /
+                         std::max<double>(1, static_cast<double>(groups.size()));
   const double bar_w = group_w * 0.8 / std::max<double>(1, static_cast<double>(series.size()));
   for (size_t g = 0; g < groups.size(); ++g) {
     const double gx = kLeft + static_cast<double>(g) * group_w + group_w * 0.1;

@@ -25,9 +25,11 @@ struct Chart {
   std::string title;
   std::string x_label;
   std::string y_label;
-  int width = 760;
+  int width = 760;  // of the plot and legend
   int height = 300;
-  std::vector<double> x_marks = {};  // vertical dashed lines (e.g. rearrangement starts)
+  int legend_width = 170;                // at least; long names widen the chart
+  std::vector<double> x_marks = {};      // vertical dashed lines (e.g. rearrangement starts)
+  std::vector<double> phase_marks = {};  // vertical dotted lines (e.g. workload phase changes)
 };
 
 std::string LineChart(const Chart& chart, const std::vector<Series>& series);
