@@ -135,7 +135,7 @@ std::string Table(const std::vector<nlohmann::ordered_json>& rows,
 }
 
 const char* kDefinitions = R"(<dl>
-<dt>balancedness</dt><dd>vLLM's: Σ<sub>layers</sub> mean GPU load / Σ<sub>layers</sub> max GPU load of a step's load under the placement in force; 1 is perfect. <em>after rearr.</em>: mean over the steps each new placement served; <em>on the window</em>: on the load the policy was given; <em>bound</em>: the best any placement could do on that window.</dd>
+<dt>balancedness</dt><dd>vLLM's: Σ<sub>layers</sub> mean GPU load / Σ<sub>layers</sub> max GPU load of a step's load under the placement in force; 1 is perfect. <em>after rearr.</em>: mean over the steps each new placement served; <em>on the window</em>: on the load the policy was given; <em>bound</em>: the best any placement could do on that window — the exact optimum on layers small enough to search (≤ 32 experts, ≤ 48 slots), else the larger of the mean GPU load and the hottest replica, which measured within 1% of the optimum (tools/bench/bench_optimal.cpp).</dd>
 <dt>imbalance</dt><dd>TensorRT-LLM's: (max − mean) / mean GPU load, averaged over layers and steps; 0 is perfect.</dd>
 <dt>step ms</dt><dd>simulated time of an inference step: attention, every MoE layer's straggler, dispatch and combine, slowed where migrations share the links.</dd>
 <dt>GB / rearr., transfers / rearr.</dt><dd>expert weights moved between GPUs per rearrangement.</dd>

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "eplb/policy/optimal.h"
 #include "policy/util.h"
 
 namespace eplb {
@@ -19,8 +20,19 @@ std::vector<double> MaxGpuLoadLowerBound(const LoadMatrix& load, const Topology&
   return bound;
 }
 
+std::vector<double> BestMaxGpuLoadBound(const LoadMatrix& load, const Topology& topology) {
+  std::vector<double> bound = MaxGpuLoadLowerBound(load, topology);
+  if (load.cols() > kExactExperts || topology.num_slots() > kExactSlots) return bound;
+  for (int l = 0; l < load.rows(); ++l) {
+    const LayerOptimum exact =
+        OptimalLayer(policy_util::Row(load, l), topology, {.node_budget = kExactNodeBudget});
+    if (exact.proven) bound[static_cast<size_t>(l)] = exact.max_gpu_load;
+  }
+  return bound;
+}
+
 double BalancednessUpperBound(const LoadMatrix& load, const Topology& topology) {
-  const auto bound = MaxGpuLoadLowerBound(load, topology);
+  const auto bound = BestMaxGpuLoadBound(load, topology);
   double mean = 0, max = 0;
   for (int l = 0; l < load.rows(); ++l) {
     mean += load.row(l).sum() / topology.num_ranks();

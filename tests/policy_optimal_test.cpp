@@ -1,0 +1,165 @@
+// The exact balance optimum (policy/optimal.h) against brute force, the bounds below it and
+// every policy above it.
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "eplb/policy/balance_bound.h"
+#include "eplb/policy/optimal.h"
+#include "eplb/policy/policy.h"
+
+namespace eplb {
+namespace {
+
+Topology MakeTopology(int gpus, int per_gpu) {
+  return *Topology::FromReplicas(gpus * per_gpu, 1, gpus);
+}
+
+std::vector<double> GpuLoads(std::span<const double> load, std::span<const int32_t> row,
+                             int per_gpu) {
+  std::vector<int> count(load.size(), 0);
+  for (int32_t e : row) ++count[static_cast<size_t>(e)];
+  std::vector<double> gpu(row.size() / static_cast<size_t>(per_gpu), 0.0);
+  for (size_t s = 0; s < row.size(); ++s)
+    gpu[s / static_cast<size_t>(per_gpu)] += load[static_cast<size_t>(row[s])] / count[row[s]];
+  return gpu;
+}
+
+double MaxOf(const std::vector<double>& v) {
+  return *std::max_element(v.begin(), v.end());
+}
+
+// Every row in which each expert appears: the optimum by enumeration.
+double BruteForce(std::span<const double> load, int gpus, int per_gpu) {
+  const int experts = static_cast<int>(load.size()), slots = gpus * per_gpu;
+  std::vector<int32_t> row(static_cast<size_t>(slots));
+  double best = std::numeric_limits<double>::infinity();
+  std::function<void(int)> fill = [&](int s) {
+    if (s == slots) {
+      std::vector<bool> seen(static_cast<size_t>(experts), false);
+      for (int32_t e : row) seen[static_cast<size_t>(e)] = true;
+      if (std::all_of(seen.begin(), seen.end(), [](bool b) { return b; }))
+        best = std::min(best, MaxOf(GpuLoads(load, row, per_gpu)));
+      return;
+    }
+    for (int e = 0; e < experts; ++e) {
+      row[static_cast<size_t>(s)] = e;
+      fill(s + 1);
+    }
+  };
+  fill(0);
+  return best;
+}
+
+std::vector<double> RandomRow(std::mt19937_64& rng, int experts, int mode) {
+  std::lognormal_distribution<double> lognormal(0, 1.2);
+  std::vector<double> load(static_cast<size_t>(experts));
+  for (int e = 0; e < experts; ++e) {
+    load[static_cast<size_t>(e)] =
+        mode == 0   ? std::round(lognormal(rng) * 50)
+        : mode == 1 ? static_cast<double>(rng() % 4)                            // ties and zeros
+                    : (e == 0 ? 1000.0 : static_cast<double>(1 + rng() % 20));  // one hot expert
+  }
+  return load;
+}
+
+TEST(OptimalLayer, EqualsBruteForceOnTinyLayers) {
+  std::mt19937_64 rng(20261201);
+  int proven = 0;
+  for (int trial = 0; trial < 150; ++trial) {
+    const int gpus = 2 + trial % 2, per_gpu = 2 + (trial / 2) % 2;  // 4, 6 or 9 slots
+    const int slots = gpus * per_gpu;
+    const int experts = std::max(2, std::min(slots == 9 ? 4 : 5, slots - 1 - trial % 3));
+    const auto load = RandomRow(rng, experts, trial % 3);
+    const Topology topo = MakeTopology(gpus, per_gpu);
+    const LayerOptimum o = OptimalLayer(load, topo);
+    ASSERT_TRUE(o.proven);
+    ++proven;
+    const double exact = BruteForce(load, gpus, per_gpu);
+    EXPECT_NEAR(o.max_gpu_load, exact, 1e-9 * std::max(1.0, exact)) << "trial " << trial;
+    // The placement returned is whole and has the cost reported.
+    ASSERT_EQ(o.phy2log.size(), static_cast<size_t>(gpus * per_gpu));
+    EXPECT_DOUBLE_EQ(MaxOf(GpuLoads(load, o.phy2log, per_gpu)), o.max_gpu_load);
+  }
+  EXPECT_EQ(proven, 150);
+}
+
+// The bounds never exceed the optimum, and no policy beats it.
+TEST(OptimalLayer, BoundsBelowEveryPolicyAbove) {
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 60; ++trial) {
+    const int gpus = 2 + trial % 3, per_gpu = 2 + trial % 4;
+    const int experts = std::max(2, gpus * per_gpu - 1 - static_cast<int>(rng() % 4));
+    const auto row = RandomRow(rng, experts, trial % 3);
+    const Topology topo = MakeTopology(gpus, per_gpu);
+    const LayerOptimum o = OptimalLayer(row, topo);
+    LoadMatrix load(1, experts);
+    for (int e = 0; e < experts; ++e) load(0, e) = row[static_cast<size_t>(e)];
+    const double slack = 1 + 1e-12;
+    EXPECT_LE(MaxGpuLoadLowerBound(load, topo)[0], o.max_gpu_load * slack) << "trial " << trial;
+    if (o.proven) {
+      EXPECT_NEAR(BestMaxGpuLoadBound(load, topo)[0], o.max_gpu_load, 1e-9 * o.max_gpu_load);
+    }
+    for (const PolicyInfo& info : RegisteredPolicies()) {
+      auto placement = info.make()->Rebalance({load, topo});
+      ASSERT_TRUE(placement.ok()) << info.name << ": " << placement.status().message();
+      const double policy_max = MaxOf(GpuLoads(row, placement->phy2log(0), per_gpu));
+      EXPECT_GE(policy_max * slack, o.max_gpu_load) << info.name << ", trial " << trial;
+    }
+  }
+}
+
+// For fixed replica weights, LowerBoundForCounts never exceeds the best packing.
+TEST(OptimalLayer, CountBoundBelowTheBestPacking) {
+  std::mt19937_64 rng(3);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int gpus = 2 + trial % 2, per_gpu = 1 + trial % 3, n = gpus * per_gpu;  // 3^9 at most
+    std::vector<double> w(static_cast<size_t>(n));
+    for (double& x : w) x = static_cast<double>(rng() % 100);
+    std::sort(w.begin(), w.end(), std::greater<>());
+    // The best packing of exactly per_gpu per GPU, by enumeration.
+    std::vector<int> gpu_of(static_cast<size_t>(n));
+    double best = std::numeric_limits<double>::infinity();
+    std::function<void(int)> place = [&](int i) {
+      if (i == n) {
+        std::vector<double> load(static_cast<size_t>(gpus), 0);
+        std::vector<int> count(static_cast<size_t>(gpus), 0);
+        for (int k = 0; k < n; ++k) {
+          load[static_cast<size_t>(gpu_of[k])] += w[static_cast<size_t>(k)];
+          ++count[static_cast<size_t>(gpu_of[k])];
+        }
+        if (std::all_of(count.begin(), count.end(), [&](int c) { return c == per_gpu; }))
+          best = std::min(best, MaxOf(load));
+        return;
+      }
+      for (int g = 0; g < gpus; ++g) {
+        gpu_of[static_cast<size_t>(i)] = g;
+        place(i + 1);
+      }
+    };
+    place(0);
+    EXPECT_LE(LowerBoundForCounts(w, gpus, per_gpu), best * (1 + 1e-12)) << "trial " << trial;
+  }
+}
+
+TEST(OptimalLayer, TheMeanEndsTheSearchAndABudgetStopsIt) {
+  // Perfectly divisible: DeepSeek's placement reaches the mean, proven without a search.
+  const std::vector<double> even = {10, 10, 10, 10};
+  const LayerOptimum o = OptimalLayer(even, MakeTopology(2, 2));
+  EXPECT_TRUE(o.proven);
+  EXPECT_EQ(o.nodes, 0);
+  EXPECT_DOUBLE_EQ(o.max_gpu_load, 20);
+  // A budget of one node: the incumbent comes back, not proven, still a whole placement.
+  std::mt19937_64 rng(5);
+  const auto load = RandomRow(rng, 20, 0);
+  const LayerOptimum cut = OptimalLayer(load, MakeTopology(4, 6), {.node_budget = 1});
+  EXPECT_FALSE(cut.proven);
+  EXPECT_EQ(cut.phy2log.size(), 24u);
+  EXPECT_DOUBLE_EQ(MaxOf(GpuLoads(load, cut.phy2log, 6)), cut.max_gpu_load);
+}
+
+}  // namespace
+}  // namespace eplb
