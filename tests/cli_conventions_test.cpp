@@ -187,6 +187,10 @@ TEST_F(CliTest, CompareOverSeedsReportsMeansAndSpread) {
       {"not a seed", std::string("compare ") + EPLB_SCENARIO_DIR + "/tiny.yaml --seeds 1,x",
        "--seeds: 'x' is not a seed"},
       {"twice", std::string("compare ") + EPLB_SCENARIO_DIR + "/tiny.yaml --seeds 1,1", "--seeds"},
+      {"map layer", std::string("compare ") + EPLB_SCENARIO_DIR + "/tiny.yaml --map-layer 9",
+       "--map-layer is 9; the scenario's model has layers 0..3"},
+      {"map step", std::string("compare ") + EPLB_SCENARIO_DIR + "/tiny.yaml --map-step 400",
+       "--map-step is 400; the run has steps 0..399"},
   });
 }
 

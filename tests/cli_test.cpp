@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -468,6 +469,39 @@ TEST_F(CliTest, CompareWritesAReportWhoseNumbersAreTheJsons) {
   EXPECT_NE(html.find("class=\"phase-mark\" data-x=\"200\""), std::string::npos);
   // The envelope of each series longer than the plot has points (1,200 steps, 400 points).
   EXPECT_NE(html.find("<polygon class=\"band\" data-series=\"deepseek\""), std::string::npos);
+  // The load map of each policy: every GPU's tokens per expert at the last step of layer 0,
+  // from the placement then in force and the latest rearrangement's window load.
+  {
+    auto folder = ReadRunFolder(out + "/deepseek");
+    ASSERT_TRUE(folder.ok()) << folder.status().message();
+    const RunResult& run = folder->run;
+    const int last = static_cast<int>(run.steps.size()) - 1;
+    const RearrangementRecord* window = nullptr;
+    for (const auto& rec : run.rearrangements) {
+      if (rec.step <= last) window = &rec;
+    }
+    ASSERT_NE(window, nullptr);
+    std::vector<int32_t> row = folder->initial_phy2log[0];
+    for (const auto& c : run.commits) {
+      if (c.layer == 0 && c.step <= last) row = c.phy2log;
+    }
+    const int per_gpu = static_cast<int>(row.size()) / run.scenario.num_gpus();
+    std::map<int32_t, int> count;
+    for (int32_t e : row) ++count[e];
+    std::map<std::pair<size_t, int32_t>, double> expected;
+    for (size_t slot = 0; slot < row.size(); ++slot)
+      expected[{slot / static_cast<size_t>(per_gpu), row[slot]}] +=
+          static_cast<double>(window->window_load[static_cast<size_t>(row[slot])]) /
+          count[row[slot]];
+    const std::string map = testing::ReadFile(out + "/figures/load-map-deepseek.svg");
+    EXPECT_EQ(CountOf(map, "<rect class=\"cell\""), expected.size());
+    for (const auto& [where, tokens] : expected) {
+      const std::string cell = fmt::format("data-row=\"{}\" data-column=\"{}\" data-value=\"{}\"",
+                                           where.first, where.second, tokens);
+      EXPECT_NE(map.find(cell), std::string::npos) << cell;
+    }
+    EXPECT_NE(html.find("aria-label=\"Load per GPU and expert: static\""), std::string::npos);
+  }
   // Each figure is also a standalone SVG file, the same chart with its style inside.
   for (const char* figure : {"balancedness", "step-time", "balance-vs-bytes",
                              "bytes-per-rearrangement", "step-time-cdf"}) {

@@ -64,6 +64,16 @@ int RunCompare(const CompareArgs& args) {
   auto run_dir = [&](const std::string& root, const std::string& policy, uint64_t seed) {
     return several ? fmt::format("{}/{}/seed-{}", root, policy, seed) : root + "/" + policy;
   };
+  if (args.report.map_layer >= scenario->model.layers) {
+    return ReportError(cmd, Status::InvalidArgument(fmt::format(
+                                "--map-layer is {}; the scenario's model has layers 0..{}",
+                                args.report.map_layer, scenario->model.layers - 1)));
+  }
+  if (args.report.map_step >= scenario->run.steps) {
+    return ReportError(cmd, Status::InvalidArgument(fmt::format(
+                                "--map-step is {}; the run has steps 0..{} (-1: the last)",
+                                args.report.map_step, scenario->run.steps - 1)));
+  }
   const std::string dir = args.out.empty() ? "runs/compare-" + scenario->name : args.out;
   std::vector<nlohmann::ordered_json> rows;
   const Status s =
@@ -141,6 +151,12 @@ void AddCompareCommand(CLI::App& app, Action& action) {
                   "means with the spread over seeds (default: the scenario's run.seed)");
   sub->add_flag("--time-axis", args->report.time_axis,
                 "Plot against simulated seconds instead of steps");
+  sub->add_option("--map-layer", args->report.map_layer,
+                  "Layer of the load maps (tokens per GPU and expert)")
+      ->capture_default_str()
+      ->check(AtLeast(0));
+  sub->add_option("--map-step", args->report.map_step, "Step of the load maps (default: the last)")
+      ->check(AtLeast(-1));
   sub->add_option("--jobs", args->jobs, "Simulations at once (default: one per core)")
       ->check(AtLeast(0));
   sub->callback([&action, args] { action = [args] { return RunCompare(*args); }; });

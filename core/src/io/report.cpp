@@ -64,6 +64,37 @@ std::vector<svg::Band> SeedBand(const std::vector<double>& x,
   return band;
 }
 
+// Tokens per GPU and expert of `layer` at `step`: the placement in force then (the initial one and
+// the commits up to that step) under the window load of the latest rearrangement at or before it
+// (the load its policy balanced). Empty when the run kept no loads.
+std::vector<std::vector<double>> GpuExpertLoad(const RunFolder& folder, int layer, int step) {
+  const RunResult& run = folder.run;
+  const RearrangementRecord* window = nullptr;
+  for (const RearrangementRecord& r : run.rearrangements) {
+    if (r.step <= step && !r.window_load.empty()) window = &r;
+  }
+  if (window == nullptr || layer >= static_cast<int>(folder.initial_phy2log.size())) return {};
+  std::vector<int32_t> row = folder.initial_phy2log[static_cast<size_t>(layer)];
+  for (const CommitRecord& c : run.commits) {
+    if (c.layer == layer && c.step <= step) row = c.phy2log;
+  }
+  const int experts = run.scenario.model.experts, gpus = run.scenario.num_gpus();
+  const int per_gpu = static_cast<int>(row.size()) / gpus;
+  std::vector<int> count(static_cast<size_t>(experts), 0);
+  for (int32_t e : row) {
+    if (e >= 0) ++count[static_cast<size_t>(e)];
+  }
+  std::vector<std::vector<double>> map(static_cast<size_t>(gpus),
+                                       std::vector<double>(static_cast<size_t>(experts), 0.0));
+  for (size_t s = 0; s < row.size(); ++s) {
+    const int32_t e = row[s];
+    if (e < 0) continue;
+    const double tokens = window->window_load[static_cast<size_t>(layer) * experts + e];
+    map[s / static_cast<size_t>(per_gpu)][static_cast<size_t>(e)] += tokens / count[e];
+  }
+  return map;
+}
+
 const char* kStyle =
     R"(body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1000px;color:#222}
 h1{font-size:22px}h2{font-size:17px;margin-top:28px}table{border-collapse:collapse;font-size:13px}
@@ -339,7 +370,7 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
   svg::Chart step_chart{"Step time over the run", x_label, "ms (mean, min-max band)"};
   step_chart.x_marks = marks;
   step_chart.phase_marks = phases;
-  const std::vector<Figure> made = {
+  std::vector<Figure> made = {
       {"balancedness", svg::LineChart(balance_chart, balance)},
       {"step-time", svg::LineChart(step_chart, step)},
       {"balance-vs-bytes",
@@ -372,6 +403,34 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
   for (size_t i = 0; i < made.size(); ++i) {
     body += "<h2>" + std::string(titles[i]) + "</h2>\n<p>" + captions[i] + "</p>\n" + made[i].svg +
             "\n";
+  }
+  // The load map of each policy at one step and layer, on one shared scale.
+  std::vector<std::pair<std::string, std::vector<std::vector<double>>>> maps;
+  double map_max = 0;
+  int map_step = options.map_step;
+  for (const auto& group : GroupByLabel(runs)) {
+    const RunFolder& folder = group[0]->folder;
+    if (map_step < 0) map_step = static_cast<int>(folder.run.steps.size()) - 1;
+    auto map = GpuExpertLoad(folder, options.map_layer, map_step);
+    if (map.empty()) continue;
+    for (const auto& row : map)
+      map_max = std::max(map_max, *std::max_element(row.begin(), row.end()));
+    maps.push_back({group[0]->label, std::move(map)});
+  }
+  if (!maps.empty()) {
+    body += fmt::format(
+        "<h2>Load per GPU and expert</h2>\n<p>Layer {} at step {}{}: the tokens each GPU serves "
+        "for each expert under the placement in force, with the load the latest rearrangement's "
+        "policy was given; one scale for every policy. A row per GPU, a column per expert.</p>\n",
+        options.map_layer, map_step, seeds > 1 ? " (the first seed)" : "");
+  }
+  for (auto& [label, map] : maps) {
+    Figure f{"load-map-" + label,
+             svg::HeatMap({"Load per GPU and expert: " + label, "expert", "GPU", 760,
+                           std::max(160, 60 + 8 * static_cast<int>(map.size()))},
+                          map, map_max)};
+    body += f.svg + "\n";
+    made.push_back(std::move(f));
   }
   body += "<h2>Scenario</h2>\n<pre>" + svg::Escape(scenario_yaml) + "</pre>\n";
   if (figures != nullptr) *figures = made;

@@ -208,6 +208,73 @@ std::string LineChart(const Chart& given, const std::vector<Series>& series) {
   return out + Legend(chart, series) + "</svg>";
 }
 
+std::string HeatMap(const Chart& chart, const std::vector<std::vector<double>>& values,
+                    double max) {
+  const size_t rows = values.size(), cols = rows ? values[0].size() : 0;
+  if (max <= 0) {
+    for (const auto& row : values) {
+      for (double v : row) max = std::max(max, v);
+    }
+  }
+  Frame f{0,
+          static_cast<double>(std::max<size_t>(1, cols)),
+          0,
+          static_cast<double>(std::max<size_t>(1, rows)),
+          chart.width,
+          chart.height,
+          chart.legend_width};
+  std::string out = fmt::format(
+      R"svg(<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{}" height="{}" viewBox="0 0 {} {}" role="img" aria-label="{}">)svg",
+      chart.width, chart.height, chart.width, chart.height, Escape(chart.title));
+  out += fmt::format(R"svg(<text x="{}" y="18" class="title">{}</text>)svg", kLeft,
+                     Escape(chart.title));
+  const double cw = (f.X(1) - f.X(0)), rh = f.Y(0) - f.Y(1);
+  // Darker is more: white to the palette's blue, through the lighter tints.
+  auto shade = [&](double v) {
+    const double t = std::clamp(max > 0 ? v / max : 0.0, 0.0, 1.0);
+    const auto mix = [&](int from, int to) { return static_cast<int>(from + (to - from) * t); };
+    return fmt::format("#{:02x}{:02x}{:02x}", mix(235, 8), mix(242, 48), mix(250, 107));
+  };
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t c = 0; c < cols; ++c) {
+      const double v = values[r][c];
+      if (v <= 0) continue;
+      out += fmt::format(
+          R"svg(<rect class="cell" data-row="{}" data-column="{}" data-value="{}" x="{:.2f}" y="{:.2f}" width="{:.2f}" height="{:.2f}" fill="{}"><title>{} {}, {} {}: {}</title></rect>)svg",
+          r, c, v, f.X(static_cast<double>(c)), f.Y(static_cast<double>(rows - r)),
+          std::max(cw, 0.5), std::max(rh, 0.5), shade(v), Escape(chart.y_label), r,
+          Escape(chart.x_label), c, Number(v));
+    }
+  }
+  // Frame, axis labels and the colour scale.
+  out += fmt::format(
+      R"svg(<rect x="{}" y="{}" width="{:.1f}" height="{:.1f}" fill="none" class="axis" stroke="#888"/>)svg",
+      kLeft, kTop, f.X(static_cast<double>(cols)) - kLeft, f.Y(0) - kTop);
+  for (const auto& [at, text] : {std::pair{0.0, std::string("0")},
+                                 std::pair{static_cast<double>(cols), std::to_string(cols)}}) {
+    out +=
+        fmt::format(R"svg(<text x="{:.1f}" y="{}" class="tick" text-anchor="middle">{}</text>)svg",
+                    f.X(at), chart.height - kBottom + 16, text);
+  }
+  out += fmt::format(R"svg(<text x="{}" y="{}" class="label" text-anchor="middle">{}</text>)svg",
+                     (kLeft + chart.width - chart.legend_width) / 2, chart.height - 8,
+                     Escape(chart.x_label));
+  out += fmt::format(
+      R"svg(<text x="14" y="{}" class="label" text-anchor="middle" transform="rotate(-90 14 {})">{} (0 at the top)</text>)svg",
+      (kTop + chart.height - kBottom) / 2, (kTop + chart.height - kBottom) / 2,
+      Escape(chart.y_label));
+  const int bar_x = chart.width - chart.legend_width + 12;
+  for (int i = 0; i < 20; ++i) {
+    out += fmt::format(R"svg(<rect x="{}" y="{}" width="14" height="6" fill="{}"/>)svg", bar_x,
+                       kTop + 8 + (19 - i) * 6, shade(max * (i + 0.5) / 20));
+  }
+  out += fmt::format(R"svg(<text x="{}" y="{}" class="legend">{}</text>)svg", bar_x + 20, kTop + 14,
+                     Number(max));
+  out += fmt::format(R"svg(<text x="{}" y="{}" class="legend">0</text>)svg", bar_x + 20,
+                     kTop + 8 + 20 * 6);
+  return out + "</svg>";
+}
+
 std::string BarChart(const Chart& chart, const std::vector<std::string>& groups,
                      const std::vector<Series>& series) {
   double top = 0;

@@ -33,6 +33,11 @@ struct Chart {
 };
 
 std::string LineChart(const Chart& chart, const std::vector<Series>& series);
+// A heat map: values[row][column] >= 0 as cells shaded from white (0) to dark (max); cells of 0
+// are left blank, so a sparse map (a GPU holds few experts) stays small. `max` > 0 fixes the
+// top of the scale (maps drawn to be compared share one); otherwise the largest value.
+std::string HeatMap(const Chart& chart, const std::vector<std::vector<double>>& values,
+                    double max = 0);
 // A chart as a file of its own: the same SVG with the report's chart style inside it, so that
 // it renders alike in a paper's figure, a browser or an SVG editor.
 std::string StandaloneSvg(const std::string& chart_svg);

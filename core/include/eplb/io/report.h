@@ -40,6 +40,8 @@ struct Figure {
 
 struct ReportOptions {
   bool time_axis = false;  // x in simulated seconds instead of steps
+  int map_layer = 0;       // the load maps' layer
+  int map_step = -1;       // the load maps' step; -1: the last
 };
 
 nlohmann::ordered_json ComparisonRow(const LabelledRun& run);
@@ -50,7 +52,8 @@ std::string ComparisonCsv(const std::vector<nlohmann::ordered_json>& rows);
 // The report of one scenario run once per policy: the summary table, then balancedness and step
 // time per step (bucket means with their min-max envelope, rearrangement starts marked), balance
 // after rearrangement against bytes moved (a point per policy), bytes per rearrangement and the
-// step time CDF. `figures`, when given, receives each chart for WriteFigures.
+// step time CDF, and per policy the load per GPU and expert at one step and layer (a heat map,
+// one scale for all). `figures`, when given, receives each chart for WriteFigures.
 std::string CompareReportHtml(const std::string& scenario_name, const std::string& scenario_yaml,
                               const std::vector<LabelledRun>& runs,
                               const ReportOptions& options = {},
