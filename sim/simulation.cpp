@@ -46,6 +46,7 @@ Result<RunResult> RunSimulation(const Scenario& scenario,
     result.rearrangements = loop.rearrangements();
     result.commits = loop.commits();
     result.skipped_rearrangements = loop.skipped_rearrangements();
+    result.layer_balance = loop.layer_balance();
   });
   engine.run();
   if (!status.ok()) return status;

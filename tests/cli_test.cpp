@@ -310,6 +310,34 @@ TEST_F(CliTest, RunTinyScenarioMatchesGolden) {
   ExpectJsonNear(golden, nlohmann::json::parse(testing::ReadFile(out + "2/summary.json")), "rerun");
 }
 
+// With one layer and spans of one step, a layer's balancedness is the step's: the two files
+// agree line by line, and the report's heat map draws 1 − each value.
+TEST_F(CliTest, LayerBalanceAgreesWithTheStepsBalance) {
+  const std::string out = (dir_ / "one-layer").string();
+  const CliRun r = Eplb(std::string("compare ") + EPLB_SCENARIO_DIR +
+                        "/tiny.yaml --policies deepseek --set model.layers=1 --set run.steps=150 "
+                        "--no-trace --out " +
+                        out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto folder = ReadRunFolder(out + "/deepseek");
+  ASSERT_TRUE(folder.ok()) << folder.status().message();
+  const RunResult& run = folder->run;
+  ASSERT_EQ(run.layer_balance.size(), run.steps.size());
+  const std::string map = testing::ReadFile(out + "/figures/layer-imbalance-deepseek.svg");
+  for (size_t i = 0; i < run.steps.size(); ++i) {
+    EXPECT_EQ(run.layer_balance[i].first_step, static_cast<int>(i));
+    EXPECT_NEAR(run.layer_balance[i].balancedness[0], run.steps[i].balancedness, 1.5e-6)
+        << "step " << i;
+    const double imbalance = 1.0 - static_cast<double>(run.layer_balance[i].balancedness[0]);
+    if (imbalance > 0) {
+      EXPECT_NE(map.find(fmt::format("data-row=\"0\" data-column=\"{}\" data-value=\"{}\"", i,
+                                     imbalance)),
+                std::string::npos)
+          << "step " << i;
+    }
+  }
+}
+
 // --no-trace leaves out only trace.json: the folder is complete for every reader, and a
 // comparison's runs are written the same way.
 TEST_F(CliTest, NoTraceLeavesOutOnlyTheTrace) {

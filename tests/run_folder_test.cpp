@@ -93,6 +93,22 @@ TEST(RunFolder, WhatIsWrittenIsReadBackFieldByField) {
   EXPECT_DOUBLE_EQ(r.wall_s, w.wall_s);
   EXPECT_EQ(r.peak_rss_bytes, w.peak_rss_bytes);
 
+  // Per-layer balance: spans that cover the run in order, every layer, 6 decimals kept.
+  ASSERT_FALSE(w.layer_balance.empty());
+  ASSERT_EQ(r.layer_balance.size(), w.layer_balance.size());
+  int next_step = 0;
+  for (size_t i = 0; i < w.layer_balance.size(); ++i) {
+    const LayerBalanceSpan &a = w.layer_balance[i], &b = r.layer_balance[i];
+    EXPECT_EQ(b.first_step, next_step);
+    EXPECT_EQ(b.first_step, a.first_step);
+    EXPECT_EQ(b.last_step, a.last_step);
+    next_step = b.last_step + 1;
+    ASSERT_EQ(b.balancedness.size(), static_cast<size_t>(w.scenario.model.layers));
+    for (size_t l = 0; l < a.balancedness.size(); ++l)
+      EXPECT_NEAR(b.balancedness[l], a.balancedness[l], 5e-7);
+  }
+  EXPECT_EQ(next_step, static_cast<int>(w.steps.size()));
+
   ASSERT_EQ(r.steps.size(), w.steps.size());
   for (size_t i = 0; i < w.steps.size(); ++i) {
     const StepRecord &a = w.steps[i], &b = r.steps[i];
@@ -182,7 +198,7 @@ TEST(RunFolder, TheColumnTableDefinesEveryCsvHeader) {
     ASSERT_TRUE(text.ok());
     EXPECT_EQ(text->substr(0, text->find('\n')), header);
   }
-  EXPECT_EQ(csv_files, 3);
+  EXPECT_EQ(csv_files, 4);
   // And the writer writes no file the table does not describe.
   const auto written = std::distance(fs::directory_iterator(tmp / "run"), fs::directory_iterator());
   EXPECT_EQ(static_cast<size_t>(written), RunFolderFiles().size());
@@ -274,6 +290,12 @@ TEST(RunFolder, DamagedFilesAreErrorsNamingFileAndLine) {
        "0,0,1,1,1,1,0,0\n",
        "metrics.csv has 1 steps but summary.json says 260"},
       {"fewer-rearrangements", "rearrangements.csv", nullptr, "rearrangements.csv: cannot open"},
+      {"layer-skipped", "layer_balancedness.csv",
+       "first_step,last_step,layer,balancedness\n0,0,0,0.5\n0,0,2,0.5\n",
+       "layer_balancedness.csv:3: layer 2 where layer 1 comes next"},
+      {"layer-balance-above-1", "layer_balancedness.csv",
+       "first_step,last_step,layer,balancedness\n0,0,0,1.5\n",
+       "layer_balancedness.csv:2: balancedness 1.5 is outside [0, 1]"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

@@ -144,6 +144,12 @@ Status EplbLoop::Run() {
   LoadMatrix load;
   StepCost cost;
   steps_.reserve(static_cast<size_t>(scenario_.run.steps));
+  const int layers = scenario_.model.layers;
+  span_steps_ =
+      std::max(1, (scenario_.run.steps + kLayerBalanceBuckets - 1) / kLayerBalanceBuckets);
+  const size_t spans = static_cast<size_t>((scenario_.run.steps + span_steps_ - 1) / span_steps_);
+  span_mean_.assign(spans * static_cast<size_t>(layers), 0.0);
+  span_max_.assign(spans * static_cast<size_t>(layers), 0.0);
   for (int step = 0; step < scenario_.run.steps; ++step) {
     if (Status s = CheckInterrupt(); !s.ok()) {
       rearranger_->Cancel();
@@ -154,6 +160,13 @@ Status EplbLoop::Run() {
     AddToWindow(load);
     const bool contended = rearranger_->in_progress();
     model_.Cost(load, placement(), cost);
+    {
+      const size_t first = static_cast<size_t>(step / span_steps_) * static_cast<size_t>(layers);
+      for (size_t l = 0; l < cost.layer_mean.size(); ++l) {
+        span_mean_[first + l] += cost.layer_mean[l];
+        span_max_[first + l] += cost.layer_max[l];
+      }
+    }
     StepRecord rec{step,
                    backend_.Now(),
                    0,
@@ -186,6 +199,23 @@ Status EplbLoop::Run() {
   }
   rearranger_->Cancel();
   return Status::Ok();
+}
+
+std::vector<LayerBalanceSpan> EplbLoop::layer_balance() const {
+  std::vector<LayerBalanceSpan> out;
+  const int layers = scenario_.model.layers;
+  const int done = static_cast<int>(steps_.size());
+  for (int first = 0; first < done; first += span_steps_) {
+    LayerBalanceSpan span{first, std::min(done, first + span_steps_) - 1, {}};
+    const size_t base = static_cast<size_t>(first / span_steps_) * static_cast<size_t>(layers);
+    for (int l = 0; l < layers; ++l) {
+      const double max = span_max_[base + static_cast<size_t>(l)];
+      span.balancedness.push_back(
+          max > 0 ? static_cast<float>(span_mean_[base + static_cast<size_t>(l)] / max) : 1.0f);
+    }
+    out.push_back(std::move(span));
+  }
+  return out;
 }
 
 }  // namespace eplb

@@ -40,6 +40,8 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
   node_tokens_.assign(static_cast<size_t>(topology_.nodes()), 0.0);
   const int E = placement.num_experts();
   expert_share_.resize(static_cast<size_t>(E));
+  out.layer_mean.resize(static_cast<size_t>(placement.num_layers()));
+  out.layer_max.resize(static_cast<size_t>(placement.num_layers()));
   for (int l = 0; l < placement.num_layers(); ++l) {
     const auto row = placement.phy2log(l);
     // Each replica takes an equal share of its expert's tokens: one division per expert, not per
@@ -58,6 +60,8 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
     moe += compute_.layer_fixed_us * 1e-6 + compute_.per_token_us * 1e-6 * max;
     all_tokens += total;
     const double mean = total / G;
+    out.layer_mean[static_cast<size_t>(l)] = mean;
+    out.layer_max[static_cast<size_t>(l)] = max;
     sum_mean += mean;
     sum_max += max;
     if (mean > 0) {

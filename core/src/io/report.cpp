@@ -404,6 +404,43 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
     body += "<h2>" + std::string(titles[i]) + "</h2>\n<p>" + captions[i] + "</p>\n" + made[i].svg +
             "\n";
   }
+  // Per policy, imbalance (1 − balancedness) per layer and span of steps, on one scale: which
+  // layers a policy leaves unbalanced, and when.
+  {
+    std::vector<std::pair<std::string, std::vector<std::vector<double>>>> heat;
+    double top = 0;
+    int span_steps = 1;
+    for (const auto& group : GroupByLabel(runs)) {
+      const auto& spans = group[0]->folder.run.layer_balance;
+      if (spans.empty()) continue;
+      span_steps = spans[0].last_step - spans[0].first_step + 1;
+      std::vector<std::vector<double>> map(spans[0].balancedness.size(),
+                                           std::vector<double>(spans.size(), 0.0));
+      for (size_t c = 0; c < spans.size(); ++c) {
+        for (size_t l = 0; l < map.size() && l < spans[c].balancedness.size(); ++l) {
+          map[l][c] = 1.0 - static_cast<double>(spans[c].balancedness[l]);
+          top = std::max(top, map[l][c]);
+        }
+      }
+      heat.push_back({group[0]->label, std::move(map)});
+    }
+    if (!heat.empty()) {
+      body += fmt::format(
+          "<h2>Imbalance per layer over the run</h2>\n<p>1 − balancedness of each layer (a row; "
+          "layer 0 at the top) over spans of {} steps (a column), darker is worse, one scale for "
+          "every policy{}.</p>\n",
+          span_steps, seeds > 1 ? "; the first seed" : "");
+    }
+    for (auto& [label, map] : heat) {
+      Figure f{"layer-imbalance-" + label,
+               svg::HeatMap({"Imbalance per layer and step: " + label,
+                             fmt::format("span of {} steps", span_steps), "layer", 760,
+                             std::max(160, 80 + 4 * static_cast<int>(map.size()))},
+                            map, top)};
+      body += f.svg + "\n";
+      made.push_back(std::move(f));
+    }
+  }
   // The load map of each policy at one step and layer, on one shared scale.
   std::vector<std::pair<std::string, std::vector<std::vector<double>>>> maps;
   double map_max = 0;

@@ -458,6 +458,7 @@ Status WriteRunFolder(const std::string& dir, const RunResult& run,
         {"rearrangements.csv", [&] { return run_folder::RearrangementsCsv(rows); }},
         {"placements.jsonl", [&] { return PlacementsJsonl(run); }},
         {"loads.jsonl", [&] { return LoadsJsonl(run); }},
+        {"layer_balancedness.csv", [&] { return run_folder::LayerBalanceCsv(run.layer_balance); }},
         {"trace.json", [&] { return PerfettoTraceJson(run); }},
         // The summary last: a folder without it was never finished.
         {"summary.json", [&] { return SummaryJson(Summarize(run)).dump(2) + "\n"; }}};
@@ -524,6 +525,15 @@ Result<RunFolder> ReadRunFolder(const std::string& dir) {
   // Run folders written before loads.jsonl existed have none.
   if (fs::exists(p + "loads.jsonl")) EPLB_RETURN_IF_ERROR(ReadLoads(p + "loads.jsonl", folder));
   EPLB_RETURN_IF_ERROR(CheckAgainstSummary(folder));
+  // Run folders written before layer_balancedness.csv existed have none; its spans are checked
+  // against the steps, which summary.json has vouched for.
+  if (fs::exists(p + "layer_balancedness.csv")) {
+    EPLB_ASSIGN_OR_RETURN(const std::string spans, ReadTextFile(p + "layer_balancedness.csv"));
+    EPLB_ASSIGN_OR_RETURN(run.layer_balance,
+                          run_folder::ParseLayerBalanceCsv(spans, p + "layer_balancedness.csv",
+                                                           run.scenario.model.layers,
+                                                           static_cast<int>(run.steps.size())));
+  }
   return folder;
 }
 

@@ -103,6 +103,20 @@ const std::vector<Field<TransferRecord>>& TransferFields() {
   return fields;
 }
 
+const std::vector<Field<LayerBalanceRow>>& LayerBalanceFields() {
+  using R = LayerBalanceRow;
+  static const std::vector<Field<R>> fields = {
+      Col<R, &R::first_step>({"first_step", "", "the span's first step"}, Format::kInt32),
+      Col<R, &R::last_step>({"last_step", "", "its last step"}, Format::kInt32),
+      Col<R, &R::layer>({"layer", "", "the MoE layer"}, Format::kInt32),
+      Col<R, &R::balancedness>(
+          {"balancedness", "1",
+           "the layer's Σ mean / Σ max GPU tokens over the span's steps; 1 is perfect"},
+          Format::kFixed6),
+  };
+  return fields;
+}
+
 const std::vector<Field<RearrangementRow>>& RearrangementFields() {
   using R = RearrangementRow;
   using B = RearrangementRecord;
@@ -272,6 +286,15 @@ std::string TransfersCsv(const std::vector<TransferRecord>& transfers) {
 std::string RearrangementsCsv(const std::vector<RearrangementRow>& rows) {
   return WriteCsv(RearrangementFields(), rows);
 }
+std::string LayerBalanceCsv(const std::vector<LayerBalanceSpan>& spans) {
+  std::vector<LayerBalanceRow> rows;
+  for (const LayerBalanceSpan& span : spans) {
+    for (size_t l = 0; l < span.balancedness.size(); ++l) {
+      rows.push_back({span.first_step, span.last_step, static_cast<int>(l), span.balancedness[l]});
+    }
+  }
+  return WriteCsv(LayerBalanceFields(), rows);
+}
 
 namespace {
 
@@ -362,6 +385,41 @@ Result<std::vector<RearrangementRow>> ParseRearrangementsCsv(std::string_view te
       });
 }
 
+Result<std::vector<LayerBalanceSpan>> ParseLayerBalanceCsv(std::string_view text,
+                                                           const std::string& name, int layers,
+                                                           int steps) {
+  int next_step = 0, next_layer = 0;
+  auto rows =
+      ParseCsv<LayerBalanceRow>(LayerBalanceFields(), text, name, [&](const LayerBalanceRow& r) {
+        if (r.layer != next_layer) {
+          return fmt::format("layer {} where layer {} comes next (0..{} per span)", r.layer,
+                             next_layer, layers - 1);
+        }
+        if (r.first_step != next_step || r.last_step < r.first_step || r.last_step >= steps) {
+          return fmt::format("steps {}..{} where a span from step {} within 0..{} comes next",
+                             r.first_step, r.last_step, next_step, steps - 1);
+        }
+        if (r.balancedness < 0 || r.balancedness > 1)
+          return fmt::format("balancedness {} is outside [0, 1]", r.balancedness);
+        if (++next_layer == layers) {
+          next_layer = 0;
+          next_step = r.last_step + 1;
+        }
+        return std::string();
+      });
+  if (!rows.ok()) return rows.status();
+  if (next_layer != 0) {
+    return Status::InvalidArgument(
+        fmt::format("{}: the last span has {} of the {} layers", name, next_layer, layers));
+  }
+  std::vector<LayerBalanceSpan> spans;
+  for (const LayerBalanceRow& r : *rows) {
+    if (r.layer == 0) spans.push_back({r.first_step, r.last_step, {}});
+    spans.back().balancedness.push_back(static_cast<float>(r.balancedness));
+  }
+  return spans;
+}
+
 }  // namespace eplb::run_folder
 
 namespace eplb {
@@ -371,7 +429,8 @@ std::span<const RunFolderFile> RunFolderFiles() {
   static const std::vector<RunFolderColumn> metrics = Docs(MetricsFields());
   static const std::vector<RunFolderColumn> transfers = Docs(TransferFields());
   static const std::vector<RunFolderColumn> rearrangements = Docs(RearrangementFields());
-  static const std::array<RunFolderFile, 9> files = {{
+  static const std::vector<RunFolderColumn> layer_balance = Docs(LayerBalanceFields());
+  static const std::array<RunFolderFile, 10> files = {{
       {"scenario.yaml", "the resolved scenario, every field written out", {}},
       {"metrics.csv", "one line per step", metrics},
       {"transfers.csv", "one line per expert transfer", transfers},
@@ -381,6 +440,8 @@ std::span<const RunFolderFile> RunFolderFiles() {
        "layer, phy2log",
        {}},
       {"loads.jsonl", "one line per rearrangement: the window's load (tokens) its policy saw", {}},
+      {"layer_balancedness.csv",
+       "per span of steps (at most 200 spans) and layer, the layer's balancedness", layer_balance},
       {"trace.json", "Chrome/Perfetto trace events of steps, transfers and commits", {}},
       {"summary.json", "the run's summary numbers (RunSummary)", {}},
       {"manifest.tsv",

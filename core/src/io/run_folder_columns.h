@@ -17,7 +17,16 @@ struct RearrangementRow : RearrangementRecord {
   double following_balancedness = 1;
 };
 
+// A layer_balancedness.csv line: one layer over one span of steps (eplb_loop.h).
+struct LayerBalanceRow {
+  int first_step = 0;
+  int last_step = 0;
+  int layer = 0;
+  double balancedness = 1;
+};
+
 std::string MetricsCsv(const std::vector<StepRecord>& steps);
+std::string LayerBalanceCsv(const std::vector<LayerBalanceSpan>& spans);
 std::string TransfersCsv(const std::vector<TransferRecord>& transfers);
 std::string RearrangementsCsv(const std::vector<RearrangementRow>& rows);
 
@@ -29,5 +38,9 @@ Result<std::vector<TransferRecord>> ParseTransfersCsv(std::string_view text,
                                                       int experts, int gpus);
 Result<std::vector<RearrangementRow>> ParseRearrangementsCsv(std::string_view text,
                                                              const std::string& name);
+// Spans in order, each with every layer once in order, within `steps` and `layers`.
+Result<std::vector<LayerBalanceSpan>> ParseLayerBalanceCsv(std::string_view text,
+                                                           const std::string& name, int layers,
+                                                           int steps);
 
 }  // namespace eplb::run_folder

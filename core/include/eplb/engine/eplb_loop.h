@@ -62,6 +62,17 @@ struct RearrangementRecord {
   std::vector<float> window_load;
 };
 
+// Balancedness per layer over consecutive steps: the run cut into at most kLayerBalanceBuckets
+// spans of equal length (the last may be shorter), each layer's Σ mean / Σ max GPU tokens over
+// the span's steps (metrics.h's balancedness, one layer at a time). What a layer × step heat map
+// draws without a line per step and layer.
+inline constexpr int kLayerBalanceBuckets = 200;
+struct LayerBalanceSpan {
+  int first_step;
+  int last_step;
+  std::vector<float> balancedness;  // per layer, in [0, 1]
+};
+
 struct CommitRecord {
   int step;
   double time_s;
@@ -81,6 +92,7 @@ class EplbLoop {
   const std::vector<RearrangementRecord>& rearrangements() const { return rearrangements_; }
   const std::vector<CommitRecord>& commits() const { return commits_; }
   int skipped_rearrangements() const { return skipped_; }
+  std::vector<LayerBalanceSpan> layer_balance() const;
   const Placement& placement() const;
   Rearranger& rearranger() { return *rearranger_; }
   // Called after each step with its record; for progress lines.
@@ -113,6 +125,9 @@ class EplbLoop {
   std::vector<RearrangementRecord> rearrangements_;
   std::vector<CommitRecord> commits_;
   int skipped_ = 0;
+  // Per span of steps and layer: Σ mean and Σ max GPU tokens (layer_balance()).
+  int span_steps_ = 1;
+  std::vector<double> span_mean_, span_max_;
 };
 
 }  // namespace eplb

@@ -22,6 +22,7 @@ struct RunResult {
   std::vector<RearrangementRecord> rearrangements;
   std::vector<CommitRecord> commits;
   std::vector<TransferRecord> transfers;
+  std::vector<LayerBalanceSpan> layer_balance;  // empty when not recorded (older run folders)
   int skipped_rearrangements = 0;
   double wall_s = 0;
   int64_t peak_rss_bytes = 0;

@@ -40,8 +40,9 @@ struct StepCost {
   double compute_s = 0;
   double dispatch_s = 0;
   double combine_s = 0;
-  double balancedness = 1;     // of this step's load under the placement (metrics.h)
-  double imbalance_ratio = 0;  // likewise
+  double balancedness = 1;                    // of this step's load under the placement (metrics.h)
+  double imbalance_ratio = 0;                 // likewise
+  std::vector<double> layer_mean, layer_max;  // per layer: mean and busiest GPU's tokens
   // Per link class and rank, the bytes each GPU sends and receives in dispatch.
   std::vector<double> send[kNumLinkClasses], recv[kNumLinkClasses];
   double total_s() const { return compute_s + dispatch_s + combine_s; }

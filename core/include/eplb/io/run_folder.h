@@ -12,6 +12,8 @@
 //                      commit: {"step", "time_s", "layer", "phy2log"}
 //   loads.jsonl        one line per rearrangement: {"step", "time_s", "load": [layer][expert]},
 //                      the window's load (tokens) its policy was given
+//   layer_balancedness.csv  per span of steps (at most 200) and layer, the layer's balancedness
+//                      (columns: RunFolderFiles())
 //   trace.json         Chrome/Perfetto trace events: a process per GPU with its transfers (async
 //                      slices on its receive side), and a "cluster" process with the steps,
 //                      balance counters, and rearrangement and commit marks. Written, not read;
