@@ -472,7 +472,7 @@ TEST_F(CliTest, CompareWritesAReportWhoseNumbersAreTheJsons) {
       ++values;
     }
   }
-  EXPECT_EQ(values, 4u * 14u);
+  EXPECT_EQ(values, 4u * 15u);
   // The trade-off scatter: one dot per policy at its row's bytes and balance after rearrangement.
   for (const auto& row : doc["policies"]) {
     const std::string label = row["label"];

@@ -116,6 +116,7 @@ const std::vector<Column> kColumns = {
     {"following_balancedness", "balancedness after rearr.", 1, "{:.4f}"},
     {"window_balancedness_after", "on the window", 1, "{:.4f}"},
     {"window_balancedness_bound", "bound", 1, "{:.4f}"},
+    {"window_gap_to_bound", "gap to bound", 1, "{:.4f}"},
     {"step_time_mean_s", "step ms mean", 1e3, "{:.2f}"},
     {"step_time_p99_s", "p99", 1e3, "{:.2f}"},
     {"bytes_per_rearrangement", "GB / rearr.", 1e-9, "{:.1f}"},
@@ -166,7 +167,7 @@ std::string Table(const std::vector<nlohmann::ordered_json>& rows,
 }
 
 const char* kDefinitions = R"(<dl>
-<dt>balancedness</dt><dd>vLLM's: Σ<sub>layers</sub> mean GPU load / Σ<sub>layers</sub> max GPU load of a step's load under the placement in force; 1 is perfect. <em>after rearr.</em>: mean over the steps each new placement served; <em>on the window</em>: on the load the policy was given; <em>bound</em>: the best any placement could do on that window — the exact optimum on layers small enough to search (≤ 32 experts, ≤ 48 slots), else the larger of the mean GPU load and the hottest replica, which measured within 1% of the optimum (tools/bench/bench_optimal.cpp).</dd>
+<dt>balancedness</dt><dd>vLLM's: Σ<sub>layers</sub> mean GPU load / Σ<sub>layers</sub> max GPU load of a step's load under the placement in force; 1 is perfect. <em>after rearr.</em>: mean over the steps each new placement served; <em>on the window</em>: on the load the policy was given; <em>gap to bound</em>: bound − on the window, what a better placement could still have gained; <em>bound</em>: the best any placement could do on that window — the exact optimum on layers small enough to search (≤ 32 experts, ≤ 48 slots), else the larger of the mean GPU load and the hottest replica, which measured within 1% of the optimum (tools/bench/bench_optimal.cpp).</dd>
 <dt>imbalance</dt><dd>TensorRT-LLM's: (max − mean) / mean GPU load, averaged over layers and steps; 0 is perfect.</dd>
 <dt>step ms</dt><dd>simulated time of an inference step: attention, every MoE layer's straggler, dispatch and combine, slowed where migrations share the links.</dd>
 <dt>GB / rearr., transfers / rearr.</dt><dd>expert weights moved between GPUs per rearrangement.</dd>
@@ -202,6 +203,7 @@ nlohmann::ordered_json ComparisonRow(const LabelledRun& labelled) {
           {"following_balancedness", Mean(labelled.folder.following_balancedness)},
           {"window_balancedness_after", Mean(after)},
           {"window_balancedness_bound", Mean(bound)},
+          {"window_gap_to_bound", Mean(bound) - Mean(after)},
           {"step_time_mean_s", s.step_time_s.mean},
           {"step_time_p99_s", s.step_time_s.p99},
           {"rearrangements", rearrangements.size()},

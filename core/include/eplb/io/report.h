@@ -14,6 +14,8 @@
 //   following_balancedness                             mean over rearrangements: the balance of
 //                                                      the steps each placement then served
 //   window_balancedness_bound                          mean over rearrangements: the best possible
+//                                                      balancedness on the window (balance_bound.h)
+//   window_gap_to_bound                                bound − window_balancedness_after
 #pragma once
 
 #include <string>
