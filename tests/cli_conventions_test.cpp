@@ -177,7 +177,7 @@ TEST_F(CliTest, CompareOverSeedsReportsMeansAndSpread) {
     EXPECT_NE(html.find("<polygon class=\"band\" data-series=\"" + label + "\""),
               std::string::npos);
   }
-  EXPECT_NE(html.find(" ± "), std::string::npos);
+  EXPECT_NE(html.find("<small>± "), std::string::npos);
   EXPECT_NE(html.find("once per seed"), std::string::npos);
   const std::string csv = testing::ReadFile(out + "/comparison.csv");
   EXPECT_EQ(csv.find("spread"), std::string::npos);

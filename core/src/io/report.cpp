@@ -96,9 +96,10 @@ std::vector<std::vector<double>> GpuExpertLoad(const RunFolder& folder, int laye
 }
 
 const char* kStyle =
-    R"(body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1000px;color:#222}
-h1{font-size:22px}h2{font-size:17px;margin-top:28px}table{border-collapse:collapse;font-size:13px}
-td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#f3f3f3}td:first-child{text-align:left}
+    R"(body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1100px;color:#222}
+h1{font-size:22px}h2{font-size:17px;margin-top:28px}table{border-collapse:collapse;font-size:12px}
+td,th{border:1px solid #ccc;padding:3px 5px;text-align:right}th{background:#f3f3f3;font-weight:600;vertical-align:bottom}
+td:first-child{text-align:left}td small{display:block;font-size:11px;color:#666;white-space:nowrap}
 .wide{overflow-x:auto}pre{background:#f7f7f7;padding:12px;overflow:auto;font-size:12px}
 dt{font-weight:600}dd{margin:0 0 6px 16px})";
 
@@ -157,7 +158,7 @@ std::string Table(const std::vector<nlohmann::ordered_json>& rows,
         // Over seeds: the mean, then half the range between the lowest and highest seed.
         const auto& range = row["spread"][c.key];
         const double half = (range[1].get<double>() - range[0].get<double>()) / 2;
-        text += " ± " + fmt::format(fmt::runtime(c.format), half * c.scale);
+        text += "<small>± " + fmt::format(fmt::runtime(c.format), half * c.scale) + "</small>";
       }
       out += fmt::format(R"(<td data-key="{}" data-value="{:.17g}">{}</td>)", c.key, v, text);
     }
