@@ -19,7 +19,7 @@
 namespace eplb {
 namespace {
 
-size_t CountOf(const std::string& text, const std::string& part) {
+[[maybe_unused]] size_t CountOf(const std::string& text, const std::string& part) {
   size_t n = 0;
   for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
   return n;
