@@ -18,7 +18,7 @@
 // Why not a MIP solver: with CBC 2.10 (Debian's coinor-libcbc-dev) the natural model (a binary
 // per expert and replica count, integer replicas per GPU) has the mean as its LP bound and GPUs
 // as a symmetry the solver does not break; it proved no case of 12 experts on 4 GPUs optimal
-// within 10 s, where this search takes milliseconds.
+// within 10 s, where this search takes tens of milliseconds.
 //
 // Thread-safety: pure functions.
 #pragma once
