@@ -95,6 +95,39 @@ std::vector<std::vector<double>> GpuExpertLoad(const RunFolder& folder, int laye
   return map;
 }
 
+// One heat map per policy, of one kind.
+struct LabelledMap {
+  std::string label;
+  std::vector<std::vector<double>> values;
+};
+struct HeatMapKind {
+  std::string stem;   // the figure's file name before the label
+  std::string title;  // before the label
+  std::string x_label, y_label;
+  int base_px, row_px;  // the chart's height: base + a row's pixels per row, at least 160
+};
+
+// Appends each map to the page and the figures, on one scale: the largest value of any map, so
+// that a shade means the same in every policy's.
+void AppendHeatMaps(const std::vector<LabelledMap>& maps, const HeatMapKind& kind,
+                    std::string& body, std::vector<Figure>& made) {
+  double top = 0;
+  for (const LabelledMap& m : maps) {
+    for (const auto& row : m.values) {
+      for (double v : row) top = std::max(top, v);
+    }
+  }
+  for (const LabelledMap& m : maps) {
+    const int height =
+        std::max(160, kind.base_px + kind.row_px * static_cast<int>(m.values.size()));
+    Figure f{kind.stem + m.label,
+             svg::HeatMap({kind.title + m.label, kind.x_label, kind.y_label, 760, height}, m.values,
+                          top)};
+    body += f.svg + "\n";
+    made.push_back(std::move(f));
+  }
+}
+
 const char* kStyle =
     R"(body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1100px;color:#222}
 h1{font-size:22px}h2{font-size:17px;margin-top:28px}table{border-collapse:collapse;font-size:12px}
@@ -407,55 +440,41 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
     body += "<h2>" + std::string(titles[i]) + "</h2>\n<p>" + captions[i] + "</p>\n" + made[i].svg +
             "\n";
   }
-  // Per policy, imbalance (1 − balancedness) per layer and span of steps, on one scale: which
-  // layers a policy leaves unbalanced, and when.
-  {
-    std::vector<std::pair<std::string, std::vector<std::vector<double>>>> heat;
-    double top = 0;
-    int span_steps = 1;
-    for (const auto& group : GroupByLabel(runs)) {
-      const auto& spans = group[0]->folder.run.layer_balance;
-      if (spans.empty()) continue;
-      span_steps = spans[0].last_step - spans[0].first_step + 1;
-      std::vector<std::vector<double>> map(spans[0].balancedness.size(),
-                                           std::vector<double>(spans.size(), 0.0));
-      for (size_t c = 0; c < spans.size(); ++c) {
-        for (size_t l = 0; l < map.size() && l < spans[c].balancedness.size(); ++l) {
-          map[l][c] = 1.0 - static_cast<double>(spans[c].balancedness[l]);
-          top = std::max(top, map[l][c]);
-        }
-      }
-      heat.push_back({group[0]->label, std::move(map)});
+  // Per policy, imbalance (1 − balancedness) per layer and span of steps: which layers a policy
+  // leaves unbalanced, and when.
+  std::vector<LabelledMap> heat;
+  int span_steps = 1;
+  for (const auto& group : GroupByLabel(runs)) {
+    const auto& spans = group[0]->folder.run.layer_balance;
+    if (spans.empty()) continue;
+    span_steps = spans[0].last_step - spans[0].first_step + 1;
+    std::vector<std::vector<double>> map(spans[0].balancedness.size(),
+                                         std::vector<double>(spans.size(), 0.0));
+    for (size_t c = 0; c < spans.size(); ++c) {
+      for (size_t l = 0; l < map.size() && l < spans[c].balancedness.size(); ++l)
+        map[l][c] = 1.0 - static_cast<double>(spans[c].balancedness[l]);
     }
-    if (!heat.empty()) {
-      body += fmt::format(
-          "<h2>Imbalance per layer over the run</h2>\n<p>1 − balancedness of each layer (a row; "
-          "layer 0 at the top) over spans of {} steps (a column), darker is worse, one scale for "
-          "every policy{}.</p>\n",
-          span_steps, seeds > 1 ? "; the first seed" : "");
-    }
-    for (auto& [label, map] : heat) {
-      Figure f{"layer-imbalance-" + label,
-               svg::HeatMap({"Imbalance per layer and step: " + label,
-                             fmt::format("span of {} steps", span_steps), "layer", 760,
-                             std::max(160, 80 + 4 * static_cast<int>(map.size()))},
-                            map, top)};
-      body += f.svg + "\n";
-      made.push_back(std::move(f));
-    }
+    heat.push_back({group[0]->label, std::move(map)});
   }
-  // The load map of each policy at one step and layer, on one shared scale.
-  std::vector<std::pair<std::string, std::vector<std::vector<double>>>> maps;
-  double map_max = 0;
+  if (!heat.empty()) {
+    body += fmt::format(
+        "<h2>Imbalance per layer over the run</h2>\n<p>1 − balancedness of each layer (a row; "
+        "layer 0 at the top) over spans of {} steps (a column), darker is worse, one scale for "
+        "every policy{}.</p>\n",
+        span_steps, seeds > 1 ? "; the first seed" : "");
+  }
+  AppendHeatMaps(heat,
+                 {"layer-imbalance-", "Imbalance per layer and step: ",
+                  fmt::format("span of {} steps", span_steps), "layer", 80, 4},
+                 body, made);
+  // The load map of each policy at one step and layer.
+  std::vector<LabelledMap> maps;
   int map_step = options.map_step;
   for (const auto& group : GroupByLabel(runs)) {
     const RunFolder& folder = group[0]->folder;
     if (map_step < 0) map_step = static_cast<int>(folder.run.steps.size()) - 1;
     auto map = GpuExpertLoad(folder, options.map_layer, map_step);
-    if (map.empty()) continue;
-    for (const auto& row : map)
-      map_max = std::max(map_max, *std::max_element(row.begin(), row.end()));
-    maps.push_back({group[0]->label, std::move(map)});
+    if (!map.empty()) maps.push_back({group[0]->label, std::move(map)});
   }
   if (!maps.empty()) {
     body += fmt::format(
@@ -464,14 +483,8 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
         "policy was given; one scale for every policy. A row per GPU, a column per expert.</p>\n",
         options.map_layer, map_step, seeds > 1 ? " (the first seed)" : "");
   }
-  for (auto& [label, map] : maps) {
-    Figure f{"load-map-" + label,
-             svg::HeatMap({"Load per GPU and expert: " + label, "expert", "GPU", 760,
-                           std::max(160, 60 + 8 * static_cast<int>(map.size()))},
-                          map, map_max)};
-    body += f.svg + "\n";
-    made.push_back(std::move(f));
-  }
+  AppendHeatMaps(maps, {"load-map-", "Load per GPU and expert: ", "expert", "GPU", 60, 8}, body,
+                 made);
   body += "<h2>Scenario</h2>\n<pre>" + svg::Escape(scenario_yaml) + "</pre>\n";
   if (figures != nullptr) *figures = made;
   return Page("eplb comparison: " + scenario_name, body);
