@@ -112,15 +112,32 @@ Status SimStepRunner::RunStep(const StepCost& cost, bool contended) {
     sg4::this_actor::sleep_for(cost.total_s());
     return Status::Ok();
   }
-  Phase(cost, false, cost.dispatch_s);
-  sg4::this_actor::sleep_for(cost.compute_s);
-  Phase(cost, true, cost.combine_s);
+  if (cost.dispatch_hidden_s + cost.combine_hidden_s <= 0) {
+    Phase(cost, false, cost.dispatch_s);
+    sg4::this_actor::sleep_for(cost.compute_s);
+    Phase(cost, true, cost.combine_s);
+    return Status::Ok();
+  }
+  // Two micro-batches: the phases' flows run beside compute, on an actor of their own, and the
+  // step lasts as long as the slower of its analytic time and the communication plus the
+  // compute that no communication can overlap (the first layer's fill).
+  const double start = sg4::Engine::get_clock();
+  double comm_end = start;
+  sg4::ActorPtr comm = sg4::Actor::create("a2a", sg4::this_actor::get_host(), [&] {
+    Phase(cost, false, cost.dispatch_s + cost.dispatch_hidden_s);
+    Phase(cost, true, cost.combine_s + cost.combine_hidden_s);
+    comm_end = sg4::Engine::get_clock();
+  });
+  sg4::this_actor::sleep_for(cost.total_s());
+  comm->join();
+  sg4::this_actor::sleep_until(std::max(start + cost.total_s(), comm_end + cost.overlap_fill_s));
   return Status::Ok();
 }
 
 // A phase's flows start together, one per GPU port (StepModel::AllToAllFlows) between the GPU
 // and its node's port host; each link class then takes its layers × latency plus the drain time
 // of its flows, and the phase lasts as long as the slower class.
+// The low-latency kernels' fixed cost comes on top of the flows.
 void SimStepRunner::Phase(const StepCost& cost, bool combine, double idle_time) {
   const double start = sg4::Engine::get_clock();
   const std::vector<PhaseFlow> flows = model_.AllToAllFlows(cost, combine);
@@ -141,6 +158,8 @@ void SimStepRunner::Phase(const StepCost& cost, bool combine, double idle_time) 
   for (size_t i = 0; i < flows.size(); ++i) {
     end = std::max(end, finish[i] + model_.PhaseLatency(flows[i].link));
   }
+  const double overhead = model_.PhaseOverhead();
+  if (overhead > 0) end = std::max(start + idle_time, end + overhead);
   sg4::this_actor::sleep_until(end);
 }
 

@@ -1,6 +1,10 @@
 // The step cost model against hand arithmetic.
 #include "eplb/engine/step_model.h"
 
+#include <cmath>
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "eplb/engine/scenario.h"
@@ -10,15 +14,34 @@ namespace eplb {
 namespace {
 
 // 1 node × 2 GPUs × 2 slots, 1 layer, 3 experts: slots [0, 1 | 0, 2]; expert 0 has two replicas.
-Scenario TwoGpus() {
-  auto s = ParseScenario(
-      "", "t",
-      {"model.layers=1", "model.experts=3", "model.groups=1", "model.top_k=1", "model.hidden=1000",
-       "model.activation_bytes=2", "cluster.nodes=1", "cluster.gpus_per_node=2",
-       "eplb.num_redundant_experts=1", "compute.attention_us=100", "compute.layer_fixed_us=10",
-       "compute.per_token_us=0.5",
-       "cluster.nvlink={bandwidth_gbps: 1, latency_us: 2, efficiency: 1}"});
+Scenario TwoGpus(std::vector<std::string> more = {}) {
+  std::vector<std::string> settings = {
+      "model.layers=1",
+      "model.experts=3",
+      "model.groups=1",
+      "model.top_k=1",
+      "model.hidden=1000",
+      "model.activation_bytes=2",
+      "cluster.nodes=1",
+      "cluster.gpus_per_node=2",
+      "eplb.num_redundant_experts=1",
+      "compute.attention_us=100",
+      "compute.layer_fixed_us=10",
+      "compute.per_token_us=0.5",
+      "cluster.nvlink={bandwidth_gbps: 1, latency_us: 2, efficiency: 1}"};
+  settings.insert(settings.end(), more.begin(), more.end());
+  auto s = ParseScenario("", "t", settings);
+  EXPECT_TRUE(s.ok()) << s.status().message();
   return *s;
+}
+
+StepCost CostOf(const Scenario& s) {
+  LoadMatrix load(1, 3);
+  load << 8, 2, 6;
+  StepModel model(s);
+  StepCost cost;
+  model.Cost(load, *Placement::Create(3, {{0, 1, 0, 2}}), cost);
+  return cost;
 }
 
 class StepModelTest : public ::testing::Test {
@@ -73,6 +96,104 @@ TEST_F(StepModelTest, AllToAllFlowsCarryEachPortsBytesInOneFlow) {
     const auto& bytes = f.outbound ? cost.recv[0] : cost.send[0];
     EXPECT_DOUBLE_EQ(f.bytes, bytes[static_cast<size_t>(f.rank)]);
   }
+}
+
+TEST(RooflineStepModel, PricesMoeAndAttentionByHand) {
+  const Scenario s = TwoGpus({"compute.model=roofline", "compute.gpu=H800",
+                              "compute.flops_efficiency=0.5", "compute.hbm_efficiency=0.5",
+                              "model.intermediate=1000", "model.expert_bytes=1000000",
+                              "model.dense_params=1e9", "model.attention_flops_per_kv=1e6",
+                              "model.kv_bytes_per_token=1000", "compute.kv_length=100"});
+  const StepCost cost = CostOf(s);
+  // H800: 1,979 TFLOPS FP8, 3,350 GB/s; both at half. GPU 1 is the straggler: 10 assignments to
+  // two loaded experts. Its GEMMs are 6 × 1000 × 1000 × 10 FLOPs (60 ns at 989.5 TFLOPS), its
+  // bytes 2 experts × 1e6 + 10 × 1000 × (2 in + 2 out): memory-bound.
+  const double hbm = 3350e9 * 0.5;
+  const double moe = (2 * 1e6 + 10 * 1000.0 * 4) / hbm;
+  EXPECT_LT(6.0 * 1000 * 1000 * 10 / (1979e12 * 0.5), moe);
+  // 16 tokens over 2 GPUs: 8 each. Dense GEMMs 2 × 1e9 × 8 FLOPs = 16.2 µs at FP8, attention
+  // 1e6 × 100 × 8 = 1.6 µs at BF16, against 1e9 weight bytes + 8 × 100 × 1000 / 128 of KV cache
+  // read (prefill: once per 128-query tile) = 597 µs: memory-bound too.
+  const double attention = (1e9 + 8 * 100 * 1000.0 / 128) / hbm;
+  EXPECT_NEAR(cost.compute_s, attention + 10e-6 + moe, 1e-12 * cost.compute_s);
+  // In decode each token reads its own cache: 8 × 100 × 1000 bytes.
+  const StepCost decode = CostOf(TwoGpus(
+      {"compute.model=roofline", "compute.gpu=H800", "compute.flops_efficiency=0.5",
+       "compute.hbm_efficiency=0.5", "model.intermediate=1000", "model.expert_bytes=1000000",
+       "model.dense_params=1e9", "model.attention_flops_per_kv=1e6",
+       "model.kv_bytes_per_token=1000", "compute.kv_length=100", "compute.stage=decode"}));
+  EXPECT_NEAR(decode.compute_s - cost.compute_s, 8 * 100 * 1000.0 * (1 - 1.0 / 128) / hbm, 1e-15);
+}
+
+TEST(RooflineStepModel, ComputeBoundWhenTokensOutweighTheWeights) {
+  StepModel model(TwoGpus({"compute.model=roofline", "compute.gpu=B200"}));
+  // 100,000 assignments on one expert: 1.2 PFLOP against 0.44 GB, at B200 peaks.
+  const double tokens = 1e5;
+  const double flops = 6.0 * 1000 * 2048 * tokens / (4500e12 * 0.6);
+  EXPECT_DOUBLE_EQ(model.RooflineMoe(tokens, 1), flops);
+  // Doubling the tokens doubles a compute-bound layer; a memory-bound one barely moves.
+  EXPECT_DOUBLE_EQ(model.RooflineMoe(2 * tokens, 1), 2 * flops);
+  EXPECT_LT(model.RooflineMoe(2, 1), 1.01 * model.RooflineMoe(1, 1));
+}
+
+TEST(TwoMicroBatches, OverlapCommunicationWithComputeByHand) {
+  // Per micro-batch: attention 100/2 = 50 µs, the layer 10 + 0.5 × 10 / 2 = 12.5 µs, so
+  // c = 62.5 µs; dispatch 2 µs + 5,000 bytes at 1 GB/s = 7 µs and combine 7 µs: m = 14 µs.
+  // step = 2 · max(c, m) + min(c, m) = 139 µs, of which compute is 2c = 125 µs.
+  const StepCost hidden = CostOf(TwoGpus({"compute.micro_batches=2"}));
+  EXPECT_DOUBLE_EQ(hidden.compute_s, 125e-6);
+  EXPECT_NEAR(hidden.total_s(), 139e-6, 1e-15);
+  EXPECT_NEAR(hidden.dispatch_s, 7e-6, 1e-15);
+  EXPECT_NEAR(hidden.combine_s, 7e-6, 1e-15);
+  EXPECT_NEAR(hidden.dispatch_hidden_s, 2 * 7e-6 - 7e-6, 1e-15);
+  // Communication-bound: NVLink at 0.01 GB/s makes each phase 2 + 500 µs, m = 1,004 µs, and
+  // step = 2 × 1,004 + 62.5 µs: compute hides nothing but the first layer's fill.
+  const StepCost bound = CostOf(
+      TwoGpus({"compute.micro_batches=2", "cluster.nvlink={bandwidth_gbps: 0.01, latency_us: 2}"}));
+  EXPECT_NEAR(bound.total_s(), 2 * 1004e-6 + 62.5e-6, 1e-12);
+  EXPECT_NEAR(bound.dispatch_s + bound.combine_s, bound.total_s() - 125e-6, 1e-12);
+  // One micro-batch pays for everything in turn: 100 + 10 + 5 + 2 × 12 µs.
+  EXPECT_NEAR(CostOf(TwoGpus()).total_s(), 139e-6, 1e-15);
+}
+
+TEST(AllToAllModes, CombineCarriesItsOwnBytesPerElement) {
+  // BF16 combine after FP8 dispatch: combine's ports carry twice dispatch's bytes.
+  const Scenario s = TwoGpus({"model.activation_bytes=1", "model.combine_bytes=2"});
+  const StepCost cost = CostOf(s);
+  EXPECT_DOUBLE_EQ(cost.combine_bytes_ratio, 2);
+  StepModel model(s);
+  const auto dispatch = model.AllToAllFlows(cost, false), combine = model.AllToAllFlows(cost, true);
+  double d = 0, c = 0;
+  for (const auto& f : dispatch) d += f.bytes;
+  for (const auto& f : combine) c += f.bytes;
+  EXPECT_DOUBLE_EQ(c, 2 * d);
+  EXPECT_GT(cost.combine_s, cost.dispatch_s);
+}
+
+TEST(AllToAllModes, NormalKernelsSendATokenOncePerGpuItReaches) {
+  // One node of 8 GPUs, 256 experts, top-8, uniform: a token reaches a GPU with probability
+  // 1 − (7/8)^8, and 7/8 of what a GPU receives comes over NVLink from its peers.
+  auto s = ParseScenario(
+      "", "t",
+      {"cluster.nodes=1", "model.groups=1", "model.topk_groups=0", "eplb.num_redundant_experts=0",
+       "model.layers=1", "compute.all_to_all=normal"});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  LoadMatrix load(1, 256);
+  const double tokens = 8 * 4096;
+  load.setConstant(tokens * 8 / 256);
+  StepModel model(*s);
+  StepCost cost;
+  model.Cost(load, *Placement::Initial(1, 256, 256), cost);
+  const double reach = 1 - std::pow(7.0 / 8, 8), token_bytes = 7168 * (1 + 4.0 / 128);
+  for (int g = 0; g < 8; ++g) {
+    EXPECT_NEAR(cost.recv[0][g], tokens * reach * 7 / 8 * token_bytes, 1e-6 * cost.recv[0][g]);
+    EXPECT_NEAR(cost.send[0][g], cost.recv[0][g], 1e-6 * cost.recv[0][g]);
+    EXPECT_EQ(cost.recv[1][g], 0);
+  }
+  EXPECT_NEAR(cost.counted_nvlink_bytes, tokens * reach * token_bytes, 1e-6 * tokens);
+  // The phase runs at the normal kernels' share of NVLink.
+  EXPECT_NEAR(cost.dispatch_s, 3e-6 + cost.recv[0][0] / (450e9 * 0.8 * 0.85),
+              1e-9 * cost.dispatch_s);
 }
 
 }  // namespace

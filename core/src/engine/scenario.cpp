@@ -1,14 +1,59 @@
 #include "eplb/engine/scenario.h"
 
 #include <algorithm>
+#include <array>
 #include <utility>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "eplb/base/file_io.h"
 
 namespace eplb {
+
+namespace {
+
+// The names of an enum's values, in the order of the values.
+template <typename E, size_t N>
+struct NameTable {
+  const char* field;
+  std::array<const char*, N> names;
+  const char* Name(E value) const { return names[static_cast<size_t>(value)]; }
+  Result<E> Parse(const std::string& name) const {
+    for (size_t i = 0; i < N; ++i) {
+      if (name == names[i]) return static_cast<E>(i);
+    }
+    return Status::InvalidArgument(
+        fmt::format("{} is '{}'; valid values: {}", field, name, fmt::join(names, ", ")));
+  }
+};
+
+constexpr NameTable<ComputeModel, 2> kComputeModels{"compute.model", {"simple", "roofline"}};
+constexpr NameTable<AllToAllMode, 3> kAllToAllModes{"compute.all_to_all",
+                                                    {"bulk", "normal", "low-latency"}};
+constexpr NameTable<InferenceStage, 2> kStages{"compute.stage", {"prefill", "decode"}};
+
+}  // namespace
+
+const char* ComputeModelName(ComputeModel m) {
+  return kComputeModels.Name(m);
+}
+const char* AllToAllModeName(AllToAllMode m) {
+  return kAllToAllModes.Name(m);
+}
+const char* InferenceStageName(InferenceStage s) {
+  return kStages.Name(s);
+}
+Result<ComputeModel> ParseComputeModel(const std::string& n) {
+  return kComputeModels.Parse(n);
+}
+Result<AllToAllMode> ParseAllToAllMode(const std::string& n) {
+  return kAllToAllModes.Parse(n);
+}
+Result<InferenceStage> ParseInferenceStage(const std::string& n) {
+  return kStages.Parse(n);
+}
 
 Topology Scenario::topology() const {
   TopologyConfig c;

@@ -1,20 +1,53 @@
 #include "eplb/engine/step_model.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace eplb {
+
+namespace {
+
+// FlashAttention reads a sequence's cache once per tile of this many query tokens in prefill.
+constexpr double kPrefillQueriesPerKvRead = 128;
+// FP8 activations travel with one float scale per 128 elements (DeepEP, DeepSeek-V3).
+constexpr double kFp8ScaleBytesPerElement = 4.0 / 128;
+
+}  // namespace
 
 StepModel::StepModel(const Scenario& s)
     : topology_(s.topology()),
       compute_(s.compute),
-      layers_(s.model.layers),
-      bytes_per_assignment_(static_cast<double>(s.model.hidden) * s.model.activation_bytes) {}
-
-double StepModel::PhaseLatency(LinkClass link) const {
-  return layers_ * topology_.link(link).latency_s;
+      shape_(s.model),
+      gpu_(FindGpuPreset(s.compute.gpu)),
+      layers_(s.model.layers) {
+  const double hidden = s.model.hidden;
+  const int combine = s.model.combine_bytes > 0 ? s.model.combine_bytes : s.model.activation_bytes;
+  dispatch_bytes_per_token_ = hidden * s.model.activation_bytes;
+  if (compute_.all_to_all != AllToAllMode::kBulk && s.model.activation_bytes == 1) {
+    dispatch_bytes_per_token_ += hidden * kFp8ScaleBytesPerElement;
+  }
+  combine_bytes_per_token_ = hidden * combine;
+  shape_.combine_bytes = combine;
 }
 
-double StepModel::PhaseTime(const StepCost& cost) const {
+double StepModel::PhaseLatency(LinkClass link) const {
+  return compute_.micro_batches * layers_ * topology_.link(link).latency_s;
+}
+
+double StepModel::PhaseOverhead() const {
+  if (compute_.all_to_all != AllToAllMode::kLowLatency) return 0;
+  return compute_.micro_batches * layers_ * compute_.low_latency_overhead_us * 1e-6;
+}
+
+double StepModel::PhaseBandwidth(LinkClass link) const {
+  const double bw = topology_.link(link).bandwidth_bytes_per_s;
+  if (link == LinkClass::kNvlink && compute_.all_to_all == AllToAllMode::kNormal) {
+    return bw * compute_.normal_nvlink_efficiency;
+  }
+  return bw;
+}
+
+double StepModel::PhaseTime(const StepCost& cost, double scale) const {
   double phase = 0;
   for (int c = 0; c < kNumLinkClasses; ++c) {
     const auto link = static_cast<LinkClass>(c);
@@ -22,42 +55,85 @@ double StepModel::PhaseTime(const StepCost& cost) const {
     for (size_t g = 0; g < cost.send[c].size(); ++g)
       busiest = std::max({busiest, cost.send[c][g], cost.recv[c][g]});
     if (busiest > 0)
-      phase = std::max(phase,
-                       PhaseLatency(link) + busiest / topology_.link(link).bandwidth_bytes_per_s);
+      phase = std::max(
+          phase, layers_ * topology_.link(link).latency_s + busiest * scale / PhaseBandwidth(link));
   }
-  return phase;
+  return phase > 0 ? phase + PhaseOverhead() / compute_.micro_batches : 0.0;
+}
+
+double StepModel::RooflineMoe(double tokens, int loaded_experts) const {
+  const double flops = 6.0 * shape_.hidden * shape_.intermediate * tokens;
+  const double bytes =
+      static_cast<double>(loaded_experts) * static_cast<double>(shape_.expert_bytes) +
+      tokens * shape_.hidden * (shape_.activation_bytes + shape_.combine_bytes);
+  return std::max(flops / (PeakFlops(*gpu_, compute_.gemm_bytes) * compute_.flops_efficiency),
+                  bytes / (gpu_->hbm_gbps * 1e9 * compute_.hbm_efficiency));
+}
+
+double StepModel::RooflineAttention(double tokens) const {
+  const double fe = compute_.flops_efficiency;
+  const double gemm =
+      2.0 * shape_.dense_params * tokens / (PeakFlops(*gpu_, compute_.gemm_bytes) * fe);
+  const double attention =
+      shape_.attention_flops_per_kv * compute_.kv_length * tokens / (PeakFlops(*gpu_, 2) * fe);
+  const double kv_reuse = compute_.stage == InferenceStage::kDecode ? 1 : kPrefillQueriesPerKvRead;
+  const double bytes = shape_.dense_params * compute_.gemm_bytes +
+                       tokens * compute_.kv_length * shape_.kv_bytes_per_token / kv_reuse;
+  return std::max(gemm + attention, bytes / (gpu_->hbm_gbps * 1e9 * compute_.hbm_efficiency));
 }
 
 void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCost& out) {
   const int G = topology_.num_ranks(), gpn = topology_.gpus_per_node(),
-            per = topology_.slots_per_gpu();
-  double moe = 0, sum_mean = 0, sum_max = 0, imbalance = 0, all_tokens = 0;
+            per = topology_.slots_per_gpu(), nodes = topology_.nodes();
+  const bool roofline = compute_.model == ComputeModel::kRoofline;
+  const bool normal = compute_.all_to_all == AllToAllMode::kNormal;
+  const double mb = compute_.micro_batches, mb_share = 1.0 / mb;
+  double sum_mean = 0, sum_max = 0, imbalance = 0, all_tokens = 0;
   int loaded_layers = 0;
-  // Over all layers: each GPU's tokens and each node's. The port bytes are linear in them, so
-  // they are formed once per step instead of once per layer.
+  // Over all layers: each GPU's tokens and each node's. The port bytes of the bulk and
+  // low-latency modes are linear in them, so they are formed once per step instead of per layer.
   std::vector<double>& gpu_sum = out.recv[0];
   gpu_sum.assign(static_cast<size_t>(G), 0.0);
-  node_tokens_.assign(static_cast<size_t>(topology_.nodes()), 0.0);
+  node_tokens_.assign(static_cast<size_t>(nodes), 0.0);
+  if (normal) {
+    for (auto* v : {&out.send[0], &out.send[1], &out.recv[1]})
+      v->assign(static_cast<size_t>(G), 0.0);
+    gpu_layer_.resize(static_cast<size_t>(G));
+    node_layer_.resize(static_cast<size_t>(nodes));
+  }
+  std::vector<double> nvlink_counted(normal ? static_cast<size_t>(G) : 0, 0.0),
+      normal_nvlink_recv(normal ? static_cast<size_t>(G) : 0, 0.0);
+  double rdma_counted = 0;
   const int E = placement.num_experts();
   expert_share_.resize(static_cast<size_t>(E));
-  out.layer_mean.resize(static_cast<size_t>(placement.num_layers()));
-  out.layer_max.resize(static_cast<size_t>(placement.num_layers()));
-  for (int l = 0; l < placement.num_layers(); ++l) {
+  const int L = placement.num_layers();
+  out.layer_mean.resize(static_cast<size_t>(L));
+  out.layer_max.resize(static_cast<size_t>(L));
+  layer_compute_.resize(static_cast<size_t>(L));
+  for (int l = 0; l < L; ++l) {
     const auto row = placement.phy2log(l);
     // Each replica takes an equal share of its expert's tokens: one division per expert, not per
     // slot (the same quotients, so the same sums).
     for (int e = 0; e < E; ++e) expert_share_[e] = load(l, e) / placement.logcnt(l, e);
-    double total = 0, max = 0;
+    double total = 0, max = 0, slowest = 0;
     for (int g = 0; g < G; ++g) {
       double t = 0;
+      int loaded = 0;
       for (int s = g * per; s < (g + 1) * per; ++s) {
-        if (row[s] != kEmptySlot) t += expert_share_[row[s]];
+        if (row[s] != kEmptySlot) {
+          t += expert_share_[row[s]];
+          loaded += expert_share_[row[s]] > 0;
+        }
       }
       gpu_sum[g] += t;
       total += t;
       max = std::max(max, t);
+      if (roofline) slowest = std::max(slowest, RooflineMoe(t * mb_share, loaded));
+      if (normal) gpu_layer_[g] = t;
     }
-    moe += compute_.layer_fixed_us * 1e-6 + compute_.per_token_us * 1e-6 * max;
+    layer_compute_[l] =
+        roofline ? compute_.layer_fixed_us * 1e-6 + slowest
+                 : compute_.layer_fixed_us * 1e-6 + compute_.per_token_us * 1e-6 * max * mb_share;
     all_tokens += total;
     const double mean = total / G;
     out.layer_mean[static_cast<size_t>(l)] = mean;
@@ -68,19 +144,91 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
       imbalance += (max - mean) / mean;
       ++loaded_layers;
     }
+    if (!normal || total <= 0) continue;
+    // DeepEP's normal kernels: per remote node reached, one RDMA copy to the GPU of the same
+    // rail, which forwards over NVLink to each GPU reached there (see the header).
+    const double k = shape_.top_k, tokens = total / k, per_source = tokens / G;
+    std::fill(node_layer_.begin(), node_layer_.end(), 0.0);
+    for (int g = 0; g < G; ++g) node_layer_[topology_.node_of_rank(g)] += gpu_layer_[g];
+    double nodes_reached = 0;
+    for (double& h : node_layer_) {
+      h = 1 - std::pow(1 - h / total, k);
+      nodes_reached += h;
+    }
+    if (shape_.topk_groups > 0 && shape_.topk_groups < shape_.groups) {
+      const double cap = shape_.topk_groups * std::ceil(double(nodes) / shape_.groups);
+      if (nodes_reached > cap) {
+        for (double& h : node_layer_) h *= cap / nodes_reached;
+        nodes_reached = cap;
+      }
+    }
+    for (int g = 0; g < G; ++g) gpu_layer_[g] = 1 - std::pow(1 - gpu_layer_[g] / total, k);
+    rdma_counted += per_source * nodes_reached * dispatch_bytes_per_token_;
+    for (int n = 0; n < nodes; ++n) {
+      double node_reached = 0;
+      for (int g = n * gpn; g < (n + 1) * gpn; ++g) node_reached += gpu_layer_[g];
+      const double h = node_layer_[static_cast<size_t>(n)];
+      for (int g = n * gpn; g < (n + 1) * gpn; ++g) {
+        const double d = gpu_layer_[g], b = dispatch_bytes_per_token_;
+        out.send[1][g] += per_source * (nodes_reached - h) * b;
+        out.recv[1][g] += (nodes - 1) * per_source * h * b;
+        out.send[0][g] += tokens * (node_reached - d) / gpn * b;
+        normal_nvlink_recv[g] += tokens * d * (gpn - 1) / gpn * b;
+        nvlink_counted[g] += tokens * d * b;
+      }
+    }
   }
-  for (int g = 0; g < G; ++g) node_tokens_[topology_.node_of_rank(g)] += gpu_sum[g];
-  for (auto* v : {&out.send[0], &out.send[1], &out.recv[1]}) v->resize(static_cast<size_t>(G));
-  const double per_assignment = bytes_per_assignment_ / G;
-  for (int g = 0; g < G; ++g) {
-    const double t = gpu_sum[g], node = node_tokens_[topology_.node_of_rank(g)];
-    out.recv[1][g] = t * (G - gpn) * per_assignment;
-    out.send[0][g] = (node - t) * per_assignment;
-    out.send[1][g] = (all_tokens - node) * per_assignment;
-    out.recv[0][g] = t * (gpn - 1) * per_assignment;  // last: gpu_sum is this vector
+  if (normal) {
+    gpu_sum = normal_nvlink_recv;
+    out.counted_rdma_bytes = nodes > 1 ? rdma_counted : 0;
+    out.counted_nvlink_bytes = *std::max_element(nvlink_counted.begin(), nvlink_counted.end());
+  } else {
+    for (int g = 0; g < G; ++g) node_tokens_[topology_.node_of_rank(g)] += gpu_sum[g];
+    for (auto* v : {&out.send[0], &out.send[1], &out.recv[1]}) v->resize(static_cast<size_t>(G));
+    const double per_assignment = dispatch_bytes_per_token_ / G;
+    for (int g = 0; g < G; ++g) {
+      const double t = gpu_sum[g], node = node_tokens_[topology_.node_of_rank(g)];
+      out.recv[1][g] = t * (G - gpn) * per_assignment;
+      out.send[0][g] = (node - t) * per_assignment;
+      out.send[1][g] = (all_tokens - node) * per_assignment;
+      out.recv[0][g] = t * (gpn - 1) * per_assignment;  // last: gpu_sum is this vector
+    }
+    // Every GPU sends its 1/G of the step's assignments, one message each.
+    out.counted_rdma_bytes = out.counted_nvlink_bytes = all_tokens / G * dispatch_bytes_per_token_;
   }
-  out.compute_s = compute_.attention_us * 1e-6 + moe;
-  out.dispatch_s = out.combine_s = PhaseTime(out);
+  out.combine_bytes_ratio = combine_bytes_per_token_ / dispatch_bytes_per_token_;
+
+  const double step_tokens = L > 0 ? all_tokens / (L * double(shape_.top_k)) : 0;
+  const double attention = roofline ? RooflineAttention(step_tokens / G * mb_share)
+                                    : compute_.attention_us * 1e-6 * mb_share;
+  const double dispatch = PhaseTime(out, mb_share);
+  const double combine = PhaseTime(out, mb_share * out.combine_bytes_ratio);
+  if (compute_.micro_batches == 1) {
+    double moe = 0;
+    for (double c : layer_compute_) moe += c;
+    out.compute_s = attention + moe;
+    out.dispatch_s = dispatch;
+    out.combine_s = combine;
+    out.dispatch_hidden_s = out.combine_hidden_s = out.overlap_fill_s = 0;
+  } else {
+    // Two micro-batches: in each layer one computes while the other communicates.
+    const double comm = L > 0 ? (dispatch + combine) / L : 0;
+    double compute = 0, step = 0;
+    out.overlap_fill_s = 0;
+    for (int l = 0; l < L; ++l) {
+      const double c = attention / L + layer_compute_[static_cast<size_t>(l)];
+      compute += mb * c;
+      step += mb * std::max(c, comm);
+      if (l == 0) out.overlap_fill_s = std::min(c, comm);
+    }
+    step += out.overlap_fill_s;
+    const double exposed = std::max(0.0, step - compute);
+    out.compute_s = compute;
+    out.dispatch_s = dispatch + combine > 0 ? exposed * dispatch / (dispatch + combine) : 0;
+    out.combine_s = exposed - out.dispatch_s;
+    out.dispatch_hidden_s = mb * dispatch - out.dispatch_s;
+    out.combine_hidden_s = mb * combine - out.combine_s;
+  }
   out.balancedness = sum_max > 0 ? sum_mean / sum_max : 1.0;
   out.imbalance_ratio = loaded_layers > 0 ? imbalance / loaded_layers : 0.0;
 }
@@ -89,12 +237,16 @@ std::vector<PhaseFlow> StepModel::AllToAllFlows(const StepCost& cost, bool combi
   std::vector<PhaseFlow> flows;
   for (int c = 0; c < kNumLinkClasses; ++c) {
     const auto link = static_cast<LinkClass>(c);
+    // Where the kernels run below the link's bandwidth, a flow carries the bytes that take as
+    // long at the link's own.
+    const double scale = (combine ? cost.combine_bytes_ratio : 1.0) *
+                         (topology_.link(link).bandwidth_bytes_per_s / PhaseBandwidth(link));
     const auto& out = combine ? cost.recv[c] : cost.send[c];
     const auto& in = combine ? cost.send[c] : cost.recv[c];
     for (size_t g = 0; g < out.size(); ++g) {
       const int rank = static_cast<int>(g);
-      if (out[g] > 0) flows.push_back({rank, link, true, out[g]});
-      if (in[g] > 0) flows.push_back({rank, link, false, in[g]});
+      if (out[g] > 0) flows.push_back({rank, link, true, out[g] * scale});
+      if (in[g] > 0) flows.push_back({rank, link, false, in[g] * scale});
     }
   }
   return flows;

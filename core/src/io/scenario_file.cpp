@@ -1,6 +1,7 @@
 #include "eplb/io/scenario_file.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -11,6 +12,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "eplb/engine/hardware.h"
 #include "eplb/formats/load_file.h"
 #include "eplb/policy/policy.h"
 
@@ -474,6 +476,12 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
     m.Int("hidden", s.model.hidden, 1, 1 << 20);
     m.Int64("expert_bytes", s.model.expert_bytes, 1, kMaxExpertBytes);
     m.Int("activation_bytes", s.model.activation_bytes, 1, 8);
+    m.Int("combine_bytes", s.model.combine_bytes, 0, 8);
+    m.Int("topk_groups", s.model.topk_groups, 0, kMaxExperts);
+    m.Int("intermediate", s.model.intermediate, 1, 1 << 24);
+    m.Double("dense_params", s.model.dense_params, 0, 1e15);
+    m.Double("kv_bytes_per_token", s.model.kv_bytes_per_token, 0, 1e12);
+    m.Double("attention_flops_per_kv", s.model.attention_flops_per_kv, 0, 1e15);
     m.Finish();
   }
   {
@@ -490,9 +498,26 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
   }
   {
     MapReader c = top.Sub("compute");
-    c.Double("attention_us", s.compute.attention_us, 0, kMaxMicroseconds);
-    c.Double("layer_fixed_us", s.compute.layer_fixed_us, 0, kMaxMicroseconds);
-    c.Double("per_token_us", s.compute.per_token_us, 0, 1000);
+    ComputeSpec& k = s.compute;
+    std::string model = ComputeModelName(k.model), a2a = AllToAllModeName(k.all_to_all),
+                stage = InferenceStageName(k.stage);
+    c.String("model", model, {"simple", "roofline"});
+    k.model = *ParseComputeModel(model);
+    c.Double("attention_us", k.attention_us, 0, kMaxMicroseconds);
+    c.Double("layer_fixed_us", k.layer_fixed_us, 0, kMaxMicroseconds);
+    c.Double("per_token_us", k.per_token_us, 0, 1000);
+    c.String("gpu", k.gpu, GpuPresetNames());
+    c.Double("flops_efficiency", k.flops_efficiency, 0, 1, true);
+    c.Double("hbm_efficiency", k.hbm_efficiency, 0, 1, true);
+    c.Int("gemm_bytes", k.gemm_bytes, 1, 2);
+    c.String("stage", stage, {"prefill", "decode"});
+    k.stage = *ParseInferenceStage(stage);
+    c.Double("kv_length", k.kv_length, 0, 1e9);
+    c.String("all_to_all", a2a, {"bulk", "normal", "low-latency"});
+    k.all_to_all = *ParseAllToAllMode(a2a);
+    c.Int("micro_batches", k.micro_batches, 1, 2);
+    c.Double("normal_nvlink_efficiency", k.normal_nvlink_efficiency, 0, 1, true);
+    c.Double("low_latency_overhead_us", k.low_latency_overhead_us, 0, kMaxMicroseconds);
     c.Finish();
   }
   {
@@ -580,6 +605,12 @@ namespace {
 // A real as its shortest text that reads back to the same double ("0.8", not yaml-cpp's
 // "0.80000000000000004"), so a resolved scenario reads as it was written.
 std::string Shortest(double value) {
+  // fmt writes 1.56e10 as "15600000000"; large counts read better with their exponent.
+  if (std::fabs(value) >= 1e9) {
+    char buf[64];
+    const auto r = std::to_chars(buf, buf + sizeof buf, value, std::chars_format::scientific);
+    return std::string(buf, r.ptr);
+  }
   return fmt::format("{}", value);
 }
 
@@ -601,7 +632,13 @@ std::string ScenarioToYaml(const Scenario& s) {
       << YAML::Key << "top_k" << YAML::Value << s.model.top_k << YAML::Key << "hidden"
       << YAML::Value << s.model.hidden << YAML::Key << "expert_bytes" << YAML::Value
       << static_cast<long long>(s.model.expert_bytes) << YAML::Key << "activation_bytes"
-      << YAML::Value << s.model.activation_bytes << YAML::EndMap;
+      << YAML::Value << s.model.activation_bytes << YAML::Key << "combine_bytes" << YAML::Value
+      << s.model.combine_bytes << YAML::Key << "topk_groups" << YAML::Value << s.model.topk_groups
+      << YAML::Key << "intermediate" << YAML::Value << s.model.intermediate << YAML::Key
+      << "dense_params" << YAML::Value << Shortest(s.model.dense_params) << YAML::Key
+      << "kv_bytes_per_token" << YAML::Value << Shortest(s.model.kv_bytes_per_token) << YAML::Key
+      << "attention_flops_per_kv" << YAML::Value << Shortest(s.model.attention_flops_per_kv)
+      << YAML::EndMap;
   out << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "nodes" << YAML::Value << s.cluster.nodes << YAML::Key << "gpus_per_node"
       << YAML::Value << s.cluster.gpus_per_node;
@@ -611,10 +648,21 @@ std::string ScenarioToYaml(const Scenario& s) {
       << "hbm_gbps" << YAML::Value << Shortest(s.cluster.hbm_gbps) << YAML::Key << "nvswitch_gbps"
       << YAML::Value << Shortest(s.cluster.nvswitch_gbps) << YAML::Key << "fabric_oversubscription"
       << YAML::Value << Shortest(s.cluster.fabric_oversubscription) << YAML::EndMap;
-  out << YAML::Key << "compute" << YAML::Value << YAML::BeginMap << YAML::Key << "attention_us"
-      << YAML::Value << Shortest(s.compute.attention_us) << YAML::Key << "layer_fixed_us"
-      << YAML::Value << Shortest(s.compute.layer_fixed_us) << YAML::Key << "per_token_us"
-      << YAML::Value << Shortest(s.compute.per_token_us) << YAML::EndMap;
+  const ComputeSpec& k = s.compute;
+  out << YAML::Key << "compute" << YAML::Value << YAML::BeginMap << YAML::Key << "model"
+      << YAML::Value << ComputeModelName(k.model) << YAML::Key << "attention_us" << YAML::Value
+      << Shortest(k.attention_us) << YAML::Key << "layer_fixed_us" << YAML::Value
+      << Shortest(k.layer_fixed_us) << YAML::Key << "per_token_us" << YAML::Value
+      << Shortest(k.per_token_us) << YAML::Key << "gpu" << YAML::Value << k.gpu << YAML::Key
+      << "flops_efficiency" << YAML::Value << Shortest(k.flops_efficiency) << YAML::Key
+      << "hbm_efficiency" << YAML::Value << Shortest(k.hbm_efficiency) << YAML::Key << "gemm_bytes"
+      << YAML::Value << k.gemm_bytes << YAML::Key << "stage" << YAML::Value
+      << InferenceStageName(k.stage) << YAML::Key << "kv_length" << YAML::Value
+      << Shortest(k.kv_length) << YAML::Key << "all_to_all" << YAML::Value
+      << AllToAllModeName(k.all_to_all) << YAML::Key << "micro_batches" << YAML::Value
+      << k.micro_batches << YAML::Key << "normal_nvlink_efficiency" << YAML::Value
+      << Shortest(k.normal_nvlink_efficiency) << YAML::Key << "low_latency_overhead_us"
+      << YAML::Value << Shortest(k.low_latency_overhead_us) << YAML::EndMap;
   out << YAML::Key << "workload" << YAML::Value << YAML::BeginMap << YAML::Key << "kind"
       << YAML::Value << s.workload.kind << YAML::Key << "tokens_per_step" << YAML::Value
       << s.workload.tokens_per_step << YAML::Key << "popularity" << YAML::Value

@@ -24,6 +24,17 @@ struct ModelSpec {
   int hidden = 7168;
   int64_t expert_bytes = 3LL * 7168 * 2048;  // DeepSeek-V3 FP8
   int activation_bytes = 1;                  // per hidden element in dispatch/combine (FP8)
+  // Bytes per hidden element in combine; 0: as activation_bytes (the simple step model's
+  // symmetric phases). DeepSeek and DeepEP combine in BF16 (2).
+  int combine_bytes = 0;
+  // Group-limited routing: a token's experts come from at most this many groups (DeepSeek-V3:
+  // 4 of 8); 0: no limit. Caps the nodes a token reaches in the normal all-to-all.
+  int topk_groups = 4;
+  // The roofline step model's shapes (DeepSeek-V3 defaults; step_model.h):
+  int intermediate = 2048;                // an expert's intermediate size (3 GEMMs: gate, up, down)
+  double dense_params = 15.6e9;           // parameters every token runs outside the routed experts
+  double kv_bytes_per_token = 70272;      // KV cache per token position over all layers
+  double attention_flops_per_kv = 5.0e6;  // attention FLOPs per query token per KV position
 };
 
 struct LinkConfig {
@@ -48,10 +59,35 @@ struct ClusterSpec {
 };
 
 // The time of one inference step (see step_model.h).
+enum class ComputeModel { kSimple, kRoofline };
+enum class AllToAllMode { kBulk, kNormal, kLowLatency };
+enum class InferenceStage { kPrefill, kDecode };
+const char* ComputeModelName(ComputeModel m);
+const char* AllToAllModeName(AllToAllMode m);
+const char* InferenceStageName(InferenceStage s);
+Result<ComputeModel> ParseComputeModel(const std::string& name);
+Result<AllToAllMode> ParseAllToAllMode(const std::string& name);
+Result<InferenceStage> ParseInferenceStage(const std::string& name);
+
 struct ComputeSpec {
+  ComputeModel model = ComputeModel::kSimple;
+  // simple: fixed times per step and layer, and per token.
   double attention_us = 20000;  // attention and dense layers, per step
-  double layer_fixed_us = 30;   // per MoE layer, on every GPU
+  double layer_fixed_us = 30;   // per MoE layer, on every GPU (both models)
   double per_token_us = 0.15;   // per token routed to one GPU's experts, per layer
+  // roofline: work priced from a GPU preset's peaks (engine/hardware.h) and the model's shapes.
+  std::string gpu = "H200";
+  double flops_efficiency = 0.6;  // achieved fraction of peak tensor-core FLOP/s
+  double hbm_efficiency = 0.8;    // achieved fraction of peak HBM bandwidth
+  int gemm_bytes = 1;             // bytes per GEMM input element (1: FP8, 2: BF16)
+  InferenceStage stage = InferenceStage::kPrefill;
+  double kv_length = 2048;  // mean KV positions each token attends to
+  // Both models: how dispatch and combine run, and whether two micro-batches overlap them with
+  // compute (DeepSeek's and SGLang's two-batch overlap).
+  AllToAllMode all_to_all = AllToAllMode::kBulk;
+  int micro_batches = 1;
+  double normal_nvlink_efficiency = 0.85;  // normal kernels' SM-driven NVLink copies
+  double low_latency_overhead_us = 30;     // low-latency kernels' fixed cost per phase
 };
 
 struct PhaseChange {

@@ -1,16 +1,43 @@
 // The cost of one inference step, from its load and the placement in force.
 //
-//   GPU tokens     t(l, g) = Σ over g's slots of load(l, e) / replicas(l, e)
-//   compute        attention + Σ_l (layer_fixed + per_token × max_g t(l, g)): every MoE layer
-//                  waits for its most loaded GPU (the straggler)
-//   dispatch       tokens are spread evenly over the GPUs (data-parallel attention), so GPU g
-//                  receives t(l, g)·(gpn−1)/G assignments over NVLink and t(l, g)·(G−gpn)/G over
-//                  its NIC, and sends Σ_{h on its node, h≠g} t(l, h)/G over NVLink and
-//                  Σ_{h on other nodes} t(l, h)/G over its NIC; each assignment carries
-//                  hidden × activation_bytes. Combine is the mirror image.
+//   GPU tokens     t(l, g) = Σ over g's slots of load(l, e) / replicas(l, e): token-expert
+//                  assignments; a step has T = Σ_e load(l, e) / top_k tokens, spread evenly over
+//                  the G GPUs (data-parallel attention)
+//   MoE layer      every MoE layer waits for its most loaded GPU (the straggler):
+//                    simple    layer_fixed + per_token × max_g t(l, g)
+//                    roofline  layer_fixed + max_g max(FLOPs_g / (peak × flops_eff),
+//                                                      bytes_g / (HBM × hbm_eff))
+//                              FLOPs_g = 6 · hidden · intermediate · t(l, g) (gate, up, down)
+//                              bytes_g = experts loaded on g × expert_bytes
+//                                        + t(l, g) · hidden · (activation_bytes + combine bytes)
+//   attention      simple: attention_us per step. roofline, per GPU with T/G tokens:
+//                    max((2 · dense_params · T/G) / (peak(gemm_bytes) · flops_eff)
+//                          + (attention_flops_per_kv · kv_length · T/G) / (peak(BF16) · flops_eff),
+//                        (dense_params · gemm_bytes + KV bytes read) / (HBM · hbm_eff))
+//                  KV bytes read: T/G · kv_length · kv_bytes_per_token in decode (each token
+//                  reads its sequence's cache), 1/128 of that in prefill (FlashAttention reads the
+//                  cache once per 128-query tile)
+//   dispatch       bytes per GPU port, by compute.all_to_all (combine is the mirror image, with
+//                  the combine bytes per element):
+//                    bulk         one message per assignment, hidden × activation_bytes
+//                    low-latency  the same messages, FP8 with its per-128-element float scales
+//                                 (DeepEP's low-latency kernels: each token straight to each
+//                                 expert's GPU, NVLink inside a node, RDMA between nodes)
+//                    normal       DeepEP's normal kernels: a token crosses RDMA once per remote
+//                                 node it reaches (to the GPU of the same rail), then NVLink to
+//                                 each GPU it reaches there; NVLink at normal_nvlink_efficiency
+//                  A token reaches GPU g with probability 1 − (1 − q_g)^top_k, q_g = g's share
+//                  of the layer's assignments (and likewise a node), the nodes reached capped by
+//                  group-limited routing (model.topk_groups).
 //   a2a phase      per link class: layers × latency + the busiest port's bytes / bandwidth; the
-//                  two classes overlap, so a phase lasts as long as the slower class
-//   step time      compute + dispatch + combine, on idle links
+//                  two classes overlap, so a phase lasts as long as the slower class, plus
+//                  layers × low_latency_overhead in low-latency mode
+//   step time      one micro-batch: attention + MoE + dispatch + combine. Two micro-batches
+//                  (compute.micro_batches 2): each has half the tokens (and reads the weights
+//                  again); one's dispatch and combine run while the other computes, so with c_l
+//                  a micro-batch's compute in layer l and m its dispatch + combine per layer,
+//                  step = Σ_l max(2·c_l, 2·m) + min(c_0, m) — the communication that shows is
+//                  what compute does not hide.
 //
 // On links shared with expert migrations the simulator plays each phase as one flow per GPU port
 // (AllToAllFlows) and the step lasts longer; on idle links it gives exactly the analytic time.
@@ -20,6 +47,7 @@
 
 #include <vector>
 
+#include "eplb/engine/hardware.h"
 #include "eplb/engine/scenario.h"
 #include "eplb/model/load.h"
 #include "eplb/model/placement.h"
@@ -37,14 +65,23 @@ struct PhaseFlow {
 };
 
 struct StepCost {
-  double compute_s = 0;
-  double dispatch_s = 0;
-  double combine_s = 0;
-  double balancedness = 1;                    // of this step's load under the placement (metrics.h)
-  double imbalance_ratio = 0;                 // likewise
+  double compute_s = 0;   // attention and MoE work (with two micro-batches, both of them)
+  double dispatch_s = 0;  // the dispatch time that compute does not hide
+  double combine_s = 0;   // likewise combine
+  // With two micro-batches, the communication time hidden behind compute, per phase.
+  double dispatch_hidden_s = 0, combine_hidden_s = 0;
+  double overlap_fill_s = 0;   // with two micro-batches, the compute no communication overlaps
+  double balancedness = 1;     // of this step's load under the placement (metrics.h)
+  double imbalance_ratio = 0;  // likewise
   std::vector<double> layer_mean, layer_max;  // per layer: mean and busiest GPU's tokens
-  // Per link class and rank, the bytes each GPU sends and receives in dispatch.
+  // Per link class and rank, the bytes each GPU sends and receives in dispatch, over the step.
   std::vector<double> send[kNumLinkClasses], recv[kNumLinkClasses];
+  double combine_bytes_ratio = 1;  // combine's bytes per dispatch byte
+  // The bytes DeepEP's benchmarks divide by a phase's time to print its "bottleneck bandwidth",
+  // for the busiest GPU (dispatch; combine's are these × combine_bytes_ratio): normal kernels
+  // count RDMA as tokens × nodes reached (the GPU's own node included) and NVLink as tokens
+  // received (its own included); low-latency kernels count every message.
+  double counted_rdma_bytes = 0, counted_nvlink_bytes = 0;
   double total_s() const { return compute_s + dispatch_s + combine_s; }
 };
 
@@ -60,19 +97,34 @@ class StepModel {
   // idle links the busiest port decides, which is exactly the analytic phase time.
   // `combine` swaps the roles of sends and receives.
   std::vector<PhaseFlow> AllToAllFlows(const StepCost& cost, bool combine) const;
-  // Layers × latency of `link`: the start-up cost of one phase on it.
+  // Micro-batches × layers × latency of `link`: the start-up cost of one phase on it.
   double PhaseLatency(LinkClass link) const;
+  // Micro-batches × layers × the mode's fixed cost per phase (low-latency kernels' overhead).
+  double PhaseOverhead() const;
+  // The bandwidth of `link` in a2a phases (the normal kernels' NVLink copies run below it).
+  double PhaseBandwidth(LinkClass link) const;
   const Topology& topology() const { return topology_; }
 
+  // The roofline's pieces, for one GPU: a MoE layer over `tokens` assignments to
+  // `loaded_experts` experts, and the attention and dense layers of `tokens` tokens.
+  double RooflineMoe(double tokens, int loaded_experts) const;
+  double RooflineAttention(double tokens) const;
+
  private:
-  double PhaseTime(const StepCost& cost) const;
+  // One micro-batch's dispatch phase, whose port bytes are `scale` × the step's.
+  double PhaseTime(const StepCost& cost, double scale) const;
+  void PortBytes(const LoadMatrix& load, const Placement& placement, StepCost& out);
 
   Topology topology_;
   ComputeSpec compute_;
+  ModelSpec shape_;
+  const GpuSpec* gpu_ = nullptr;
   int layers_;
-  double bytes_per_assignment_;
-  std::vector<double> node_tokens_;   // per node, over all layers
-  std::vector<double> expert_share_;  // load(l, e) / replicas of e, for the current layer
+  double dispatch_bytes_per_token_, combine_bytes_per_token_;
+  std::vector<double> node_tokens_;             // per node, over all layers
+  std::vector<double> expert_share_;            // load(l, e) / replicas of e, for the current layer
+  std::vector<double> layer_compute_;           // per layer: one micro-batch's compute
+  std::vector<double> gpu_layer_, node_layer_;  // the current layer's tokens per GPU and node
 };
 
 }  // namespace eplb

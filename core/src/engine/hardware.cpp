@@ -1,0 +1,47 @@
+#include "eplb/engine/hardware.h"
+
+#include <array>
+
+namespace eplb {
+
+namespace {
+
+// Sources, all dense figures (the datasheets print sparse FLOPs at twice these):
+// - H100 SXM5: NVIDIA H100 Tensor Core GPU datasheet — FP8 3,958 TFLOPS sparse (1,979 dense),
+//   BF16 1,979 sparse (989 dense), HBM3 3.35 TB/s, NVLink 900 GB/s; ConnectX-7 400 Gb/s per GPU
+//   in DGX H100.
+// - H800 SXM5: NVIDIA H800 product brief — the H100's SMs and HBM3 (same FLOPs, 3.35 TB/s) with
+//   NVLink cut to 400 GB/s; DeepSeek-V3 technical report §3.1: 8 × H800 per node over NVLink and
+//   NVSwitch, one 400 Gb/s InfiniBand CX7 NIC per GPU.
+// - H200 SXM: NVIDIA H200 datasheet — FP8 3,958 sparse, BF16 1,979 sparse (the H100's SMs),
+//   HBM3e 4.8 TB/s, NVLink 900 GB/s; 400 Gb/s per GPU in HGX H200 reference systems.
+// - B200 (HGX B200, per GPU): NVIDIA DGX B200 datasheet — FP8 72 PFLOPS sparse for 8 GPUs
+//   (4.5 dense per GPU), BF16 2.25 dense per GPU, HBM3e 8 TB/s, NVLink 5 1.8 TB/s; eight
+//   ConnectX-7 400 Gb/s ports for compute traffic.
+constexpr std::array<GpuSpec, 4> kPresets = {{
+    {"H800", 1979, 989, 3350, 200, 50, "NVIDIA H800 product brief; DeepSeek-V3 report §3.1"},
+    {"H100", 1979, 989, 3350, 450, 50, "NVIDIA H100 Tensor Core GPU datasheet (SXM5)"},
+    {"H200", 1979, 989, 4800, 450, 50, "NVIDIA H200 Tensor Core GPU datasheet (SXM)"},
+    {"B200", 4500, 2250, 8000, 900, 50, "NVIDIA DGX B200 datasheet (per GPU)"},
+}};
+
+}  // namespace
+
+const GpuSpec* FindGpuPreset(std::string_view name) {
+  for (const GpuSpec& g : kPresets) {
+    if (g.name == name) return &g;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> GpuPresetNames() {
+  std::vector<std::string> names;
+  for (const GpuSpec& g : kPresets) names.emplace_back(g.name);
+  return names;
+}
+
+double PeakFlops(const GpuSpec& gpu, int bytes_per_element) {
+  return (bytes_per_element <= 1 ? gpu.fp8_tflops : gpu.bf16_tflops) * 1e12;
+}
+
+}  // namespace eplb
