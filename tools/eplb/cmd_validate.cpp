@@ -98,7 +98,9 @@ int RunValidate(const DeviceArgs& a) {
 
 void AddValidateCommand(CLI::App& app, Action& action) {
   auto args = std::make_shared<DeviceArgs>();
+  auto published = std::make_shared<PublishedArgs>();
   CLI::App* sub = app.add_subcommand(kValidateName, kValidateAbout);
+  AddPublishedOptions(sub, *published);
   AddDeviceOptions(sub, *args, /*allow_mpi=*/false);  // validate runs in one process
   sub->add_option("--steps", args->steps,
                   "Steps of the device run (default: through the first rearrangement)")
@@ -106,7 +108,12 @@ void AddValidateCommand(CLI::App& app, Action& action) {
   sub->add_option("--out", args->out,
                   "Folder to write: measured/, simulated/, validation.json, validation.txt "
                   "(default: runs/<scenario>-validate)");
-  sub->callback([&action, args] { action = [args] { return RunValidate(*args); }; });
+  sub->callback([&action, args, published] {
+    published->out = args->out;
+    action = [args, published] {
+      return published->published ? RunPublished(*published) : RunValidate(*args);
+    };
+  });
 }
 
 }  // namespace eplb::cli

@@ -3,6 +3,8 @@
 // Which executable carries which command is the runner table in main.cpp.
 #pragma once
 
+#include <string>
+
 #include <CLI/CLI.hpp>
 
 #include "cli_util.h"
@@ -27,7 +29,20 @@ inline constexpr const char* kValidateName = "validate";
 inline constexpr const char* kValidateAbout =
     "Compare the simulator's transfer times with a short run of the same scenario on GPUs";
 
+// `validate --published`: the published figures against the simulator (cmd_published.cpp), in
+// eplb itself, since it needs neither a GPU nor SimGrid; eplb-validate takes the same flags.
+struct PublishedArgs {
+  bool published = false;
+  std::string figures;
+  std::string out;
+  bool json = false;
+};
+int RunPublished(const PublishedArgs& args);
+void AddPublishedOptions(CLI::App* command, PublishedArgs& args);
+
 // In eplb itself (the core alone).
+void AddA2aCommand(CLI::App& app, Action& action);
+void AddPublishedCommand(CLI::App& app, Action& action);
 void AddRebalanceCommand(CLI::App& app, Action& action);
 void AddPlanCommand(CLI::App& app, Action& action);
 void AddPoliciesCommand(CLI::App& app, Action& action);

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -44,8 +45,9 @@ constexpr std::string_view kNoValidate =
     "this eplb was built without the GPU backend or the SimGrid simulator, which validate both "
     "needs (CUDA under /usr/local/cuda and libsimgrid-dev; rebuild with both)";
 
-constexpr std::array<Runner, 8> kRunners = {{
+constexpr std::array<Runner, 9> kRunners = {{
     {"rebalance", "", "", ""},
+    {"a2a", "", "", ""},
     {"plan", "", "", ""},
     {"policies", "", "", ""},
     {cli::kRunName, "eplb-sim", cli::kRunAbout, kNoSim},
@@ -79,20 +81,33 @@ std::string FindExecutable(std::string_view name) {
       Status::Unavailable(fmt::format("cannot start {}: {}", path, std::strerror(errno)))));
 }
 
+// `validate --published` needs only the core: it runs here, with or without the GPU part.
+bool IsPublishedValidation(int argc, char** argv) {
+  if (argc < 2 || std::string_view(argv[1]) != cli::kValidateName) return false;
+  for (int i = 2; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--published") return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc >= 2) {
+  const bool published = IsPublishedValidation(argc, argv);
+  if (argc >= 2 && !published) {
     for (const Runner& r : kRunners) {
       if (!r.executable.empty() && argv[1] == r.command) Dispatch(r, argv);
     }
   }
-  constexpr std::array<eplb::cli::AddCommand, 3> here = {
-      eplb::cli::AddRebalanceCommand, eplb::cli::AddPlanCommand, eplb::cli::AddPoliciesCommand};
-  return eplb::cli::RunCommandLine(argc, argv, here, [](CLI::App& app) {
+  std::vector<eplb::cli::AddCommand> here = {
+      eplb::cli::AddRebalanceCommand, eplb::cli::AddPlanCommand, eplb::cli::AddPoliciesCommand,
+      eplb::cli::AddA2aCommand};
+  if (published) here.push_back(eplb::cli::AddPublishedCommand);
+  return eplb::cli::RunCommandLine(argc, argv, here, [published](CLI::App& app) {
     // The other parts' commands, listed in --help; they never get here (Dispatch).
     for (const Runner& r : kRunners) {
-      if (!r.executable.empty()) app.add_subcommand(std::string(r.command), std::string(r.about));
+      if (r.executable.empty() || (published && r.command == cli::kValidateName)) continue;
+      app.add_subcommand(std::string(r.command), std::string(r.about));
     }
   });
 }

@@ -1,0 +1,66 @@
+// Published measurements, and the simulator's numbers for the same set-ups: what
+// `eplb validate --published` prints. A figures file (scenarios/published/figures.yaml) lists
+// each figure with its source, the scenario that describes its set-up (a shared scenario per GPU
+// type, with `set:` settings for the figure's shape: nodes, tokens, stage) and what to measure,
+// so that every figure is simulated with that GPU type's one parameter set.
+//
+// Measures (units as printed):
+//   dispatch_gbps, combine_gbps   one MoE layer's phase, DeepEP's "bottleneck bandwidth"
+//                                 (engine/all_to_all.h defines the counted bytes), GB/s
+//   dispatch_us, combine_us       the same phase's time, µs
+//   prefill_input_tokens_per_node_s   tokens a node takes in per second: the step's tokens per
+//                                 node / step time / (1 − cache_hit), since prompt tokens found in
+//                                 the KV cache cost no compute
+//   decode_output_tokens_per_node_s   the step's tokens (one per sequence) per node / step time
+//   decode_output_tokens_per_user_s   1 / step time
+// A serving figure's step time is the mean over 32 steps of the scenario's workload, after its
+// policy placed the experts by the 32 steps before (the engines run EPLB).
+//
+// Thread-safety: plain functions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "eplb/base/status.h"
+#include "eplb/engine/scenario.h"
+
+namespace eplb {
+
+struct PublishedFigure {
+  std::string id;
+  std::string figure;                  // what was measured, in words
+  std::string source;                  // where it was published
+  std::string scenario;                // the set-up, resolved against the figures file's folder
+  std::vector<std::string> overrides;  // key.path=value settings on top of it (`set:`)
+  std::string measure;
+  std::string unit;
+  double published = 0;
+  int tokens = 0;                             // a2a measures: tokens per GPU
+  AllToAllMode mode = AllToAllMode::kNormal;  // a2a measures
+  double cache_hit = 0;                       // prefill: share of input tokens from the cache
+  std::string note;  // what the model leaves out that this figure depends on, if anything
+};
+
+struct FigureResult {
+  PublishedFigure figure;
+  double simulated = 0;
+  double error_pct = 0;  // 100 × (simulated − published) / published
+};
+
+// Reads a figures file; errors name the file, line, field and what is valid.
+Result<std::vector<PublishedFigure>> LoadPublishedFigures(const std::string& path);
+// The same for a figures file's `text`, named `path` in errors; scenarios resolve beside it.
+Result<std::vector<PublishedFigure>> ParsePublishedFigures(const std::string& text,
+                                                           const std::string& path);
+// Simulates one figure.
+Result<FigureResult> EvaluateFigure(const PublishedFigure& figure);
+// The table: figure, source, published, simulated, error %, and the notes below it.
+std::string PublishedTable(const std::vector<FigureResult>& results);
+// published.json: {"tool", "format_version", "figures": [{id, figure, source, scenario,
+// measure, unit, published, simulated, error_pct, note}], "mean_abs_error_pct", "within_15pct"}.
+nlohmann::ordered_json PublishedJson(const std::vector<FigureResult>& results);
+
+}  // namespace eplb

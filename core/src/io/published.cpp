@@ -1,0 +1,301 @@
+#include "eplb/io/published.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "eplb/base/file_io.h"
+#include "eplb/engine/all_to_all.h"
+#include "eplb/engine/step_model.h"
+#include "eplb/engine/workload.h"
+#include "eplb/io/run_folder.h"
+#include "eplb/io/scenario_file.h"
+#include "eplb/policy/policy.h"
+
+namespace eplb {
+
+namespace {
+
+constexpr std::array<const char*, 7> kMeasures = {"dispatch_gbps",
+                                                  "combine_gbps",
+                                                  "dispatch_us",
+                                                  "combine_us",
+                                                  "prefill_input_tokens_per_node_s",
+                                                  "decode_output_tokens_per_node_s",
+                                                  "decode_output_tokens_per_user_s"};
+constexpr int kServingSteps = 32;  // steps the policy sees, then steps measured
+
+bool IsAllToAll(const std::string& measure) {
+  return measure.rfind("dispatch", 0) == 0 || measure.rfind("combine", 0) == 0;
+}
+
+std::string At(const std::string& path, const YAML::Node& n) {
+  const YAML::Mark m = n.Mark();
+  return m.is_null() ? path : fmt::format("{}:{}:{}", path, m.line + 1, m.column + 1);
+}
+
+// One figure's map: every field a scalar, required ones present, no others.
+Result<PublishedFigure> ReadFigure(const YAML::Node& node, const std::string& path,
+                                   const std::string& dir, size_t index) {
+  const std::string where = fmt::format("figures[{}]", index);
+  if (!node.IsMap()) {
+    return Status::InvalidArgument(
+        fmt::format("{}: {} is not a map of fields (id, figure, source, scenario, measure, "
+                    "unit, published, ...)",
+                    At(path, node), where));
+  }
+  static const std::set<std::string> kFields = {"id",      "figure",    "source",    "scenario",
+                                                "measure", "unit",      "published", "tokens",
+                                                "mode",    "cache_hit", "note",      "set"};
+  PublishedFigure f;
+  for (const auto& kv : node) {
+    const std::string key = kv.first.Scalar();
+    if (!kFields.count(key)) {
+      return Status::InvalidArgument(fmt::format("{}: unknown field '{}.{}'; valid fields: {}",
+                                                 At(path, kv.first), where, key,
+                                                 fmt::join(kFields, ", ")));
+    }
+    if (key == "set") {
+      if (!kv.second.IsSequence()) {
+        return Status::InvalidArgument(fmt::format(
+            "{}: {}.set must be a list of key.path=value settings", At(path, kv.second), where));
+      }
+      for (const auto& item : kv.second) {
+        if (!item.IsScalar()) {
+          return Status::InvalidArgument(fmt::format(
+              "{}: {}.set holds a non-text item; each is key.path=value", At(path, item), where));
+        }
+        f.overrides.push_back(item.Scalar());
+      }
+      continue;
+    }
+    if (!kv.second.IsScalar()) {
+      return Status::InvalidArgument(
+          fmt::format("{}: {}.{} must be a single value", At(path, kv.second), where, key));
+    }
+  }
+  const auto text = [&](const char* key, std::string& out, bool required) -> Status {
+    const YAML::Node v = node[key];
+    if (!v) {
+      return required ? Status::InvalidArgument(
+                            fmt::format("{}: {} has no '{}'", At(path, node), where, key))
+                      : Status::Ok();
+    }
+    out = v.Scalar();
+    return Status::Ok();
+  };
+  const auto number = [&](const char* key, double& out, double min, bool required) -> Status {
+    std::string s;
+    EPLB_RETURN_IF_ERROR(text(key, s, required));
+    if (s.empty() && !required) return Status::Ok();
+    double v = 0;
+    if (!YAML::convert<double>::decode(node[key], v) || !std::isfinite(v) || v < min) {
+      return Status::InvalidArgument(
+          fmt::format("{}: {}.{} is '{}'; expected a number of at "
+                      "least {}",
+                      At(path, node[key]), where, key, s, min));
+    }
+    out = v;
+    return Status::Ok();
+  };
+  EPLB_RETURN_IF_ERROR(text("id", f.id, true));
+  EPLB_RETURN_IF_ERROR(text("figure", f.figure, true));
+  EPLB_RETURN_IF_ERROR(text("source", f.source, true));
+  EPLB_RETURN_IF_ERROR(text("scenario", f.scenario, true));
+  EPLB_RETURN_IF_ERROR(text("measure", f.measure, true));
+  EPLB_RETURN_IF_ERROR(text("unit", f.unit, true));
+  EPLB_RETURN_IF_ERROR(text("note", f.note, false));
+  EPLB_RETURN_IF_ERROR(number("published", f.published, 0, true));
+  if (f.published <= 0) {
+    return Status::InvalidArgument(
+        fmt::format("{}: {}.published must be above 0", At(path, node["published"]), where));
+  }
+  if (std::find(kMeasures.begin(), kMeasures.end(), f.measure) == kMeasures.end()) {
+    return Status::InvalidArgument(fmt::format("{}: {}.measure is '{}'; valid measures: {}",
+                                               At(path, node["measure"]), where, f.measure,
+                                               fmt::join(kMeasures, ", ")));
+  }
+  if (IsAllToAll(f.measure)) {
+    double tokens = 0;
+    EPLB_RETURN_IF_ERROR(number("tokens", tokens, 1, true));
+    if (tokens != std::floor(tokens) || tokens > (1 << 30)) {
+      return Status::InvalidArgument(
+          fmt::format("{}: {}.tokens is {}; expected a whole number of tokens per GPU, 1..2^30",
+                      At(path, node["tokens"]), where, tokens));
+    }
+    f.tokens = static_cast<int>(tokens);
+    std::string mode;
+    EPLB_RETURN_IF_ERROR(text("mode", mode, true));
+    auto m = ParseAllToAllMode(mode);
+    if (!m.ok()) {
+      return Status::InvalidArgument(
+          fmt::format("{}: {}.mode: {}", At(path, node["mode"]), where, m.status().message()));
+    }
+    f.mode = *m;
+  }
+  EPLB_RETURN_IF_ERROR(number("cache_hit", f.cache_hit, 0, false));
+  if (f.cache_hit >= 1) {
+    return Status::InvalidArgument(fmt::format("{}: {}.cache_hit is {}; it must be below 1",
+                                               At(path, node["cache_hit"]), where, f.cache_hit));
+  }
+  f.scenario = (std::filesystem::path(dir) / f.scenario).string();
+  return f;
+}
+
+// The mean step time of a serving scenario under its policy's placement.
+Result<double> ServingStepTime(const Scenario& s) {
+  EPLB_ASSIGN_OR_RETURN(std::unique_ptr<Workload> workload, MakeWorkload(s));
+  EPLB_ASSIGN_OR_RETURN(std::unique_ptr<Policy> policy, MakePolicy(s.eplb.policy));
+  const Topology topology = s.topology();
+  LoadMatrix step(s.model.layers, s.model.experts), window(s.model.layers, s.model.experts);
+  window.setZero();
+  for (int i = 0; i < kServingSteps; ++i) {
+    workload->Next(step);
+    window += step;
+  }
+  EPLB_ASSIGN_OR_RETURN(const Placement initial,
+                        Placement::Initial(s.model.layers, s.model.experts, s.num_slots()));
+  PolicyInput input{window, topology, &initial, s.model.groups};
+  EPLB_ASSIGN_OR_RETURN(const Placement placement, policy->Rebalance(input));
+  StepModel model(s);
+  StepCost cost;
+  double total = 0;
+  for (int i = 0; i < kServingSteps; ++i) {
+    workload->Next(step);
+    model.Cost(step, placement, cost);
+    total += cost.total_s();
+  }
+  return total / kServingSteps;
+}
+
+struct ErrorSummary {
+  double mean_abs_pct = 0;
+  int within_15 = 0;
+};
+ErrorSummary Summarise(const std::vector<FigureResult>& results) {
+  ErrorSummary e;
+  for (const FigureResult& r : results) {
+    e.mean_abs_pct += std::fabs(r.error_pct);
+    e.within_15 += std::fabs(r.error_pct) <= 15;
+  }
+  if (!results.empty()) e.mean_abs_pct /= static_cast<double>(results.size());
+  return e;
+}
+
+}  // namespace
+
+Result<std::vector<PublishedFigure>> LoadPublishedFigures(const std::string& path) {
+  EPLB_ASSIGN_OR_RETURN(const std::string text, ReadTextFile(path, 1 << 20));
+  return ParsePublishedFigures(text, path);
+}
+
+Result<std::vector<PublishedFigure>> ParsePublishedFigures(const std::string& text,
+                                                           const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(fmt::format("{}:{}:{}: not valid YAML: {}", path,
+                                               e.mark.line + 1, e.mark.column + 1, e.msg));
+  }
+  if (!root.IsMap() || !root["figures"] || !root["figures"].IsSequence() || root.size() != 1) {
+    return Status::InvalidArgument(
+        fmt::format("{}: expected one field, 'figures', a list of figures", path));
+  }
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  std::vector<PublishedFigure> figures;
+  std::set<std::string> ids;
+  try {
+    for (size_t i = 0; i < root["figures"].size(); ++i) {
+      EPLB_ASSIGN_OR_RETURN(PublishedFigure f,
+                            ReadFigure(root["figures"][i], path, dir.empty() ? "." : dir, i));
+      if (!ids.insert(f.id).second) {
+        return Status::InvalidArgument(fmt::format(
+            "{}: figures[{}].id '{}' is given twice; ids name one figure each", path, i, f.id));
+      }
+      figures.push_back(std::move(f));
+    }
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(fmt::format("{}: not a valid figures file: {}", path, e.msg));
+  }
+  if (figures.empty()) return Status::InvalidArgument(fmt::format("{}: no figures", path));
+  return figures;
+}
+
+Result<FigureResult> EvaluateFigure(const PublishedFigure& f) {
+  auto scenario = LoadScenarioFile(f.scenario, f.overrides);
+  if (!scenario.ok()) {
+    return Status::InvalidArgument(fmt::format("figure {}: {}", f.id, scenario.status().message()));
+  }
+  FigureResult r;
+  r.figure = f;
+  if (IsAllToAll(f.measure)) {
+    EPLB_ASSIGN_OR_RETURN(const AllToAllResult a, SimulateAllToAll(*scenario, f.tokens, f.mode));
+    if (f.measure == "dispatch_gbps") r.simulated = a.dispatch_gbps;
+    if (f.measure == "combine_gbps") r.simulated = a.combine_gbps;
+    if (f.measure == "dispatch_us") r.simulated = a.dispatch_s * 1e6;
+    if (f.measure == "combine_us") r.simulated = a.combine_s * 1e6;
+  } else {
+    EPLB_ASSIGN_OR_RETURN(const double step_s, ServingStepTime(*scenario));
+    const double per_node = double(scenario->workload.tokens_per_step) / scenario->cluster.nodes;
+    if (f.measure == "prefill_input_tokens_per_node_s") {
+      r.simulated = per_node / step_s / (1 - f.cache_hit);
+    } else if (f.measure == "decode_output_tokens_per_node_s") {
+      r.simulated = per_node / step_s;
+    } else {
+      r.simulated = 1 / step_s;
+    }
+  }
+  r.error_pct = 100 * (r.simulated - f.published) / f.published;
+  return r;
+}
+
+std::string PublishedTable(const std::vector<FigureResult>& results) {
+  std::string out = fmt::format("{:<34} {:<30} {:>11} {:>11} {:>8}\n", "figure", "source",
+                                "published", "simulated", "error");
+  std::string notes;
+  for (const FigureResult& r : results) {
+    const PublishedFigure& f = r.figure;
+    const std::string source = f.source.size() > 30 ? f.source.substr(0, 29) + "~" : f.source;
+    out += fmt::format("{:<34} {:<30} {:>11.4g} {:>11.4g} {:>+7.1f}%  {}\n", f.id, source,
+                       f.published, r.simulated, r.error_pct, f.unit);
+    if (!f.note.empty()) notes += fmt::format("  {}: {}\n", f.id, f.note);
+  }
+  const ErrorSummary e = Summarise(results);
+  out += fmt::format("mean |error| {:.1f}%; {} of {} figures within 15%\n", e.mean_abs_pct,
+                     e.within_15, results.size());
+  if (!notes.empty()) out += "notes:\n" + notes;
+  return out;
+}
+
+nlohmann::ordered_json PublishedJson(const std::vector<FigureResult>& results) {
+  nlohmann::ordered_json doc;
+  doc["tool"] = ToolVersion();
+  doc["format_version"] = kFolderFormatVersion;
+  nlohmann::ordered_json figures = nlohmann::ordered_json::array();
+  for (const FigureResult& r : results) {
+    const PublishedFigure& f = r.figure;
+    figures.push_back({{"id", f.id},
+                       {"figure", f.figure},
+                       {"source", f.source},
+                       {"scenario", f.scenario},
+                       {"measure", f.measure},
+                       {"unit", f.unit},
+                       {"published", f.published},
+                       {"simulated", r.simulated},
+                       {"error_pct", r.error_pct},
+                       {"note", f.note}});
+  }
+  const ErrorSummary e = Summarise(results);
+  doc["figures"] = figures;
+  doc["mean_abs_error_pct"] = e.mean_abs_pct;
+  doc["within_15pct"] = e.within_15;
+  return doc;
+}
+
+}  // namespace eplb

@@ -1,0 +1,66 @@
+// `eplb a2a` and `eplb validate --published` end to end: on the core alone, with or without the
+// GPU and simulator parts.
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_fixture.h"
+#include "test_util.h"
+
+namespace eplb {
+namespace {
+
+TEST_F(CliTest, ValidatePublishedPrintsAndWritesEveryFigure) {
+  const std::string out = (dir_ / "published").string();
+  const CliRun r = Eplb(std::string("validate --published --figures ") + EPLB_SCENARIO_DIR +
+                        "/published/figures.yaml --out " + out + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  // --json: the document on stdout, the table for people on stderr.
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc, nlohmann::json::parse(testing::ReadFile(out + "/published.json")));
+  ASSERT_EQ(doc["figures"].size(), 17u);
+  const std::string table = testing::ReadFile(out + "/published.txt");
+  EXPECT_NE(r.err.find(table), std::string::npos);
+  for (const auto& f : doc["figures"]) {
+    EXPECT_NE(table.find(f["id"].get<std::string>()), std::string::npos);
+    EXPECT_GT(f["simulated"].get<double>(), 0);
+  }
+  EXPECT_TRUE(fs::exists(out + "/manifest.tsv"));
+}
+
+TEST_F(CliTest, ValidatePublishedNamesABadFiguresFile) {
+  const CliRun missing = Eplb("validate --published --figures " + (dir_ / "none.yaml").string());
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("none.yaml"), std::string::npos) << missing.err;
+  const std::string bad = Write("f.yaml", "figures:\n  - id: a\n    measure: x\n");
+  const CliRun r = Eplb("validate --published --figures " + bad);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find(bad + ":2:"), std::string::npos) << r.err;
+}
+
+TEST_F(CliTest, A2aPrintsTimeAndBottleneckBandwidth) {
+  const std::string scenario = std::string(EPLB_SCENARIO_DIR) +
+                               "/published/h800-deepseek-v3.yaml --set cluster.nodes=1 " +
+                               "--set model.groups=1 --set eplb.num_redundant_experts=0";
+  const CliRun json = Eplb("a2a " + scenario + " --mode normal --json");
+  ASSERT_EQ(json.code, 0) << json.err;
+  const auto doc = nlohmann::json::parse(json.out);
+  EXPECT_EQ(doc["bottleneck"], "NVL");
+  EXPECT_EQ(doc["tokens_per_gpu"], 4096);
+  EXPECT_NEAR(doc["dispatch_gbps"].get<double>(),
+              doc["dispatch_counted_bytes"].get<double>() / doc["dispatch_us"].get<double>() / 1e3,
+              1e-9 * doc["dispatch_gbps"].get<double>());
+  const CliRun text = Eplb("a2a " + scenario + " --mode low-latency");
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("128 tokens per GPU, low-latency kernels"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("dispatch"), std::string::npos);
+  const CliRun bad = Eplb("a2a --mode fast");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("valid modes: bulk, normal, low-latency"), std::string::npos) << bad.err;
+  EXPECT_EQ(Eplb("a2a --tokens 0").code, 2);
+}
+
+}  // namespace
+}  // namespace eplb

@@ -1,0 +1,153 @@
+// The all-to-all micro-benchmark's model and the published-figures table: shapes that must
+// hold whatever the parameters, the shipped figures file read and simulated whole, and a
+// figures file's errors named with their line and field.
+#include "eplb/io/published.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "eplb/engine/all_to_all.h"
+#include "eplb/io/scenario_file.h"
+
+namespace eplb {
+namespace {
+
+const std::string kFigures = std::string(EPLB_SCENARIO_DIR) + "/published/figures.yaml";
+
+Scenario H800(int nodes) {
+  auto s = LoadScenarioFile(
+      std::string(EPLB_SCENARIO_DIR) + "/published/h800-deepseek-v3.yaml",
+      {"cluster.nodes=" + std::to_string(nodes), "model.groups=" + std::to_string(nodes),
+       "model.topk_groups=" + std::to_string(std::min(nodes, 4)), "eplb.num_redundant_experts=0"});
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  return *s;
+}
+
+TEST(AllToAll, TimeGrowsWithTokensInEveryMode) {
+  for (AllToAllMode mode :
+       {AllToAllMode::kBulk, AllToAllMode::kNormal, AllToAllMode::kLowLatency}) {
+    for (int nodes : {1, 2, 4}) {
+      double last_dispatch = 0, last_combine = 0;
+      for (int tokens : {16, 128, 1024, 4096}) {
+        auto r = SimulateAllToAll(H800(nodes), tokens, mode);
+        ASSERT_TRUE(r.ok()) << r.status().message();
+        EXPECT_GT(r->dispatch_s, last_dispatch) << AllToAllModeName(mode) << " " << tokens;
+        EXPECT_GT(r->combine_s, last_combine);
+        last_dispatch = r->dispatch_s;
+        last_combine = r->combine_s;
+      }
+    }
+  }
+}
+
+TEST(AllToAll, LowLatencyGrowsWithEpSizeAsMoreMessagesCrossNics) {
+  double last = 0;
+  for (int nodes : {1, 2, 4, 8}) {
+    auto r = SimulateAllToAll(H800(nodes), 128, AllToAllMode::kLowLatency);
+    ASSERT_TRUE(r.ok());
+    EXPECT_GT(r->dispatch_s, last) << nodes;
+    last = r->dispatch_s;
+    // Every message counts: 128 tokens × 8 experts of 7,168 FP8 values and their scales.
+    EXPECT_NEAR(r->dispatch_bytes, 128 * 8 * 7168 * (1 + 4.0 / 128), 1e-6 * r->dispatch_bytes);
+    EXPECT_DOUBLE_EQ(r->combine_bytes, 2 * r->dispatch_bytes / (1 + 4.0 / 128));
+  }
+}
+
+TEST(AllToAll, NormalKernelsCountRdmaOverNodesReachedAndNvlOnOneNode) {
+  // One node: NVLink is the bottleneck DeepEP reports.
+  auto one = SimulateAllToAll(H800(1), 4096, AllToAllMode::kNormal);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->bottleneck, "NVL");
+  // Two nodes, both groups chosen: every token reaches both nodes, one of them remote, so the
+  // counted RDMA bytes are twice the NIC's; the bandwidth printed can exceed the NIC's rate.
+  auto two = SimulateAllToAll(H800(2), 4096, AllToAllMode::kNormal);
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two->bottleneck, "RDMA");
+  const double reach = 1 - std::pow(0.5, 8);
+  EXPECT_NEAR(two->dispatch_bytes, 4096 * 2 * reach * 7168 * (1 + 4.0 / 128),
+              1e-6 * two->dispatch_bytes);
+  // Eight nodes with 4 groups per token: at most 4 nodes reached, so more nodes do not add RDMA
+  // bytes per token beyond the cap.
+  auto eight = SimulateAllToAll(H800(8), 4096, AllToAllMode::kNormal);
+  ASSERT_TRUE(eight.ok());
+  EXPECT_NEAR(eight->dispatch_bytes, 4096 * 4 * 7168 * (1 + 4.0 / 128),
+              1e-6 * eight->dispatch_bytes);
+  EXPECT_FALSE(SimulateAllToAll(H800(1), 0, AllToAllMode::kNormal).ok());
+}
+
+TEST(Published, EveryShippedFigureIsSimulatedAndTabled) {
+  auto figures = LoadPublishedFigures(kFigures);
+  ASSERT_TRUE(figures.ok()) << figures.status().message();
+  ASSERT_EQ(figures->size(), 17u);
+  std::vector<FigureResult> results;
+  for (const PublishedFigure& f : *figures) {
+    auto r = EvaluateFigure(f);
+    ASSERT_TRUE(r.ok()) << f.id << ": " << r.status().message();
+    EXPECT_TRUE(std::isfinite(r->simulated) && r->simulated > 0) << f.id;
+    EXPECT_DOUBLE_EQ(r->error_pct, 100 * (r->simulated - f.published) / f.published);
+    results.push_back(*r);
+  }
+  const std::string table = PublishedTable(results);
+  for (const FigureResult& r : results) EXPECT_NE(table.find(r.figure.id), std::string::npos);
+  const auto json = PublishedJson(results);
+  ASSERT_EQ(json["figures"].size(), 17u);
+  for (const auto& f : json["figures"]) {
+    for (const char* field : {"id", "figure", "source", "scenario", "published", "simulated",
+                              "error_pct", "unit", "measure"}) {
+      EXPECT_TRUE(f.contains(field)) << field;
+    }
+  }
+  EXPECT_TRUE(json.contains("mean_abs_error_pct"));
+}
+
+class FiguresFile : public ::testing::Test {
+ protected:
+  std::string Write(const std::string& text) {
+    const std::string path =
+        (std::filesystem::temp_directory_path() /
+         ("eplb_figures_" +
+          std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".yaml"))
+            .string();
+    std::ofstream(path) << text;
+    paths_.push_back(path);
+    return path;
+  }
+  void TearDown() override {
+    for (const auto& p : paths_) std::filesystem::remove(p);
+  }
+  std::vector<std::string> paths_;
+};
+
+TEST_F(FiguresFile, ErrorsNameTheLineFieldAndValidValues) {
+  const std::string head =
+      "figures:\n  - id: a\n    figure: x\n    source: y\n    scenario: s.yaml\n    unit: us\n"
+      "    published: 10\n";
+  const struct {
+    std::string tail, expect;
+  } cases[] = {
+      {"    measure: speed\n", "figures[0].measure is 'speed'; valid measures: dispatch_gbps"},
+      {"    measure: dispatch_us\n    tokens: 128\n    mode: fast\n", "valid values: bulk"},
+      {"    measure: dispatch_us\n    mode: normal\n", "has no 'tokens'"},
+      {"    measure: dispatch_us\n    tokens: 1.5\n    mode: normal\n", "whole number"},
+      {"    measure: dispatch_us\n    tokens: 8\n    mode: normal\n    colour: red\n",
+       "unknown field 'figures[0].colour'"},
+      {"    measure: prefill_input_tokens_per_node_s\n    cache_hit: 1\n", "below 1"},
+  };
+  for (const auto& c : cases) {
+    const std::string path = Write(head + c.tail);
+    auto r = LoadPublishedFigures(path);
+    ASSERT_FALSE(r.ok()) << c.tail;
+    EXPECT_NE(r.status().message().find(c.expect), std::string::npos) << r.status().message();
+    EXPECT_EQ(r.status().message().rfind(path, 0), 0u) << r.status().message();
+  }
+  EXPECT_FALSE(LoadPublishedFigures(Write("figures: []\n")).ok());
+  EXPECT_FALSE(LoadPublishedFigures(Write("[1, 2]\n")).ok());
+  EXPECT_FALSE(LoadPublishedFigures(Write("figures: [{id: a\n")).ok());
+}
+
+}  // namespace
+}  // namespace eplb

@@ -1,0 +1,86 @@
+// eplb validate --published: every published figure of scenarios/published/figures.yaml
+// simulated from its scenario, as a table and as published.json (io/published.h). Runs on the
+// core alone, so it needs neither a GPU nor the simulator's SimGrid part.
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli_util.h"
+#include "commands.h"
+#include "eplb/base/file_io.h"
+#include "eplb/io/published.h"
+
+namespace eplb::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The shipped figures: from the working folder (a clone), the install, or the source tree.
+std::string DefaultFiguresFile() {
+  for (const fs::path& p : {fs::path("scenarios/published/figures.yaml"),
+                            fs::path(EPLB_INSTALL_DATADIR) / "eplb/published/figures.yaml",
+                            fs::path(EPLB_SOURCE_DIR) / "scenarios/published/figures.yaml"}) {
+    std::error_code ec;
+    if (fs::is_regular_file(p, ec)) return p.string();
+  }
+  return "scenarios/published/figures.yaml";
+}
+
+}  // namespace
+
+int RunPublished(const PublishedArgs& a) {
+  const std::string cmd = "validate";
+  const std::string path = a.figures.empty() ? DefaultFiguresFile() : a.figures;
+  auto figures = LoadPublishedFigures(path);
+  if (!figures.ok()) return ReportError(cmd, figures.status());
+  std::vector<FigureResult> results;
+  for (const PublishedFigure& f : *figures) {
+    auto r = EvaluateFigure(f);
+    if (!r.ok()) return ReportError(cmd, r.status());
+    results.push_back(*r);
+  }
+  const std::string table = PublishedTable(results);
+  const std::string json = PublishedJson(results).dump(2) + "\n";
+  const std::string dir = a.out.empty() ? "runs/published" : a.out;
+  const Status written = WriteFolderAtomically(dir, "published", [&](const std::string& p) {
+    EPLB_RETURN_IF_ERROR(WriteTextFile(p + "/published.txt", table));
+    return WriteTextFile(p + "/published.json", json);
+  });
+  if (!written.ok()) return ReportError(cmd, written);
+  std::FILE* human = HumanOutput(a.json);
+  fmt::print(human, "{} published figures from {}\n{}", results.size(), path, table);
+  fmt::print(human, "published folder {}\n", dir);
+  if (a.json) fmt::print("{}", json);
+  return kExitOk;
+}
+
+void AddPublishedOptions(CLI::App* sub, PublishedArgs& args) {
+  sub->add_flag("--published", args.published,
+                "Simulate every published figure of scenarios/published/figures.yaml and "
+                "print simulated against published (no GPU needed)");
+  sub->add_option("--figures", args.figures,
+                  "With --published: the figures file (default: the shipped one)");
+}
+
+void AddPublishedCommand(CLI::App& app, Action& action) {
+  auto args = std::make_shared<PublishedArgs>();
+  CLI::App* sub = app.add_subcommand(kValidateName, kValidateAbout);
+  AddPublishedOptions(sub, *args);
+  sub->add_option("--out", args->out, "Folder to write (default: runs/published)");
+  sub->add_flag("--json", args->json, "Print published.json on stdout");
+  sub->callback([&action, args] {
+    action = [args] {
+      if (!args->published) {
+        return ReportError(kValidateName,
+                           Status::InvalidArgument("give --published here; a device validation "
+                                                   "runs in eplb-validate"));
+      }
+      return RunPublished(*args);
+    };
+  });
+}
+
+}  // namespace eplb::cli
