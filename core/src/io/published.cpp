@@ -256,13 +256,12 @@ Result<FigureResult> EvaluateFigure(const PublishedFigure& f) {
 }
 
 std::string PublishedTable(const std::vector<FigureResult>& results) {
-  std::string out = fmt::format("{:<34} {:<30} {:>11} {:>11} {:>8}\n", "figure", "source",
+  std::string out = fmt::format("{:<40} {:<34} {:>10} {:>10} {:>8}\n", "figure", "source",
                                 "published", "simulated", "error");
   std::string notes;
   for (const FigureResult& r : results) {
     const PublishedFigure& f = r.figure;
-    const std::string source = f.source.size() > 30 ? f.source.substr(0, 29) + "~" : f.source;
-    out += fmt::format("{:<34} {:<30} {:>11.4g} {:>11.4g} {:>+7.1f}%  {}\n", f.id, source,
+    out += fmt::format("{:<40} {:<34} {:>10.4g} {:>10.4g} {:>+7.1f}%  {}\n", f.id, f.source,
                        f.published, r.simulated, r.error_pct, f.unit);
     if (!f.note.empty()) notes += fmt::format("  {}: {}\n", f.id, f.note);
   }
