@@ -98,13 +98,15 @@ TEST_F(StepModelTest, AllToAllFlowsCarryEachPortsBytesInOneFlow) {
   }
 }
 
+const std::vector<std::string> kRoofline = {
+    "compute.model=roofline",        "compute.gpu=H800",
+    "compute.flops_efficiency=0.5",  "compute.hbm_efficiency=0.5",
+    "model.intermediate=1000",       "model.expert_bytes=1000000",
+    "model.dense_params=1e9",        "model.attention_flops_per_kv=1e6",
+    "model.kv_bytes_per_token=1000", "compute.kv_length=100"};
+
 TEST(RooflineStepModel, PricesMoeAndAttentionByHand) {
-  const Scenario s = TwoGpus({"compute.model=roofline", "compute.gpu=H800",
-                              "compute.flops_efficiency=0.5", "compute.hbm_efficiency=0.5",
-                              "model.intermediate=1000", "model.expert_bytes=1000000",
-                              "model.dense_params=1e9", "model.attention_flops_per_kv=1e6",
-                              "model.kv_bytes_per_token=1000", "compute.kv_length=100"});
-  const StepCost cost = CostOf(s);
+  const StepCost cost = CostOf(TwoGpus(kRoofline));
   // H800: 1,979 TFLOPS FP8, 3,350 GB/s; both at half. GPU 1 is the straggler: 10 assignments to
   // two loaded experts. Its GEMMs are 6 × 1000 × 1000 × 10 FLOPs (60 ns at 989.5 TFLOPS), its
   // bytes 2 experts × 1e6 + 10 × 1000 × (2 in + 2 out): memory-bound.
@@ -117,12 +119,10 @@ TEST(RooflineStepModel, PricesMoeAndAttentionByHand) {
   const double attention = (1e9 + 8 * 100 * 1000.0 / 128) / hbm;
   EXPECT_NEAR(cost.compute_s, attention + 10e-6 + moe, 1e-12 * cost.compute_s);
   // In decode each token reads its own cache: 8 × 100 × 1000 bytes.
-  const StepCost decode = CostOf(TwoGpus(
-      {"compute.model=roofline", "compute.gpu=H800", "compute.flops_efficiency=0.5",
-       "compute.hbm_efficiency=0.5", "model.intermediate=1000", "model.expert_bytes=1000000",
-       "model.dense_params=1e9", "model.attention_flops_per_kv=1e6",
-       "model.kv_bytes_per_token=1000", "compute.kv_length=100", "compute.stage=decode"}));
-  EXPECT_NEAR(decode.compute_s - cost.compute_s, 8 * 100 * 1000.0 * (1 - 1.0 / 128) / hbm, 1e-15);
+  std::vector<std::string> decode = kRoofline;
+  decode.push_back("compute.stage=decode");
+  EXPECT_NEAR(CostOf(TwoGpus(decode)).compute_s - cost.compute_s,
+              8 * 100 * 1000.0 * (1 - 1.0 / 128) / hbm, 1e-15);
 }
 
 TEST(RooflineStepModel, ComputeBoundWhenTokensOutweighTheWeights) {
