@@ -30,7 +30,7 @@ TEST_F(CliTest, UnknownCommandsAndBadNumbersReadAsPeopleWriteThem) {
   ExpectErrors({
       {"unknown command", "bogus",
        "eplb: unknown command 'bogus'; the commands are: rebalance, "
-       "plan, policies, run, compare, sweep, device-run, validate"},
+       "plan, policies, a2a, run, compare, sweep, device-run, validate"},
       {"negative count", "compare --jobs -1", "-1 is too small; it must be at least 0"},
   });
 }
