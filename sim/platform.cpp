@@ -32,9 +32,11 @@ Platform::Platform(const Topology& topology, double pcie_bytes_per_s) : topology
       for (auto [list, name, bw] :
            {std::tuple{&nvl, "nvlink", nvlink}, std::tuple{&pcie, "pcie", pcie_bytes_per_s},
             std::tuple{&nicl, "nic", nic}}) {
-        sg4::Link* link = zone->create_split_duplex_link(std::string(name) + id, bw);
+        sg4::SplitDuplexLink* link = zone->create_split_duplex_link(std::string(name) + id, bw);
         link->set_latency(0);
         list->push_back(link);
+        if (list == &nvl) links_[static_cast<int>(LinkClass::kNvlink)].push_back(link);
+        if (list == &nicl) links_[static_cast<int>(LinkClass::kNic)].push_back(link);
       }
     }
     for (int a = 0; a < gpn; ++a) {
@@ -77,6 +79,14 @@ Platform::Platform(const Topology& topology, double pcie_bytes_per_s) : topology
     fabric->add_route(zone->get_netpoint(), nullptr, gateway, nullptr, {}, true);
   }
   fabric->seal();
+}
+
+void Platform::SetLinkSlowdown(int rank, LinkClass link, double factor) const {
+  const double nominal = topology_.link(link).bandwidth_bytes_per_s;
+  sg4::SplitDuplexLink* l = links_[static_cast<int>(link)][static_cast<size_t>(rank)];
+  for (sg4::Link* direction : {l->get_link_up(), l->get_link_down()}) {
+    direction->set_bandwidth(nominal / factor);
+  }
 }
 
 }  // namespace eplb::sim

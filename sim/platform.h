@@ -33,11 +33,15 @@ class Platform {
                                            static_cast<int>(link))];
   }
   const Topology& topology() const { return topology_; }
+  // A fault slows both directions of `rank`'s link of class `link` to its bandwidth ÷ `factor`
+  // (1: back to nominal); flows in flight share the new rate from now on.
+  void SetLinkSlowdown(int rank, LinkClass link, double factor) const;
 
  private:
   Topology topology_;
   std::vector<simgrid::s4u::Host*> hosts_;
   std::vector<simgrid::s4u::Host*> port_hosts_;  // [node × link class]
+  std::vector<simgrid::s4u::SplitDuplexLink*> links_[kNumLinkClasses];  // [class][rank]
 };
 
 }  // namespace eplb::sim

@@ -36,6 +36,9 @@ class SimBackend final : public RearrangementBackend {
                       std::span<const Transfer> transfers) override;
   Status CopyLocal(const StagingTarget& target, std::span<const LocalCopy> copies) override;
   Status CommitLayer(const StagingTarget& target, std::span<const int32_t> slots) override;
+  void SetLinkSlowdown(int rank, LinkClass link, double factor) override {
+    platform_.SetLinkSlowdown(rank, link, factor);
+  }
 
  private:
   Courier& CourierOfThisActor();

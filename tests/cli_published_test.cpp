@@ -1,6 +1,8 @@
 // `eplb a2a` and `eplb validate --published` end to end: on the core alone, with or without the
 // GPU and simulator parts.
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -61,6 +63,54 @@ TEST_F(CliTest, A2aPrintsTimeAndBottleneckBandwidth) {
   EXPECT_NE(bad.err.find("valid modes: bulk, normal, low-latency"), std::string::npos) << bad.err;
   EXPECT_EQ(Eplb("a2a --tokens 0").code, 2);
 }
+
+#ifdef EPLB_HAVE_SIM
+// Per step of a run folder's metrics.csv: step_s (the third column).
+std::vector<double> StepTimes(const std::string& metrics) {
+  std::vector<double> out;
+  std::istringstream in(metrics);
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string step, time, step_s;
+    std::getline(fields, step, ',');
+    std::getline(fields, time, ',');
+    std::getline(fields, step_s, ',');
+    out.push_back(std::stod(step_s));
+  }
+  return out;
+}
+
+TEST_F(CliTest, FaultsSlowStepsWhileTheyLast) {
+  const std::string tiny =
+      std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml --no-trace --set run.steps=60";
+  const CliRun healthy = Eplb("run " + tiny + " --out " + (dir_ / "healthy").string());
+  ASSERT_EQ(healthy.code, 0) << healthy.err;
+  const CliRun faulty =
+      Eplb("run " + tiny +
+           " --set 'faults=[{kind: straggler, step: 10, until: 20, rank: 1, factor: 3}, "
+           "{kind: link_degraded, step: 30, until: 40, node: 1, link: nic, factor: 10}]' --out " +
+           (dir_ / "faulty").string());
+  ASSERT_EQ(faulty.code, 0) << faulty.err;
+  const auto a = StepTimes(testing::ReadFile((dir_ / "healthy/metrics.csv").string()));
+  const auto b = StepTimes(testing::ReadFile((dir_ / "faulty/metrics.csv").string()));
+  ASSERT_EQ(a.size(), 60u);
+  ASSERT_EQ(b.size(), 60u);
+  for (size_t i = 0; i < 60; ++i) {
+    const bool during = (i >= 10 && i < 20) || (i >= 30 && i < 40);
+    if (during) {
+      EXPECT_GT(b[i], 1.2 * a[i]) << "step " << i;
+    } else {
+      EXPECT_DOUBLE_EQ(b[i], a[i]) << "step " << i;
+    }
+  }
+  // The resolved scenario keeps the faults.
+  EXPECT_NE(testing::ReadFile((dir_ / "faulty/scenario.yaml").string())
+                .find("{kind: link_degraded, step: 30, until: 40, node: 1, link: nic, factor: 10}"),
+            std::string::npos);
+}
+#endif
 
 }  // namespace
 }  // namespace eplb

@@ -101,6 +101,45 @@ TEST(Scenario, ImpossibleValuesSayWhatIsValid) {
             "s.yaml:2:9: workload.kind is 'trace' but workload.trace names no file");
 }
 
+TEST(Scenario, FaultsReadBackAndTheirErrorsNameTheField) {
+  auto s = ParseScenario(
+      "faults:\n"
+      "  - {kind: straggler, step: 10, until: 20, rank: 3, factor: 2}\n"
+      "  - {kind: link_degraded, step: 5, node: 1, link: nvlink, factor: 4}\n",
+      "s.yaml");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_EQ(s->faults.size(), 2u);
+  EXPECT_EQ(s->faults[0].kind, FaultKind::kStraggler);
+  EXPECT_EQ(s->faults[0].rank, 3);
+  EXPECT_TRUE(s->faults[0].active_at(19) && !s->faults[0].active_at(20));
+  EXPECT_EQ(s->faults[1].link, LinkClass::kNvlink);
+  EXPECT_TRUE(s->faults[1].active_at(1 << 30));  // no `until`: to the end of the run
+  auto again = ParseScenario(ScenarioToYaml(*s), "resolved");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(ScenarioToYaml(*again), ScenarioToYaml(*s));
+
+  EXPECT_EQ(Err("faults:\n  - {kind: gpu_lost, step: 3, rank: 1}\n"),
+            "s.yaml:2:12: faults[0].kind is 'gpu_lost'; this eplb simulates straggler and "
+            "link_degraded faults (lost GPUs and nodes and elastic scaling are not modelled yet)");
+  EXPECT_EQ(Err("faults:\n  - {kind: straggler, step: 3, until: 3, rank: 1, factor: 2}\n"),
+            "s.yaml:2:39: faults[0].until is 3; it must be after faults[0].step (3)");
+  EXPECT_EQ(Err("faults:\n  - {kind: straggler, step: 3, rank: 32, factor: 2}\n"),
+            "s.yaml:2:38: faults[0].rank is 32; the cluster's ranks are 0..31");
+  EXPECT_EQ(Err("faults:\n  - {kind: link_degraded, step: 3, node: 4}\n"),
+            "s.yaml:2:42: faults[0].node is 4; the cluster's nodes are 0..3");
+  EXPECT_EQ(Err("faults:\n  - {kind: straggler, step: 3, factor: 2}\n"),
+            "s.yaml:2:5: faults[0] (straggler) needs the rank it slows");
+  EXPECT_EQ(Err("faults:\n  - {kind: link_degraded, rank: 1, node: 0}\n"),
+            "s.yaml:2:5: faults[0] (link_degraded) needs either a rank or a node, not both");
+  EXPECT_EQ(Err("faults:\n  - {kind: straggler, rank: 1, factor: 0.5}\n"),
+            "s.yaml:2:40: faults[0].factor is 0.5; it must be at least 1");
+  EXPECT_NE(Err("faults:\n  - {kind: straggler, rank: 1, link: nic}\n")
+                .find("unknown field 'faults[0].link'"),
+            std::string::npos);
+  EXPECT_NE(Err("faults: {kind: straggler}\n").find("faults is a map; expected a list"),
+            std::string::npos);
+}
+
 TEST(Scenario, SyntaxErrorsAndBadOverrides) {
   EXPECT_NE(Err("model:\n  layers: [1, 2\n").find("not valid YAML"), std::string::npos);
   EXPECT_EQ(Err("", {"cluster.nodes"}), "--set 'cluster.nodes': expected key.path=value");

@@ -90,6 +90,38 @@ TEST(SimModel, TransfersTakeWhatArithmeticSays) {
   EXPECT_NEAR(t[4], 1e-3, 1e-6);
 }
 
+// A degraded link (a fault) slows a transfer by its factor, in flight as well as from the start.
+TEST(SimModel, ADegradedLinkSlowsATransferByItsFactor) {
+  sg4::Engine& engine = NewEngine();
+  const sim::Platform p(TwoNodes(), 64e9);
+  const uint64_t bytes = 400'000'000;  // 1 ms at 400 GB/s, 8 ms at 50 GB/s
+  std::vector<double> t;
+  sg4::Actor::create("check", p.host(0), [&] {
+    p.SetLinkSlowdown(0, LinkClass::kNvlink, 4);
+    t.push_back(Elapsed([&] { sg4::Comm::sendto(p.host(0), p.host(1), bytes); }));
+    // The receiver's port slowed: its NIC direction down is slowed too.
+    p.SetLinkSlowdown(0, LinkClass::kNvlink, 1);
+    p.SetLinkSlowdown(4, LinkClass::kNic, 2);
+    t.push_back(Elapsed([&] { sg4::Comm::sendto(p.host(0), p.host(4), bytes); }));
+    // Slowed half way: 0.5 ms at full speed, the other half at a tenth of it.
+    p.SetLinkSlowdown(4, LinkClass::kNic, 1);
+    t.push_back(Elapsed([&] {
+      auto a = sg4::Comm::sendto_async(p.host(0), p.host(1), bytes);
+      sg4::this_actor::sleep_for(0.5e-3);
+      p.SetLinkSlowdown(1, LinkClass::kNvlink, 10);
+      a->wait();
+    }));
+    p.SetLinkSlowdown(1, LinkClass::kNvlink, 1);
+    t.push_back(Elapsed([&] { sg4::Comm::sendto(p.host(0), p.host(1), bytes); }));
+  });
+  engine.run();
+  ASSERT_EQ(t.size(), 4u);
+  EXPECT_NEAR(t[0], 4e-3, 4e-6);
+  EXPECT_NEAR(t[1], 16e-3, 16e-6);
+  EXPECT_NEAR(t[2], 0.5e-3 + 5e-3, 6e-6);
+  EXPECT_NEAR(t[3], 1e-3, 1e-6);  // healthy again
+}
+
 // The backend adds the link's latency to a round; the step runner reproduces the analytic step
 // time exactly on idle links.
 TEST(SimModel, RoundsAndIdleStepsMatchTheAnalyticModel) {

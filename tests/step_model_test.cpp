@@ -125,6 +125,37 @@ TEST(RooflineStepModel, PricesMoeAndAttentionByHand) {
               8 * 100 * 1000.0 * (1 - 1.0 / 128) / hbm, 1e-15);
 }
 
+TEST(Faults, AStragglerSlowsItsGpusWorkAndADegradedLinkItsPorts) {
+  Scenario s = TwoGpus();
+  s.faults = {{FaultKind::kStraggler, 0, 10, 0, -1, LinkClass::kNic, 2}};
+  LoadMatrix load(1, 3);
+  load << 8, 2, 6;
+  const Placement placement = *Placement::Create(3, {{0, 1, 0, 2}});
+  StepModel model(s);
+  StepCost cost;
+  // GPU 0 (6 tokens) at half speed becomes the straggler: 2 × (10 + 0.5 × 6) = 26 µs against
+  // GPU 1's 15 µs, and the step's attention waits for it: 2 × 100 µs.
+  model.SetSlowdowns(SlowdownsAt(s.faults, 5, model.topology()));
+  model.Cost(load, placement, cost);
+  EXPECT_NEAR(cost.compute_s, 200e-6 + 26e-6, 1e-15);
+  // After `until` the GPU is healthy again: 100 + 10 + 5 µs.
+  model.SetSlowdowns(SlowdownsAt(s.faults, 10, model.topology()));
+  model.Cost(load, placement, cost);
+  EXPECT_NEAR(cost.compute_s, 115e-6, 1e-15);
+  // GPU 1's NVLink at a quarter of its bandwidth: its 10,000 received bytes drain as 40,000
+  // would, so a phase takes 2 + 40 µs.
+  s.faults = {{FaultKind::kLinkDegraded, 0, 10, 1, -1, LinkClass::kNvlink, 4}};
+  model.SetSlowdowns(SlowdownsAt(s.faults, 0, model.topology()));
+  model.Cost(load, placement, cost);
+  EXPECT_NEAR(cost.dispatch_s, 42e-6, 1e-15);
+  EXPECT_NEAR(cost.compute_s, 115e-6, 1e-15);
+  // A node's fault hits each of its GPUs; overlapping factors multiply.
+  s.faults.push_back({FaultKind::kLinkDegraded, 0, 10, -1, 0, LinkClass::kNvlink, 3});
+  const Slowdowns both = SlowdownsAt(s.faults, 0, model.topology());
+  EXPECT_EQ(both.link[0], (std::vector<double>{3, 12}));
+  EXPECT_TRUE(SlowdownsAt(s.faults, 10, model.topology()).healthy());
+}
+
 TEST(RooflineStepModel, ComputeBoundWhenTokensOutweighTheWeights) {
   StepModel model(TwoGpus({"compute.model=roofline", "compute.gpu=B200"}));
   // 100,000 assignments on one expert: 1.2 PFLOP against 0.44 GB, at B200 peaks.

@@ -19,6 +19,7 @@ EplbLoop::EplbLoop(const Scenario& scenario, Workload& workload, RearrangementBa
       runner_(runner),
       topology_(scenario.topology()),
       model_(scenario),
+      slowdowns_(scenario.num_gpus()),
       initial_(*Placement::Initial(scenario.model.layers, scenario.model.experts,
                                    scenario.num_slots())) {
   RearrangerOptions o;
@@ -156,6 +157,7 @@ Status EplbLoop::Run() {
       return s.WithContext(fmt::format("step {}: ", step));
     }
     current_step_ = step;
+    if (!scenario_.faults.empty()) ApplyFaults(step);
     workload_.Next(load);
     AddToWindow(load);
     const bool contended = rearranger_->in_progress();
@@ -199,6 +201,22 @@ Status EplbLoop::Run() {
   }
   rearranger_->Cancel();
   return Status::Ok();
+}
+
+// The faults in force change only at a fault's first and last step: the step model prices
+// with them, and the backend slows the links they hit (or cannot, on real hardware).
+void EplbLoop::ApplyFaults(int step) {
+  Slowdowns now = SlowdownsAt(scenario_.faults, step, topology_);
+  if (now == slowdowns_) return;
+  for (int c = 0; c < kNumLinkClasses; ++c) {
+    for (size_t r = 0; r < now.link[c].size(); ++r) {
+      if (now.link[c][r] != slowdowns_.link[c][r]) {
+        backend_.SetLinkSlowdown(static_cast<int>(r), static_cast<LinkClass>(c), now.link[c][r]);
+      }
+    }
+  }
+  model_.SetSlowdowns(now);
+  slowdowns_ = std::move(now);
 }
 
 std::vector<LayerBalanceSpan> EplbLoop::layer_balance() const {

@@ -36,6 +36,9 @@ constexpr NameTable<InferenceStage, 2> kStages{"compute.stage", {"prefill", "dec
 
 }  // namespace
 
+const char* FaultKindName(FaultKind kind) {
+  return kind == FaultKind::kStraggler ? "straggler" : "link_degraded";
+}
 const char* ComputeModelName(ComputeModel m) {
   return kComputeModels.Name(m);
 }

@@ -14,11 +14,47 @@ constexpr double kFp8ScaleBytesPerElement = 4.0 / 128;
 
 }  // namespace
 
+Slowdowns::Slowdowns(int ranks) : compute(static_cast<size_t>(ranks), 1.0) {
+  for (auto& l : link) l.assign(static_cast<size_t>(ranks), 1.0);
+}
+
+bool Slowdowns::healthy() const {
+  const auto all_one = [](const std::vector<double>& v) {
+    return std::all_of(v.begin(), v.end(), [](double f) { return f == 1.0; });
+  };
+  return all_one(compute) && all_one(link[0]) && all_one(link[1]);
+}
+
+bool Slowdowns::operator==(const Slowdowns& o) const {
+  return compute == o.compute && link[0] == o.link[0] && link[1] == o.link[1];
+}
+
+Slowdowns SlowdownsAt(const std::vector<FaultSpec>& faults, int step, const Topology& topology) {
+  Slowdowns s(topology.num_ranks());
+  for (const FaultSpec& f : faults) {
+    if (!f.active_at(step)) continue;
+    if (f.kind == FaultKind::kStraggler) {
+      s.compute[static_cast<size_t>(f.rank)] *= f.factor;
+      continue;
+    }
+    const int first = f.rank >= 0 ? f.rank : f.node * topology.gpus_per_node();
+    const int last = f.rank >= 0 ? f.rank : first + topology.gpus_per_node() - 1;
+    for (int r = first; r <= last; ++r) s.link[static_cast<int>(f.link)][r] *= f.factor;
+  }
+  return s;
+}
+
+void StepModel::SetSlowdowns(const Slowdowns& slowdowns) {
+  slowdowns_ = slowdowns;
+  healthy_ = slowdowns.healthy();
+}
+
 StepModel::StepModel(const Scenario& s)
     : topology_(s.topology()),
       compute_(s.compute),
       shape_(s.model),
       gpu_(FindGpuPreset(s.compute.gpu)),
+      slowdowns_(s.num_gpus()),
       layers_(s.model.layers) {
   const double hidden = s.model.hidden;
   const int combine = s.model.combine_bytes > 0 ? s.model.combine_bytes : s.model.activation_bytes;
@@ -52,8 +88,15 @@ double StepModel::PhaseTime(const StepCost& cost, double scale) const {
   for (int c = 0; c < kNumLinkClasses; ++c) {
     const auto link = static_cast<LinkClass>(c);
     double busiest = 0;
-    for (size_t g = 0; g < cost.send[c].size(); ++g)
-      busiest = std::max({busiest, cost.send[c][g], cost.recv[c][g]});
+    if (healthy_) {
+      for (size_t g = 0; g < cost.send[c].size(); ++g)
+        busiest = std::max({busiest, cost.send[c][g], cost.recv[c][g]});
+    } else {
+      // A slowed port drains its bytes as slowly as factor × as many at full bandwidth.
+      for (size_t g = 0; g < cost.send[c].size(); ++g)
+        busiest = std::max(busiest, std::max(cost.send[c][g], cost.recv[c][g]) *
+                                        slowdowns_.link[c][g]);
+    }
     if (busiest > 0)
       phase = std::max(
           phase, layers_ * topology_.link(link).latency_s + busiest * scale / PhaseBandwidth(link));
@@ -128,12 +171,24 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
       gpu_sum[g] += t;
       total += t;
       max = std::max(max, t);
-      if (roofline) slowest = std::max(slowest, RooflineMoe(t * mb_share, loaded));
+      if (roofline) {
+        slowest = std::max(slowest, RooflineMoe(t * mb_share, loaded) *
+                                        (healthy_ ? 1.0 : slowdowns_.compute[g]));
+      } else if (!healthy_) {
+        slowest = std::max(slowest, (compute_.layer_fixed_us * 1e-6 +
+                                     compute_.per_token_us * 1e-6 * t * mb_share) *
+                                        slowdowns_.compute[g]);
+      }
       if (normal) gpu_layer_[g] = t;
     }
-    layer_compute_[l] =
-        roofline ? compute_.layer_fixed_us * 1e-6 + slowest
-                 : compute_.layer_fixed_us * 1e-6 + compute_.per_token_us * 1e-6 * max * mb_share;
+    if (roofline) {
+      layer_compute_[l] = compute_.layer_fixed_us * 1e-6 + slowest;
+    } else if (healthy_) {
+      layer_compute_[l] =
+          compute_.layer_fixed_us * 1e-6 + compute_.per_token_us * 1e-6 * max * mb_share;
+    } else {
+      layer_compute_[l] = slowest;
+    }
     all_tokens += total;
     const double mean = total / G;
     out.layer_mean[static_cast<size_t>(l)] = mean;
@@ -199,8 +254,10 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
   out.combine_bytes_ratio = combine_bytes_per_token_ / dispatch_bytes_per_token_;
 
   const double step_tokens = L > 0 ? all_tokens / (L * double(shape_.top_k)) : 0;
-  const double attention = roofline ? RooflineAttention(step_tokens / G * mb_share)
-                                    : compute_.attention_us * 1e-6 * mb_share;
+  const double slowest_gpu =
+      healthy_ ? 1.0 : *std::max_element(slowdowns_.compute.begin(), slowdowns_.compute.end());
+  const double attention = slowest_gpu * (roofline ? RooflineAttention(step_tokens / G * mb_share)
+                                                   : compute_.attention_us * 1e-6 * mb_share);
   const double dispatch = PhaseTime(out, mb_share);
   const double combine = PhaseTime(out, mb_share * out.combine_bytes_ratio);
   if (compute_.micro_batches == 1) {

@@ -352,6 +352,57 @@ void Merge(YAML::Node into, const YAML::Node& from) {
   }
 }
 
+// One entry of `faults:`; each kind reads only its own fields, so a field of another kind is
+// reported as unknown with the kind's valid ones.
+void ReadFault(const YAML::Node& node, size_t index, Scenario& s, Reader& r) {
+  const std::string path = fmt::format("faults[{}]", index);
+  MapReader m(node, path, r);
+  std::string kind;
+  m.String("kind", kind, {"straggler", "link_degraded", "gpu_lost", "node_lost", "scale"});
+  if (kind.empty()) {
+    if (r.status().ok()) r.Fail(node, path, path + " has no kind (straggler or link_degraded)");
+    return;
+  }
+  if (kind != "straggler" && kind != "link_degraded") {
+    r.FailAt(path + ".kind",
+             fmt::format("{}.kind is '{}'; this eplb simulates straggler and link_degraded faults "
+                         "(lost GPUs and nodes and elastic scaling are not modelled yet)",
+                         path, kind));
+    return;
+  }
+  FaultSpec f;
+  f.kind = kind == "straggler" ? FaultKind::kStraggler : FaultKind::kLinkDegraded;
+  f.until = std::numeric_limits<int>::max();
+  m.Int("step", f.step, 0);
+  m.Int("until", f.until, 1);
+  m.Int("rank", f.rank, 0, kMaxGpus - 1);
+  if (f.kind == FaultKind::kLinkDegraded) {
+    m.Int("node", f.node, 0, kMaxGpus - 1);
+    std::string link = "nic";
+    m.String("link", link, {"nvlink", "nic"});
+    f.link = link == "nvlink" ? LinkClass::kNvlink : LinkClass::kNic;
+  }
+  m.Double("factor", f.factor, 1);
+  m.Finish();
+  if (!r.status().ok()) return;
+  if (f.until <= f.step) {
+    r.FailAt(path + ".until", fmt::format("{}.until is {}; it must be after {}.step ({})", path,
+                                          f.until, path, f.step));
+  } else if (f.kind == FaultKind::kStraggler && f.rank < 0) {
+    r.Fail(node, path, fmt::format("{} (straggler) needs the rank it slows", path));
+  } else if (f.kind == FaultKind::kLinkDegraded && (f.rank < 0) == (f.node < 0)) {
+    r.Fail(node, path,
+           fmt::format("{} (link_degraded) needs either a rank or a node, not both", path));
+  } else if (f.rank >= s.num_gpus()) {
+    r.FailAt(path + ".rank", fmt::format("{}.rank is {}; the cluster's ranks are 0..{}", path,
+                                         f.rank, s.num_gpus() - 1));
+  } else if (f.node >= s.cluster.nodes) {
+    r.FailAt(path + ".node", fmt::format("{}.node is {}; the cluster's nodes are 0..{}", path,
+                                         f.node, s.cluster.nodes - 1));
+  }
+  s.faults.push_back(f);
+}
+
 Status ApplyOverride(YAML::Node& root, const std::string& setting, Reader& reader) {
   const size_t eq = setting.find('=');
   if (eq == std::string::npos || eq == 0) {
@@ -570,6 +621,18 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
     e.Finish();
   }
   {
+    const YAML::Node faults = top.Take("faults");
+    if (faults && !faults.IsNull()) {
+      if (!faults.IsSequence()) {
+        r.Fail(faults, "faults",
+               fmt::format("faults is {}; expected a list of {{kind, step, until, ...}}",
+                           Show(faults)));
+      } else {
+        for (size_t i = 0; i < faults.size(); ++i) ReadFault(faults[i], i, s, r);
+      }
+    }
+  }
+  {
     MapReader run = top.Sub("run");
     run.Int("steps", s.run.steps, 1);
     run.Uint64("seed", s.run.seed);
@@ -688,6 +751,19 @@ std::string ScenarioToYaml(const Scenario& s) {
       << s.eplb.preserve_slots << YAML::Key << "migration_weight" << YAML::Value
       << Shortest(s.eplb.migration_weight) << YAML::Key << "max_moves_per_layer" << YAML::Value
       << s.eplb.max_moves_per_layer << YAML::EndMap;
+  out << YAML::Key << "faults" << YAML::Value << YAML::BeginSeq;
+  for (const FaultSpec& f : s.faults) {
+    out << YAML::Flow << YAML::BeginMap << YAML::Key << "kind" << YAML::Value
+        << FaultKindName(f.kind) << YAML::Key << "step" << YAML::Value << f.step;
+    if (f.until != std::numeric_limits<int>::max()) out << YAML::Key << "until" << YAML::Value << f.until;
+    if (f.rank >= 0) out << YAML::Key << "rank" << YAML::Value << f.rank;
+    if (f.node >= 0) out << YAML::Key << "node" << YAML::Value << f.node;
+    if (f.kind == FaultKind::kLinkDegraded) {
+      out << YAML::Key << "link" << YAML::Value << (f.link == LinkClass::kNvlink ? "nvlink" : "nic");
+    }
+    out << YAML::Key << "factor" << YAML::Value << Shortest(f.factor) << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
   out << YAML::Key << "run" << YAML::Value << YAML::BeginMap << YAML::Key << "steps" << YAML::Value
       << s.run.steps << YAML::Key << "seed" << YAML::Value
       << static_cast<unsigned long long>(s.run.seed) << YAML::EndMap;

@@ -100,6 +100,7 @@ class EplbLoop {
 
  private:
   Status Rearrange(int step);
+  void ApplyFaults(int step);
   void AddToWindow(const LoadMatrix& load);
 
   const Scenario& scenario_;
@@ -108,6 +109,7 @@ class EplbLoop {
   StepRunner& runner_;
   Topology topology_;
   StepModel model_;
+  Slowdowns slowdowns_;  // the faults in force (step_model.h)
   std::unique_ptr<Policy> policy_;
   std::unique_ptr<Rearranger> rearranger_;
   Placement initial_;

@@ -122,6 +122,21 @@ struct EplbSpec {
   int max_moves_per_layer = 8;   // incremental: experts moved per layer at most
 };
 
+// A fault: something that goes wrong with the cluster while it serves (step_model.h and the
+// simulator say what each does). Steps count from 0; a fault lasts over [step, until).
+enum class FaultKind { kStraggler, kLinkDegraded };
+const char* FaultKindName(FaultKind kind);
+struct FaultSpec {
+  FaultKind kind = FaultKind::kStraggler;
+  int step = 0;
+  int until = 0;
+  int rank = -1;  // the GPU it hits, or -1 when it hits a node
+  int node = -1;  // link_degraded: every GPU of this node, or -1
+  LinkClass link = LinkClass::kNic;  // link_degraded: which of the GPUs' links
+  double factor = 1;                 // straggler: compute takes × factor; link: bandwidth ÷ factor
+  bool active_at(int s) const { return s >= step && s < until; }
+};
+
 struct RunSpec {
   int steps = 30000;
   uint64_t seed = 1;
@@ -136,6 +151,7 @@ struct Scenario {
   ComputeSpec compute;
   WorkloadSpec workload;
   EplbSpec eplb;
+  std::vector<FaultSpec> faults;
   RunSpec run;
 
   int num_gpus() const { return cluster.nodes * cluster.gpus_per_node; }

@@ -32,6 +32,10 @@
 //   a2a phase      per link class: layers × latency + the busiest port's bytes / bandwidth; the
 //                  two classes overlap, so a phase lasts as long as the slower class, plus
 //                  layers × low_latency_overhead in low-latency mode
+//   faults         while a straggler fault holds (scenario.h), its GPU's MoE work and
+//                  attention take × factor, so it may become the layer's straggler and the
+//                  step's attention waits for it; while a link fault holds, the GPU's ports of
+//                  that class drain at bandwidth ÷ factor
 //   step time      one micro-batch: attention + MoE + dispatch + combine. Two micro-batches
 //                  (compute.micro_batches 2): each has half the tokens (and reads the weights
 //                  again); one's dispatch and combine run while the other computes, so with c_l
@@ -85,10 +89,23 @@ struct StepCost {
   double total_s() const { return compute_s + dispatch_s + combine_s; }
 };
 
+// The faults in force at a step, per rank: how many times longer its compute takes and how many
+// times slower each class of its links is (1: healthy). Factors of overlapping faults multiply.
+struct Slowdowns {
+  std::vector<double> compute;
+  std::vector<double> link[kNumLinkClasses];
+  explicit Slowdowns(int ranks = 0);
+  bool healthy() const;
+  bool operator==(const Slowdowns& other) const;
+};
+Slowdowns SlowdownsAt(const std::vector<FaultSpec>& faults, int step, const Topology& topology);
+
 class StepModel {
  public:
   explicit StepModel(const Scenario& scenario);
   void Cost(const LoadMatrix& load, const Placement& placement, StepCost& out);
+  // The faults in force from now on (all healthy at construction).
+  void SetSlowdowns(const Slowdowns& slowdowns);
 
   // One a2a phase as flows: per link class and GPU, one flow through its sending port with all
   // it sends and one through its receiving port with all it receives (none where that is zero).
@@ -119,6 +136,8 @@ class StepModel {
   ComputeSpec compute_;
   ModelSpec shape_;
   const GpuSpec* gpu_ = nullptr;
+  Slowdowns slowdowns_;
+  bool healthy_ = true;
   int layers_;
   double dispatch_bytes_per_token_, combine_bytes_per_token_;
   std::vector<double> node_tokens_;             // per node, over all layers

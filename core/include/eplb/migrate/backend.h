@@ -103,6 +103,11 @@ class RearrangementBackend {
   virtual void AbortTransfers() {}
   // How many layers each rank can stage at once.
   virtual int staging_buffers() const = 0;
+  // A fault (engine/scenario.h) slows `rank`'s links of class `link` to their bandwidth ÷
+  // `factor` from now on (1: healthy again). Backends that model links (the simulator) slow
+  // every transfer and flow on them, in flight or later; backends whose links are real (host,
+  // device) cannot slow them and keep what the hardware gives.
+  virtual void SetLinkSlowdown(int /*rank*/, LinkClass /*link*/, double /*factor*/) {}
 
   // Ranks spanning processes (one GPU per process under MPI): a backend executes only its own
   // ranks, and the rearranger starts workers and commits for those alone.
