@@ -40,7 +40,7 @@ class Platform {
  private:
   Topology topology_;
   std::vector<simgrid::s4u::Host*> hosts_;
-  std::vector<simgrid::s4u::Host*> port_hosts_;  // [node × link class]
+  std::vector<simgrid::s4u::Host*> port_hosts_;                         // [node × link class]
   std::vector<simgrid::s4u::SplitDuplexLink*> links_[kNumLinkClasses];  // [class][rank]
 };
 

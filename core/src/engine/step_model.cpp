@@ -94,8 +94,8 @@ double StepModel::PhaseTime(const StepCost& cost, double scale) const {
     } else {
       // A slowed port drains its bytes as slowly as factor × as many at full bandwidth.
       for (size_t g = 0; g < cost.send[c].size(); ++g)
-        busiest = std::max(busiest, std::max(cost.send[c][g], cost.recv[c][g]) *
-                                        slowdowns_.link[c][g]);
+        busiest =
+            std::max(busiest, std::max(cost.send[c][g], cost.recv[c][g]) * slowdowns_.link[c][g]);
     }
     if (busiest > 0)
       phase = std::max(
@@ -172,8 +172,8 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
       total += t;
       max = std::max(max, t);
       if (roofline) {
-        slowest = std::max(slowest, RooflineMoe(t * mb_share, loaded) *
-                                        (healthy_ ? 1.0 : slowdowns_.compute[g]));
+        slowest = std::max(
+            slowest, RooflineMoe(t * mb_share, loaded) * (healthy_ ? 1.0 : slowdowns_.compute[g]));
       } else if (!healthy_) {
         slowest = std::max(slowest, (compute_.layer_fixed_us * 1e-6 +
                                      compute_.per_token_us * 1e-6 * t * mb_share) *

@@ -755,11 +755,13 @@ std::string ScenarioToYaml(const Scenario& s) {
   for (const FaultSpec& f : s.faults) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "kind" << YAML::Value
         << FaultKindName(f.kind) << YAML::Key << "step" << YAML::Value << f.step;
-    if (f.until != std::numeric_limits<int>::max()) out << YAML::Key << "until" << YAML::Value << f.until;
+    if (f.until != std::numeric_limits<int>::max())
+      out << YAML::Key << "until" << YAML::Value << f.until;
     if (f.rank >= 0) out << YAML::Key << "rank" << YAML::Value << f.rank;
     if (f.node >= 0) out << YAML::Key << "node" << YAML::Value << f.node;
     if (f.kind == FaultKind::kLinkDegraded) {
-      out << YAML::Key << "link" << YAML::Value << (f.link == LinkClass::kNvlink ? "nvlink" : "nic");
+      out << YAML::Key << "link" << YAML::Value
+          << (f.link == LinkClass::kNvlink ? "nvlink" : "nic");
     }
     out << YAML::Key << "factor" << YAML::Value << Shortest(f.factor) << YAML::EndMap;
   }

@@ -130,10 +130,10 @@ struct FaultSpec {
   FaultKind kind = FaultKind::kStraggler;
   int step = 0;
   int until = 0;
-  int rank = -1;  // the GPU it hits, or -1 when it hits a node
-  int node = -1;  // link_degraded: every GPU of this node, or -1
+  int rank = -1;                     // the GPU it hits, or -1 when it hits a node
+  int node = -1;                     // link_degraded: every GPU of this node, or -1
   LinkClass link = LinkClass::kNic;  // link_degraded: which of the GPUs' links
-  double factor = 1;                 // straggler: compute takes × factor; link: bandwidth ÷ factor
+  double factor = 1;  // straggler: compute takes × factor; link: bandwidth ÷ factor
   bool active_at(int s) const { return s >= step && s < until; }
 };
 
