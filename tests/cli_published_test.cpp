@@ -110,6 +110,28 @@ TEST_F(CliTest, FaultsSlowStepsWhileTheyLast) {
                 .find("{kind: link_degraded, step: 30, until: 40, node: 1, link: nic, factor: 10}"),
             std::string::npos);
 }
+TEST_F(CliTest, CompareShowsWhatASingleFailureWouldCostEachPolicy) {
+  // Room for two replicas of every expert: fault-tolerant survives any node lost; deepseek,
+  // which replicates only the hottest, does not.
+  const std::string out = (dir_ / "cmp").string();
+  const CliRun r = Eplb(std::string("compare ") + EPLB_SCENARIO_DIR +
+                        "/tiny.yaml --no-trace --set run.steps=120 --set "
+                        "eplb.num_redundant_experts=16 --policies deepseek,fault-tolerant --out " +
+                        out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(testing::ReadFile(out + "/comparison.json"));
+  ASSERT_EQ(doc["policies"].size(), 2u);
+  const auto& deepseek = doc["policies"][0];
+  const auto& tolerant = doc["policies"][1];
+  EXPECT_EQ(tolerant["label"], "fault-tolerant");
+  EXPECT_EQ(tolerant["node_failure_tokens_lost"].get<double>(), 0);
+  EXPECT_EQ(tolerant["gpu_failure_tokens_lost"].get<double>(), 0);
+  EXPECT_EQ(tolerant["node_failure_reload_bytes"].get<double>(), 0);
+  EXPECT_GT(deepseek["node_failure_tokens_lost"].get<double>(), 0);
+  EXPECT_GT(deepseek["node_failure_reload_bytes"].get<double>(), 0);
+  EXPECT_GE(deepseek["node_failure_tokens_lost"].get<double>(),
+            deepseek["gpu_failure_tokens_lost"].get<double>());
+}
 #endif
 
 }  // namespace

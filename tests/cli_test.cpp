@@ -180,7 +180,7 @@ TEST_F(CliTest, ErrorsExitTwoWithAClearMessage) {
        "the cluster has 8 slots per layer but the load has 12 experts"},
       {"unknown policy", "rebalance --policy magic --load " + load + " " + kReadmeArgs,
        "unknown policy 'magic'; valid policies: deepseek, static, deepseek-preserve, "
-       "replicate-lpt, timeseries, incremental, migration-aware"},
+       "replicate-lpt, timeseries, incremental, migration-aware, fault-tolerant"},
       {"bad format", "rebalance --load " + load + " " + kReadmeArgs + " --format xml", "--format"},
       {"missing option", "rebalance --load " + load + " --gpus 8", "--replicas is required"},
       {"no subcommand", "", "A subcommand is required"},
@@ -472,7 +472,7 @@ TEST_F(CliTest, CompareWritesAReportWhoseNumbersAreTheJsons) {
       ++values;
     }
   }
-  EXPECT_EQ(values, 4u * 15u);
+  EXPECT_EQ(values, 4u * 18u);
   // The trade-off scatter: one dot per policy at its row's bytes and balance after rearrangement.
   for (const auto& row : doc["policies"]) {
     const std::string label = row["label"];

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "eplb/model/metrics.h"
+#include "eplb/model/survivability.h"
 #include "eplb/policy/balance_bound.h"
 #include "eplb/policy/deepseek.h"
 #include "test_util.h"
@@ -48,7 +49,47 @@ TEST(Policies, AllAreRegisteredAndGiveValidPlacementsThatNeverBeatTheBound) {
       }
     }
   }
-  EXPECT_EQ(RegisteredPolicies().size(), 7u);
+  EXPECT_EQ(RegisteredPolicies().size(), 8u);
+}
+
+TEST(Policies, FaultTolerantSurvivesAnySingleFailureWhereSlotsAllow) {
+  std::mt19937_64 rng(77);
+  FaultTolerantPolicy policy;
+  for (int trial = 0; trial < 80; ++trial) {
+    // Two replicas' room for every expert: slots ≥ 2 × experts, on 1..4 nodes.
+    const int nodes = 1 + trial % 4, gpn = 1 + trial % 3 + (nodes == 1), per = 2 + trial % 4;
+    const Topology topo = MakeTopology(nodes, gpn, per, 1'000'000);
+    const int experts = std::max(1, topo.num_slots() / 2 - trial % 3);
+    SCOPED_TRACE(::testing::Message() << nodes << " nodes x " << gpn << " GPUs x " << per
+                                      << " slots, " << experts << " experts");
+    const LoadMatrix load = RandomLoad(rng, 3, experts);
+    auto p = policy.Rebalance({load, topo, nullptr, 1});
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    const FailureDomain domain = nodes > 1 ? FailureDomain::kNode : FailureDomain::kGpu;
+    const FailureExposure x = ExposureToFailure(load, *p, topo, domain);
+    EXPECT_EQ(x.experts_lost_mean, 0);
+    EXPECT_EQ(x.tokens_lost_worst, 0);
+    // Any lost GPU is survived too: a node's loss covers each of its GPUs'.
+    EXPECT_EQ(ExposureToFailure(load, *p, topo, FailureDomain::kGpu).experts_lost_mean, 0);
+    // Against deepseek on the same load: never more exposed.
+    auto d = DeepSeekPolicy().Rebalance({load, topo, nullptr, 1});
+    ASSERT_TRUE(d.ok());
+    EXPECT_LE(x.tokens_lost_mean, ExposureToFailure(load, *d, topo, domain).tokens_lost_mean);
+  }
+}
+
+TEST(Survivability, ExposureByHand) {
+  // 2 nodes × 1 GPU × 2 slots, 3 experts: [0, 1 | 0, 2]. Losing GPU 0 loses expert 1 (load 2);
+  // losing GPU 1 loses expert 2 (load 6); expert 0 (load 8) survives either.
+  const Topology topo = MakeTopology(2, 1, 2, 1000);
+  const Placement p = *Placement::Create(3, {{0, 1, 0, 2}});
+  LoadMatrix load(1, 3);
+  load << 8, 2, 6;
+  const FailureExposure x = ExposureToFailure(load, p, topo, FailureDomain::kGpu);
+  EXPECT_DOUBLE_EQ(x.tokens_lost_mean, (2.0 / 16 + 6.0 / 16) / 2);
+  EXPECT_DOUBLE_EQ(x.tokens_lost_worst, 6.0 / 16);
+  EXPECT_DOUBLE_EQ(x.experts_lost_mean, 1);
+  EXPECT_DOUBLE_EQ(x.reload_bytes_mean, 1000);
 }
 
 TEST(Policies, StaticNeverMoves) {

@@ -249,7 +249,7 @@ TEST(PolicyRegistry, FindsDeepSeekAndListsNamesOnError) {
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().message(),
             "unknown policy 'nope'; valid policies: deepseek, static, deepseek-preserve, "
-            "replicate-lpt, timeseries, incremental, migration-aware");
+            "replicate-lpt, timeseries, incremental, migration-aware, fault-tolerant");
 }
 
 TEST(PolicyRegistry, PolicyChecksCurrentPlacementShape) {

@@ -96,7 +96,8 @@ TEST(Scenario, ImpossibleValuesSayWhatIsValid) {
   EXPECT_EQ(
       Err("eplb:\n  policy: oracle\n"),
       "s.yaml:2:11: eplb.policy is 'oracle'; unknown policy 'oracle'; valid policies: deepseek, "
-      "static, deepseek-preserve, replicate-lpt, timeseries, incremental, migration-aware");
+      "static, deepseek-preserve, replicate-lpt, timeseries, incremental, migration-aware, "
+      "fault-tolerant");
   EXPECT_EQ(Err("workload:\n  kind: trace\n"),
             "s.yaml:2:9: workload.kind is 'trace' but workload.trace names no file");
 }

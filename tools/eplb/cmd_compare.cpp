@@ -120,14 +120,18 @@ int RunCompare(const CompareArgs& args) {
       });
   if (!s.ok()) return ReportError(cmd, s);
   std::FILE* out = HumanOutput(args.json);
-  fmt::print(out, "{:<18} {:>12} {:>12} {:>12} {:>14} {:>10}\n", "policy", "balancedness",
-             "after rearr.", "step ms", "GB / rearr.", "policy ms");
+  fmt::print(out, "{:<18} {:>12} {:>12} {:>12} {:>14} {:>10} {:>14}\n", "policy", "balancedness",
+             "after rearr.", "step ms", "GB / rearr.", "policy ms", "node lost: %");
   for (const auto& r : rows) {
-    fmt::print(out, "{:<18} {:>12.4f} {:>12.4f} {:>12.2f} {:>14.1f} {:>10.1f}\n",
+    fmt::print(out, "{:<18} {:>12.4f} {:>12.4f} {:>12.2f} {:>14.1f} {:>10.1f} {:>14.2f}\n",
                r["label"].get<std::string>(), r["balancedness_mean"].get<double>(),
                r["following_balancedness"].get<double>(), r["step_time_mean_s"].get<double>() * 1e3,
-               r["bytes_per_rearrangement"].get<double>() / 1e9, r["policy_ms"].get<double>());
+               r["bytes_per_rearrangement"].get<double>() / 1e9, r["policy_ms"].get<double>(),
+               r["node_failure_tokens_lost"].get<double>() * 100);
   }
+  fmt::print(out,
+             "node lost: tokens left without an expert replica if one node fails, % (the "
+             "report defines every column)\n");
   fmt::print(out, "report: {}/report.html\n", dir);
   if (args.json) {
     if (Status printed = PrintJsonFile(dir + "/comparison.json"); !printed.ok())

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "eplb/base/file_io.h"
+#include "eplb/model/survivability.h"
 #include "io/svg_plot.h"
 
 namespace eplb {
@@ -159,6 +160,9 @@ const std::vector<Column> kColumns = {
     {"slowed_s", "slowed s", 1, "{:.2f}"},
     {"stalled_s", "stalled s", 1, "{:.2f}"},
     {"policy_ms", "policy ms", 1, "{:.1f}"},
+    {"gpu_failure_tokens_lost", "tokens lost, a GPU fails %", 100, "{:.2f}"},
+    {"node_failure_tokens_lost", "a node fails %", 100, "{:.2f}"},
+    {"node_failure_reload_bytes", "reload GB", 1e-9, "{:.1f}"},
 };
 
 // A varied value as people write it: 4 rather than 4.0, 0.8 rather than 0.80000000000000004.
@@ -207,13 +211,35 @@ const char* kDefinitions = R"(<dl>
 <dt>GB / rearr., transfers / rearr.</dt><dd>expert weights moved between GPUs per rearrangement.</dd>
 <dt>makespan</dt><dd>from a rearrangement's start to its last layer's commit (layers commit at step boundaries).</dd>
 <dt>slowed, stalled</dt><dd>Σ (step time − the same step on idle links); Σ time step boundaries blocked (stop-the-world rearrangements).</dd>
-<dt>policy ms</dt><dd>wall time of one policy call.</dd></dl>)";
+<dt>policy ms</dt><dd>wall time of one policy call.</dd>
+<dt>tokens lost, a GPU / node fails</dt><dd>what losing one GPU (or one node) would cost the placement the run ended with, averaged over which one: the share of the last window's tokens routed to experts left with no replica, lost or stalled until reloaded; <em>reload GB</em>: those experts' weights, what recovery from a host-memory backup or storage must reload after a node fails (model/survivability.h).</dd></dl>)";
 
 std::string Page(const std::string& title, const std::string& body) {
   return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>" +
          svg::Escape(title) + "</title>\n<style>" + kStyle + svg::ChartStyle() +
          "</style>\n</head>\n<body>\n<h1>" + svg::Escape(title) + "</h1>\n" + body +
          "</body>\n</html>\n";
+}
+
+// What losing one GPU or node would cost the placement the run ended with, over the window
+// load of its last rearrangement (model/survivability.h); none when the run kept no loads.
+FailureExposure FinalExposure(const RunFolder& folder, FailureDomain domain) {
+  const RunResult& run = folder.run;
+  const RearrangementRecord* window = nullptr;
+  for (const RearrangementRecord& r : run.rearrangements) {
+    if (!r.window_load.empty()) window = &r;
+  }
+  const int layers = run.scenario.model.layers, experts = run.scenario.model.experts;
+  if (window == nullptr || static_cast<int>(folder.initial_phy2log.size()) != layers) return {};
+  std::vector<std::vector<int32_t>> rows = folder.initial_phy2log;
+  for (const CommitRecord& c : run.commits) rows[static_cast<size_t>(c.layer)] = c.phy2log;
+  auto placement = Placement::Create(experts, rows);
+  if (!placement.ok()) return {};
+  LoadMatrix load(layers, experts);
+  for (int l = 0; l < layers; ++l) {
+    for (int e = 0; e < experts; ++e) load(l, e) = window->window_load[size_t(l) * experts + e];
+  }
+  return ExposureToFailure(load, *placement, run.scenario.topology(), domain);
 }
 
 }  // namespace
@@ -229,6 +255,8 @@ nlohmann::ordered_json ComparisonRow(const LabelledRun& labelled) {
     for (int64_t b : r.bytes) bytes += static_cast<double>(b);
   }
   const double n = std::max<double>(1, static_cast<double>(rearrangements.size()));
+  const FailureExposure gpu = FinalExposure(labelled.folder, FailureDomain::kGpu);
+  const FailureExposure node = FinalExposure(labelled.folder, FailureDomain::kNode);
   return {{"label", labelled.label},
           {"balancedness_mean", s.balancedness.mean},
           {"balancedness_min", s.balancedness.min},
@@ -246,7 +274,10 @@ nlohmann::ordered_json ComparisonRow(const LabelledRun& labelled) {
           {"rearrangement_makespan_s", s.rearrangements.makespan_s_mean},
           {"slowed_s", s.slowed_s},
           {"stalled_s", s.stalled_s},
-          {"policy_ms", s.rearrangements.policy_ms_mean}};
+          {"policy_ms", s.rearrangements.policy_ms_mean},
+          {"gpu_failure_tokens_lost", gpu.tokens_lost_mean},
+          {"node_failure_tokens_lost", node.tokens_lost_mean},
+          {"node_failure_reload_bytes", node.reload_bytes_mean}};
 }
 
 namespace {

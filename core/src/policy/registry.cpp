@@ -54,6 +54,11 @@ Registry& GetRegistry() {
            "compute.per_token_us (x 1e-6)", "GPU time per token-expert"},
           {"window_steps", "the window's steps", "eplb.window_size (steps filled)",
            "steps summed in the load, to turn it into per-step load"}}});
+    r->policies.push_back(
+        {"fault-tolerant",
+         "survives any one node (or GPU) lost without reloading where slots allow: second "
+         "replicas hottest first, replicas of an expert on different failure domains",
+         [] { return std::make_unique<FaultTolerantPolicy>(); }});
     return r;
   }();
   return *registry;

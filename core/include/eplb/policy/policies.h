@@ -37,6 +37,14 @@ class ReplicateLptPolicy final : public Policy {
   Result<Placement> Rebalance(const PolicyInput& input) override;
 };
 
+// Every expert's replicas on two failure domains (nodes, or GPUs on one node) where slots allow;
+// core/src/policy/fault_tolerant.cpp says how.
+class FaultTolerantPolicy final : public Policy {
+ public:
+  std::string_view name() const override { return "fault-tolerant"; }
+  Result<Placement> Rebalance(const PolicyInput& input) override;
+};
+
 class TimeSeriesPolicy final : public Policy {
  public:
   std::string_view name() const override { return "timeseries"; }
