@@ -116,7 +116,9 @@ TEST_F(CliTest, CompareShowsWhatASingleFailureWouldCostEachPolicy) {
   const std::string out = (dir_ / "cmp").string();
   const CliRun r = Eplb(std::string("compare ") + EPLB_SCENARIO_DIR +
                         "/tiny.yaml --no-trace --set run.steps=120 --set "
-                        "eplb.num_redundant_experts=16 --policies deepseek,fault-tolerant --out " +
+                        "eplb.num_redundant_experts=16 --policies deepseek,fault-tolerant "
+                        "--set 'faults=[{kind: straggler, step: 40, until: 60, rank: 2, "
+                        "factor: 2}]' --out " +
                         out);
   ASSERT_EQ(r.code, 0) << r.err;
   const auto doc = nlohmann::json::parse(testing::ReadFile(out + "/comparison.json"));
@@ -131,6 +133,10 @@ TEST_F(CliTest, CompareShowsWhatASingleFailureWouldCostEachPolicy) {
   EXPECT_GT(deepseek["node_failure_reload_bytes"].get<double>(), 0);
   EXPECT_GE(deepseek["node_failure_tokens_lost"].get<double>(),
             deepseek["gpu_failure_tokens_lost"].get<double>());
+  // The report shades the fault's steps on the per-step charts.
+  const std::string html = testing::ReadFile(out + "/report.html");
+  EXPECT_NE(html.find(R"(<rect class="fault-span" data-start="40" data-end="60")"),
+            std::string::npos);
 }
 #endif
 

@@ -428,15 +428,32 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
                                          : static_cast<double>(change.step));
     }
   }
+  // The faults in force (the same scenario in every run), over [step, until) of the run.
+  std::vector<std::pair<double, double>> faults;
+  if (!runs.empty()) {
+    const std::vector<StepRecord>& steps = runs[0].folder.run.steps;
+    const auto at = [&](int s) {
+      if (!options.time_axis) return static_cast<double>(s);
+      if (s < static_cast<int>(steps.size())) return steps[static_cast<size_t>(s)].start_s;
+      return steps.empty() ? 0.0 : steps.back().start_s + steps.back().step_s;
+    };
+    for (const FaultSpec& f : runs[0].folder.run.scenario.faults) {
+      const int last = static_cast<int>(steps.size());
+      if (f.step >= last) continue;
+      faults.emplace_back(at(f.step), at(std::min(f.until, last)));
+    }
+  }
   for (size_t i = 0; i < most; ++i) groups.push_back(std::to_string(i + 1));
 
   svg::Chart balance_chart{"Balancedness over the run", x_label,
                            "balancedness (mean, min-max band)"};
   balance_chart.x_marks = marks;
   balance_chart.phase_marks = phases;
+  balance_chart.spans = faults;
   svg::Chart step_chart{"Step time over the run", x_label, "ms (mean, min-max band)"};
   step_chart.x_marks = marks;
   step_chart.phase_marks = phases;
+  step_chart.spans = faults;
   std::vector<Figure> made = {
       {"balancedness", svg::LineChart(balance_chart, balance)},
       {"step-time", svg::LineChart(step_chart, step)},
@@ -453,8 +470,9 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
                           "CDF of step time"};
   const char* captions[] = {
       "Balancedness of each step; grey dashed lines mark where rearrangements start, dotted "
-      "purple ones where the workload's popularity shifts (its phases).",
-      "Step time as the backend ran it, migrations' contention included.",
+      "purple ones where the workload's popularity shifts (its phases); red shading where the "
+      "scenario's faults are in force.",
+      "Step time as the backend ran it, migrations' contention and faults included.",
       "Each policy's balance on the steps after its rearrangements against the bytes it moved "
       "for them: up and to the left is better.",
       "Bytes moved by each rearrangement.", "Distribution of step time."};

@@ -122,7 +122,7 @@ std::string Escape(const std::string& text) {
 const char* ChartStyle() {
   return ".chart text{font:12px system-ui,sans-serif;fill:#333}.chart .title{font-weight:600}"
          ".grid{stroke:#eee}.axis{stroke:#888}.mark{stroke:#999;stroke-dasharray:4 3}"
-         ".phase-mark{stroke:#b5367a;stroke-dasharray:1 3}";
+         ".phase-mark{stroke:#b5367a;stroke-dasharray:1 3}.fault-span{fill:#d62728;opacity:.12}";
 }
 
 std::string StandaloneSvg(const std::string& chart_svg) {
@@ -168,6 +168,13 @@ std::string LineChart(const Chart& given, const std::vector<Series>& series) {
     f.x1 += 0.5;
   }
   std::string out = Axes(chart, f, true);
+  for (const auto& [start, end] : chart.spans) {
+    const double a = std::max(start, f.x0), b = std::min(end, f.x1);
+    if (b <= a) continue;
+    out += fmt::format(
+        R"svg(<rect class="fault-span" data-start="{}" data-end="{}" x="{:.1f}" y="{}" width="{:.1f}" height="{}"/>)svg",
+        start, end, f.X(a), kTop, f.X(b) - f.X(a), chart.height - kBottom - kTop);
+  }
   for (const auto& [marks, kind] :
        {std::pair{&chart.x_marks, "mark"}, std::pair{&chart.phase_marks, "phase-mark"}}) {
     for (double x : *marks) {

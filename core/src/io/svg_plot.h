@@ -30,6 +30,7 @@ struct Chart {
   int legend_width = 170;                // at least; long names widen the chart
   std::vector<double> x_marks = {};      // vertical dashed lines (e.g. rearrangement starts)
   std::vector<double> phase_marks = {};  // vertical dotted lines (e.g. workload phase changes)
+  std::vector<std::pair<double, double>> spans = {};  // shaded x ranges (e.g. faults in force)
 };
 
 std::string LineChart(const Chart& chart, const std::vector<Series>& series);
