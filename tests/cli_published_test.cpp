@@ -105,6 +105,21 @@ TEST_F(CliTest, FaultsSlowStepsWhileTheyLast) {
       EXPECT_DOUBLE_EQ(b[i], a[i]) << "step " << i;
     }
   }
+  // summary.json says when each held and what its steps cost against the steps before it.
+  const auto summary =
+      nlohmann::json::parse(testing::ReadFile((dir_ / "faulty/summary.json").string()));
+  ASSERT_EQ(summary["faults"].size(), 2u);
+  const auto& straggler = summary["faults"][0];
+  EXPECT_EQ(straggler["kind"], "straggler");
+  EXPECT_EQ(straggler["steps"], 10);
+  double during = 0, before = 0;
+  for (size_t i = 0; i < 10; ++i) before += b[i] / 10, during += b[10 + i] / 10;
+  EXPECT_NEAR(straggler["step_time_mean_s"].get<double>(), during, 1e-12);
+  EXPECT_NEAR(straggler["baseline_step_time_mean_s"].get<double>(), before, 1e-12);
+  EXPECT_EQ(summary["faults"][1]["until"], 40);
+  EXPECT_TRUE(
+      nlohmann::json::parse(testing::ReadFile((dir_ / "healthy/summary.json").string()))["faults"]
+          .empty());
   // The resolved scenario keeps the faults.
   EXPECT_NE(testing::ReadFile((dir_ / "faulty/scenario.yaml").string())
                 .find("{kind: link_degraded, step: 30, until: 40, node: 1, link: nic, factor: 10}"),

@@ -78,7 +78,11 @@ void ExpectClose(double written, double read, const char* what) {
 }
 
 TEST(RunFolder, WhatIsWrittenIsReadBackFieldByField) {
-  auto host = RunOnHost(Tiny());
+  // With a fault, so that summary.json's faults are read back too (the host backend runs them:
+  // its step times follow the step model's).
+  Scenario tiny = Tiny();
+  tiny.faults = {{FaultKind::kStraggler, 5, 9, 1, -1, LinkClass::kNic, 2}};
+  auto host = RunOnHost(tiny);
   ASSERT_TRUE(host.ok()) << host.status().message();
   const RunResult& w = host->result;
   TempDir tmp;
@@ -173,6 +177,13 @@ TEST(RunFolder, WhatIsWrittenIsReadBackFieldByField) {
   EXPECT_EQ(a.bytes_moved_nvlink, b.bytes_moved_nvlink);
   EXPECT_EQ(a.bytes_moved_nic, b.bytes_moved_nic);
   EXPECT_EQ(a.transfers, b.transfers);
+  ASSERT_EQ(a.faults.size(), 1u);
+  ASSERT_EQ(b.faults.size(), 1u);
+  for (size_t i = 0; i < a.faults.size(); ++i) {
+    EXPECT_EQ(a.faults[i].kind, b.faults[i].kind);
+    EXPECT_EQ(a.faults[i].until, b.faults[i].until);
+    EXPECT_DOUBLE_EQ(a.faults[i].step_time_mean_s, b.faults[i].step_time_mean_s);
+  }
 }
 
 // The table defines the files: every CSV's header is its columns' names, in order, and every

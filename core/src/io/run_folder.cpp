@@ -34,6 +34,21 @@ double Quantile(std::vector<double> v, double q) {
   return v[k];
 }
 
+Json FaultsJson(const RunSummary& s) {
+  Json out = Json::array();
+  for (const RunSummary::FaultEffect& f : s.faults) {
+    out.push_back({{"kind", f.kind},
+                   {"step", f.step},
+                   {"until", f.until},
+                   {"start_s", f.start_s},
+                   {"end_s", f.end_s},
+                   {"steps", f.steps},
+                   {"step_time_mean_s", f.step_time_mean_s},
+                   {"baseline_step_time_mean_s", f.baseline_step_time_mean_s}});
+  }
+  return out;
+}
+
 Json SummaryJson(const RunSummary& s) {
   const auto& r = s.rearrangements;
   return {{"tool", ToolVersion()},
@@ -63,7 +78,8 @@ Json SummaryJson(const RunSummary& s) {
           {"bytes_moved", {{"nvlink", s.bytes_moved_nvlink}, {"nic", s.bytes_moved_nic}}},
           {"transfers", s.transfers},
           {"wall_s", s.wall_s},
-          {"peak_rss_bytes", s.peak_rss_bytes}};
+          {"peak_rss_bytes", s.peak_rss_bytes},
+          {"faults", FaultsJson(s)}};
 }
 
 // Reads summary.json field by field; a missing or mistyped field is named by its JSON path.
@@ -150,6 +166,26 @@ Result<RunSummary> ParseSummary(const std::string& text, const std::string& file
         r.Get({"wall_s"}, s.wall_s),
         r.Get({"peak_rss_bytes"}, s.peak_rss_bytes)}) {
     EPLB_RETURN_IF_ERROR(st);
+  }
+  // Written since faults exist; a folder from before has none.
+  if (root.contains("faults")) {
+    const nlohmann::json& faults = root["faults"];
+    if (!faults.is_array()) {
+      return Status::InvalidArgument(
+          fmt::format("{}: field 'faults' is {}; expected a list", file, faults.dump()));
+    }
+    for (size_t i = 0; i < faults.size(); ++i) {
+      SummaryReader fr(faults[i], fmt::format("{}: faults[{}]", file, i));
+      RunSummary::FaultEffect f;
+      for (Status st :
+           {fr.Get({"kind"}, f.kind), fr.Get({"step"}, f.step), fr.Get({"until"}, f.until),
+            fr.Get({"start_s"}, f.start_s), fr.Get({"end_s"}, f.end_s), fr.Get({"steps"}, f.steps),
+            fr.Get({"step_time_mean_s"}, f.step_time_mean_s),
+            fr.Get({"baseline_step_time_mean_s"}, f.baseline_step_time_mean_s)}) {
+        EPLB_RETURN_IF_ERROR(st);
+      }
+      s.faults.push_back(std::move(f));
+    }
   }
   return s;
 }
@@ -428,6 +464,43 @@ RunSummary Summarize(const RunResult& run) {
     }
   }
   r.started = static_cast<int64_t>(run.rearrangements.size());
+  const int ran = static_cast<int>(run.steps.size());
+  const auto mean_step = [&](int first, int end) {
+    double sum = 0;
+    for (int i = first; i < end; ++i) sum += run.steps[static_cast<size_t>(i)].step_s;
+    return end > first ? sum / (end - first) : 0.0;
+  };
+  for (const FaultSpec& f : run.scenario.faults) {
+    if (f.step >= ran) continue;
+    RunSummary::FaultEffect e;
+    e.kind = FaultKindName(f.kind);
+    e.step = f.step;
+    const int end = std::min(f.until, ran), k = end - f.step;
+    e.until = end;
+    const StepRecord& last = run.steps[static_cast<size_t>(end - 1)];
+    e.start_s = run.steps[static_cast<size_t>(f.step)].start_s;
+    e.end_s = last.start_s + last.step_s;
+    e.steps = k;
+    e.step_time_mean_s = mean_step(f.step, end);
+    // Baseline: the k steps nearest before it under no fault at all (after it, if none before).
+    const auto healthy = [&](int i) {
+      return std::none_of(run.scenario.faults.begin(), run.scenario.faults.end(),
+                          [&](const FaultSpec& g) { return g.active_at(i); });
+    };
+    double sum = 0;
+    int taken = 0;
+    for (int i = f.step - 1; i >= 0 && taken < k; --i) {
+      if (healthy(i)) sum += run.steps[static_cast<size_t>(i)].step_s, ++taken;
+    }
+    for (int i = end; taken == 0 && i < ran; ++i) {
+      if (!healthy(i)) continue;
+      for (; i < ran && taken < k; ++i) {
+        if (healthy(i)) sum += run.steps[static_cast<size_t>(i)].step_s, ++taken;
+      }
+    }
+    e.baseline_step_time_mean_s = taken > 0 ? sum / taken : 0.0;
+    out.faults.push_back(e);
+  }
   r.skipped = run.skipped_rearrangements;
   const double started = std::max<double>(1, static_cast<double>(r.started));
   const double done = std::max<double>(1, static_cast<double>(r.completed));

@@ -91,6 +91,18 @@ struct RunSummary {
   int64_t transfers = 0;
   double wall_s = 0;
   int64_t peak_rss_bytes = 0;
+  // Per fault of the scenario that began within the run: when it held in the backend's time,
+  // and the mean step time over its steps against as many of the nearest steps before it under
+  // no fault (after it, when none before; 0 when no step was healthy).
+  struct FaultEffect {
+    std::string kind;         // FaultKindName
+    int step = 0, until = 0;  // the steps it held within the run: [step, until)
+    double start_s = 0, end_s = 0;
+    int64_t steps = 0;
+    double step_time_mean_s = 0;
+    double baseline_step_time_mean_s = 0;
+  };
+  std::vector<FaultEffect> faults;
 };
 
 RunSummary Summarize(const RunResult& run);
