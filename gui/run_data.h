@@ -42,6 +42,15 @@ struct RearrangementRow {
   double end_s;  // −1 if it never finished
 };
 
+// A fault of the scenario while it held: the GPUs it hit, in the backend's time.
+struct FaultSpan {
+  double start_s;
+  double end_s;
+  int first_rank;
+  int last_rank;
+  std::string what;  // "straggler ×1.5", "NIC ÷4"
+};
+
 class RunData {
  public:
   static Result<std::shared_ptr<const RunData>> Load(const std::string& dir);
@@ -75,6 +84,7 @@ class RunData {
   std::vector<int> TransfersIn(double t0, double t1) const;
 
   const std::vector<RearrangementRow>& rearrangements() const { return rearrangements_; }
+  const std::vector<FaultSpan>& faults() const { return faults_; }
   // Every commit, in order.
   const std::vector<CommitRow>& commits() const { return commits_; }
 
@@ -91,6 +101,7 @@ class RunData {
   std::vector<TransferRow> transfers_;
   double longest_transfer_s_ = 0;
   std::vector<RearrangementRow> rearrangements_;
+  std::vector<FaultSpan> faults_;
   std::vector<std::vector<int32_t>> rows_;             // every phy2log row read
   std::vector<int> initial_row_;                       // per layer
   std::vector<std::vector<CommitRow>> layer_commits_;  // per layer, in step order

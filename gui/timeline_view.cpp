@@ -143,6 +143,14 @@ QPoint TimelineView::PointOf(int index, bool receive_lane) const {
                 LaneTop(gpu, receive_lane) + static_cast<int>(LaneHeight() / 2));
 }
 
+QRect TimelineView::FaultRect(int index) const {
+  const FaultSpan& f = run_->faults()[static_cast<size_t>(index)];
+  const int top = LaneTop(f.first_rank, false);
+  const int bottom = LaneTop(f.last_rank, true) + static_cast<int>(std::ceil(LaneHeight()));
+  const QRectF r(QPointF(X(f.start_s), top), QPointF(X(f.end_s), bottom));
+  return r.toAlignedRect().intersected(Plot());
+}
+
 void TimelineView::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.fillRect(rect(), Qt::white);
@@ -177,6 +185,16 @@ void TimelineView::paintEvent(QPaintEvent*) {
     }
   }
   p.setClipRect(plot);
+  for (size_t i = 0; i < run_->faults().size(); ++i) {
+    const QRect r = FaultRect(static_cast<int>(i));
+    p.fillRect(r, QColor(214, 39, 40, 40));
+    const QString what = QString::fromStdString(run_->faults()[i].what);
+    if (p.fontMetrics().horizontalAdvance(what) + 8 < r.width() &&
+        p.fontMetrics().height() < r.height()) {
+      p.setPen(QColor(160, 30, 30));
+      p.drawText(r.adjusted(4, 0, 0, 0), Qt::AlignVCenter | Qt::AlignLeft, what);
+    }
+  }
   const int bar_h = std::max(1, static_cast<int>(lane_h) - (lane_h >= 4 ? 1 : 0));
   for (int i : visible) {
     const TransferRow& t = run_->transfers()[i];

@@ -1,6 +1,7 @@
 // Transfers over time: for each GPU a send lane and a receive lane, each transfer a bar from
 // its start to its end on its source's send lane and its destination's receive lane, coloured
-// by link (NVLink, NIC); rearrangement starts as red lines; the cursor as a black line.
+// by link (NVLink, NIC); rearrangement starts as red lines; the scenario's faults as red
+// shading over the lanes of the GPUs they hit, while they hold; the cursor as a black line.
 // Wheel zooms about the mouse, dragging pans, a double click shows the whole run. Only the
 // transfers overlapping the visible time range are drawn (RunData::TransfersIn).
 #pragma once
@@ -37,6 +38,8 @@ class TimelineView : public QWidget {
   // receive (or send) lane: the centre of its bar, clipped to the view.
   int TransferAt(QPoint p) const;
   QPoint PointOf(int index, bool receive_lane) const;
+  // Where fault `index` (RunData::faults) is shaded, clipped to the plot.
+  QRect FaultRect(int index) const;
   // "expert 5, layer 2, 1.0 MB, GPU 0 → GPU 3 (NVLink), 0.120000–0.121400 s, 0.75 GB/s"
   QString Describe(int index) const;
   QSize sizeHint() const override { return {700, 260}; }

@@ -130,6 +130,34 @@ class ViewerTest : public QObject {
     QVERIFY(w.step() < last.step);
   }
 
+  void FaultsAreShadedOverTheLanesOfTheGpusTheyHit() {
+    MainWindow w;
+    w.SetDialogs(false);
+    QVERIFY(w.OpenRun(RunDir() + "-fault"));
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    const RunData& run = w.panel()->run();
+    QCOMPARE(run.faults().size(), size_t{1});
+    const auto& f = run.faults().front();
+    QCOMPARE(f.first_rank, 1);
+    QCOMPARE(f.last_rank, 1);
+    QCOMPARE(f.start_s, run.step_start_s()[10]);
+    QCOMPARE(f.end_s, run.step_end_s(19));
+    auto* timeline = w.panel()->timeline();
+    // Steps 5 to 25: the fault and healthy steps either side, before any transfer.
+    timeline->SetRange(run.step_start_s()[5], run.step_end_s(25));
+    const QRect r = timeline->FaultRect(0);
+    QVERIFY(r.width() > 20 && r.height() > 2);
+    const QImage image = timeline->grab().toImage();
+    const QColor in = image.pixelColor(r.center());
+    const QColor out = image.pixelColor(r.left() - 10, r.center().y());
+    QVERIFY2(in.red() > in.green() + 15, qPrintable(in.name()));
+    QCOMPARE(out.red(), out.green());  // the lane's own grey
+    // GPU 0's lanes, above, are not shaded.
+    const QColor other = image.pixelColor(r.center().x(), r.top() - 3);
+    QCOMPARE(other.red(), other.green());
+  }
+
   void HoveringATransferReportsItsFields() {
     MainWindow w;
     QVERIFY(OpenTestRun(w));
