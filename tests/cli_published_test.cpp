@@ -64,6 +64,25 @@ TEST_F(CliTest, A2aPrintsTimeAndBottleneckBandwidth) {
   EXPECT_EQ(Eplb("a2a --tokens 0").code, 2);
 }
 
+TEST_F(CliTest, RebalancePlacesAroundLostGpus) {
+  const std::string load = Write("load.json", "[[90,132,40,61,104,165,39,4,73,56,183,86]]");
+  const CliRun r = Eplb("rebalance --policy fault-tolerant --load " + load +
+                        " --replicas 16 --nodes 2 --gpus 8 --lost-ranks 5,3");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto row = nlohmann::json::parse(r.out)["phy2log"][0];
+  ASSERT_EQ(row.size(), 16u);
+  for (size_t s = 0; s < 16; ++s) {
+    const bool lost = s / 2 == 3 || s / 2 == 5;
+    EXPECT_EQ(row[s].get<int>() == -1, lost) << s;
+  }
+  const CliRun refused =
+      Eplb("rebalance --load " + load + " --replicas 16 --gpus 8 --lost-ranks 1");
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_NE(refused.err.find("policy deepseek: it cannot place around lost GPUs"),
+            std::string::npos)
+      << refused.err;
+}
+
 #ifdef EPLB_HAVE_SIM
 // Per step of a run folder's metrics.csv: step_s (the third column).
 std::vector<double> StepTimes(const std::string& metrics) {

@@ -78,6 +78,50 @@ TEST(Policies, FaultTolerantSurvivesAnySingleFailureWhereSlotsAllow) {
   }
 }
 
+TEST(Policies, PlacingAroundLostGpusLeavesTheirSlotsEmpty) {
+  std::mt19937_64 rng(5);
+  for (const char* name : {"replicate-lpt", "fault-tolerant"}) {
+    SCOPED_TRACE(name);
+    auto policy = MakePolicy(name);
+    ASSERT_TRUE(policy.ok());
+    for (int trial = 0; trial < 60; ++trial) {
+      const int nodes = 1 + trial % 3, gpn = 2 + trial % 3, per = 2 + trial % 3;
+      const Topology topo = MakeTopology(nodes, gpn, per, 1000);
+      std::vector<int> lost;
+      for (int r = 0; r < topo.num_ranks(); ++r) {
+        if (rng() % 4 == 0 && static_cast<int>(lost.size()) + 1 < topo.num_ranks())
+          lost.push_back(r);
+      }
+      const int live_slots = (topo.num_ranks() - static_cast<int>(lost.size())) * per;
+      const int experts = std::max(1, live_slots - static_cast<int>(rng() % 3));
+      const LoadMatrix load = RandomLoad(rng, 2, experts);
+      PolicyInput input{load, topo, nullptr, 1};
+      input.lost_ranks = lost;
+      auto p = (*policy)->Rebalance(input);
+      ASSERT_TRUE(p.ok()) << p.status().message();
+      for (int l = 0; l < 2; ++l) {
+        const auto row = p->phy2log(l);
+        for (int s = 0; s < topo.num_slots(); ++s) {
+          const bool on_lost = std::count(lost.begin(), lost.end(), topo.rank_of_slot(s)) > 0;
+          EXPECT_EQ(row[s] == kEmptySlot, on_lost) << "slot " << s;
+        }
+        for (int e = 0; e < experts; ++e) EXPECT_GE(p->logcnt(l, e), 1);
+      }
+    }
+  }
+  // The others refuse, and so does a rank outside the cluster.
+  const Topology topo = MakeTopology(1, 4, 2);
+  const LoadMatrix load = LoadMatrix::Constant(1, 4, 1.0);
+  const std::vector<int> one = {1}, outside = {4};
+  PolicyInput input{load, topo, nullptr, 1};
+  input.lost_ranks = one;
+  auto refused = DeepSeekPolicy().Rebalance(input);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("replicate-lpt, fault-tolerant"), std::string::npos);
+  input.lost_ranks = outside;
+  EXPECT_FALSE(ReplicateLptPolicy().Rebalance(input).ok());
+}
+
 TEST(Survivability, ExposureByHand) {
   // 2 nodes × 1 GPU × 2 slots, 3 experts: [0, 1 | 0, 2]. Losing GPU 0 loses expert 1 (load 2);
   // losing GPU 1 loses expert 2 (load 6); expert 0 (load 8) survives either.

@@ -1,4 +1,5 @@
 // eplb rebalance: run a policy on a load matrix and print the placement it chooses.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -35,6 +36,7 @@ struct RebalanceArgs {
   int layer = -1;                    // table: only this layer; -1 for all
   int first_layer = 0;               // trtllm: the model's layer index of MoE layer 0
   std::vector<std::string> options;  // NAME=VALUE, `eplb policies` lists them
+  std::vector<int> lost_ranks;       // GPUs to place around
 };
 
 // The engines' own files for a placement:
@@ -152,6 +154,9 @@ int RunRebalance(const RebalanceArgs& args) {
 
   PolicyInput input{*load, *topology, current ? &*current : nullptr, args.groups, chunks};
   input.migration.window_steps = static_cast<double>(series->steps.size());
+  std::vector<int> lost = args.lost_ranks;
+  std::sort(lost.begin(), lost.end());
+  input.lost_ranks = lost;
   for (const std::string& option : args.options) {
     const size_t eq = option.find('=');
     const Status set =
@@ -165,7 +170,9 @@ int RunRebalance(const RebalanceArgs& args) {
   auto placement = (*policy)->Rebalance(input);
   const double elapsed_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  if (!placement.ok()) return ReportError(cmd, placement.status());
+  if (!placement.ok()) {
+    return ReportError(cmd, placement.status().WithContext("policy " + args.policy + ": "));
+  }
 
   const LoadMatrix gpu_loads = GpuLoads(*load, *placement, *topology);
   if (args.format == "sglang" || args.format == "vllm" || args.format == "trtllm") {
@@ -230,6 +237,10 @@ void AddRebalanceCommand(CLI::App& app, Action& action) {
       ->check(Positive());
   sub->add_option("--gpus", args->gpus, "GPUs in all (a multiple of --nodes)")->required();
   sub->add_option("--current", args->current_path, "Placement in force (JSON with 'phy2log')");
+  sub->add_option("--lost-ranks", args->lost_ranks,
+                  "GPUs lost or drained, e.g. 3,5: their slots stay empty (replicate-lpt and "
+                  "fault-tolerant place around them)")
+      ->delimiter(',');
   sub->add_option("--format", args->format,
                   "Output format: json (ours), table, or an engine's own file: sglang (for "
                   "--init-expert-location), vllm (its EPLB state's maps), trtllm "

@@ -44,13 +44,15 @@ std::vector<int> SurvivableCounts(std::span<const double> load, int slots, bool 
 
 class Packer {
  public:
-  Packer(const Topology& t, int experts, int per_domain)
+  Packer(const Topology& t, int experts, int per_domain, std::span<const int> lost)
       : t_(t),
         per_domain_(per_domain),
         load_(static_cast<size_t>(t.num_ranks()), 0.0),
         free_(static_cast<size_t>(t.num_ranks()), t.slots_per_gpu()),
         slots_of_(static_cast<size_t>(t.num_ranks())),
-        domains_of_(static_cast<size_t>(experts)) {}
+        domains_of_(static_cast<size_t>(experts)) {
+    for (int r : lost) free_[static_cast<size_t>(r)] = 0;
+  }
 
   int Domain(int gpu) const { return gpu / per_domain_; }
 
@@ -86,6 +88,9 @@ class Packer {
     row.reserve(static_cast<size_t>(t_.num_slots()));
     for (const auto& slots : slots_of_) {
       for (const Replica& r : slots) row.push_back(r.expert);
+      // A lost GPU's slots stay empty.
+      for (size_t i = slots.size(); i < static_cast<size_t>(t_.slots_per_gpu()); ++i)
+        row.push_back(kEmptySlot);
     }
     return row;
   }
@@ -151,22 +156,30 @@ class Packer {
 }  // namespace
 
 Result<Placement> FaultTolerantPolicy::Rebalance(const PolicyInput& input) {
-  EPLB_RETURN_IF_ERROR(ValidatePolicyInput(input));
+  EPLB_RETURN_IF_ERROR(ValidatePolicyInput(input, /*honour_lost_ranks=*/true));
   const Topology& t = input.topology;
   const int per_domain = t.nodes() > 1 ? t.gpus_per_node() : 1;
-  const bool spread = t.num_ranks() / per_domain >= 2;
+  // Spreading needs two domains with a live GPU.
+  int live_domains = 0;
+  for (int d = 0; d < t.num_ranks() / per_domain; ++d) {
+    bool live = false;
+    for (int g = d * per_domain; g < (d + 1) * per_domain; ++g) live |= !IsLost(input, g);
+    live_domains += live;
+  }
+  const bool spread = live_domains >= 2;
   const int experts = static_cast<int>(input.load.cols()), slots = t.num_slots();
+  const int live_slots = policy_util::LiveSlots(input);
   std::vector<std::vector<int32_t>> rows;
   std::vector<int32_t> replicas;
   std::vector<double> weight;
   for (int l = 0; l < input.load.rows(); ++l) {
     const auto load = policy_util::Row(input.load, l);
-    policy_util::ExpandReplicas(load, SurvivableCounts(load, slots, spread), replicas, weight);
+    policy_util::ExpandReplicas(load, SurvivableCounts(load, live_slots, spread), replicas, weight);
     std::vector<size_t> order(replicas.size());
     std::iota(order.begin(), order.end(), size_t{0});
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t b) { return weight[a] > weight[b]; });
-    Packer packer(t, experts, per_domain);
+    Packer packer(t, experts, per_domain, input.lost_ranks);
     for (size_t i : order) packer.Place(replicas[i], weight[i]);
     if (spread) packer.Repair();
     rows.push_back(packer.Row());

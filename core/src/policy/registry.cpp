@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <mutex>
 
 #include <fmt/format.h>
@@ -66,8 +67,35 @@ Registry& GetRegistry() {
 
 }  // namespace
 
-Status ValidatePolicyInput(const PolicyInput& input) {
+bool IsLost(const PolicyInput& input, int rank) {
+  return std::binary_search(input.lost_ranks.begin(), input.lost_ranks.end(), rank);
+}
+
+Status ValidatePolicyInput(const PolicyInput& input, bool honour_lost_ranks) {
   EPLB_RETURN_IF_ERROR(ValidateLoad(input.load));
+  if (!input.lost_ranks.empty()) {
+    if (!honour_lost_ranks) {
+      return Status::InvalidArgument(
+          "it cannot place around lost GPUs; the policies that can: replicate-lpt, "
+          "fault-tolerant");
+    }
+    const int ranks = input.topology.num_ranks();
+    for (size_t i = 0; i < input.lost_ranks.size(); ++i) {
+      const int r = input.lost_ranks[i];
+      if (r < 0 || r >= ranks || (i > 0 && r <= input.lost_ranks[i - 1])) {
+        return Status::InvalidArgument(fmt::format(
+            "lost rank {} is not valid: lost ranks are distinct, ascending, within 0..{}", r,
+            ranks - 1));
+      }
+    }
+    const int64_t live_slots =
+        int64_t{ranks - static_cast<int>(input.lost_ranks.size())} * input.topology.slots_per_gpu();
+    if (live_slots < input.load.cols()) {
+      return Status::InvalidArgument(
+          fmt::format("{} of {} GPUs lost leave {} slots for {} experts; every expert needs one",
+                      input.lost_ranks.size(), ranks, live_slots, input.load.cols()));
+    }
+  }
   if (input.topology.num_slots() < input.load.cols()) {
     return Status::InvalidArgument(fmt::format(
         "the cluster has {} slots per layer but the load has {} experts; every expert needs a slot",

@@ -37,7 +37,8 @@ void ExpandReplicas(std::span<const double> load, const std::vector<int>& counts
 }
 
 std::vector<int32_t> PackLpt(const std::vector<int32_t>& replicas,
-                             const std::vector<double>& weight, const Topology& topology) {
+                             const std::vector<double>& weight, const Topology& topology,
+                             std::span<const int> lost_ranks) {
   const int gpus = topology.num_ranks(), per = topology.slots_per_gpu();
   std::vector<size_t> order(replicas.size());
   std::iota(order.begin(), order.end(), 0);
@@ -45,6 +46,7 @@ std::vector<int32_t> PackLpt(const std::vector<int32_t>& replicas,
                    [&](size_t a, size_t b) { return weight[a] > weight[b]; });
   std::vector<double> gpu_load(static_cast<size_t>(gpus), 0.0);
   std::vector<int> used(static_cast<size_t>(gpus), 0);
+  for (int r : lost_ranks) used[static_cast<size_t>(r)] = per;  // full: their slots stay empty
   std::vector<int32_t> row(static_cast<size_t>(topology.num_slots()), kEmptySlot);
   for (size_t i : order) {
     int best = -1;
@@ -55,6 +57,11 @@ std::vector<int32_t> PackLpt(const std::vector<int32_t>& replicas,
     gpu_load[best] += weight[i];
   }
   return row;
+}
+
+int LiveSlots(const PolicyInput& input) {
+  return input.topology.num_slots() -
+         static_cast<int>(input.lost_ranks.size()) * input.topology.slots_per_gpu();
 }
 
 std::vector<double> RowGpuLoads(std::span<const double> load, std::span<const int32_t> row,

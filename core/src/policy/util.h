@@ -21,7 +21,11 @@ std::vector<int> ReplicaCounts(std::span<const double> load, int slots);
 // (longest processing time first). `replicas` lists the expert of each replica; `weight` its
 // load. Returns the layer's phy2log row.
 std::vector<int32_t> PackLpt(const std::vector<int32_t>& replicas,
-                             const std::vector<double>& weight, const Topology& topology);
+                             const std::vector<double>& weight, const Topology& topology,
+                             std::span<const int> lost_ranks = {});
+
+// Slots per layer on the GPUs not lost.
+int LiveSlots(const PolicyInput& input);
 
 // Replicas of a layer from counts: expert e appears counts[e] times, with load[e] / counts[e].
 void ExpandReplicas(std::span<const double> load, const std::vector<int>& counts,

@@ -43,11 +43,19 @@ struct PolicyInput {
   // for policies that look at load over time; empty when unknown.
   std::span<const LoadMatrix> window_chunks = {};
   MigrationCost migration = {};
+  // GPUs lost (failed or drained), ascending: a policy that honours them leaves their slots
+  // empty and places every expert on the live ones (SGLang's and vLLM's fault-aware EPLB);
+  // empty when every GPU is live.
+  std::span<const int> lost_ranks = {};
 };
 
 // Checks what every policy needs: a valid load, at least as many slots as experts, and a
-// current placement (when given) of the same shape as the load and topology.
-Status ValidatePolicyInput(const PolicyInput& input);
+// current placement (when given) of the same shape as the load and topology; lost ranks in
+// range, ascending, leaving a live slot per expert — and none at all for a policy that does not
+// `honour_lost_ranks` (the error names the policies that do).
+Status ValidatePolicyInput(const PolicyInput& input, bool honour_lost_ranks = false);
+// Whether `rank` is among the input's lost ranks.
+bool IsLost(const PolicyInput& input, int rank);
 
 class Policy {
  public:
