@@ -187,7 +187,7 @@ MigrationCost ReadMigrationCost(const py::dict& options) {
 py::array_t<int64_t> Rebalance(const LoadArray& load, int64_t num_replicas, int num_gpus,
                                int num_nodes, int num_groups, const std::string& policy_name,
                                const std::optional<IndexArray>& current, int max_chunks,
-                               const py::dict& options) {
+                               const py::dict& options, std::vector<int> lost_ranks) {
   const WindowInput in = ReadLoad(load, std::max(1, max_chunks));
   const Topology topology =
       MakeTopology(num_replicas, num_gpus, num_nodes, kDefaultExpertBytes, 450, 50);
@@ -196,6 +196,8 @@ py::array_t<int64_t> Rebalance(const LoadArray& load, int64_t num_replicas, int 
   auto policy = Take(MakePolicy(policy_name));
   PolicyInput input{in.window, topology, old ? &*old : nullptr, std::max(1, num_groups), in.chunks};
   input.migration = ReadMigrationCost(options);
+  std::sort(lost_ranks.begin(), lost_ranks.end());
+  input.lost_ranks = lost_ranks;
   if (!in.chunks.empty() && !options.contains("window_steps")) {
     input.migration.window_steps = static_cast<double>(load.shape(0));
   }
@@ -351,7 +353,7 @@ PYBIND11_MODULE(_eplb, m) {
   m.def("rebalance", &Rebalance, py::arg("load"), py::arg("num_replicas"), py::arg("num_gpus"),
         py::arg("num_nodes"), py::arg("num_groups"), py::arg("policy"),
         py::arg("current") = py::none(), py::arg("max_chunks") = 16,
-        py::arg("options") = py::dict(),
+        py::arg("options") = py::dict(), py::arg("lost_ranks") = std::vector<int>{},
         "phy2log [layers, num_replicas] (int64) chosen by `policy` for `load` ([layers, "
         "experts], or [steps, layers, experts] summed over steps and cut into chunks).");
   m.def("plan", &Plan, py::arg("old"), py::arg("new"), py::arg("num_gpus"), py::arg("num_nodes"),

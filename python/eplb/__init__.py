@@ -60,7 +60,7 @@ def read_load(path, num_experts=0, physical_to_logical_map=None):
 
 
 def rebalance(load, num_replicas, num_gpus, num_nodes=None, num_groups=1, policy="deepseek",
-              current=None, max_chunks=16, **options):
+              current=None, max_chunks=16, lost_ranks=(), **options):
     """The placement `policy` chooses: phy2log [layers, num_replicas], int64.
 
     load: [layers, experts] tokens per logical expert (a window's sum), or [steps, layers,
@@ -71,6 +71,8 @@ def rebalance(load, num_replicas, num_gpus, num_nodes=None, num_groups=1, policy
     num_nodes: required with num_groups above 1, where the hierarchical policies pack groups
         onto nodes; 1 otherwise.
     current: the placement in force (phy2log), for the policies that keep or repair it.
+    lost_ranks: GPUs lost or drained; their slots stay -1 (replicate-lpt and fault-tolerant
+        place around them, the other policies refuse).
     options: window_steps, serve_steps, seconds_per_token, migration_weight,
         max_moves_per_layer (see `eplb policies`).
     Returns numpy for numpy input and torch for torch input (on the load's device).
@@ -84,7 +86,8 @@ def rebalance(load, num_replicas, num_gpus, num_nodes=None, num_groups=1, policy
     array, kind = to_numpy(load, np.float64, "load")
     cur = None if current is None else to_numpy(current, np.int64, "current")[0]
     phy2log = _eplb.rebalance(array, int(num_replicas), int(num_gpus), int(num_nodes),
-                              int(num_groups or 1), str(policy), cur, int(max_chunks), options)
+                              int(num_groups or 1), str(policy), cur, int(max_chunks), options,
+                              [int(r) for r in lost_ranks])
     return kind.out(phy2log)
 
 

@@ -28,6 +28,18 @@ class Policies(unittest.TestCase):
             self.assertIn(name, names)
             self.assertTrue(names[name])
 
+    def test_placing_around_lost_gpus_leaves_their_slots_empty(self):
+        load = skewed_load(2, 32, seed=3)
+        phy2log = eplb.rebalance(load, 48, 8, num_nodes=2, policy="fault-tolerant",
+                                 lost_ranks=[6, 2])
+        slots = phy2log.reshape(2, 8, 6)
+        self.assertTrue((slots[:, [2, 6]] == -1).all())
+        self.assertTrue((slots[:, [0, 1, 3, 4, 5, 7]] >= 0).all())
+        for layer in phy2log:
+            self.assertEqual(set(layer[layer >= 0]), set(range(32)))
+        with self.assertRaisesRegex(Exception, "cannot place around lost GPUs"):
+            eplb.rebalance(load, 48, 8, policy="deepseek", lost_ranks=[1])
+
     def test_every_policy_gives_a_valid_placement_that_beats_the_initial_one(self):
         load = skewed_load(3, 32, seed=1)
         initial = np.tile(np.arange(48) % 32, (3, 1))
