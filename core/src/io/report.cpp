@@ -469,12 +469,12 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
                           "Balance against bytes moved", "Bytes moved per rearrangement",
                           "CDF of step time"};
   const char* captions[] = {
-      "Balancedness of each step; grey dashed lines mark where rearrangements start, dotted "
-      "purple ones where the workload's popularity shifts (its phases); red shading where the "
-      "scenario's faults are in force.",
+      ("Balancedness of each step; grey dashed lines mark where rearrangements start, dotted "
+       "purple ones where the workload's popularity shifts (its phases); red shading where the "
+       "scenario's faults are in force."),
       "Step time as the backend ran it, migrations' contention and faults included.",
-      "Each policy's balance on the steps after its rearrangements against the bytes it moved "
-      "for them: up and to the left is better.",
+      ("Each policy's balance on the steps after its rearrangements against the bytes it moved "
+       "for them: up and to the left is better."),
       "Bytes moved by each rearrangement.", "Distribution of step time."};
   std::string body =
       "<p>Scenario <b>" + svg::Escape(scenario_name) + "</b>, " +
