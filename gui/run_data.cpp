@@ -55,14 +55,12 @@ Result<std::shared_ptr<const RunData>> RunData::Load(const std::string& dir) {
     if (f.step >= steps) continue;
     const int last_step = std::min(f.until, steps) - 1;
     const int gpn = run->gpus_per_node_;
-    const int first = f.rank >= 0 ? f.rank : f.node * gpn;
-    const int last = f.rank >= 0 ? f.rank : first + gpn - 1;
     const std::string what =
         f.kind == FaultKind::kStraggler
             ? fmt::format("straggler ×{}", f.factor)
             : fmt::format("{} ÷{}", f.link == LinkClass::kNvlink ? "NVLink" : "NIC", f.factor);
     run->faults_.push_back({r.steps[static_cast<size_t>(f.step)].start_s,
-                            run->step_end_s(last_step), first, last, what});
+                            run->step_end_s(last_step), f.first_rank(gpn), f.last_rank(gpn), what});
   }
   run->layer_commits_.assign(static_cast<size_t>(run->layers_), {});
   for (std::vector<int32_t>& row : folder.initial_phy2log) {

@@ -37,16 +37,16 @@ Slowdowns SlowdownsAt(const std::vector<FaultSpec>& faults, int step, const Topo
       s.compute[static_cast<size_t>(f.rank)] *= f.factor;
       continue;
     }
-    const int first = f.rank >= 0 ? f.rank : f.node * topology.gpus_per_node();
-    const int last = f.rank >= 0 ? f.rank : first + topology.gpus_per_node() - 1;
-    for (int r = first; r <= last; ++r) s.link[static_cast<int>(f.link)][r] *= f.factor;
+    const int gpn = topology.gpus_per_node();
+    for (int r = f.first_rank(gpn); r <= f.last_rank(gpn); ++r)
+      s.link[static_cast<int>(f.link)][r] *= f.factor;
   }
   return s;
 }
 
 void StepModel::SetSlowdowns(const Slowdowns& slowdowns) {
   slowdowns_ = slowdowns;
-  healthy_ = slowdowns.healthy();
+  slowest_gpu_ = *std::max_element(slowdowns_.compute.begin(), slowdowns_.compute.end());
 }
 
 StepModel::StepModel(const Scenario& s)
@@ -87,16 +87,12 @@ double StepModel::PhaseTime(const StepCost& cost, double scale) const {
   double phase = 0;
   for (int c = 0; c < kNumLinkClasses; ++c) {
     const auto link = static_cast<LinkClass>(c);
+    // A slowed port drains its bytes as slowly as factor × as many at full bandwidth (a healthy
+    // port's factor is 1, which leaves its bytes exact).
     double busiest = 0;
-    if (healthy_) {
-      for (size_t g = 0; g < cost.send[c].size(); ++g)
-        busiest = std::max({busiest, cost.send[c][g], cost.recv[c][g]});
-    } else {
-      // A slowed port drains its bytes as slowly as factor × as many at full bandwidth.
-      for (size_t g = 0; g < cost.send[c].size(); ++g)
-        busiest =
-            std::max(busiest, std::max(cost.send[c][g], cost.recv[c][g]) * slowdowns_.link[c][g]);
-    }
+    for (size_t g = 0; g < cost.send[c].size(); ++g)
+      busiest =
+          std::max(busiest, std::max(cost.send[c][g], cost.recv[c][g]) * slowdowns_.link[c][g]);
     if (busiest > 0)
       phase = std::max(
           phase, layers_ * topology_.link(link).latency_s + busiest * scale / PhaseBandwidth(link));
@@ -144,8 +140,10 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
     gpu_layer_.resize(static_cast<size_t>(G));
     node_layer_.resize(static_cast<size_t>(nodes));
   }
-  std::vector<double> nvlink_counted(normal ? static_cast<size_t>(G) : 0, 0.0),
-      normal_nvlink_recv(normal ? static_cast<size_t>(G) : 0, 0.0);
+  if (normal) {
+    nvlink_counted_.assign(static_cast<size_t>(G), 0.0);
+    normal_nvlink_recv_.assign(static_cast<size_t>(G), 0.0);
+  }
   double rdma_counted = 0;
   const int E = placement.num_experts();
   expert_share_.resize(static_cast<size_t>(E));
@@ -171,24 +169,14 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
       gpu_sum[g] += t;
       total += t;
       max = std::max(max, t);
-      if (roofline) {
-        slowest = std::max(
-            slowest, RooflineMoe(t * mb_share, loaded) * (healthy_ ? 1.0 : slowdowns_.compute[g]));
-      } else if (!healthy_) {
-        slowest = std::max(slowest, (compute_.layer_fixed_us * 1e-6 +
-                                     compute_.per_token_us * 1e-6 * t * mb_share) *
-                                        slowdowns_.compute[g]);
-      }
+      // This GPU's MoE time; a straggler's takes × its factor (1 on a healthy GPU).
+      const double moe =
+          roofline ? compute_.layer_fixed_us * 1e-6 + RooflineMoe(t * mb_share, loaded)
+                   : compute_.layer_fixed_us * 1e-6 + compute_.per_token_us * 1e-6 * t * mb_share;
+      slowest = std::max(slowest, moe * slowdowns_.compute[g]);
       if (normal) gpu_layer_[g] = t;
     }
-    if (roofline) {
-      layer_compute_[l] = compute_.layer_fixed_us * 1e-6 + slowest;
-    } else if (healthy_) {
-      layer_compute_[l] =
-          compute_.layer_fixed_us * 1e-6 + compute_.per_token_us * 1e-6 * max * mb_share;
-    } else {
-      layer_compute_[l] = slowest;
-    }
+    layer_compute_[l] = slowest;
     all_tokens += total;
     const double mean = total / G;
     out.layer_mean[static_cast<size_t>(l)] = mean;
@@ -228,15 +216,15 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
         out.send[1][g] += per_source * (nodes_reached - h) * b;
         out.recv[1][g] += (nodes - 1) * per_source * h * b;
         out.send[0][g] += tokens * (node_reached - d) / gpn * b;
-        normal_nvlink_recv[g] += tokens * d * (gpn - 1) / gpn * b;
-        nvlink_counted[g] += tokens * d * b;
+        normal_nvlink_recv_[g] += tokens * d * (gpn - 1) / gpn * b;
+        nvlink_counted_[g] += tokens * d * b;
       }
     }
   }
   if (normal) {
-    gpu_sum = normal_nvlink_recv;
+    gpu_sum = normal_nvlink_recv_;
     out.counted_rdma_bytes = nodes > 1 ? rdma_counted : 0;
-    out.counted_nvlink_bytes = *std::max_element(nvlink_counted.begin(), nvlink_counted.end());
+    out.counted_nvlink_bytes = *std::max_element(nvlink_counted_.begin(), nvlink_counted_.end());
   } else {
     for (int g = 0; g < G; ++g) node_tokens_[topology_.node_of_rank(g)] += gpu_sum[g];
     for (auto* v : {&out.send[0], &out.send[1], &out.recv[1]}) v->resize(static_cast<size_t>(G));
@@ -254,10 +242,8 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
   out.combine_bytes_ratio = combine_bytes_per_token_ / dispatch_bytes_per_token_;
 
   const double step_tokens = L > 0 ? all_tokens / (L * double(shape_.top_k)) : 0;
-  const double slowest_gpu =
-      healthy_ ? 1.0 : *std::max_element(slowdowns_.compute.begin(), slowdowns_.compute.end());
-  const double attention = slowest_gpu * (roofline ? RooflineAttention(step_tokens / G * mb_share)
-                                                   : compute_.attention_us * 1e-6 * mb_share);
+  const double attention = slowest_gpu_ * (roofline ? RooflineAttention(step_tokens / G * mb_share)
+                                                    : compute_.attention_us * 1e-6 * mb_share);
   const double dispatch = PhaseTime(out, mb_share);
   const double combine = PhaseTime(out, mb_share * out.combine_bytes_ratio);
   if (compute_.micro_batches == 1) {

@@ -135,6 +135,11 @@ struct FaultSpec {
   LinkClass link = LinkClass::kNic;  // link_degraded: which of the GPUs' links
   double factor = 1;  // straggler: compute takes × factor; link: bandwidth ÷ factor
   bool active_at(int s) const { return s >= step && s < until; }
+  // The ranks it hits, first to last: its rank, or every GPU of its node.
+  int first_rank(int gpus_per_node) const { return rank >= 0 ? rank : node * gpus_per_node; }
+  int last_rank(int gpus_per_node) const {
+    return rank >= 0 ? rank : (node + 1) * gpus_per_node - 1;
+  }
 };
 
 struct RunSpec {

@@ -137,13 +137,14 @@ class StepModel {
   ModelSpec shape_;
   const GpuSpec* gpu_ = nullptr;
   Slowdowns slowdowns_;
-  bool healthy_ = true;
+  double slowest_gpu_ = 1;  // the largest compute slowdown in force
   int layers_;
   double dispatch_bytes_per_token_, combine_bytes_per_token_;
   std::vector<double> node_tokens_;             // per node, over all layers
   std::vector<double> expert_share_;            // load(l, e) / replicas of e, for the current layer
   std::vector<double> layer_compute_;           // per layer: one micro-batch's compute
   std::vector<double> gpu_layer_, node_layer_;  // the current layer's tokens per GPU and node
+  std::vector<double> nvlink_counted_, normal_nvlink_recv_;  // normal mode, per GPU, the step
 };
 
 }  // namespace eplb
