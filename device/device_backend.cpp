@@ -34,6 +34,9 @@ struct DeviceBackend::RankState {
   unsigned long long* mismatch = nullptr;
   uint64_t* sink = nullptr;
   StepScratch* step_scratch = nullptr;
+  // Pinned host memory holding one expert's weights at a time: the backup a reload reads over
+  // PCIe (allocated on the first reload).
+  uint8_t* backup = nullptr;
 #ifdef EPLB_HAVE_NCCL
   ncclComm_t comm = nullptr;
   bool comm_aborted = false;  // written by the rank's one worker, read after JoinWorkers
@@ -92,6 +95,7 @@ DeviceBackend::DeviceBackend(const Topology& topology, const DeviceConfig& confi
       expert_bytes_(static_cast<size_t>(topology.expert_bytes())),
       live_(static_cast<size_t>(config.num_layers) * slots_, nullptr),
       staging_(static_cast<size_t>(config.staging_buffers) * slots_, nullptr),
+      lost_(new std::atomic<bool>[static_cast<size_t>(topology.num_ranks())]()),
       epoch_(std::chrono::steady_clock::now()) {}
 
 Result<std::unique_ptr<DeviceBackend>> DeviceBackend::Create(const Topology& topology,
@@ -287,6 +291,7 @@ DeviceBackend::~DeviceBackend() {
                     static_cast<void*>(s.step_scratch)}) {
       if (p) cudaFree(p);
     }
+    if (s.backup) cudaFreeHost(s.backup);
   }
 }
 
@@ -498,9 +503,41 @@ void DeviceBackend::JoinWorkers() {
   prepared_ = false;
 }
 
+void DeviceBackend::LoseRank(int rank) {
+  lost_[static_cast<size_t>(rank)] = true;
+}
+
+Status DeviceBackend::ReloadFromBackup(const StagingTarget& target,
+                                       std::span<const Reload> reloads) {
+  EPLB_RETURN_IF_ERROR(prepare_error_);
+  RankState& s = *ranks_[target.rank];
+  const std::string at = fmt::format("reload on {}", At(target.rank, target.layer));
+  EPLB_CUDA(cudaSetDevice(s.device), at);
+  if (s.backup == nullptr) {
+    EPLB_CUDA(cudaMallocHost(reinterpret_cast<void**>(&s.backup), expert_bytes_), at);
+  }
+  EPLB_CUDA(cudaStreamWaitEvent(s.local, s.consumed[target.buffer], 0), at);
+  for (const Reload& r : reloads) {
+    // The host copy of the expert, then over PCIe into the staging slot; the buffer is reused
+    // only after the copy has read it.
+    for (size_t i = 0; i < expert_bytes_; ++i) s.backup[i] = PatternByte(target.layer, r.expert, i);
+    EPLB_CUDA(cudaMemcpyAsync(staged(target.buffer, r.dst_slot), s.backup, expert_bytes_,
+                              cudaMemcpyHostToDevice, s.local),
+              at);
+    EPLB_CUDA(cudaStreamSynchronize(s.local), at);
+  }
+  return Status::Ok();
+}
+
 Status DeviceBackend::ExecuteRound(const StagingTarget& target, const Round& round,
                                    std::span<const Transfer> transfers) {
   EPLB_RETURN_IF_ERROR(prepare_error_);
+  for (const Flow& f : round.flows) {
+    for (int r : {f.src_rank, f.dst_rank}) {
+      if (lost_[static_cast<size_t>(r)])
+        return Status::Unavailable(fmt::format("rank {} is lost: its transfers failed", r));
+    }
+  }
   RankState& s = *ranks_[target.rank];
   const std::string at = At(target.rank, target.layer);
   // Merged rounds (NCCL) mix link classes: they use the first lane's stream.

@@ -120,6 +120,11 @@ class DeviceBackend final : public RearrangementBackend {
   Status ExecuteRound(const StagingTarget& target, const Round& round,
                       std::span<const Transfer> transfers) override;
   Status CopyLocal(const StagingTarget& target, std::span<const LocalCopy> copies) override;
+  // From a pinned host copy of the expert's weights over PCIe.
+  Status ReloadFromBackup(const StagingTarget& target, std::span<const Reload> reloads) override;
+  // Rounds with the lost rank fail before they are posted; those already posted are released by
+  // AbortTransfers when the rearranger cancels.
+  void LoseRank(int rank) override;
   Status CommitLayer(const StagingTarget& target, std::span<const int32_t> slots) override;
 
  private:
@@ -147,6 +152,7 @@ class DeviceBackend final : public RearrangementBackend {
   ThreadWorkers workers_;
   // Set by AbortTransfers, read by polling workers; cleared before the next rearrangement.
   std::atomic<bool> cancel_{false};
+  std::unique_ptr<std::atomic<bool>[]> lost_;  // per rank: LoseRank
   bool prepared_ = false;  // PrepareRearrangement ran since the last JoinWorkers
   Status prepare_error_;   // its result; written before any worker starts, read by them
   std::chrono::steady_clock::time_point epoch_;

@@ -29,6 +29,10 @@ struct Courier::Shared {
   sg4::Mailbox* mailbox = NewMailbox("courier-");
   std::vector<HostFlow> job;
   bool stop = false;
+  // The Receive in progress: its flows and gets (empty between calls).
+  std::vector<HostFlow> in_flight;
+  std::vector<sg4::CommPtr> gets;
+  bool aborted = false;
 };
 
 Courier::Courier() : shared_(std::make_shared<Shared>()) {
@@ -46,7 +50,11 @@ Courier::Courier() : shared_(std::make_shared<Shared>()) {
         sg4::this_actor::set_host(f.src);
         puts.push_back(Put(shared->mailbox, f.bytes));
       }
-      sg4::Comm::wait_all(puts);
+      try {
+        sg4::Comm::wait_all(puts);
+      } catch (const simgrid::Exception&) {
+        // The receiver aborted the flows (Courier::Abort); nothing is left to put.
+      }
     }
   })->daemonize();
 }
@@ -63,9 +71,40 @@ std::vector<sg4::CommPtr> Courier::Receive(std::span<const HostFlow> flows) {
   for (size_t i = 0; i < flows.size(); ++i)
     gets.push_back(shared_->mailbox->get_async<void>(&received[i]));
   shared_->job.assign(flows.begin(), flows.end());
+  shared_->in_flight.assign(flows.begin(), flows.end());
+  shared_->gets = gets;
+  shared_->aborted = false;
   shared_->work->release();
-  sg4::Comm::wait_all(gets);
+  bool aborted = false;
+  try {
+    sg4::Comm::wait_all(gets);
+  } catch (const simgrid::Exception&) {
+    aborted = true;
+  }
+  aborted = aborted || shared_->aborted;
+  shared_->in_flight.clear();
+  shared_->gets.clear();
+  if (aborted) {
+    for (const sg4::CommPtr& g : gets) {
+      if (g->get_state() != sg4::Activity::State::FINISHED) g->cancel();
+    }
+    return {};
+  }
   return gets;
+}
+
+void Courier::Abort() {
+  if (shared_->gets.empty()) return;
+  shared_->aborted = true;
+  for (const sg4::CommPtr& g : shared_->gets) {
+    if (g->get_state() != sg4::Activity::State::FINISHED) g->cancel();
+  }
+}
+
+void Courier::AbortIfInvolves(const sg4::Host* host) {
+  for (const HostFlow& f : shared_->in_flight) {
+    if (f.src == host || f.dst == host) return Abort();
+  }
 }
 
 struct PortActors::Port {

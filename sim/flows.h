@@ -39,8 +39,13 @@ class Courier {
   Courier& operator=(const Courier&) = delete;
 
   // Runs `flows` (every dst is the calling actor's host) concurrently from now and returns
-  // once all have arrived; element i of the result is flow i's finished communication.
+  // once all have arrived; element i of the result is flow i's finished communication. Returns
+  // an empty vector when Abort() cancelled them.
   std::vector<simgrid::s4u::CommPtr> Receive(std::span<const HostFlow> flows);
+  // From another actor: cancels the flows of the Receive in progress, which then returns empty.
+  void Abort();
+  // Abort() if a flow in progress starts or ends at `host`.
+  void AbortIfInvolves(const simgrid::s4u::Host* host);
 
  private:
   struct Shared;

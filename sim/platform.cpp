@@ -16,7 +16,8 @@ void ConfigureEngine(sg4::Engine& engine) {
   engine.set_config("network/weight-S:0");
 }
 
-Platform::Platform(const Topology& topology, double pcie_bytes_per_s) : topology_(topology) {
+Platform::Platform(const Topology& topology, double pcie_bytes_per_s, const BackupSpec& backup)
+    : topology_(topology), backup_(backup) {
   auto* fabric = sg4::create_star_zone("fabric");
   const int gpn = topology.gpus_per_node();
   const double nvlink = topology.link(LinkClass::kNvlink).bandwidth_bytes_per_s;
@@ -74,6 +75,21 @@ Platform::Platform(const Topology& topology, double pcie_bytes_per_s) : topology
         zone->add_route(gpu->get_netpoint(), port->get_netpoint(), nullptr, nullptr, up, false);
         zone->add_route(port->get_netpoint(), gpu->get_netpoint(), nullptr, nullptr, down, false);
       }
+    }
+    // The backup: host memory over each GPU's own link, storage through the node's shared one.
+    sg4::Host* backup_host = zone->create_host(fmt::format("backup{}", n), 1e15);
+    backup_hosts_.push_back(backup_host);
+    sg4::Link* storage =
+        zone->create_link(fmt::format("storage{}", n), backup.storage_bytes_per_s)->set_latency(0);
+    for (int g = 0; g < gpn; ++g) {
+      sg4::Link* host_read =
+          zone->create_link(fmt::format("host-read{}", n * gpn + g), backup.host_read_bytes_per_s)
+              ->set_latency(0);
+      std::vector<sg4::LinkInRoute> route;
+      if (backup.storage) route.emplace_back(storage);
+      route.emplace_back(host_read);
+      zone->add_route(backup_host->get_netpoint(), hosts_[n * gpn + g]->get_netpoint(), nullptr,
+                      nullptr, route, false);
     }
     zone->seal();
     fabric->add_route(zone->get_netpoint(), nullptr, gateway, nullptr, {}, true);

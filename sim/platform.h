@@ -18,14 +18,31 @@
 
 namespace eplb::sim {
 
+// Where recovery reads experts no live GPU holds (engine/scenario.h's cluster.backup): per node
+// a backup host whose route to each GPU crosses that GPU's host link (host memory over PCIe)
+// and, reading from storage, first the node's storage link, which its GPUs share.
+struct BackupSpec {
+  bool storage = false;
+  double host_read_bytes_per_s = 25e9;
+  double host_read_latency_s = 10e-6;
+  double storage_bytes_per_s = 8e9;
+  double storage_latency_s = 500e-6;
+  double latency_s() const { return host_read_latency_s + (storage ? storage_latency_s : 0); }
+};
+
 // Creates the engine's configuration; call before building a platform.
 void ConfigureEngine(simgrid::s4u::Engine& engine);
 
 class Platform {
  public:
   // `pcie_bytes_per_s`: the GPU-to-NIC link.
-  Platform(const Topology& topology, double pcie_bytes_per_s);
+  Platform(const Topology& topology, double pcie_bytes_per_s, const BackupSpec& backup = {});
   simgrid::s4u::Host* host(int rank) const { return hosts_[rank]; }
+  // The host that `rank`'s reloads come from (BackupSpec).
+  simgrid::s4u::Host* backup_host(int rank) const {
+    return backup_hosts_[static_cast<size_t>(topology_.node_of_rank(rank))];
+  }
+  const BackupSpec& backup() const { return backup_; }
   // The host that reaches `rank`'s ports of class `link` alone: a flow from `rank` to it crosses
   // only the rank's sending links of that class, a flow from it to `rank` only its receiving ones.
   simgrid::s4u::Host* port_host(int rank, LinkClass link) const {
@@ -39,7 +56,9 @@ class Platform {
 
  private:
   Topology topology_;
+  BackupSpec backup_;
   std::vector<simgrid::s4u::Host*> hosts_;
+  std::vector<simgrid::s4u::Host*> backup_hosts_;                       // [node]
   std::vector<simgrid::s4u::Host*> port_hosts_;                         // [node × link class]
   std::vector<simgrid::s4u::SplitDuplexLink*> links_[kNumLinkClasses];  // [class][rank]
 };

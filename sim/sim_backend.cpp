@@ -4,6 +4,8 @@
 #include <mutex>
 #include <unordered_map>
 
+#include <fmt/format.h>
+
 namespace sg4 = simgrid::s4u;
 
 namespace eplb::sim {
@@ -29,7 +31,10 @@ class SimMonitor final : public Monitor {
 }  // namespace
 
 SimBackend::SimBackend(const Platform& platform, int staging_buffers, double hbm_bytes_per_s)
-    : platform_(platform), staging_buffers_(staging_buffers), hbm_bytes_per_s_(hbm_bytes_per_s) {}
+    : platform_(platform),
+      staging_buffers_(staging_buffers),
+      hbm_bytes_per_s_(hbm_bytes_per_s),
+      lost_(static_cast<size_t>(platform.topology().num_ranks()), 0) {}
 
 double SimBackend::Now() {
   return sg4::Engine::get_clock();
@@ -75,6 +80,10 @@ Status SimBackend::ExecuteRound(const StagingTarget& target, const Round& round,
   // Receivers start their flows; senders' ports are shared through the network model.
   std::vector<const Flow*> mine;
   for (const Flow& f : round.flows) {
+    for (int r : {f.src_rank, f.dst_rank}) {
+      if (lost_[static_cast<size_t>(r)])
+        return Status::Unavailable(fmt::format("rank {} is lost: its transfers failed", r));
+    }
     if (f.dst_rank == target.rank) mine.push_back(&f);
   }
   if (mine.empty()) return Status::Ok();
@@ -85,6 +94,11 @@ Status SimBackend::ExecuteRound(const StagingTarget& target, const Round& round,
     flows.push_back({platform_.host(f->src_rank), platform_.host(f->dst_rank),
                      static_cast<uint64_t>(f->bytes)});
   const std::vector<sg4::CommPtr> comms = CourierOfThisActor().Receive(flows);
+  if (comms.size() != flows.size()) {
+    return Status::Unavailable(
+        fmt::format("rank {}, layer {}: the round's transfers were aborted (a rank was lost)",
+                    target.rank, target.layer));
+  }
   for (size_t i = 0; i < mine.size(); ++i) {
     for (int32_t t : mine[i]->transfers) {
       const Transfer& tr = transfers[t];
@@ -100,6 +114,30 @@ Status SimBackend::CopyLocal(const StagingTarget&, std::span<const LocalCopy> co
       static_cast<double>(copies.size()) * static_cast<double>(platform_.topology().expert_bytes());
   sg4::this_actor::sleep_for(bytes / hbm_bytes_per_s_);
   return Status::Ok();
+}
+
+Status SimBackend::ReloadFromBackup(const StagingTarget& target, std::span<const Reload> reloads) {
+  if (reloads.empty()) return Status::Ok();
+  sg4::this_actor::sleep_for(platform_.backup().latency_s());
+  std::vector<HostFlow> flows;
+  for (const Reload& r : reloads) {
+    flows.push_back({platform_.backup_host(target.rank), platform_.host(target.rank),
+                     static_cast<uint64_t>(r.bytes)});
+  }
+  if (CourierOfThisActor().Receive(flows).size() != flows.size()) {
+    return Status::Unavailable(
+        fmt::format("rank {}, layer {}: the reloads were aborted", target.rank, target.layer));
+  }
+  return Status::Ok();
+}
+
+void SimBackend::LoseRank(int rank) {
+  lost_[static_cast<size_t>(rank)] = 1;
+  for (auto& [pid, courier] : couriers_) courier->AbortIfInvolves(platform_.host(rank));
+}
+
+void SimBackend::AbortTransfers() {
+  for (auto& [pid, courier] : couriers_) courier->Abort();
 }
 
 // Weights do not exist in the simulator; the routing-table swap is the rearranger's.

@@ -36,6 +36,13 @@ class SimBackend final : public RearrangementBackend {
                       std::span<const Transfer> transfers) override;
   Status CopyLocal(const StagingTarget& target, std::span<const LocalCopy> copies) override;
   Status CommitLayer(const StagingTarget& target, std::span<const int32_t> slots) override;
+  // A flow per reload from the node's backup host (Platform::backup_host), after its latency.
+  Status ReloadFromBackup(const StagingTarget& target, std::span<const Reload> reloads) override;
+  // The workers' flows in flight from or to the rank are cancelled (their rounds fail), and so
+  // is every later flow that names it.
+  void LoseRank(int rank) override;
+  // Cancels every worker's flows in flight (a communicator abort).
+  void AbortTransfers() override;
   void SetLinkSlowdown(int rank, LinkClass link, double factor) override {
     platform_.SetLinkSlowdown(rank, link, factor);
   }
@@ -50,6 +57,7 @@ class SimBackend final : public RearrangementBackend {
   // The courier that brings each worker actor its flows (flows.h), by actor id.
   std::unordered_map<aid_t, Courier*> couriers_;
   std::unordered_map<aid_t, std::unique_ptr<Courier>> own_couriers_;
+  std::vector<char> lost_;  // per rank
 };
 
 class SimStepRunner final : public StepRunner {

@@ -27,7 +27,13 @@ Result<RunResult> RunSimulation(const Scenario& scenario,
   sg4::Engine engine(&argc, argv);
   ConfigureEngine(engine);
   const Topology topology = scenario.topology();
-  const Platform platform(topology, scenario.cluster.pcie_gbps * 1e9);
+  BackupSpec backup;
+  backup.storage = scenario.cluster.backup == ClusterSpec::Backup::kStorage;
+  backup.host_read_bytes_per_s = scenario.cluster.host_read_gbps * 1e9;
+  backup.host_read_latency_s = scenario.cluster.host_read_latency_us * 1e-6;
+  backup.storage_bytes_per_s = scenario.cluster.storage_read_gbps * 1e9;
+  backup.storage_latency_s = scenario.cluster.storage_read_latency_us * 1e-6;
+  const Platform platform(topology, scenario.cluster.pcie_gbps * 1e9, backup);
   // Stop-the-world stages every layer at once; async needs only its staging depth.
   SimBackend backend(platform, scenario.model.layers, scenario.cluster.hbm_gbps * 1e9);
   const StepModel model(scenario);

@@ -80,8 +80,9 @@ TEST(Policies, FaultTolerantSurvivesAnySingleFailureWhereSlotsAllow) {
 
 TEST(Policies, PlacingAroundLostGpusLeavesTheirSlotsEmpty) {
   std::mt19937_64 rng(5);
-  for (const char* name : {"replicate-lpt", "fault-tolerant"}) {
+  for (const char* name : {"replicate-lpt", "fault-tolerant", "deepseek", "timeseries"}) {
     SCOPED_TRACE(name);
+    EXPECT_TRUE(PolicyHonoursLostRanks(name));
     auto policy = MakePolicy(name);
     ASSERT_TRUE(policy.ok());
     for (int trial = 0; trial < 60; ++trial) {
@@ -115,11 +116,51 @@ TEST(Policies, PlacingAroundLostGpusLeavesTheirSlotsEmpty) {
   const std::vector<int> one = {1}, outside = {4};
   PolicyInput input{load, topo, nullptr, 1};
   input.lost_ranks = one;
-  auto refused = DeepSeekPolicy().Rebalance(input);
+  auto refused = StaticPolicy().Rebalance(input);
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("replicate-lpt, fault-tolerant"), std::string::npos);
+  EXPECT_FALSE(PolicyHonoursLostRanks("static"));
+  EXPECT_NE(refused.status().message().find("deepseek, replicate-lpt, timeseries, fault-tolerant"),
+            std::string::npos)
+      << refused.status().message();
   input.lost_ranks = outside;
   EXPECT_FALSE(ReplicateLptPolicy().Rebalance(input).ok());
+}
+
+// Around a lost node, deepseek is DeepSeek's policy on the nodes left, spread back over the
+// real ranks; around GPUs lost inside a node, its policy on one node of the live GPUs.
+TEST(Policies, DeepSeekAroundLostGpusIsItsPolicyOnTheLiveOnes) {
+  std::mt19937_64 rng(11);
+  const LoadMatrix load = RandomLoad(rng, 3, 16);
+  const Topology topo = MakeTopology(4, 2, 3, 1000);  // 8 GPUs, 24 slots
+  const std::vector<int> node2 = {4, 5};
+  PolicyInput input{load, topo, nullptr, 4};
+  input.lost_ranks = node2;
+  auto around = DeepSeekPolicy().Rebalance(input);
+  ASSERT_TRUE(around.ok()) << around.status().message();
+  auto direct = RebalanceDeepSeek(load, 18, 4, 3, 6);
+  ASSERT_TRUE(direct.ok());
+  for (int l = 0; l < 3; ++l) {
+    const auto row = around->phy2log(l), want = direct->phy2log(l);
+    for (int s = 0; s < 24; ++s) {
+      const int rank = s / 3;
+      if (rank == 4 || rank == 5) {
+        EXPECT_EQ(row[s], kEmptySlot);
+      } else {
+        const int compact = (rank < 4 ? rank : rank - 2) * 3 + s % 3;
+        EXPECT_EQ(row[s], want[compact]) << "layer " << l << " slot " << s;
+      }
+    }
+  }
+  const std::vector<int> one = {3};
+  input.lost_ranks = one;
+  auto inside = DeepSeekPolicy().Rebalance(input);
+  ASSERT_TRUE(inside.ok());
+  auto flat = RebalanceDeepSeek(load, 21, 4, 1, 7);
+  for (int s = 0; s < 24; ++s) {
+    const int rank = s / 3;
+    EXPECT_EQ(inside->phy2log(0)[s],
+              rank == 3 ? kEmptySlot : flat->phy2log(0)[(rank < 3 ? rank : rank - 1) * 3 + s % 3]);
+  }
 }
 
 TEST(Survivability, ExposureByHand) {

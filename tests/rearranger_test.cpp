@@ -307,6 +307,9 @@ class FailingBackend final : public RearrangementBackend {
   Status CopyLocal(const StagingTarget& t, std::span<const LocalCopy> c) override {
     return inner_.CopyLocal(t, c);
   }
+  Status ReloadFromBackup(const StagingTarget& t, std::span<const Reload> r) override {
+    return inner_.ReloadFromBackup(t, r);
+  }
   Status CommitLayer(const StagingTarget& t, std::span<const int32_t> s) override {
     return inner_.CommitLayer(t, s);
   }
@@ -401,6 +404,9 @@ class ProcessBackend final : public RearrangementBackend {
   Status CopyLocal(const StagingTarget& t, std::span<const LocalCopy> c) override {
     EXPECT_TRUE(IsLocal(t.rank));
     return host_.CopyLocal(t, c);
+  }
+  Status ReloadFromBackup(const StagingTarget& t, std::span<const Reload> r) override {
+    return host_.ReloadFromBackup(t, r);
   }
   Status CommitLayer(const StagingTarget& t, std::span<const int32_t> s) override {
     EXPECT_TRUE(IsLocal(t.rank)) << "commit of rank " << t.rank << " in process " << process_;

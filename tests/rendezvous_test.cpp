@@ -62,6 +62,9 @@ class RendezvousBackend final : public RearrangementBackend {
   Status CopyLocal(const StagingTarget& target, std::span<const LocalCopy> copies) override {
     return inner_.CopyLocal(target, copies);
   }
+  Status ReloadFromBackup(const StagingTarget& target, std::span<const Reload> r) override {
+    return inner_.ReloadFromBackup(target, r);
+  }
   Status CommitLayer(const StagingTarget& target, std::span<const int32_t> slots) override {
     return inner_.CommitLayer(target, slots);
   }

@@ -119,9 +119,34 @@ TEST(Scenario, FaultsReadBackAndTheirErrorsNameTheField) {
   ASSERT_TRUE(again.ok()) << again.status().message();
   EXPECT_EQ(ScenarioToYaml(*again), ScenarioToYaml(*s));
 
-  EXPECT_EQ(Err("faults:\n  - {kind: gpu_lost, step: 3, rank: 1}\n"),
-            "s.yaml:2:12: faults[0].kind is 'gpu_lost'; this eplb simulates straggler and "
-            "link_degraded faults (lost GPUs and nodes and elastic scaling are not modelled yet)");
+  // Losses and scales: read back, and refused where no policy could recover from them.
+  auto lossy = ParseScenario(
+      "model: {experts: 32}\nfaults:\n  - {kind: gpu_lost, step: 3, rank: 1}\n"
+      "  - {kind: node_lost, step: 9, node: 3}\n  - {kind: scale, step: 20, gpus: 24}\n",
+      "s.yaml");
+  ASSERT_TRUE(lossy.ok()) << lossy.status().message();
+  EXPECT_EQ(lossy->faults[1].kind, FaultKind::kNodeLost);
+  EXPECT_EQ(lossy->faults[1].first_rank(8), 24);
+  EXPECT_EQ(lossy->faults[2].gpus, 24);
+  EXPECT_TRUE(lossy->faults[0].is_loss() && lossy->faults[2].changes_ranks());
+  auto lossy_again = ParseScenario(ScenarioToYaml(*lossy), "resolved");
+  ASSERT_TRUE(lossy_again.ok()) << lossy_again.status().message();
+  EXPECT_EQ(ScenarioToYaml(*lossy_again), ScenarioToYaml(*lossy));
+  EXPECT_EQ(
+      Err("eplb: {policy: migration-aware}\nfaults:\n  - {kind: gpu_lost, step: 3, rank: 1}\n"),
+      "s.yaml:3:5: eplb.policy is 'migration-aware', which cannot place around lost or idle "
+      "GPUs; the policies that can: deepseek, replicate-lpt, timeseries, fault-tolerant");
+  EXPECT_EQ(Err("faults:\n  - {kind: node_lost, step: 3}\n"),
+            "s.yaml:2:5: faults[0] (node_lost) needs the node it loses");
+  EXPECT_EQ(Err("faults:\n  - {kind: gpu_lost, step: 3, rank: 1, until: 5}\n"),
+            "s.yaml:2:40: unknown field 'faults[0].until'; valid fields here: kind, rank, step");
+  EXPECT_EQ(Err("faults:\n  - {kind: scale, step: 3, gpus: 33}\n"),
+            "s.yaml:2:34: faults[0].gpus is 33; the cluster has 1..32 GPUs");
+  EXPECT_EQ(Err("faults:\n  - {kind: scale, step: 3, gpus: 8}\n"),
+            "s.yaml:2:5: faults[0] (scale at step 3) leaves 8 live GPUs × 9 slots for 256 "
+            "experts; every expert needs a slot");
+  EXPECT_EQ(Err("cluster: {initial_gpus: 40}\n"),
+            "s.yaml:1:25: cluster.initial_gpus is 40; the cluster has 1..32 GPUs (0: all)");
   EXPECT_EQ(Err("faults:\n  - {kind: straggler, step: 3, until: 3, rank: 1, factor: 2}\n"),
             "s.yaml:2:39: faults[0].until is 3; it must be after faults[0].step (3)");
   EXPECT_EQ(Err("faults:\n  - {kind: straggler, step: 3, rank: 32, factor: 2}\n"),
@@ -129,7 +154,7 @@ TEST(Scenario, FaultsReadBackAndTheirErrorsNameTheField) {
   EXPECT_EQ(Err("faults:\n  - {kind: link_degraded, step: 3, node: 4}\n"),
             "s.yaml:2:42: faults[0].node is 4; the cluster's nodes are 0..3");
   EXPECT_EQ(Err("faults:\n  - {kind: straggler, step: 3, factor: 2}\n"),
-            "s.yaml:2:5: faults[0] (straggler) needs the rank it slows");
+            "s.yaml:2:5: faults[0] (straggler) needs the rank it hits");
   EXPECT_EQ(Err("faults:\n  - {kind: link_degraded, rank: 1, node: 0}\n"),
             "s.yaml:2:5: faults[0] (link_degraded) needs either a rank or a node, not both");
   EXPECT_EQ(Err("faults:\n  - {kind: straggler, rank: 1, factor: 0.5}\n"),

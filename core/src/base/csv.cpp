@@ -55,6 +55,21 @@ Status CsvLines::ExpectHeader(std::string_view header) {
   return Status::Ok();
 }
 
+Result<size_t> CsvLines::ExpectHeaderOf(const std::vector<std::string>& headers) {
+  std::vector<std::string_view> fields;
+  const bool any = Next(fields);
+  std::string line;
+  for (size_t i = 0; any && i < fields.size(); ++i) {
+    if (i > 0) line += ',';
+    line += fields[i];
+  }
+  for (size_t i = 0; any && i < headers.size(); ++i) {
+    if (line == headers[i]) return i;
+  }
+  if (!any) line_number_ = std::max(line_number_, 1);
+  return Error(fmt::format("the header should be '{}'", headers.front()));
+}
+
 Status CsvLines::Error(std::string_view what) const {
   return Status::InvalidArgument(fmt::format("{}:{}: {}", name_, line_number_, what));
 }

@@ -1,5 +1,6 @@
 #include "eplb/engine/eplb_loop.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -11,6 +12,36 @@
 
 namespace eplb {
 
+const char* RearrangeReasonName(RearrangeReason reason) {
+  switch (reason) {
+    case RearrangeReason::kInterval:
+      return "interval";
+    case RearrangeReason::kRecovery:
+      return "recovery";
+    case RearrangeReason::kScale:
+      return "scale";
+  }
+  return "?";
+}
+
+namespace {
+
+// vLLM's initial placement over the GPUs serving at the start (cluster.initial_gpus); the
+// others' slots empty.
+Placement InitialPlacement(const Scenario& s) {
+  const int slots = s.num_slots(), serving = s.initial_gpus() * (slots / s.num_gpus());
+  Placement compact = *Placement::Initial(s.model.layers, s.model.experts, serving);
+  if (serving == slots) return compact;
+  std::vector<int32_t> flat(static_cast<size_t>(s.model.layers) * slots, kEmptySlot);
+  for (int l = 0; l < s.model.layers; ++l) {
+    const auto row = compact.phy2log(l);
+    std::copy(row.begin(), row.end(), flat.begin() + static_cast<ptrdiff_t>(l) * slots);
+  }
+  return *Placement::Create(s.model.experts, slots, std::move(flat));
+}
+
+}  // namespace
+
 EplbLoop::EplbLoop(const Scenario& scenario, Workload& workload, RearrangementBackend& backend,
                    StepRunner& runner)
     : scenario_(scenario),
@@ -20,8 +51,15 @@ EplbLoop::EplbLoop(const Scenario& scenario, Workload& workload, RearrangementBa
       topology_(scenario.topology()),
       model_(scenario),
       slowdowns_(scenario.num_gpus()),
-      initial_(*Placement::Initial(scenario.model.layers, scenario.model.experts,
-                                   scenario.num_slots())) {
+      initial_(InitialPlacement(scenario)),
+      lost_(static_cast<size_t>(scenario.num_gpus()), 0),
+      serving_(static_cast<size_t>(scenario.num_gpus()), 0),
+      serving_gpus_(scenario.initial_gpus()) {
+  for (int g = 0; g < scenario.num_gpus(); ++g) {
+    serving_[static_cast<size_t>(g)] = g < serving_gpus_;
+    if (g >= serving_gpus_) excluded_.push_back(g);
+  }
+  if (!excluded_.empty()) model_.SetRanks(lost_, serving_);
   RearrangerOptions o;
   o.layers_per_step = scenario.eplb.layers_per_step;
   o.staging_layers = scenario.eplb.staging_layers;
@@ -65,7 +103,7 @@ void EplbLoop::AddToWindow(const LoadMatrix& load) {
   window_filled_ = std::min(window_filled_ + 1, scenario_.eplb.window_size);
 }
 
-Status EplbLoop::Rearrange(int step) {
+Status EplbLoop::Rearrange(int step, RearrangeReason reason) {
   if (rearranger_->in_progress()) {
     ++skipped_;
     return Status::Ok();
@@ -95,6 +133,7 @@ Status EplbLoop::Rearrange(int step) {
   input.migration.seconds_per_token = scenario_.compute.per_token_us * 1e-6;
   input.migration.weight = scenario_.eplb.migration_weight;
   input.migration.max_moves_per_layer = scenario_.eplb.max_moves_per_layer;
+  input.lost_ranks = excluded_;
   const auto start = std::chrono::steady_clock::now();
   auto target = policy_->Rebalance(input);
   const double policy_ms =
@@ -107,6 +146,7 @@ Status EplbLoop::Rearrange(int step) {
 
   RearrangementRecord r;
   r.step = step;
+  r.reason = reason;
   r.start_s = backend_.Now();
   r.policy_ms = policy_ms;
   r.window_balancedness_before = Balancedness(GpuLoads(window, current, topology_));
@@ -118,7 +158,7 @@ Status EplbLoop::Rearrange(int step) {
       r.window_load.push_back(static_cast<float>(window(l, e)));
   }
   rearrangements_.push_back(r);
-  EPLB_RETURN_IF_ERROR(rearranger_->Start(current, next));
+  EPLB_RETURN_IF_ERROR(rearranger_->Start(current, next, lost_list_));
   RearrangementRecord& rec = rearrangements_.back();
   layer_bytes_.assign(static_cast<size_t>(scenario_.model.layers), 0);
   for (size_t i = 0; i < rearranger_->plans().size(); ++i) {
@@ -127,11 +167,13 @@ Status EplbLoop::Rearrange(int step) {
     ++rec.layers;
     rec.transfers += static_cast<int64_t>(plan.transfers.size());
     for (int c = 0; c < kNumLinkClasses; ++c) rec.bytes[c] += plan.bytes[c];
-    layer_bytes_[plan.layer] = plan.bytes[0] + plan.bytes[1];
+    rec.bytes_reloaded += plan.reload_bytes;
+    rec.reloads += static_cast<int64_t>(plan.reloads.size());
+    layer_bytes_[plan.layer] = plan.bytes[0] + plan.bytes[1] + plan.reload_bytes;
     rec.predicted_makespan_s += s.makespan_s;
   }
   rec.lower_bound_s = rearranger_->lower_bound_s();
-  bytes_pending_ = rec.bytes[0] + rec.bytes[1];
+  bytes_pending_ = rec.bytes[0] + rec.bytes[1] + rec.bytes_reloaded;
   if (rec.layers == 0) rec.end_s = rec.start_s;
   return Status::Ok();
 }
@@ -157,7 +199,11 @@ Status EplbLoop::Run() {
       return s.WithContext(fmt::format("step {}: ", step));
     }
     current_step_ = step;
-    if (!scenario_.faults.empty()) ApplyFaults(step);
+    double fault_stall_s = 0;
+    if (!scenario_.faults.empty()) {
+      if (Status s = ApplyFaults(step, fault_stall_s); !s.ok())
+        return s.WithContext(fmt::format("step {}: ", step));
+    }
     workload_.Next(load);
     AddToWindow(load);
     const bool contended = rearranger_->in_progress();
@@ -176,7 +222,9 @@ Status EplbLoop::Run() {
                    cost.balancedness,
                    cost.imbalance_ratio,
                    bytes_pending_,
-                   0};
+                   fault_stall_s,
+                   cost.tokens_lost,
+                   serving_gpus_live()};
     if (const Status s = runner_.RunStep(cost, contended); !s.ok()) {
       return s.WithContext(fmt::format("step {}: ", step));
     }
@@ -184,7 +232,7 @@ Status EplbLoop::Run() {
     rec.step_s = boundary - rec.start_s;
     auto committed = rearranger_->OnStepBoundary();
     if (!committed.ok()) return committed.status().WithContext(fmt::format("step {}: ", step));
-    rec.stalled_s = backend_.Now() - boundary;
+    rec.stalled_s += backend_.Now() - boundary;
     if (++counter >= interval) {
       counter = 0;
       EPLB_RETURN_IF_ERROR(Rearrange(step));
@@ -203,9 +251,9 @@ Status EplbLoop::Run() {
   return Status::Ok();
 }
 
-// The faults in force change only at a fault's first and last step: the step model prices
+// The slowdowns in force change only at a fault's first and last step: the step model prices
 // with them, and the backend slows the links they hit (or cannot, on real hardware).
-void EplbLoop::ApplyFaults(int step) {
+void EplbLoop::ApplySlowdowns(int step) {
   Slowdowns now = SlowdownsAt(scenario_.faults, step, topology_);
   if (now == slowdowns_) return;
   for (int c = 0; c < kNumLinkClasses; ++c) {
@@ -217,6 +265,62 @@ void EplbLoop::ApplyFaults(int step) {
   }
   model_.SetSlowdowns(now);
   slowdowns_ = std::move(now);
+}
+
+Status EplbLoop::ApplyFaults(int step, double& stalled_s) {
+  ApplySlowdowns(step);
+  int fault = -1;
+  bool loss = false;
+  const int gpn = topology_.gpus_per_node();
+  for (size_t i = 0; i < scenario_.faults.size(); ++i) {
+    const FaultSpec& f = scenario_.faults[i];
+    if (!f.changes_ranks() || f.step != step) continue;
+    fault = static_cast<int>(i);
+    if (f.kind == FaultKind::kScale) {
+      serving_gpus_ = f.gpus;
+      continue;
+    }
+    loss = true;
+    for (int r = f.first_rank(gpn); r <= f.last_rank(gpn); ++r) {
+      if (lost_[static_cast<size_t>(r)]) continue;
+      lost_[static_cast<size_t>(r)] = 1;
+      backend_.LoseRank(r);
+    }
+  }
+  if (fault < 0) return Status::Ok();
+  excluded_.clear();
+  lost_list_.clear();
+  for (int g = 0; g < topology_.num_ranks(); ++g) {
+    const size_t i = static_cast<size_t>(g);
+    serving_[i] = g < serving_gpus_ && !lost_[i];
+    if (!serving_[i]) excluded_.push_back(g);
+    if (lost_[i]) lost_list_.push_back(g);
+  }
+  model_.SetRanks(lost_, serving_);
+
+  if (rearranger_->in_progress()) {
+    // Its transfers with the lost ranks fail (or, for a scale, it is superseded): cancelled,
+    // its committed layers stay new and the others old.
+    rearranger_->Cancel();
+    rearrangements_.back().cancelled = true;
+    bytes_pending_ = 0;
+  }
+  EPLB_RETURN_IF_ERROR(
+      Rearrange(step, loss ? RearrangeReason::kRecovery : RearrangeReason::kScale));
+  const RearrangementRecord& r = rearrangements_.back();
+  // Serving waits for the recovery when it must: stop-the-world, or lost experts and `wait`.
+  const bool wait = !scenario_.eplb.use_async ||
+                    (r.reloads > 0 && scenario_.eplb.lost_tokens == EplbSpec::LostTokens::kWait);
+  if (wait && rearranger_->in_progress()) {
+    const double t = backend_.Now();
+    EPLB_RETURN_IF_ERROR(rearranger_->CommitAll().status());
+    stalled_s = backend_.Now() - t;
+  }
+  return Status::Ok();
+}
+
+int EplbLoop::serving_gpus_live() const {
+  return static_cast<int>(std::count(serving_.begin(), serving_.end(), 1));
 }
 
 std::vector<LayerBalanceSpan> EplbLoop::layer_balance() const {

@@ -37,7 +37,19 @@ constexpr NameTable<InferenceStage, 2> kStages{"compute.stage", {"prefill", "dec
 }  // namespace
 
 const char* FaultKindName(FaultKind kind) {
-  return kind == FaultKind::kStraggler ? "straggler" : "link_degraded";
+  switch (kind) {
+    case FaultKind::kStraggler:
+      return "straggler";
+    case FaultKind::kLinkDegraded:
+      return "link_degraded";
+    case FaultKind::kGpuLost:
+      return "gpu_lost";
+    case FaultKind::kNodeLost:
+      return "node_lost";
+    case FaultKind::kScale:
+      return "scale";
+  }
+  return "?";
 }
 const char* ComputeModelName(ComputeModel m) {
   return kComputeModels.Name(m);

@@ -49,6 +49,28 @@ void StepModel::SetSlowdowns(const Slowdowns& slowdowns) {
   slowest_gpu_ = *std::max_element(slowdowns_.compute.begin(), slowdowns_.compute.end());
 }
 
+void StepModel::SetRanks(const std::vector<char>& lost, const std::vector<char>& serving) {
+  const int G = topology_.num_ranks();
+  bool all = true;
+  serving_count_ = 0;
+  serving_in_node_.assign(static_cast<size_t>(topology_.nodes()), 0);
+  for (int g = 0; g < G; ++g) {
+    all = all && !lost[g] && serving[g];
+    if (serving[g] && !lost[g]) {
+      ++serving_count_;
+      ++serving_in_node_[static_cast<size_t>(topology_.node_of_rank(g))];
+    }
+  }
+  if (all) {
+    lost_.clear();
+    serving_.clear();
+    return;
+  }
+  lost_ = lost;
+  serving_ = serving;
+  for (int g = 0; g < G; ++g) serving_[g] = serving_[g] && !lost_[g];
+}
+
 StepModel::StepModel(const Scenario& s)
     : topology_(s.topology()),
       compute_(s.compute),
@@ -127,7 +149,10 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
   const bool roofline = compute_.model == ComputeModel::kRoofline;
   const bool normal = compute_.all_to_all == AllToAllMode::kNormal;
   const double mb = compute_.micro_batches, mb_share = 1.0 / mb;
-  double sum_mean = 0, sum_max = 0, imbalance = 0, all_tokens = 0;
+  double sum_mean = 0, sum_max = 0, imbalance = 0, all_tokens = 0, lost_assignments = 0;
+  // Lost and idle GPUs (SetRanks): tokens come from the serving GPUs only.
+  const bool ranks_changed = !lost_.empty();
+  const int Gs = ranks_changed ? serving_count_ : G;
   int loaded_layers = 0;
   // Over all layers: each GPU's tokens and each node's. The port bytes of the bulk and
   // low-latency modes are linear in them, so they are formed once per step instead of per layer.
@@ -155,9 +180,26 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
     const auto row = placement.phy2log(l);
     // Each replica takes an equal share of its expert's tokens: one division per expert, not per
     // slot (the same quotients, so the same sums).
-    for (int e = 0; e < E; ++e) expert_share_[e] = load(l, e) / placement.logcnt(l, e);
+    if (!ranks_changed) {
+      for (int e = 0; e < E; ++e) expert_share_[e] = load(l, e) / placement.logcnt(l, e);
+    } else {
+      // Only live replicas take tokens; an expert without one loses its own.
+      live_replicas_.assign(static_cast<size_t>(E), 0);
+      for (int s = 0; s < G * per; ++s) {
+        if (row[s] != kEmptySlot && !lost_[topology_.rank_of_slot(s)]) ++live_replicas_[row[s]];
+      }
+      for (int e = 0; e < E; ++e) {
+        const int live = live_replicas_[static_cast<size_t>(e)];
+        expert_share_[e] = live > 0 ? load(l, e) / live : 0.0;
+        if (live == 0) lost_assignments += load(l, e);
+      }
+    }
     double total = 0, max = 0, slowest = 0;
     for (int g = 0; g < G; ++g) {
+      if (ranks_changed && lost_[g]) {
+        if (normal) gpu_layer_[g] = 0;
+        continue;
+      }
       double t = 0;
       int loaded = 0;
       for (int s = g * per; s < (g + 1) * per; ++s) {
@@ -178,7 +220,7 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
     }
     layer_compute_[l] = slowest;
     all_tokens += total;
-    const double mean = total / G;
+    const double mean = total / Gs;
     out.layer_mean[static_cast<size_t>(l)] = mean;
     out.layer_max[static_cast<size_t>(l)] = max;
     sum_mean += mean;
@@ -190,7 +232,7 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
     if (!normal || total <= 0) continue;
     // DeepEP's normal kernels: per remote node reached, one RDMA copy to the GPU of the same
     // rail, which forwards over NVLink to each GPU reached there (see the header).
-    const double k = shape_.top_k, tokens = total / k, per_source = tokens / G;
+    const double k = shape_.top_k, tokens = total / k, per_source = tokens / Gs;
     std::fill(node_layer_.begin(), node_layer_.end(), 0.0);
     for (int g = 0; g < G; ++g) node_layer_[topology_.node_of_rank(g)] += gpu_layer_[g];
     double nodes_reached = 0;
@@ -213,6 +255,11 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
       const double h = node_layer_[static_cast<size_t>(n)];
       for (int g = n * gpn; g < (n + 1) * gpn; ++g) {
         const double d = gpu_layer_[g], b = dispatch_bytes_per_token_;
+        if (ranks_changed && (lost_[g] || !serving_[g])) {
+          // A lost GPU moves nothing; an idle one only receives for the experts it holds.
+          if (!lost_[g]) normal_nvlink_recv_[g] += tokens * d * (gpn - 1) / gpn * b;
+          continue;
+        }
         out.send[1][g] += per_source * (nodes_reached - h) * b;
         out.recv[1][g] += (nodes - 1) * per_source * h * b;
         out.send[0][g] += tokens * (node_reached - d) / gpn * b;
@@ -228,22 +275,34 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
   } else {
     for (int g = 0; g < G; ++g) node_tokens_[topology_.node_of_rank(g)] += gpu_sum[g];
     for (auto* v : {&out.send[0], &out.send[1], &out.recv[1]}) v->resize(static_cast<size_t>(G));
-    const double per_assignment = dispatch_bytes_per_token_ / G;
+    const double per_assignment = dispatch_bytes_per_token_ / Gs;
     for (int g = 0; g < G; ++g) {
-      const double t = gpu_sum[g], node = node_tokens_[topology_.node_of_rank(g)];
-      out.recv[1][g] = t * (G - gpn) * per_assignment;
-      out.send[0][g] = (node - t) * per_assignment;
-      out.send[1][g] = (all_tokens - node) * per_assignment;
-      out.recv[0][g] = t * (gpn - 1) * per_assignment;  // last: gpu_sum is this vector
+      const int n = topology_.node_of_rank(g);
+      const double t = gpu_sum[g], node = node_tokens_[n];
+      // Each serving GPU sends its 1/Gs of every assignment; healthy, Gs = G and every node
+      // serves with all its gpn GPUs.
+      const bool source = !ranks_changed || serving_[g];
+      const int node_sources = ranks_changed ? serving_in_node_[static_cast<size_t>(n)] : gpn;
+      out.recv[1][g] = t * (Gs - node_sources) * per_assignment;
+      out.send[0][g] = source ? (node - t) * per_assignment : 0.0;
+      out.send[1][g] = source ? (all_tokens - node) * per_assignment : 0.0;
+      // last: gpu_sum is this vector
+      out.recv[0][g] = t * (node_sources - (source ? 1 : 0)) * per_assignment;
     }
     // Every GPU sends its 1/G of the step's assignments, one message each.
-    out.counted_rdma_bytes = out.counted_nvlink_bytes = all_tokens / G * dispatch_bytes_per_token_;
+    out.counted_rdma_bytes = out.counted_nvlink_bytes = all_tokens / Gs * dispatch_bytes_per_token_;
   }
   out.combine_bytes_ratio = combine_bytes_per_token_ / dispatch_bytes_per_token_;
 
   const double step_tokens = L > 0 ? all_tokens / (L * double(shape_.top_k)) : 0;
-  const double attention = slowest_gpu_ * (roofline ? RooflineAttention(step_tokens / G * mb_share)
-                                                    : compute_.attention_us * 1e-6 * mb_share);
+  out.tokens_lost = L > 0 ? lost_assignments / (L * double(shape_.top_k)) : 0;
+  // Fewer serving GPUs share the step's attention: the simple model's per-GPU time grows by
+  // G / Gs (the roofline's from the tokens each GPU gets).
+  const double simple_attention =
+      ranks_changed ? compute_.attention_us * 1e-6 * G / Gs : compute_.attention_us * 1e-6;
+  const double attention =
+      slowest_gpu_ * (roofline ? RooflineAttention((step_tokens + out.tokens_lost) / Gs * mb_share)
+                               : simple_attention * mb_share);
   const double dispatch = PhaseTime(out, mb_share);
   const double combine = PhaseTime(out, mb_share * out.combine_bytes_ratio);
   if (compute_.micro_batches == 1) {

@@ -37,14 +37,26 @@ double Quantile(std::vector<double> v, double q) {
 Json FaultsJson(const RunSummary& s) {
   Json out = Json::array();
   for (const RunSummary::FaultEffect& f : s.faults) {
-    out.push_back({{"kind", f.kind},
-                   {"step", f.step},
-                   {"until", f.until},
-                   {"start_s", f.start_s},
-                   {"end_s", f.end_s},
-                   {"steps", f.steps},
-                   {"step_time_mean_s", f.step_time_mean_s},
-                   {"baseline_step_time_mean_s", f.baseline_step_time_mean_s}});
+    Json j = {{"kind", f.kind},
+              {"step", f.step},
+              {"until", f.until},
+              {"start_s", f.start_s},
+              {"end_s", f.end_s},
+              {"steps", f.steps},
+              {"step_time_mean_s", f.step_time_mean_s},
+              {"baseline_step_time_mean_s", f.baseline_step_time_mean_s}};
+    if (f.changes_ranks) {
+      j["recovery"] = {{"recovery_s", f.recovery_s},
+                       {"bytes_reloaded", f.bytes_reloaded},
+                       {"bytes_copied", f.bytes_copied},
+                       {"tokens_lost", f.tokens_lost},
+                       {"tokens_stalled", f.tokens_stalled},
+                       {"stalled_s", f.stalled_s},
+                       {"cancelled_rearrangement", f.cancelled_rearrangement ? 1 : 0},
+                       {"serving_gpus", f.serving_gpus},
+                       {"after_step_time_mean_s", f.after_step_time_mean_s}};
+    }
+    out.push_back(std::move(j));
   }
   return out;
 }
@@ -183,6 +195,23 @@ Result<RunSummary> ParseSummary(const std::string& text, const std::string& file
             fr.Get({"step_time_mean_s"}, f.step_time_mean_s),
             fr.Get({"baseline_step_time_mean_s"}, f.baseline_step_time_mean_s)}) {
         EPLB_RETURN_IF_ERROR(st);
+      }
+      if (faults[i].is_object() && faults[i].contains("recovery")) {
+        f.changes_ranks = true;
+        int64_t cancelled = 0;
+        for (Status st :
+             {fr.Get({"recovery", "recovery_s"}, f.recovery_s),
+              fr.Get({"recovery", "bytes_reloaded"}, f.bytes_reloaded),
+              fr.Get({"recovery", "bytes_copied"}, f.bytes_copied),
+              fr.Get({"recovery", "tokens_lost"}, f.tokens_lost),
+              fr.Get({"recovery", "tokens_stalled"}, f.tokens_stalled),
+              fr.Get({"recovery", "stalled_s"}, f.stalled_s),
+              fr.Get({"recovery", "cancelled_rearrangement"}, cancelled),
+              fr.Get({"recovery", "serving_gpus"}, f.serving_gpus),
+              fr.Get({"recovery", "after_step_time_mean_s"}, f.after_step_time_mean_s)}) {
+          EPLB_RETURN_IF_ERROR(st);
+        }
+        f.cancelled_rearrangement = cancelled != 0;
       }
       s.faults.push_back(std::move(f));
     }
@@ -420,6 +449,72 @@ std::vector<double> FollowingBalancedness(const RunResult& run) {
   return out;
 }
 
+namespace {
+
+// What a fault that changed the GPUs cost, from the run's steps and its recovery rearrangement
+// (the one started at the fault's step for it), so that a folder read back summarises alike.
+RunSummary::FaultEffect RecoveryEffect(const RunResult& run, const FaultSpec& f) {
+  RunSummary::FaultEffect e;
+  e.kind = FaultKindName(f.kind);
+  e.changes_ranks = true;
+  e.step = f.step;
+  const int ran = static_cast<int>(run.steps.size());
+  const auto& steps = run.steps;
+  const RearrangementRecord* recovery = nullptr;
+  for (size_t i = 0; i < run.rearrangements.size(); ++i) {
+    const RearrangementRecord& r = run.rearrangements[i];
+    if (r.step == f.step && r.reason != RearrangeReason::kInterval) {
+      recovery = &r;
+      e.cancelled_rearrangement = i > 0 && run.rearrangements[i - 1].cancelled;
+      break;
+    }
+  }
+  // The next fault that changes the GPUs ends what this one is charged with.
+  int next = ran;
+  for (const FaultSpec& g : run.scenario.faults) {
+    if (g.changes_ranks() && g.step > f.step) next = std::min(next, g.step);
+  }
+  const StepRecord& at = steps[static_cast<size_t>(f.step)];
+  e.start_s = recovery != nullptr ? recovery->start_s : at.start_s;
+  int end = next;
+  if (recovery != nullptr && recovery->end_s >= 0) {
+    e.recovery_s = recovery->end_s - recovery->start_s;
+    end = f.step;
+    while (end < next && steps[static_cast<size_t>(end)].start_s < recovery->end_s) ++end;
+  }
+  if (recovery != nullptr) {
+    e.bytes_reloaded = recovery->bytes_reloaded;
+    e.bytes_copied = recovery->bytes[0] + recovery->bytes[1];
+  }
+  e.until = end;
+  e.end_s = recovery != nullptr && recovery->end_s >= 0
+                ? recovery->end_s
+                : steps[static_cast<size_t>(end - 1)].start_s +
+                      steps[static_cast<size_t>(end - 1)].step_s;
+  e.steps = end - f.step;
+  e.serving_gpus = at.serving_gpus;
+  e.stalled_s = at.stalled_s;
+  // Serving waited when the recovery was over before the fault's step ran.
+  if (recovery != nullptr && recovery->end_s >= 0 && recovery->end_s <= at.start_s &&
+      recovery->layers > 0) {
+    e.tokens_stalled = run.scenario.workload.tokens_per_step;
+  }
+  const auto mean_step = [&](int first, int last) {
+    double sum = 0;
+    for (int i = first; i < last; ++i) sum += steps[static_cast<size_t>(i)].step_s;
+    return last > first ? sum / (last - first) : 0.0;
+  };
+  for (int i = f.step; i < next; ++i) e.tokens_lost += steps[static_cast<size_t>(i)].tokens_lost;
+  e.step_time_mean_s = mean_step(f.step, end);
+  e.after_step_time_mean_s = mean_step(end, next);
+  // Baseline: as many steps before the fault as it lasted (at least 100, as many as there are).
+  const int k = std::min(f.step, std::max(100, end - f.step));
+  e.baseline_step_time_mean_s = mean_step(f.step - k, f.step);
+  return e;
+}
+
+}  // namespace
+
 RunSummary Summarize(const RunResult& run) {
   RunSummary out;
   out.scenario = run.scenario.name;
@@ -472,6 +567,10 @@ RunSummary Summarize(const RunResult& run) {
   };
   for (const FaultSpec& f : run.scenario.faults) {
     if (f.step >= ran) continue;
+    if (f.changes_ranks()) {
+      out.faults.push_back(RecoveryEffect(run, f));
+      continue;
+    }
     RunSummary::FaultEffect e;
     e.kind = FaultKindName(f.kind);
     e.step = f.step;

@@ -24,6 +24,7 @@ enum class Format {
   kFixed6,  // 6 decimals: ratios
   kFixed3,  // 3 decimals: milliseconds
   kLink,    // a link class name: nvlink, nic
+  kReason,  // a rearrangement's reason: interval, recovery, scale
 };
 
 struct Cell {
@@ -37,11 +38,14 @@ struct Field {
   Format format;
   Cell (*get)(const Row&);
   void (*set)(Row&, const Cell&);
+  // Columns added after run folders were first written come last and are optional on reading:
+  // a folder without them reads with the row's defaults.
+  bool added_later = false;
 };
 
 // A field stored in member M of Row (or of a base of Row).
 template <typename Row, auto M>
-Field<Row> Col(RunFolderColumn doc, Format format) {
+Field<Row> Col(RunFolderColumn doc, Format format, bool added_later = false) {
   return {doc, format,
           [](const Row& r) {
             using T = std::remove_cvref_t<decltype(r.*M)>;
@@ -58,7 +62,8 @@ Field<Row> Col(RunFolderColumn doc, Format format) {
             } else {
               r.*M = static_cast<T>(c.i);
             }
-          }};
+          },
+          added_later};
 }
 
 const std::vector<Field<StepRecord>>& MetricsFields() {
@@ -82,8 +87,18 @@ const std::vector<Field<StepRecord>>& MetricsFields() {
           {"bytes_in_flight", "bytes", "migration bytes of layers not yet committed"},
           Format::kInt64),
       Col<R, &R::stalled_s>(
-          {"stalled_s", "s", "time the step boundary blocked (stop-the-world rearrangements)"},
+          {"stalled_s", "s",
+           "time the step boundary blocked (stop-the-world rearrangements, and recoveries that "
+           "serving waits for)"},
           Format::kReal9),
+      Col<R, &R::tokens_lost>(
+          {"tokens_lost", "tokens",
+           "token-expert assignments that found no live replica, ÷ (layers × top_k) "
+           "(engine/step_model.h): 0 unless a GPU was lost"},
+          Format::kReal9, /*added_later=*/true),
+      Col<R, &R::serving_gpus>(
+          {"serving_gpus", "", "GPUs live and serving during the step (0: not recorded)"},
+          Format::kInt32, /*added_later=*/true),
   };
   return fields;
 }
@@ -161,14 +176,27 @@ const std::vector<Field<RearrangementRow>>& RearrangementFields() {
           {"following_balancedness", "1",
            "mean balancedness of the steps it served, up to the next rearrangement"},
           Format::kFixed6),
+      Col<R, &B::reason>({"reason", "",
+                          "why it ran: interval (every eplb.step_interval steps), recovery (GPUs "
+                          "were lost), scale (a scale fault)"},
+                         Format::kReason, /*added_later=*/true),
+      Col<R, &B::cancelled>(
+          {"cancelled", "",
+           "1 when a lost GPU stopped it part way (its committed layers stay new)"},
+          Format::kInt32, /*added_later=*/true),
+      Col<R, &B::bytes_reloaded>(
+          {"bytes_reloaded", "bytes",
+           "experts no live GPU held, read from the backup (cluster.backup)"},
+          Format::kInt64, /*added_later=*/true),
   };
   return fields;
 }
 
 template <typename Row>
-std::string Header(const std::vector<Field<Row>>& fields) {
+std::string Header(const std::vector<Field<Row>>& fields, bool with_later = true) {
   std::string out;
   for (const Field<Row>& f : fields) {
+    if (f.added_later && !with_later) break;
     if (!out.empty()) out += ',';
     out += f.doc.name;
   }
@@ -199,6 +227,9 @@ std::string WriteCsv(const std::vector<Field<Row>>& fields, const std::vector<Ro
           break;
         case Format::kLink:
           out += LinkClassName(static_cast<LinkClass>(c.i));
+          break;
+        case Format::kReason:
+          out += RearrangeReasonName(static_cast<RearrangeReason>(c.i));
           break;
       }
     }
@@ -239,6 +270,16 @@ Status ParseCell(const CsvLines& csv, const Field<Row>& field, std::string_view 
         }
       }
       return csv.Error(fmt::format("{} '{}': valid values are nvlink, nic", name, text));
+    case Format::kReason:
+      for (auto reason :
+           {RearrangeReason::kInterval, RearrangeReason::kRecovery, RearrangeReason::kScale}) {
+        if (text == RearrangeReasonName(reason)) {
+          c.i = static_cast<int64_t>(reason);
+          return Status::Ok();
+        }
+      }
+      return csv.Error(
+          fmt::format("{} '{}': valid values are interval, recovery, scale", name, text));
   }
   return Status::Ok();
 }
@@ -249,13 +290,19 @@ Result<std::vector<Row>> ParseCsv(const std::vector<Field<Row>>& fields, std::st
                                   const std::string& name,
                                   const std::function<std::string(const Row&)>& check = {}) {
   CsvLines csv(text, name);
-  EPLB_RETURN_IF_ERROR(csv.ExpectHeader(Header(fields)));
+  EPLB_ASSIGN_OR_RETURN(const size_t which,
+                        csv.ExpectHeaderOf({Header(fields), Header(fields, false)}));
+  size_t columns = fields.size();
+  if (which == 1) {
+    columns = 0;
+    while (columns < fields.size() && !fields[columns].added_later) ++columns;
+  }
   std::vector<Row> rows;
   std::vector<std::string_view> values;
   while (csv.Next(values)) {
-    EPLB_RETURN_IF_ERROR(csv.CheckFieldCount(values, fields.size()));
+    EPLB_RETURN_IF_ERROR(csv.CheckFieldCount(values, columns));
     Row row{};
-    for (size_t i = 0; i < fields.size(); ++i) {
+    for (size_t i = 0; i < columns; ++i) {
       Cell c;
       EPLB_RETURN_IF_ERROR(ParseCell(csv, fields[i], values[i], c));
       fields[i].set(row, c);
@@ -325,6 +372,8 @@ Result<std::vector<StepRecord>> ParseMetricsCsv(std::string_view text, const std
                                     {"step_s", r.step_s},
                                     {"idle_step_s", r.idle_s},
                                     {"stalled_s", r.stalled_s},
+                                    {"tokens_lost", r.tokens_lost},
+                                    {"serving_gpus", static_cast<double>(r.serving_gpus)},
                                     {"imbalance_ratio", r.imbalance_ratio},
                                     {"bytes_in_flight", static_cast<double>(r.bytes_in_flight)}}) {
       if (std::string wrong = Negative(column, v); !wrong.empty()) return wrong;
@@ -373,6 +422,7 @@ Result<std::vector<RearrangementRow>> ParseRearrangementsCsv(std::string_view te
                                         {"transfers", static_cast<double>(r.transfers)},
                                         {"bytes_nvlink", static_cast<double>(r.bytes[0])},
                                         {"bytes_nic", static_cast<double>(r.bytes[1])},
+                                        {"bytes_reloaded", static_cast<double>(r.bytes_reloaded)},
                                         {"predicted_makespan_s", r.predicted_makespan_s},
                                         {"lower_bound_s", r.lower_bound_s}}) {
           if (std::string wrong = Negative(column, v); !wrong.empty()) return wrong;

@@ -356,40 +356,50 @@ void Merge(YAML::Node into, const YAML::Node& from) {
 // reported as unknown with the kind's valid ones.
 void ReadFault(const YAML::Node& node, size_t index, Scenario& s, Reader& r) {
   const std::string path = fmt::format("faults[{}]", index);
+  r.Remember(path, node);  // where later checks of the whole fault point
   MapReader m(node, path, r);
   std::string kind;
   m.String("kind", kind, {"straggler", "link_degraded", "gpu_lost", "node_lost", "scale"});
   if (kind.empty()) {
-    if (r.status().ok()) r.Fail(node, path, path + " has no kind (straggler or link_degraded)");
-    return;
-  }
-  if (kind != "straggler" && kind != "link_degraded") {
-    r.FailAt(path + ".kind",
-             fmt::format("{}.kind is '{}'; this eplb simulates straggler and link_degraded faults "
-                         "(lost GPUs and nodes and elastic scaling are not modelled yet)",
-                         path, kind));
+    if (r.status().ok()) {
+      r.Fail(node, path,
+             path + " has no kind (straggler, link_degraded, gpu_lost, node_lost or scale)");
+    }
     return;
   }
   FaultSpec f;
-  f.kind = kind == "straggler" ? FaultKind::kStraggler : FaultKind::kLinkDegraded;
+  f.kind = kind == "straggler"       ? FaultKind::kStraggler
+           : kind == "link_degraded" ? FaultKind::kLinkDegraded
+           : kind == "gpu_lost"      ? FaultKind::kGpuLost
+           : kind == "node_lost"     ? FaultKind::kNodeLost
+                                     : FaultKind::kScale;
   f.until = std::numeric_limits<int>::max();
   m.Int("step", f.step, 0);
-  m.Int("until", f.until, 1);
-  m.Int("rank", f.rank, 0, kMaxGpus - 1);
-  if (f.kind == FaultKind::kLinkDegraded) {
+  // Losses are for good and a scale holds until the next: only slowdowns end.
+  const bool slowdown = f.kind == FaultKind::kStraggler || f.kind == FaultKind::kLinkDegraded;
+  if (slowdown) m.Int("until", f.until, 1);
+  if (f.kind != FaultKind::kNodeLost && f.kind != FaultKind::kScale)
+    m.Int("rank", f.rank, 0, kMaxGpus - 1);
+  if (f.kind == FaultKind::kLinkDegraded || f.kind == FaultKind::kNodeLost)
     m.Int("node", f.node, 0, kMaxGpus - 1);
+  if (f.kind == FaultKind::kLinkDegraded) {
     std::string link = "nic";
     m.String("link", link, {"nvlink", "nic"});
     f.link = link == "nvlink" ? LinkClass::kNvlink : LinkClass::kNic;
   }
-  m.Double("factor", f.factor, 1);
+  if (slowdown) m.Double("factor", f.factor, 1);
+  if (f.kind == FaultKind::kScale) m.Int("gpus", f.gpus, 1, kMaxGpus);
   m.Finish();
   if (!r.status().ok()) return;
   if (f.until <= f.step) {
     r.FailAt(path + ".until", fmt::format("{}.until is {}; it must be after {}.step ({})", path,
                                           f.until, path, f.step));
-  } else if (f.kind == FaultKind::kStraggler && f.rank < 0) {
-    r.Fail(node, path, fmt::format("{} (straggler) needs the rank it slows", path));
+  } else if ((f.kind == FaultKind::kStraggler || f.kind == FaultKind::kGpuLost) && f.rank < 0) {
+    r.Fail(node, path, fmt::format("{} ({}) needs the rank it hits", path, kind));
+  } else if (f.kind == FaultKind::kNodeLost && f.node < 0) {
+    r.Fail(node, path, fmt::format("{} (node_lost) needs the node it loses", path));
+  } else if (f.kind == FaultKind::kScale && f.gpus == 0) {
+    r.Fail(node, path, fmt::format("{} (scale) needs gpus, the GPUs serving from then on", path));
   } else if (f.kind == FaultKind::kLinkDegraded && (f.rank < 0) == (f.node < 0)) {
     r.Fail(node, path,
            fmt::format("{} (link_degraded) needs either a rank or a node, not both", path));
@@ -399,8 +409,57 @@ void ReadFault(const YAML::Node& node, size_t index, Scenario& s, Reader& r) {
   } else if (f.node >= s.cluster.nodes) {
     r.FailAt(path + ".node", fmt::format("{}.node is {}; the cluster's nodes are 0..{}", path,
                                          f.node, s.cluster.nodes - 1));
+  } else if (f.gpus > s.num_gpus()) {
+    r.FailAt(path + ".gpus",
+             fmt::format("{}.gpus is {}; the cluster has 1..{} GPUs", path, f.gpus, s.num_gpus()));
   }
   s.faults.push_back(f);
+}
+
+// Faults that change the serving GPUs need a policy that places around the others, and every
+// set of GPUs the run goes through must keep a slot per expert.
+void ValidateRankChanges(const Scenario& s, Reader& r) {
+  const int gpus = s.num_gpus(), per = s.num_slots() / gpus, gpn = s.cluster.gpus_per_node;
+  if (s.initial_gpus() * per < s.model.experts) {
+    r.FailAt("cluster.initial_gpus",
+             fmt::format("cluster.initial_gpus is {}: {} GPUs × {} slots cannot hold {} experts",
+                         s.cluster.initial_gpus, s.initial_gpus(), per, s.model.experts));
+    return;
+  }
+  std::vector<size_t> order;
+  for (size_t i = 0; i < s.faults.size(); ++i) {
+    if (s.faults[i].changes_ranks()) order.push_back(i);
+  }
+  const bool needed = !order.empty() || s.initial_gpus() < gpus;
+  if (!needed) return;
+  if (!PolicyHonoursLostRanks(s.eplb.policy)) {
+    r.FailAt(order.empty() ? "cluster.initial_gpus" : fmt::format("faults[{}]", order.front()),
+             fmt::format("eplb.policy is '{}', which cannot place around lost or idle GPUs; the "
+                         "policies that can: {}",
+                         s.eplb.policy, fmt::join(PoliciesHonouringLostRanks(), ", ")));
+    return;
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return s.faults[a].step < s.faults[b].step; });
+  std::vector<bool> lost(static_cast<size_t>(gpus), false);
+  int serving = s.initial_gpus();
+  for (size_t i : order) {
+    const FaultSpec& f = s.faults[i];
+    if (f.kind == FaultKind::kScale) serving = f.gpus;
+    if (f.kind == FaultKind::kGpuLost) lost[static_cast<size_t>(f.rank)] = true;
+    if (f.kind == FaultKind::kNodeLost) {
+      for (int g = f.node * gpn; g < (f.node + 1) * gpn; ++g) lost[static_cast<size_t>(g)] = true;
+    }
+    int live = 0;
+    for (int g = 0; g < serving; ++g) live += lost[static_cast<size_t>(g)] ? 0 : 1;
+    if (live * per < s.model.experts) {
+      r.FailAt(fmt::format("faults[{}]", i),
+               fmt::format("faults[{}] ({} at step {}) leaves {} live GPUs × {} slots for {} "
+                           "experts; every expert needs a slot",
+                           i, FaultKindName(f.kind), f.step, live, per, s.model.experts));
+      return;
+    }
+  }
 }
 
 Status ApplyOverride(YAML::Node& root, const std::string& setting, Reader& reader) {
@@ -484,6 +543,13 @@ void Validate(Scenario& s, Reader& r) {
   if (s.workload.kind == "trace" && s.workload.trace.empty()) {
     r.FailAt("workload.kind", "workload.kind is 'trace' but workload.trace names no file");
   }
+  if (s.cluster.initial_gpus > gpus) {
+    r.FailAt("cluster.initial_gpus",
+             fmt::format("cluster.initial_gpus is {}; the cluster has 1..{} GPUs (0: all)",
+                         s.cluster.initial_gpus, gpus));
+  } else if (r.status().ok()) {
+    ValidateRankChanges(s, r);
+  }
 }
 
 Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string& source,
@@ -545,6 +611,15 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
     c.Double("hbm_gbps", s.cluster.hbm_gbps, 0, kMaxGbps, true);
     c.Double("nvswitch_gbps", s.cluster.nvswitch_gbps, 0, kMaxGbps);
     c.Double("fabric_oversubscription", s.cluster.fabric_oversubscription, 1, 1000);
+    std::string backup = s.cluster.backup == ClusterSpec::Backup::kHost ? "host" : "storage";
+    c.String("backup", backup, {"host", "storage"});
+    s.cluster.backup =
+        backup == "host" ? ClusterSpec::Backup::kHost : ClusterSpec::Backup::kStorage;
+    c.Double("host_read_gbps", s.cluster.host_read_gbps, 0, kMaxGbps, true);
+    c.Double("host_read_latency_us", s.cluster.host_read_latency_us, 0, 1e9);
+    c.Double("storage_read_gbps", s.cluster.storage_read_gbps, 0, kMaxGbps, true);
+    c.Double("storage_read_latency_us", s.cluster.storage_read_latency_us, 0, 1e9);
+    c.Int("initial_gpus", s.cluster.initial_gpus, 0, kMaxGpus);
     c.Finish();
   }
   {
@@ -618,6 +693,9 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
     e.Bool("preserve_slots", s.eplb.preserve_slots);
     e.Double("migration_weight", s.eplb.migration_weight, 0, 1e9);
     e.Int("max_moves_per_layer", s.eplb.max_moves_per_layer, 0, kMaxExperts);
+    std::string lost = s.eplb.lost_tokens == EplbSpec::LostTokens::kDrop ? "drop" : "wait";
+    e.String("lost_tokens", lost, {"drop", "wait"});
+    s.eplb.lost_tokens = lost == "drop" ? EplbSpec::LostTokens::kDrop : EplbSpec::LostTokens::kWait;
     e.Finish();
   }
   {
@@ -710,7 +788,14 @@ std::string ScenarioToYaml(const Scenario& s) {
   out << YAML::Key << "pcie_gbps" << YAML::Value << Shortest(s.cluster.pcie_gbps) << YAML::Key
       << "hbm_gbps" << YAML::Value << Shortest(s.cluster.hbm_gbps) << YAML::Key << "nvswitch_gbps"
       << YAML::Value << Shortest(s.cluster.nvswitch_gbps) << YAML::Key << "fabric_oversubscription"
-      << YAML::Value << Shortest(s.cluster.fabric_oversubscription) << YAML::EndMap;
+      << YAML::Value << Shortest(s.cluster.fabric_oversubscription) << YAML::Key << "backup"
+      << YAML::Value << (s.cluster.backup == ClusterSpec::Backup::kHost ? "host" : "storage")
+      << YAML::Key << "host_read_gbps" << YAML::Value << Shortest(s.cluster.host_read_gbps)
+      << YAML::Key << "host_read_latency_us" << YAML::Value
+      << Shortest(s.cluster.host_read_latency_us) << YAML::Key << "storage_read_gbps" << YAML::Value
+      << Shortest(s.cluster.storage_read_gbps) << YAML::Key << "storage_read_latency_us"
+      << YAML::Value << Shortest(s.cluster.storage_read_latency_us) << YAML::Key << "initial_gpus"
+      << YAML::Value << s.cluster.initial_gpus << YAML::EndMap;
   const ComputeSpec& k = s.compute;
   out << YAML::Key << "compute" << YAML::Value << YAML::BeginMap << YAML::Key << "model"
       << YAML::Value << ComputeModelName(k.model) << YAML::Key << "attention_us" << YAML::Value
@@ -750,7 +835,8 @@ std::string ScenarioToYaml(const Scenario& s) {
       << ScheduleStrategyName(s.eplb.schedule) << YAML::Key << "preserve_slots" << YAML::Value
       << s.eplb.preserve_slots << YAML::Key << "migration_weight" << YAML::Value
       << Shortest(s.eplb.migration_weight) << YAML::Key << "max_moves_per_layer" << YAML::Value
-      << s.eplb.max_moves_per_layer << YAML::EndMap;
+      << s.eplb.max_moves_per_layer << YAML::Key << "lost_tokens" << YAML::Value
+      << (s.eplb.lost_tokens == EplbSpec::LostTokens::kDrop ? "drop" : "wait") << YAML::EndMap;
   out << YAML::Key << "faults" << YAML::Value << YAML::BeginSeq;
   for (const FaultSpec& f : s.faults) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "kind" << YAML::Value
@@ -763,7 +849,10 @@ std::string ScenarioToYaml(const Scenario& s) {
       out << YAML::Key << "link" << YAML::Value
           << (f.link == LinkClass::kNvlink ? "nvlink" : "nic");
     }
-    out << YAML::Key << "factor" << YAML::Value << Shortest(f.factor) << YAML::EndMap;
+    if (f.kind == FaultKind::kScale) out << YAML::Key << "gpus" << YAML::Value << f.gpus;
+    if (f.kind == FaultKind::kStraggler || f.kind == FaultKind::kLinkDegraded)
+      out << YAML::Key << "factor" << YAML::Value << Shortest(f.factor);
+    out << YAML::EndMap;
   }
   out << YAML::EndSeq;
   out << YAML::Key << "run" << YAML::Value << YAML::BeginMap << YAML::Key << "steps" << YAML::Value

@@ -15,7 +15,8 @@ Rearranger::~Rearranger() {
   Cancel();
 }
 
-Status Rearranger::Start(const Placement& current, const Placement& target) {
+Status Rearranger::Start(const Placement& current, const Placement& target,
+                         std::span<const int> lost_ranks) {
   if (in_progress_) return Status::InvalidArgument("a rearrangement is already in progress");
   if (options_.layers_per_step < 1) {
     return Status::InvalidArgument(
@@ -27,7 +28,7 @@ Status Rearranger::Start(const Placement& current, const Placement& target) {
         fmt::format("staging layers is {}; the backend has staging buffers for 1..{} layers",
                     options_.staging_layers, backend_.staging_buffers()));
   }
-  auto plans = PlanMigration(current, target, topology_, options_.sender_rule);
+  auto plans = PlanMigration(current, target, topology_, options_.sender_rule, lost_ranks);
   if (!plans.ok()) return plans.status();
   if (options_.sync && static_cast<int>(plans->size()) > backend_.staging_buffers()) {
     return Status::InvalidArgument(fmt::format(
@@ -43,10 +44,14 @@ Status Rearranger::Start(const Placement& current, const Placement& target) {
       options_.sync ? std::max<int>(1, static_cast<int>(plans_.size())) : options_.staging_layers;
   const int ranks = topology_.num_ranks();
   schedules_.clear();
+  lost_.assign(static_cast<size_t>(ranks), 0);
+  for (int r : lost_ranks) lost_[static_cast<size_t>(r)] = 1;
   copies_.assign(plans_.size(), std::vector<std::vector<LocalCopy>>(static_cast<size_t>(ranks)));
+  reloads_.assign(plans_.size(), std::vector<std::vector<Reload>>(static_cast<size_t>(ranks)));
   for (size_t i = 0; i < plans_.size(); ++i) {
     schedules_.push_back(ScheduleTransfers(plans_[i].transfers, topology_, options_.schedule));
     for (const LocalCopy& c : plans_[i].local_copies) copies_[i][c.rank].push_back(c);
+    for (const Reload& r : plans_[i].reloads) reloads_[i][r.rank].push_back(r);
     for (auto& list : copies_[i]) {
       std::stable_partition(list.begin(), list.end(),
                             [](const LocalCopy& c) { return !c.after_receive; });
@@ -71,7 +76,8 @@ Status Rearranger::Start(const Placement& current, const Placement& target) {
   lanes_done_.assign(plans_.size(), std::vector<int>(static_cast<size_t>(ranks), 0));
   ranks_ready_.assign(plans_.size(), 0);
   local_ranks_ = 0;
-  for (int rank = 0; rank < ranks; ++rank) local_ranks_ += backend_.IsLocal(rank) ? 1 : 0;
+  for (int rank = 0; rank < ranks; ++rank)
+    local_ranks_ += backend_.IsLocal(rank) && !lost_[static_cast<size_t>(rank)] ? 1 : 0;
   committed_ = 0;
   error_ = Status::Ok();
   cancelled_ = false;
@@ -81,6 +87,7 @@ Status Rearranger::Start(const Placement& current, const Placement& target) {
   const int lanes_per_worker = backend_.MergesLanes() ? kNumLinkClasses : 1;
   for (int rank = 0; rank < ranks; ++rank) {
     if (!backend_.IsLocal(rank)) continue;  // its own process runs it
+    if (lost_[static_cast<size_t>(rank)]) continue;
     for (int lane = 0; lane < kNumLinkClasses; lane += lanes_per_worker) {
       backend_.StartWorker(
           rank, [this, rank, lane, lanes_per_worker] { RunWorker(rank, lane, lanes_per_worker); });
@@ -176,6 +183,13 @@ void Rearranger::RunWorker(int rank, int first_lane, int lanes) {
 bool Rearranger::FinishRank(int rank, size_t index) {
   const LayerPlan& plan = plans_[index];
   const StagingTarget target{rank, plan.layer, static_cast<int>(index % staging_layers_)};
+  if (!reloads_[index][rank].empty()) {
+    const Status s = backend_.ReloadFromBackup(target, reloads_[index][rank]);
+    if (!s.ok()) {
+      Fail(s.WithContext(fmt::format("rank {}, layer {}, reload from backup: ", rank, plan.layer)));
+      return false;
+    }
+  }
   if (!copies_[index][rank].empty()) {
     const Status s = backend_.CopyLocal(target, copies_[index][rank]);
     if (!s.ok()) {
@@ -194,7 +208,7 @@ bool Rearranger::FinishRank(int rank, size_t index) {
 Status Rearranger::CommitLocked(size_t index) {
   const LayerPlan& plan = plans_[index];
   for (int rank = 0; rank < topology_.num_ranks(); ++rank) {
-    if (!backend_.IsLocal(rank)) continue;
+    if (!backend_.IsLocal(rank) || lost_[static_cast<size_t>(rank)]) continue;
     const StagingTarget target{rank, plan.layer, static_cast<int>(index % staging_layers_)};
     EPLB_RETURN_IF_ERROR(backend_.CommitLayer(target, plan.written_slots[rank]));
   }
@@ -205,16 +219,37 @@ Status Rearranger::CommitLocked(size_t index) {
 }
 
 Result<std::vector<int>> Rearranger::OnStepBoundary() {
-  std::vector<int> committed;
-  if (!in_progress_) return committed;
-  std::unique_lock lock(*monitor_);
-  const auto staged_here = [&](int ready) { return ready == local_ranks_; };
+  if (!in_progress_) return std::vector<int>{};
   if (options_.sync) {
     // Stop the world: wait for every layer to be staged.
+    std::unique_lock lock(*monitor_);
+    const auto staged_here = [&](int ready) { return ready == local_ranks_; };
     while (!cancelled_ && !std::all_of(ranks_ready_.begin(), ranks_ready_.end(), staged_here)) {
       monitor_->Wait();
     }
   }
+  return CommitStaged(options_.sync ? static_cast<int>(plans_.size()) : options_.layers_per_step);
+}
+
+Result<std::vector<int>> Rearranger::CommitAll() {
+  std::vector<int> all;
+  while (in_progress_) {
+    {
+      std::unique_lock lock(*monitor_);
+      while (!cancelled_ && ranks_ready_[static_cast<size_t>(committed_)] != local_ranks_) {
+        monitor_->Wait();
+      }
+    }
+    EPLB_ASSIGN_OR_RETURN(std::vector<int> some, CommitStaged(static_cast<int>(plans_.size())));
+    all.insert(all.end(), some.begin(), some.end());
+  }
+  return all;
+}
+
+Result<std::vector<int>> Rearranger::CommitStaged(int limit) {
+  std::vector<int> committed;
+  std::unique_lock lock(*monitor_);
+  const auto staged_here = [&](int ready) { return ready == local_ranks_; };
   // The all-ranks gate: the layers staged here, agreed with the other processes (if any)
   // without holding the lock, which the workers need meanwhile. What happens here after the
   // snapshot (a worker failing) waits for the next boundary, so that every process acts on
@@ -234,7 +269,6 @@ Result<std::vector<int>> Rearranger::OnStepBoundary() {
     }
     cancelled_ = true;
   }
-  const int limit = options_.sync ? static_cast<int>(plans_.size()) : options_.layers_per_step;
   for (int n = 0; n < std::min(agreed, limit); ++n) {
     const int layer = plans_[static_cast<size_t>(committed_)].layer;
     const Status status = CommitLocked(static_cast<size_t>(committed_));

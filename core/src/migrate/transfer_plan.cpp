@@ -70,7 +70,7 @@ void AssignLocal(std::span<const int32_t> senders, std::span<const Need> receive
 
 Result<LayerPlan> PlanLayer(int layer, std::span<const int32_t> old_row,
                             std::span<const int32_t> new_row, const Topology& topology,
-                            SenderRule rule) {
+                            SenderRule rule, std::span<const int> lost_ranks) {
   const int slots = topology.num_slots();
   if (static_cast<int>(old_row.size()) != slots || static_cast<int>(new_row.size()) != slots) {
     return Status::InvalidArgument(
@@ -81,6 +81,14 @@ Result<LayerPlan> PlanLayer(int layer, std::span<const int32_t> old_row,
   const int per_rank = topology.slots_per_gpu();
   int experts = 0;
   for (int s = 0; s < slots; ++s) experts = std::max({experts, old_row[s] + 1, new_row[s] + 1});
+  std::vector<char> lost(static_cast<size_t>(ranks), 0);
+  for (int r : lost_ranks) {
+    if (r < 0 || r >= ranks) {
+      return Status::InvalidArgument(fmt::format(
+          "layer {}: lost rank {} is not among the cluster's 0..{}", layer, r, ranks - 1));
+    }
+    lost[static_cast<size_t>(r)] = 1;
+  }
 
   // first_old[rank * experts + e]: the rank's first old slot holding e, or -1. Ranks scan in
   // ascending order, so each expert's holders come out ascending.
@@ -88,7 +96,8 @@ Result<LayerPlan> PlanLayer(int layer, std::span<const int32_t> old_row,
   std::vector<int32_t> holder_count(static_cast<size_t>(experts) + 1, 0);
   for (int s = 0; s < slots; ++s) {
     const int32_t e = old_row[s];
-    if (e == kEmptySlot) continue;
+    // A lost rank's weights are gone: it is no one's source.
+    if (e == kEmptySlot || lost[static_cast<size_t>(topology.rank_of_slot(s))]) continue;
     int32_t& first = first_old[static_cast<size_t>(topology.rank_of_slot(s)) * experts + e];
     if (first < 0) {
       first = s;
@@ -120,13 +129,19 @@ Result<LayerPlan> PlanLayer(int layer, std::span<const int32_t> old_row,
         plan.emptied_slots.push_back(s);
         continue;
       }
+      if (lost[static_cast<size_t>(r)]) {
+        return Status::InvalidArgument(
+            fmt::format("layer {}: the new placement puts expert {} in slot {} of lost rank {}",
+                        layer, e, s, r));
+      }
       plan.written_slots[r].push_back(s);
       const int32_t local = first_old[static_cast<size_t>(r) * experts + e];
       if (local >= 0) {
         plan.local_copies.push_back({r, e, local, s, false});
         continue;
       }
-      if (holder_count[e] == holder_count[e + 1]) {
+      const bool held = holder_count[e] != holder_count[e + 1];
+      if (!held && std::find(old_row.begin(), old_row.end(), e) == old_row.end()) {
         return Status::InvalidArgument(fmt::format(
             "layer {}: expert {} is in the new placement (slot {}) but nowhere in the old one",
             layer, e, s));
@@ -134,6 +149,11 @@ Result<LayerPlan> PlanLayer(int layer, std::span<const int32_t> old_row,
       int32_t& first = first_new[static_cast<size_t>(r) * experts + e];
       if (first >= 0) {
         plan.local_copies.push_back({r, e, first, s, true});
+      } else if (!held) {
+        // Every replica was on lost ranks: from the backup.
+        first = s;
+        plan.reloads.push_back({r, e, s, topology.expert_bytes()});
+        plan.reload_bytes += topology.expert_bytes();
       } else {
         first = s;
         needs[e].push_back({r, s});
@@ -175,7 +195,8 @@ Result<LayerPlan> PlanLayer(int layer, std::span<const int32_t> old_row,
 
 Result<std::vector<LayerPlan>> PlanMigration(const Placement& old_placement,
                                              const Placement& new_placement,
-                                             const Topology& topology, SenderRule rule) {
+                                             const Topology& topology, SenderRule rule,
+                                             std::span<const int> lost_ranks) {
   EPLB_RETURN_IF_ERROR(old_placement.CheckFits(topology).WithContext("old placement: "));
   EPLB_RETURN_IF_ERROR(new_placement.CheckFits(topology).WithContext("new placement: "));
   if (old_placement.num_layers() != new_placement.num_layers()) {
@@ -186,7 +207,7 @@ Result<std::vector<LayerPlan>> PlanMigration(const Placement& old_placement,
   std::vector<LayerPlan> plans;
   for (int layer = 0; layer < old_placement.num_layers(); ++layer) {
     auto plan = PlanLayer(layer, old_placement.phy2log(layer), new_placement.phy2log(layer),
-                          topology, rule);
+                          topology, rule, lost_ranks);
     if (!plan.ok()) return plan.status();
     if (!plan->empty()) plans.push_back(std::move(plan).value());
   }
@@ -213,6 +234,12 @@ Result<std::vector<int32_t>> ApplyPlan(std::span<const int32_t> old_row, const L
       return bad(fmt::format("transfer of expert {} to its own rank", t.expert));
     received[t.dst_slot] = t.expert;
   }
+  for (const Reload& r : plan.reloads) {
+    if (topology.rank_of_slot(r.dst_slot) != r.rank) {
+      return bad(fmt::format("reload of expert {} names a slot off its rank", r.expert));
+    }
+    received[r.dst_slot] = r.expert;
+  }
   for (const LocalCopy& c : plan.local_copies) {
     if (topology.rank_of_slot(c.src_slot) != c.rank ||
         topology.rank_of_slot(c.dst_slot) != c.rank) {
@@ -226,6 +253,7 @@ Result<std::vector<int32_t>> ApplyPlan(std::span<const int32_t> old_row, const L
     row[c.dst_slot] = c.expert;
   }
   for (const Transfer& t : plan.transfers) row[t.dst_slot] = t.expert;
+  for (const Reload& r : plan.reloads) row[r.dst_slot] = r.expert;
   for (const int32_t s : plan.emptied_slots) row[s] = kEmptySlot;
   return row;
 }

@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "policy/util.h"
+
 #include "policy/parallel_for.h"
 
 namespace eplb {
@@ -337,9 +339,12 @@ Result<Placement> RebalanceDeepSeek(const LoadMatrix& load, int num_replicas, in
 }
 
 Result<Placement> DeepSeekPolicy::Rebalance(const PolicyInput& input) {
-  EPLB_RETURN_IF_ERROR(ValidatePolicyInput(input));
-  const Topology& t = input.topology;
-  return RebalanceDeepSeek(input.load, t.num_slots(), input.num_groups, t.nodes(), t.num_ranks());
+  EPLB_RETURN_IF_ERROR(ValidatePolicyInput(input, /*honour_lost_ranks=*/true));
+  // Around lost GPUs: DeepSeek's policy on the live ones, as if they were the cluster.
+  return policy_util::OnLiveRanks(input, [](const PolicyInput& in) {
+    const Topology& t = in.topology;
+    return RebalanceDeepSeek(in.load, t.num_slots(), in.num_groups, t.nodes(), t.num_ranks());
+  });
 }
 
 }  // namespace eplb

@@ -24,7 +24,9 @@ Registry& GetRegistry() {
     r->policies.push_back({"deepseek",
                            "DeepSeek's hierarchical policy (groups to nodes, replicas inside "
                            "nodes, replicas to GPUs) with its global fallback",
-                           [] { return std::make_unique<DeepSeekPolicy>(); }});
+                           [] { return std::make_unique<DeepSeekPolicy>(); },
+                           {},
+                           /*honours_lost_ranks=*/true});
     r->policies.push_back(
         {"static", "never rearranges", [] { return std::make_unique<StaticPolicy>(); }});
     r->policies.push_back({"deepseek-preserve", "deepseek, then slot preservation",
@@ -32,10 +34,15 @@ Registry& GetRegistry() {
     r->policies.push_back(
         {"replicate-lpt",
          "TensorRT-LLM's: greedy replication, replicas heaviest first on the least loaded GPU",
-         [] { return std::make_unique<ReplicateLptPolicy>(); }});
+         [] { return std::make_unique<ReplicateLptPolicy>(); },
+         {},
+         /*honours_lost_ranks=*/true});
     r->policies.push_back(
-        {"timeseries", "SGLang's deepseek_vec idea: replicas where they cut the per-chunk peaks",
-         [] { return std::make_unique<TimeSeriesPolicy>(); }});
+        {"timeseries",
+         "SGLang's deepseek_vec idea: replicas where they cut the per-chunk peaks",
+         [] { return std::make_unique<TimeSeriesPolicy>(); },
+         {},
+         /*honours_lost_ranks=*/true});
     const MigrationCost defaults;
     r->policies.push_back(
         {"incremental",
@@ -59,7 +66,9 @@ Registry& GetRegistry() {
         {"fault-tolerant",
          "survives any one node (or GPU) lost without reloading where slots allow: second "
          "replicas hottest first, replicas of an expert on different failure domains",
-         [] { return std::make_unique<FaultTolerantPolicy>(); }});
+         [] { return std::make_unique<FaultTolerantPolicy>(); },
+         {},
+         /*honours_lost_ranks=*/true});
     return r;
   }();
   return *registry;
@@ -76,8 +85,8 @@ Status ValidatePolicyInput(const PolicyInput& input, bool honour_lost_ranks) {
   if (!input.lost_ranks.empty()) {
     if (!honour_lost_ranks) {
       return Status::InvalidArgument(
-          "it cannot place around lost GPUs; the policies that can: replicate-lpt, "
-          "fault-tolerant");
+          fmt::format("it cannot place around lost GPUs; the policies that can: {}",
+                      fmt::join(PoliciesHonouringLostRanks(), ", ")));
     }
     const int ranks = input.topology.num_ranks();
     for (size_t i = 0; i < input.lost_ranks.size(); ++i) {
@@ -176,6 +185,21 @@ Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name) {
   }
   return Status::NotFound(
       fmt::format("unknown policy '{}'; valid policies: {}", name, fmt::join(names, ", ")));
+}
+
+bool PolicyHonoursLostRanks(std::string_view name) {
+  for (const PolicyInfo& p : RegisteredPolicies()) {
+    if (p.name == name) return p.honours_lost_ranks;
+  }
+  return false;
+}
+
+std::vector<std::string> PoliciesHonouringLostRanks() {
+  std::vector<std::string> names;
+  for (const PolicyInfo& p : RegisteredPolicies()) {
+    if (p.honours_lost_ranks) names.push_back(p.name);
+  }
+  return names;
 }
 
 std::vector<PolicyInfo> RegisteredPolicies() {

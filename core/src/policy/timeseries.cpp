@@ -6,7 +6,11 @@
 namespace eplb {
 
 Result<Placement> TimeSeriesPolicy::Rebalance(const PolicyInput& input) {
-  EPLB_RETURN_IF_ERROR(ValidatePolicyInput(input));
+  EPLB_RETURN_IF_ERROR(ValidatePolicyInput(input, /*honour_lost_ranks=*/true));
+  return policy_util::OnLiveRanks(input, [this](const PolicyInput& in) { return OnAllRanks(in); });
+}
+
+Result<Placement> TimeSeriesPolicy::OnAllRanks(const PolicyInput& input) {
   const int slots = input.topology.num_slots();
   const int experts = static_cast<int>(input.load.cols());
   std::vector<LoadMatrix> single;

@@ -90,6 +90,42 @@ Placement CurrentOrInitial(const PolicyInput& input) {
                              static_cast<int>(input.load.cols()), input.topology.num_slots());
 }
 
+Result<Placement> OnLiveRanks(const PolicyInput& input,
+                              const std::function<Result<Placement>(const PolicyInput&)>& place) {
+  if (input.lost_ranks.empty()) return place(input);
+  const Topology& t = input.topology;
+  std::vector<int> live;
+  for (int r = 0; r < t.num_ranks(); ++r) {
+    if (!IsLost(input, r)) live.push_back(r);
+  }
+  // Whole nodes lost: the others keep their shape.
+  bool whole_nodes = true;
+  for (int n = 0; n < t.nodes() && whole_nodes; ++n) {
+    int lost = 0;
+    for (int g = n * t.gpus_per_node(); g < (n + 1) * t.gpus_per_node(); ++g)
+      lost += IsLost(input, g);
+    whole_nodes = lost == 0 || lost == t.gpus_per_node();
+  }
+  TopologyConfig config = t.config();
+  const int count = static_cast<int>(live.size());
+  config.nodes = whole_nodes ? count / t.gpus_per_node() : 1;
+  config.gpus_per_node = whole_nodes ? t.gpus_per_node() : count;
+  EPLB_ASSIGN_OR_RETURN(Topology compact, Topology::Create(config));
+  PolicyInput sub{input.load,          compact,        nullptr, input.num_groups,
+                  input.window_chunks, input.migration};
+  EPLB_ASSIGN_OR_RETURN(Placement inner, place(sub));
+  const int per = t.slots_per_gpu();
+  std::vector<int32_t> flat(static_cast<size_t>(inner.num_layers()) * t.num_slots(), kEmptySlot);
+  for (int l = 0; l < inner.num_layers(); ++l) {
+    const auto row = inner.phy2log(l);
+    int32_t* out = flat.data() + static_cast<size_t>(l) * t.num_slots();
+    for (int i = 0; i < count; ++i) {
+      for (int k = 0; k < per; ++k) out[live[i] * per + k] = row[static_cast<size_t>(i * per + k)];
+    }
+  }
+  return Placement::Create(inner.num_experts(), t.num_slots(), std::move(flat));
+}
+
 Result<Placement> FromRows(int experts, int slots, const std::vector<std::vector<int32_t>>& rows) {
   std::vector<int32_t> flat;
   flat.reserve(rows.size() * static_cast<size_t>(slots));

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -45,6 +46,14 @@ Placement CurrentOrInitial(const PolicyInput& input);
 inline std::span<const double> Row(const LoadMatrix& m, int layer) {
   return {m.data() + static_cast<size_t>(layer) * m.cols(), static_cast<size_t>(m.cols())};
 }
+
+// Runs `place` on the live GPUs alone, as if they were the whole cluster, and spreads its
+// placement back over the real ranks, the lost ones' slots empty: how a policy that knows
+// nothing of lost ranks honours them. Whole nodes lost keep the node structure (the remaining
+// nodes); GPUs lost inside a node leave one flat node of the live GPUs. `place` is called with
+// no current placement. Without lost ranks it is `place(input)`.
+Result<Placement> OnLiveRanks(const PolicyInput& input,
+                              const std::function<Result<Placement>(const PolicyInput&)>& place);
 
 // Builds a placement from per-layer rows.
 Result<Placement> FromRows(int experts, int slots, const std::vector<std::vector<int32_t>>& rows);

@@ -34,6 +34,9 @@ class CsvLines {
 
   // Next, then a check that the line equals `header` (names joined by commas).
   Status ExpectHeader(std::string_view header);
+  // Next, then a check that the line is one of `headers`; returns which (the error names the
+  // first, the current one).
+  Result<size_t> ExpectHeaderOf(const std::vector<std::string>& headers);
   // An InvalidArgument "NAME:LINE: what".
   Status Error(std::string_view what) const;
   // OK when `fields` has `expected` entries; otherwise "N fields, expected M".

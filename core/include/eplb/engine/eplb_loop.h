@@ -5,6 +5,16 @@
 // layer per step boundary) or stop-the-world. A rearrangement due while one is still in
 // flight is skipped and counted.
 //
+// Faults (scenario.h) that change the GPUs: at a gpu_lost or node_lost fault's step the backend
+// loses the ranks (their transfers fail), a rearrangement in flight is cancelled (every layer
+// stays wholly old or wholly new), and recovery starts at once: the policy places over the live
+// serving GPUs, experts with a live replica are copied from it and the others reloaded from the
+// backup (cluster.backup). Until a layer's recovery commits, its tokens routed to an expert with
+// no live replica are dropped (eplb.lost_tokens: drop, counted per step) or serving waits for
+// the whole recovery (wait: the step boundary blocks, and the step's tokens count as stalled).
+// A scale fault changes the serving GPUs and rearranges onto them: new ranks receive experts,
+// removed ones send theirs away. Every later rearrangement places around lost and idle GPUs.
+//
 // Run() must be called in the backend's foreground context (the main thread for the host
 // backend, an actor for the simulator). Thread-safety: not thread-safe.
 #pragma once
@@ -42,16 +52,26 @@ struct StepRecord {
   double imbalance_ratio;
   int64_t bytes_in_flight;  // migration bytes of layers not yet committed
   double stalled_s;         // time the step boundary blocked (stop-the-world rearrangements)
+  double tokens_lost = 0;   // StepCost::tokens_lost: routed to experts with no live replica
+  int serving_gpus = 0;     // GPUs live and serving during the step
 };
 
+// Why a rearrangement ran.
+enum class RearrangeReason { kInterval, kRecovery, kScale };
+const char* RearrangeReasonName(RearrangeReason reason);
+
 struct RearrangementRecord {
-  int step;  // the step after which it started
+  int step;  // the step after which it started (recovery and scale: before which)
+  RearrangeReason reason = RearrangeReason::kInterval;
+  bool cancelled = false;  // stopped part way by a lost GPU; its committed layers stay new
   double start_s;
   double end_s = -1;  // last commit; -1 if it never finished
   double policy_ms;   // wall time of the policy
   int layers = 0;     // layers whose placement changed
   int64_t transfers = 0;
   int64_t bytes[kNumLinkClasses] = {0, 0};
+  int64_t bytes_reloaded = 0;  // from the backup: experts no live GPU held
+  int64_t reloads = 0;
   double predicted_makespan_s = 0;  // Σ over layers of the schedule's makespan
   double lower_bound_s = 0;         // no backend could move it faster (Rearranger::lower_bound_s)
   double window_balancedness_before = 1;  // of the window's load, old placement
@@ -99,8 +119,11 @@ class EplbLoop {
   std::function<void(const StepRecord&)> on_step;
 
  private:
-  Status Rearrange(int step);
-  void ApplyFaults(int step);
+  Status Rearrange(int step, RearrangeReason reason = RearrangeReason::kInterval);
+  // Slowdowns in force at `step`; and losses and scales due at it, with their recovery.
+  Status ApplyFaults(int step, double& stalled_s);
+  void ApplySlowdowns(int step);
+  int serving_gpus_live() const;
   void AddToWindow(const LoadMatrix& load);
 
   const Scenario& scenario_;
@@ -113,6 +136,11 @@ class EplbLoop {
   std::unique_ptr<Policy> policy_;
   std::unique_ptr<Rearranger> rearranger_;
   Placement initial_;
+  // Per rank: gone for good; serving (live, and among the scale's GPUs). excluded_: the ranks
+  // policies place around (lost or not serving), lost_list_: those the planner leaves out.
+  std::vector<char> lost_, serving_;
+  std::vector<int> excluded_, lost_list_;
+  int serving_gpus_ = 0;
 
   // Sliding window: the last window_size steps' loads and their sum.
   std::vector<float> window_steps_;

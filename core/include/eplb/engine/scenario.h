@@ -56,6 +56,18 @@ struct ClusterSpec {
   // Inter-node fabric oversubscription (1: non-blocking). Modelled as each GPU's share under
   // all-to-all load: NIC per GPU / oversubscription.
   double fabric_oversubscription = 1;
+  // Where recovery reloads an expert whose every replica was lost (engine/eplb_loop.h): a copy of
+  // the weights in host memory (SGLang's backup), read over each GPU's PCIe; or storage, read at
+  // a rate per node that the node's GPUs share, then over their PCIe.
+  enum class Backup { kHost, kStorage };
+  Backup backup = Backup::kHost;
+  double host_read_gbps = 25;  // per GPU: pinned host memory to HBM over PCIe
+  double host_read_latency_us = 10;
+  double storage_read_gbps = 8;  // per node, shared by its GPUs
+  double storage_read_latency_us = 500;
+  // GPUs serving at the start: ranks 0..initial_gpus−1 (0: all of them); the others wait for a
+  // `scale` fault to add them.
+  int initial_gpus = 0;
 };
 
 // The time of one inference step (see step_model.h).
@@ -120,11 +132,21 @@ struct EplbSpec {
   bool preserve_slots = false;
   double migration_weight = 16;  // migration-aware: weight of the time to move bytes
   int max_moves_per_layer = 8;   // incremental: experts moved per layer at most
+  // Tokens routed to an expert with no live replica (after a GPU is lost, until recovery reloads
+  // it): dropped (serving goes on without that expert's work, counted as lost) or waiting
+  // (serving pauses until recovery has every expert back, counted as stalled).
+  enum class LostTokens { kDrop, kWait };
+  LostTokens lost_tokens = LostTokens::kDrop;
 };
 
 // A fault: something that goes wrong with the cluster while it serves (step_model.h and the
 // simulator say what each does). Steps count from 0; a fault lasts over [step, until).
-enum class FaultKind { kStraggler, kLinkDegraded };
+//   straggler      [step, until): a GPU computes × factor slower
+//   link_degraded  [step, until): a GPU's or node's links of one class carry ÷ factor
+//   gpu_lost       from step on: a GPU is gone (its transfers fail, its experts with it)
+//   node_lost      from step on: every GPU of a node is gone
+//   scale          at step: the serving GPUs become ranks 0..gpus−1 (elastic EP, planned)
+enum class FaultKind { kStraggler, kLinkDegraded, kGpuLost, kNodeLost, kScale };
 const char* FaultKindName(FaultKind kind);
 struct FaultSpec {
   FaultKind kind = FaultKind::kStraggler;
@@ -134,7 +156,12 @@ struct FaultSpec {
   int node = -1;                     // link_degraded: every GPU of this node, or -1
   LinkClass link = LinkClass::kNic;  // link_degraded: which of the GPUs' links
   double factor = 1;  // straggler: compute takes × factor; link: bandwidth ÷ factor
+  int gpus = 0;       // scale: the serving GPUs from step on
   bool active_at(int s) const { return s >= step && s < until; }
+  // gpu_lost and node_lost: ranks leave for good.
+  bool is_loss() const { return kind == FaultKind::kGpuLost || kind == FaultKind::kNodeLost; }
+  // Changes which GPUs serve (a loss or a scale): the policy must place around the others.
+  bool changes_ranks() const { return is_loss() || kind == FaultKind::kScale; }
   // The ranks it hits, first to last: its rank, or every GPU of its node.
   int first_rank(int gpus_per_node) const { return rank >= 0 ? rank : node * gpus_per_node; }
   int last_rank(int gpus_per_node) const {
@@ -160,6 +187,7 @@ struct Scenario {
   RunSpec run;
 
   int num_gpus() const { return cluster.nodes * cluster.gpus_per_node; }
+  int initial_gpus() const { return cluster.initial_gpus > 0 ? cluster.initial_gpus : num_gpus(); }
   int num_slots() const { return model.experts + eplb.num_redundant_experts; }
   // The topology the scenario describes, with effective (efficiency-scaled) bandwidths.
   Topology topology() const;

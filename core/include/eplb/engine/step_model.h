@@ -86,6 +86,9 @@ struct StepCost {
   // count RDMA as tokens × nodes reached (the GPU's own node included) and NVLink as tokens
   // received (its own included); low-latency kernels count every message.
   double counted_rdma_bytes = 0, counted_nvlink_bytes = 0;
+  // Token-expert assignments that found no live replica (every GPU holding the expert lost),
+  // over layers × top_k: the step's tokens' worth of expert work dropped or held.
+  double tokens_lost = 0;
   double total_s() const { return compute_s + dispatch_s + combine_s; }
 };
 
@@ -106,6 +109,12 @@ class StepModel {
   void Cost(const LoadMatrix& load, const Placement& placement, StepCost& out);
   // The faults in force from now on (all healthy at construction).
   void SetSlowdowns(const Slowdowns& slowdowns);
+  // Which GPUs exist and serve from now on (all of them at construction), per rank: a `lost`
+  // GPU is gone: nothing routes to it, its replicas no longer count, and an expert with no
+  // other replica loses its tokens (StepCost::tokens_lost). The `serving` GPUs share the step's
+  // tokens (attention, and the sources of dispatch); a live GPU that does not serve (draining,
+  // or not yet added) still computes the experts it holds.
+  void SetRanks(const std::vector<char>& lost, const std::vector<char>& serving);
 
   // One a2a phase as flows: per link class and GPU, one flow through its sending port with all
   // it sends and one through its receiving port with all it receives (none where that is zero).
@@ -145,6 +154,11 @@ class StepModel {
   std::vector<double> layer_compute_;           // per layer: one micro-batch's compute
   std::vector<double> gpu_layer_, node_layer_;  // the current layer's tokens per GPU and node
   std::vector<double> nvlink_counted_, normal_nvlink_recv_;  // normal mode, per GPU, the step
+  // SetRanks: empty while every GPU is live and serves.
+  std::vector<char> lost_, serving_;
+  int serving_count_ = 0;
+  std::vector<int> serving_in_node_;
+  std::vector<int> live_replicas_;  // per expert, the current layer
 };
 
 }  // namespace eplb

@@ -101,6 +101,19 @@ struct RunSummary {
     int64_t steps = 0;
     double step_time_mean_s = 0;
     double baseline_step_time_mean_s = 0;
+    // Faults that change the GPUs (gpu_lost, node_lost, scale) hold until their recovery's last
+    // commit: [step, until) are the steps served meanwhile (none when serving waited), and
+    // these say what it cost (absent from the JSON for slowdowns):
+    bool changes_ranks = false;
+    double recovery_s = -1;      // fault to the recovery's last commit; −1: not within the run
+    int64_t bytes_reloaded = 0;  // from the backup: experts no live GPU held
+    int64_t bytes_copied = 0;    // from live replicas, NVLink and NICs
+    double tokens_lost = 0;      // Σ metrics tokens_lost from the fault to the next such fault
+    double tokens_stalled = 0;   // the batch that waited, when serving waited (lost_tokens: wait)
+    double stalled_s = 0;        // how long serving waited for the recovery
+    bool cancelled_rearrangement = false;  // one was in flight and was cancelled
+    int64_t serving_gpus = 0;              // live serving GPUs after the fault
+    double after_step_time_mean_s = 0;     // from the recovery to the next such fault or the end
   };
   std::vector<FaultEffect> faults;
 };

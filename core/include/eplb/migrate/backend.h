@@ -22,12 +22,12 @@
 //   - ExecuteRound for the same rank from its two lanes at once (different rounds, the same
 //     staging buffer, disjoint destination slots; never when MergesLanes()), and for
 //     different ranks at once;
-//   - CopyLocal for a rank after both of its lanes finished that layer (never concurrently with
-//     that rank's rounds of the same layer);
+//   - ReloadFromBackup, then CopyLocal, for a rank after both of its lanes finished that layer
+//     (never concurrently with that rank's rounds of the same layer);
 //   - CommitLayer [foreground] for layer i while workers stage later layers into other staging
 //     buffers (never the buffer being committed: a buffer is reused only after its commit).
 // Now() and on_transfer may be called from any context. Every other call is [foreground] only:
-// StartWorker, JoinWorkers, AbortTransfers, AgreeOnStagedLayers, NewMonitor.
+// StartWorker, JoinWorkers, AbortTransfers, AgreeOnStagedLayers, NewMonitor, LoseRank.
 //
 // Blocking. ExecuteRound and CopyLocal may block until their data has moved (in the backend's
 // time: a simulated flow, a stream synchronisation) and may wait for a peer's matching call
@@ -108,6 +108,12 @@ class RearrangementBackend {
   // every transfer and flow on them, in flight or later; backends whose links are real (host,
   // device) cannot slow them and keep what the hardware gives.
   virtual void SetLinkSlowdown(int /*rank*/, LinkClass /*link*/, double /*factor*/) {}
+  // A fault (engine/scenario.h) takes `rank` away for good: from now on every transfer from or
+  // to it fails, those in flight included, instead of waiting for it; the rearranger's workers
+  // then see a failed round and the rearrangement is cancelled. Rearrangements started later
+  // leave the rank out (Rearranger::Start's lost ranks). The default fails nothing, for
+  // backends whose rounds never wait on a peer that is gone.
+  virtual void LoseRank(int /*rank*/) {}
 
   // Ranks spanning processes (one GPU per process under MPI): a backend executes only its own
   // ranks, and the rearranger starts workers and commits for those alone.
@@ -130,6 +136,10 @@ class RearrangementBackend {
   // Local copies on `target.rank` into its staging buffer: from live weights, or (after_receive)
   // from the staging buffer itself. Called after every receive of the layer on that rank.
   virtual Status CopyLocal(const StagingTarget& target, std::span<const LocalCopy> copies) = 0;
+  // Reads experts no live rank holds from the backup (host memory or storage) into
+  // `target.rank`'s staging buffer: each reload's expert into its slot. Called after every
+  // receive of the layer on that rank, before its local copies (some of which copy a reload).
+  virtual Status ReloadFromBackup(const StagingTarget& target, std::span<const Reload> reloads) = 0;
 
   // Foreground side: makes the staged `slots` (global indices on target.rank) of target.layer
   // live. Called only when every rank has staged the layer, at a step boundary.

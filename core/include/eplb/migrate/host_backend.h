@@ -12,8 +12,10 @@
 // the foreground only, between rearrangements.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -67,6 +69,11 @@ class HostBackend final : public RearrangementBackend {
   Status ExecuteRound(const StagingTarget& target, const Round& round,
                       std::span<const Transfer> transfers) override;
   Status CopyLocal(const StagingTarget& target, std::span<const LocalCopy> copies) override;
+  // The backup is the weights' pattern itself (weight_pattern.h), as a host copy would hold it.
+  Status ReloadFromBackup(const StagingTarget& target, std::span<const Reload> reloads) override;
+  // A lost rank's transfers fail: a round that receives from it or sends to it returns
+  // Unavailable naming the rank.
+  void LoseRank(int rank) override;
   Status CommitLayer(const StagingTarget& target, std::span<const int32_t> slots) override;
 
  private:
@@ -88,6 +95,8 @@ class HostBackend final : public RearrangementBackend {
   std::vector<Buffer> live_;     // [layer][slot]
   std::vector<Buffer> staging_;  // [buffer][slot]
   std::vector<int64_t> writes_;  // [layer][slot]
+  // Per rank: lost (LoseRank). Written by the foreground, read by workers.
+  std::unique_ptr<std::atomic<bool>[]> lost_;
   ThreadWorkers workers_;
   std::chrono::steady_clock::time_point epoch_;
   bool merge_lanes_ = false;

@@ -26,6 +26,7 @@
 #include <atomic>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "eplb/base/signal.h"
@@ -74,12 +75,19 @@ class Rearranger {
 
   // Begins moving from `current` (the placement the backend's weights hold) to `target`.
   // Fails when one is in progress, the options do not fit the backend, or the placements do
-  // not fit the topology. A target equal to `current` completes at once.
-  Status Start(const Placement& current, const Placement& target);
+  // not fit the topology. A target equal to `current` completes at once. `lost_ranks`
+  // (ascending) are gone: they send nothing, get no worker and commit nothing; `target` must
+  // leave their slots empty (or as they were), and experts only they held are reloaded from the
+  // backup (transfer_plan.h).
+  Status Start(const Placement& current, const Placement& target,
+               std::span<const int> lost_ranks = {});
 
   // At a step boundary: commits the staged layers allowed (see RearrangerOptions) and returns
   // them. Returns a worker's error once, after which the rearrangement has stopped.
   Result<std::vector<int>> OnStepBoundary();
+  // Blocks until every layer is staged, committing each as soon as it is, and returns them:
+  // the rearrangement made stop-the-world from here (recovery when serving waits for it).
+  Result<std::vector<int>> CommitAll();
 
   // Stops the workers and waits for them; uncommitted layers stay old.
   void Cancel();
@@ -108,6 +116,8 @@ class Rearranger {
   bool WaitForBuffer(size_t index);  // false when cancelled
   void Fail(const Status& status);
   Status CommitLocked(size_t index);
+  // OnStepBoundary's commits, of `limit` staged layers at most.
+  Result<std::vector<int>> CommitStaged(int limit);
   void Finish();
 
   RearrangementBackend& backend_;
@@ -119,8 +129,10 @@ class Rearranger {
   std::optional<Placement> target_;
   std::vector<LayerPlan> plans_;
   std::vector<Schedule> schedules_;
-  // Per changing layer and rank: its local copies, those from old slots first.
+  // Per changing layer and rank: its local copies, those from old slots first, and its reloads.
   std::vector<std::vector<std::vector<LocalCopy>>> copies_;
+  std::vector<std::vector<std::vector<Reload>>> reloads_;
+  std::vector<char> lost_;  // per rank
   // Per changing layer, lane and rank: (round, flow) for every flow the rank sends or receives,
   // in round order, so that a worker visits its own rounds only instead of every round's flows
   // (that scan made a rearrangement quadratic in GPUs).

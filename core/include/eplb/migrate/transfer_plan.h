@@ -6,8 +6,11 @@
 //      buffer, because that old slot may itself be overwritten);
 //   2. another slot of the same rank that receives the same expert in this plan: one receive,
 //      then a local copy after it (a rank never receives one expert twice);
-//   3. another rank that held it before: a transfer, whose sender the SenderRule picks.
-// Slots whose expert does not change are never written. Slots that become empty need nothing.
+//   3. another rank that held it before: a transfer, whose sender the SenderRule picks;
+//   4. none (every rank that held it is lost): a reload from the backup (host memory or
+//      storage) into the first slot of each rank that needs it; its other slots copy that one.
+// Lost ranks send nothing and may receive nothing. Slots whose expert does not change are never
+// written. Slots that become empty need nothing.
 //
 // Thread-safety: plain values and pure functions.
 #pragma once
@@ -56,34 +59,50 @@ struct LocalCopy {
   bool after_receive = false;
 };
 
+// An expert's weights read from the backup into a slot of `rank` (its staging buffer).
+struct Reload {
+  int32_t rank = 0;
+  int32_t expert = 0;
+  int32_t dst_slot = 0;
+  int64_t bytes = 0;
+};
+
 struct LayerPlan {
   int layer = 0;
   std::vector<Transfer> transfers;
   std::vector<LocalCopy> local_copies;
+  std::vector<Reload> reloads;  // ascending by rank
   // Slots that are written on each rank (transfer and copy destinations), ascending.
   std::vector<std::vector<int32_t>> written_slots;
   // Slots that become empty: nothing is moved, only the routing table changes.
   std::vector<int32_t> emptied_slots;
   int64_t bytes[kNumLinkClasses] = {0, 0};
+  int64_t reload_bytes = 0;
 
   // True when the layer's placement does not change at all.
-  bool empty() const { return transfers.empty() && local_copies.empty() && emptied_slots.empty(); }
+  bool empty() const {
+    return transfers.empty() && local_copies.empty() && emptied_slots.empty() && reloads.empty();
+  }
 };
 
 // Plans one layer. `old_row` and `new_row` are that layer's phy2log (topology.num_slots()
-// entries each); every expert of new_row must appear in old_row.
+// entries each); every expert of new_row must appear in old_row on a rank not in `lost_ranks`
+// (ascending), or it is reloaded. new_row must leave the lost ranks' slots as they were or
+// empty.
 Result<LayerPlan> PlanLayer(int layer, std::span<const int32_t> old_row,
                             std::span<const int32_t> new_row, const Topology& topology,
-                            SenderRule rule);
+                            SenderRule rule, std::span<const int> lost_ranks = {});
 
 // Plans every layer whose placement changes, in layer order.
 Result<std::vector<LayerPlan>> PlanMigration(const Placement& old_placement,
                                              const Placement& new_placement,
-                                             const Topology& topology, SenderRule rule);
+                                             const Topology& topology, SenderRule rule,
+                                             std::span<const int> lost_ranks = {});
 
 // Replays `plan` on `old_row` as an executor would and returns the resulting row, checking
 // every source: a transfer reads an old slot on its sender that holds its expert; a local copy
-// reads an old slot of its own rank, or (after_receive) a slot this plan's transfers fill.
+// reads an old slot of its own rank, or (after_receive) a slot this plan's transfers or reloads
+// fill; a reload brings an expert no live rank held.
 // Used by tests and as a self-check.
 Result<std::vector<int32_t>> ApplyPlan(std::span<const int32_t> old_row, const LayerPlan& plan,
                                        const Topology& topology);

@@ -49,6 +49,9 @@ class TimeSeriesPolicy final : public Policy {
  public:
   std::string_view name() const override { return "timeseries"; }
   Result<Placement> Rebalance(const PolicyInput& input) override;
+
+ private:
+  Result<Placement> OnAllRanks(const PolicyInput& input);
 };
 
 class IncrementalPolicy final : public Policy {

@@ -78,7 +78,14 @@ struct PolicyInfo {
   std::string summary;
   std::function<std::unique_ptr<Policy>()> make;
   std::vector<PolicyOption> options = {};  // what it reads beyond the load and the placement
+  // Whether it places around PolicyInput::lost_ranks (its slots there stay empty).
+  bool honours_lost_ranks = false;
 };
+
+// Whether the registered policy `name` honours lost ranks; false for unknown names.
+bool PolicyHonoursLostRanks(std::string_view name);
+// The registered policies that honour lost ranks, in registration order.
+std::vector<std::string> PoliciesHonouringLostRanks();
 
 // Sets the option called `name` (a PolicyOption of any registered policy) in `cost` from its
 // text. Errors name the option, the value and what is valid.
