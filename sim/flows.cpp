@@ -33,6 +33,7 @@ struct Courier::Shared {
   std::vector<HostFlow> in_flight;
   std::vector<sg4::CommPtr> gets;
   bool aborted = false;
+  std::vector<sg4::CommPtr> abort_puts;  // Abort()'s empty puts, kept until they end
 };
 
 Courier::Courier() : shared_(std::make_shared<Shared>()) {
@@ -84,12 +85,7 @@ std::vector<sg4::CommPtr> Courier::Receive(std::span<const HostFlow> flows) {
   aborted = aborted || shared_->aborted;
   shared_->in_flight.clear();
   shared_->gets.clear();
-  if (aborted) {
-    for (const sg4::CommPtr& g : gets) {
-      if (g->get_state() != sg4::Activity::State::FINISHED) g->cancel();
-    }
-    return {};
-  }
+  if (aborted) return {};
   return gets;
 }
 
@@ -97,7 +93,15 @@ void Courier::Abort() {
   if (shared_->gets.empty()) return;
   shared_->aborted = true;
   for (const sg4::CommPtr& g : shared_->gets) {
-    if (g->get_state() != sg4::Activity::State::FINISHED) g->cancel();
+    if (g->get_state() == sg4::Activity::State::FINISHED) continue;
+    if (g->get_sender() != nullptr) {
+      // Matched and under way: cancelling it fails the receiver's wait.
+      g->cancel();
+    } else {
+      // Not matched yet (the helper has not put it): a cancelled get would never wake its
+      // receiver, so an empty put ends it; the receiver sees `aborted`.
+      shared_->abort_puts.push_back(Put(shared_->mailbox, 0));
+    }
   }
 }
 

@@ -2,6 +2,7 @@
 // host backend. SimGrid allows one engine per process: each test here builds at most one, and
 // ctest runs every test in its own process.
 #include <chrono>
+#include <random>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -12,10 +13,12 @@
 #include "eplb/engine/workload.h"
 #include "eplb/io/scenario_file.h"
 #include "eplb/migrate/host_backend.h"
+#include "eplb/migrate/rearranger.h"
 #include "flows.h"
 #include "platform.h"
 #include "sim_backend.h"
 #include "simulation.h"
+#include "test_util.h"
 
 namespace sg4 = simgrid::s4u;
 
@@ -120,6 +123,143 @@ TEST(SimModel, ADegradedLinkSlowsATransferByItsFactor) {
   EXPECT_NEAR(t[1], 16e-3, 16e-6);
   EXPECT_NEAR(t[2], 0.5e-3 + 5e-3, 6e-6);
   EXPECT_NEAR(t[3], 1e-3, 1e-6);  // healthy again
+}
+
+// Reloads from the backup take its latency plus bytes over the GPU's host link; from storage the
+// node's GPUs share the storage link.
+TEST(SimModel, ReloadsTakeTheBackupsLatencyAndBandwidth) {
+  sg4::Engine& engine = NewEngine();
+  sim::BackupSpec host;
+  host.host_read_bytes_per_s = 25e9;
+  host.host_read_latency_s = 10e-6;
+  const sim::Platform from_host(TwoNodes(), 64e9, host);
+  sim::SimBackend backend(from_host, 1, 3e12);
+  const int64_t bytes = 250'000'000;  // 10 ms at 25 GB/s
+  const std::vector<Reload> three = {{0, 1, 0, bytes}, {0, 2, 1, bytes}, {0, 3, 1, bytes}};
+  double one_gpu = -1, two_gpus = -1;
+  sg4::Actor::create("check", from_host.host(0), [&] {
+    one_gpu = Elapsed([&] { ASSERT_TRUE(backend.ReloadFromBackup({0, 0, 0}, three).ok()); });
+    // Two GPUs at once: each has its own host link, so they take as long as one.
+    two_gpus = Elapsed([&] {
+      auto other = sg4::Actor::create("other", from_host.host(1), [&] {
+        ASSERT_TRUE(backend.ReloadFromBackup({1, 0, 0}, three).ok());
+      });
+      ASSERT_TRUE(backend.ReloadFromBackup({0, 0, 0}, three).ok());
+      other->join();
+    });
+  });
+  engine.run();
+  EXPECT_NEAR(one_gpu, 10e-6 + 3 * 10e-3, 1e-7);
+  EXPECT_NEAR(two_gpus, 10e-6 + 3 * 10e-3, 1e-7);
+}
+
+TEST(SimModel, ReloadsFromStorageShareTheNodesStorageLink) {
+  sg4::Engine& engine = NewEngine();
+  sim::BackupSpec storage;
+  storage.storage = true;
+  storage.host_read_bytes_per_s = 25e9;
+  storage.host_read_latency_s = 10e-6;
+  storage.storage_bytes_per_s = 10e9;
+  storage.storage_latency_s = 500e-6;
+  const sim::Platform p(TwoNodes(), 64e9, storage);
+  sim::SimBackend backend(p, 1, 3e12);
+  const int64_t bytes = 100'000'000;  // 10 ms at 10 GB/s
+  const std::vector<Reload> one = {{0, 1, 0, bytes}};
+  double alone = -1, shared = -1, other_node = -1;
+  sg4::Actor::create("check", p.host(0), [&] {
+    alone = Elapsed([&] { ASSERT_TRUE(backend.ReloadFromBackup({0, 0, 0}, one).ok()); });
+    // Two GPUs of node 0 share its storage link: twice the bytes through it.
+    shared = Elapsed([&] {
+      auto peer = sg4::Actor::create("peer", p.host(1), [&] {
+        ASSERT_TRUE(backend.ReloadFromBackup({1, 0, 0}, one).ok());
+      });
+      ASSERT_TRUE(backend.ReloadFromBackup({0, 0, 0}, one).ok());
+      peer->join();
+    });
+    // A GPU of node 1 reads through its own node's storage.
+    other_node = Elapsed([&] {
+      auto peer = sg4::Actor::create("peer", p.host(4), [&] {
+        ASSERT_TRUE(backend.ReloadFromBackup({4, 0, 0}, one).ok());
+      });
+      ASSERT_TRUE(backend.ReloadFromBackup({0, 0, 0}, one).ok());
+      peer->join();
+    });
+  });
+  engine.run();
+  EXPECT_NEAR(alone, 510e-6 + 10e-3, 1e-7);
+  EXPECT_NEAR(shared, 510e-6 + 20e-3, 1e-7);
+  EXPECT_NEAR(other_node, 510e-6 + 10e-3, 1e-7);
+}
+
+// A rank lost while its transfers are in flight: they fail at once instead of running to their
+// end, the rearrangement is cancelled with every layer wholly old or new, and a recovery over
+// the live ranks completes.
+TEST(SimModel, ALostRankAbortsItsTransfersAndRecoveryCompletes) {
+  sg4::Engine& engine = NewEngine();
+  const Topology topo = TwoNodes();  // 8 GPUs × 2 slots
+  const sim::Platform p(topo, 64e9);
+  sim::SimBackend backend(p, 2, 3e12);
+  std::mt19937_64 rng(3);
+  const Placement old_p = testing::RandomPlacement(rng, 4, 16, 10);
+  const Placement new_p = testing::Drift(rng, old_p, 0.2);
+  double lost_at = -1, cancelled_at = -1, first_layer = 0;
+  bool whole = false, recovered = false;
+  Status recovery_status;
+  sg4::Actor::create("inference", p.host(0), [&] {
+    RearrangerOptions options;
+    options.staging_layers = 2;
+    Rearranger rearranger(backend, topo, options);
+    ASSERT_TRUE(rearranger.Start(old_p, new_p).ok());
+    first_layer = rearranger.schedules().front().makespan_s;
+    // Half way through the first layer's transfers, rank 1 is gone.
+    sg4::this_actor::sleep_for(first_layer / 2);
+    lost_at = sg4::Engine::get_clock();
+    backend.LoseRank(1);
+    rearranger.Cancel();
+    cancelled_at = sg4::Engine::get_clock();
+    whole = testing::EachLayerIsOneOf(rearranger.placement(), old_p, new_p);
+    // Recovery: rank 1's slots emptied, every expert kept somewhere live.
+    const Placement current = rearranger.placement();
+    std::vector<int32_t> flat(current.phy2log_flat());
+    for (int l = 0; l < 4; ++l) {
+      int32_t* row = flat.data() + l * 16;
+      std::vector<int32_t> lost_experts = {row[2], row[3]};
+      row[2] = row[3] = kEmptySlot;
+      for (int32_t e : lost_experts) {
+        bool live = false;
+        for (int s = 0; s < 16; ++s) live = live || row[s] == e;
+        if (!live) {
+          for (int s = 0; s < 16; ++s) {
+            if (s / 2 == 1) continue;
+            // Overwrite a duplicate of another expert.
+            int count = 0;
+            for (int t = 0; t < 16; ++t) count += row[t] == row[s];
+            if (count > 1) {
+              row[s] = e;
+              break;
+            }
+          }
+        }
+      }
+    }
+    auto target = Placement::Create(10, 16, flat);
+    if (!target.ok()) return;  // no room for every expert: nothing to check
+    const std::vector<int> lost = {1};
+    recovery_status = rearranger.Start(current, *target, lost);
+    if (!recovery_status.ok()) return;
+    auto all = rearranger.CommitAll();
+    recovery_status = all.status();
+    recovered = rearranger.placement() == *target;
+  });
+  engine.run();  // returns: nothing waits forever
+  ASSERT_GT(first_layer, 0);
+  EXPECT_GE(lost_at, 0);
+  // Cancelling did not wait for the aborted transfers to run to their end.
+  EXPECT_GE(cancelled_at, lost_at);
+  EXPECT_LT(cancelled_at - lost_at, first_layer / 2);
+  EXPECT_TRUE(whole);
+  ASSERT_TRUE(recovery_status.ok()) << recovery_status.message();
+  EXPECT_TRUE(recovered);
 }
 
 // The backend adds the link's latency to a round; the step runner reproduces the analytic step

@@ -1,4 +1,5 @@
 // eplb compare: run one scenario once per policy and write a comparison report.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -120,14 +121,29 @@ int RunCompare(const CompareArgs& args) {
       });
   if (!s.ok()) return ReportError(cmd, s);
   std::FILE* out = HumanOutput(args.json);
-  fmt::print(out, "{:<18} {:>12} {:>12} {:>12} {:>14} {:>10} {:>14}\n", "policy", "balancedness",
+  // Runs that lost GPUs (or scaled) also say what it cost them.
+  const bool faults = std::any_of(rows.begin(), rows.end(), [](const auto& r) {
+    return r["rank_faults"].template get<double>() > 0;
+  });
+  fmt::print(out, "{:<18} {:>12} {:>12} {:>12} {:>14} {:>10} {:>14}", "policy", "balancedness",
              "after rearr.", "step ms", "GB / rearr.", "policy ms", "node lost: %");
+  if (faults) {
+    fmt::print(out, " {:>11} {:>14} {:>14} {:>12}", "recovery s", "tokens dropped",
+               "tokens stalled", "reloaded GB");
+  }
+  fmt::print(out, "\n");
   for (const auto& r : rows) {
-    fmt::print(out, "{:<18} {:>12.4f} {:>12.4f} {:>12.2f} {:>14.1f} {:>10.1f} {:>14.2f}\n",
+    fmt::print(out, "{:<18} {:>12.4f} {:>12.4f} {:>12.2f} {:>14.1f} {:>10.1f} {:>14.2f}",
                r["label"].get<std::string>(), r["balancedness_mean"].get<double>(),
                r["following_balancedness"].get<double>(), r["step_time_mean_s"].get<double>() * 1e3,
                r["bytes_per_rearrangement"].get<double>() / 1e9, r["policy_ms"].get<double>(),
                r["node_failure_tokens_lost"].get<double>() * 100);
+    if (faults) {
+      fmt::print(out, " {:>11.3f} {:>14.0f} {:>14.0f} {:>12.2f}", r["recovery_s"].get<double>(),
+                 r["fault_tokens_lost"].get<double>(), r["fault_tokens_stalled"].get<double>(),
+                 r["fault_bytes_reloaded"].get<double>() / 1e9);
+    }
+    fmt::print(out, "\n");
   }
   fmt::print(out,
              "node lost: tokens left without an expert replica if one node fails, % (the "

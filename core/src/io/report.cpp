@@ -165,6 +165,16 @@ const std::vector<Column> kColumns = {
     {"node_failure_reload_bytes", "reload GB", 1e-9, "{:.1f}"},
 };
 
+// Shown when a run lost GPUs or scaled (the scenario's gpu_lost, node_lost and scale faults):
+// what those faults cost as the run went.
+const std::vector<Column> kRecoveryColumns = {
+    {"recovery_s", "recovery s", 1, "{:.3f}"},
+    {"fault_tokens_lost", "tokens dropped", 1, "{:.0f}"},
+    {"fault_tokens_stalled", "tokens stalled", 1, "{:.0f}"},
+    {"fault_bytes_reloaded", "reloaded GB", 1e-9, "{:.2f}"},
+    {"fault_bytes_copied", "copied GB", 1e-9, "{:.2f}"},
+};
+
 // A varied value as people write it: 4 rather than 4.0, 0.8 rather than 0.80000000000000004.
 std::string LeadText(const nlohmann::ordered_json& v) {
   if (v.is_string()) return v.get<std::string>();
@@ -178,9 +188,14 @@ std::string LeadText(const nlohmann::ordered_json& v) {
 
 std::string Table(const std::vector<nlohmann::ordered_json>& rows,
                   const std::vector<std::string>& lead) {
+  std::vector<Column> columns = kColumns;
+  const bool recovered = std::any_of(rows.begin(), rows.end(), [](const auto& r) {
+    return r.contains("rank_faults") && r["rank_faults"].template get<double>() > 0;
+  });
+  if (recovered) columns.insert(columns.end(), kRecoveryColumns.begin(), kRecoveryColumns.end());
   std::string out = R"(<div class="wide"><table id="summary"><tr>)";
   for (const auto& l : lead) out += "<th>" + svg::Escape(l) + "</th>";
-  for (const Column& c : kColumns) out += "<th>" + svg::Escape(c.heading) + "</th>";
+  for (const Column& c : columns) out += "<th>" + svg::Escape(c.heading) + "</th>";
   out += "</tr>\n";
   for (const auto& row : rows) {
     out += "<tr>";
@@ -188,7 +203,7 @@ std::string Table(const std::vector<nlohmann::ordered_json>& rows,
       const auto& v = row[l];
       out += "<td>" + svg::Escape(LeadText(v)) + "</td>";
     }
-    for (const Column& c : kColumns) {
+    for (const Column& c : columns) {
       const double v = row[c.key].get<double>();
       std::string text = fmt::format(fmt::runtime(c.format), v * c.scale);
       if (row.contains("spread") && row["spread"].contains(c.key)) {
@@ -212,6 +227,7 @@ const char* kDefinitions = R"(<dl>
 <dt>makespan</dt><dd>from a rearrangement's start to its last layer's commit (layers commit at step boundaries).</dd>
 <dt>slowed, stalled</dt><dd>Σ (step time − the same step on idle links); Σ time step boundaries blocked (stop-the-world rearrangements).</dd>
 <dt>policy ms</dt><dd>wall time of one policy call.</dd>
+<dt>recovery s, tokens dropped / stalled, reloaded / copied GB</dt><dd>shown when the scenario loses GPUs or scales: mean time from such a fault to its recovery's last commit; Σ tokens routed to experts with no live replica until then (eplb.lost_tokens: drop), or held while serving waited (wait); Σ expert weights read from the backup (experts only the lost GPUs held) and copied from live replicas (summary.json's faults[].recovery).</dd>
 <dt>tokens lost, a GPU / node fails</dt><dd>what losing one GPU (or one node) would cost the placement the run ended with, averaged over which one: the share of the last window's tokens routed to experts left with no replica, lost or stalled until reloaded; <em>reload GB</em>: those experts' weights, what recovery from a host-memory backup or storage must reload after a node fails (model/survivability.h).</dd></dl>)";
 
 std::string Page(const std::string& title, const std::string& body) {
@@ -257,6 +273,17 @@ nlohmann::ordered_json ComparisonRow(const LabelledRun& labelled) {
   const double n = std::max<double>(1, static_cast<double>(rearrangements.size()));
   const FailureExposure gpu = FinalExposure(labelled.folder, FailureDomain::kGpu);
   const FailureExposure node = FinalExposure(labelled.folder, FailureDomain::kNode);
+  double rank_faults = 0, recovered = 0, recovery_s = 0, dropped = 0, stalled = 0, reloaded = 0,
+         copied = 0;
+  for (const RunSummary::FaultEffect& f : s.faults) {
+    if (!f.changes_ranks) continue;
+    ++rank_faults;
+    if (f.recovery_s >= 0) recovery_s += f.recovery_s, ++recovered;
+    dropped += f.tokens_lost;
+    stalled += f.tokens_stalled;
+    reloaded += static_cast<double>(f.bytes_reloaded);
+    copied += static_cast<double>(f.bytes_copied);
+  }
   return {{"label", labelled.label},
           {"balancedness_mean", s.balancedness.mean},
           {"balancedness_min", s.balancedness.min},
@@ -277,7 +304,13 @@ nlohmann::ordered_json ComparisonRow(const LabelledRun& labelled) {
           {"policy_ms", s.rearrangements.policy_ms_mean},
           {"gpu_failure_tokens_lost", gpu.tokens_lost_mean},
           {"node_failure_tokens_lost", node.tokens_lost_mean},
-          {"node_failure_reload_bytes", node.reload_bytes_mean}};
+          {"node_failure_reload_bytes", node.reload_bytes_mean},
+          {"rank_faults", rank_faults},
+          {"recovery_s", recovered > 0 ? recovery_s / recovered : 0.0},
+          {"fault_tokens_lost", dropped},
+          {"fault_tokens_stalled", stalled},
+          {"fault_bytes_reloaded", reloaded},
+          {"fault_bytes_copied", copied}};
 }
 
 namespace {
