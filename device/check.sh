@@ -7,7 +7,8 @@
 #   3 nccl          the NCCL tests: one rank per GPU (a one-rank communicator sending to itself
 #                   on one GPU; multi-rank NCCL and real NVLink need more GPUs than one)
 #   4 sanitizer     compute-sanitizer memcheck on the event-protocol test
-#   5 device-run    a short device run of the default scenario on 32 virtual ranks
+#   5 device-run    a short device run of the default scenario on 32 virtual ranks, then the
+#                   same losing rank 5 in the middle of its second rearrangement (--fail-rank)
 #   6 benchmark     migration bandwidth against a plain copy, step slowdown
 #   7 validate      the simulator against the measured run, if time remains
 # Every step has its own timeout, so a hang loses that step only. A skipped GPU test is a
@@ -157,6 +158,21 @@ if [ $rc -eq 0 ]; then
   note "device run (32 virtual ranks, 600 steps)" "$(head -1 "$logs/device-run.log")"
 else
   fail "device run (32 virtual ranks, 600 steps)" "exit $rc: $(grep -m1 -i error "$logs/device-run.log")"
+fi
+
+# 5b. A rank lost mid-rearrangement: cancelled, recovered (H2D reloads), every layer checked ----
+# The second rearrangement starts after step 249 (the first after 49) and commits a layer per
+# step; rank 5 is lost 10 layers into it.
+run_step 150 device-fail "$bin/eplb" device-run --virtual --set run.steps=600 \
+  --set eplb.step_interval=200 --set eplb.window_size=100 --step-scale 0.1 \
+  --fail-rank 5 --at 260 --out "$logs/device-fail"
+rc=$?
+if [ $rc -eq 0 ]; then
+  note "device run losing rank 5 at step 260" "$(grep -E -m1 'run folder|steps' "$logs/device-fail.log")"
+  note "  recovery (summary.json)" "$(grep -Eo '"recovery_s": [-0-9.e+]+|"bytes_reloaded": [0-9]+' \
+    "$logs/device-fail/summary.json" 2>/dev/null | tr '\n' ' ')"
+else
+  fail "device run losing rank 5 at step 260" "exit $rc: $(grep -m1 -i error "$logs/device-fail.log")"
 fi
 
 # 6. Benchmark -------------------------------------------------------------------------------

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <thread>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "eplb/base/file_io.h"
@@ -28,7 +29,8 @@ class SleepingStepRunner final : public StepRunner {
 
 struct HostRun {
   RunResult result;
-  Status verified;  // every slot's bytes equal its expert's under the final placement
+  Status verified;          // every slot's bytes equal its expert's under the final placement
+  Status commits_verified;  // the same after every commit, as device-run checks on the GPU
 };
 
 // Runs `scenario` on a HostBackend whose experts are `expert_bytes` long.
@@ -49,6 +51,11 @@ inline Result<HostRun> RunOnHost(const Scenario& scenario, size_t expert_bytes =
   SleepingStepRunner runner;
   EplbLoop loop(scenario, **workload, backend, runner);
   backend.Fill(loop.placement());
+  loop.rearranger().on_layer_committed.Connect([&](const LayerEvent& e) {
+    if (!out.commits_verified.ok()) return;
+    const Status v = backend.Verify(loop.rearranger().placement());
+    if (!v.ok()) out.commits_verified = v.WithContext(fmt::format("after layer {}: ", e.layer));
+  });
   const auto start = std::chrono::steady_clock::now();
   if (const Status s = loop.Run(); !s.ok()) return s;
   r.steps = loop.steps();

@@ -72,6 +72,40 @@ TEST(HostRun, AsyncAndStopTheWorldMoveTheRightBytes) {
   }
 }
 
+// What `device-run --fail-rank R --at STEP` does on GPUs, on the host backend: the rank is lost
+// in the middle of a rearrangement, recovery copies and reloads real bytes, and every layer holds
+// its experts' weights after every commit and at the end.
+TEST(HostRun, ALostGpuIsRecoveredWithEveryLayerCheckedAfterEachCommit) {
+  for (const char* policy : {"deepseek", "replicate-lpt", "fault-tolerant"}) {
+    SCOPED_TRACE(policy);
+    const Scenario s = Tiny({"eplb.num_redundant_experts=16", std::string("eplb.policy=") + policy,
+                             "faults=[{kind: gpu_lost, step: 126, rank: 2}]"});
+    auto run = RunOnHost(s);
+    ASSERT_TRUE(run.ok()) << run.status().message();
+    EXPECT_TRUE(run->commits_verified.ok()) << run->commits_verified.message();
+    EXPECT_TRUE(run->verified.ok()) << run->verified.message();
+    const RunResult& r = run->result;
+    const auto recovery = std::find_if(
+        r.rearrangements.begin(), r.rearrangements.end(),
+        [](const RearrangementRecord& x) { return x.reason == RearrangeReason::kRecovery; });
+    ASSERT_NE(recovery, r.rearrangements.end());
+    EXPECT_EQ(recovery->step, 126);
+    EXPECT_GE(recovery->end_s, recovery->start_s);
+    // After it, rank 2's slots (16..23) hold nothing in any committed layer.
+    for (const CommitRecord& c : r.commits) {
+      if (c.step < 126) continue;
+      for (int slot = 16; slot < 24; ++slot) EXPECT_EQ(c.phy2log[slot], kEmptySlot);
+    }
+    const RunSummary summary = Summarize(r);
+    ASSERT_EQ(summary.faults.size(), 1u);
+    EXPECT_TRUE(summary.faults[0].changes_ranks);
+    EXPECT_EQ(summary.faults[0].bytes_reloaded, recovery->bytes_reloaded);
+    if (std::string(policy) == "fault-tolerant") {
+      EXPECT_EQ(recovery->bytes_reloaded, 0);
+    }
+  }
+}
+
 // Within what the column's format keeps: 9 significant digits or 6 decimals.
 void ExpectClose(double written, double read, const char* what) {
   EXPECT_NEAR(written, read, std::max(1e-6, std::abs(written) * 1e-8)) << what;

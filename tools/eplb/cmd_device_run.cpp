@@ -43,6 +43,13 @@ void AddDeviceRunCommand(CLI::App& app, Action& action) {
   CLI::App* sub = app.add_subcommand(kDeviceRunName, kDeviceRunAbout);
   AddDeviceOptions(sub, *args, /*allow_mpi=*/true);
   sub->add_option("--out", args->out, "Run folder to write (default: runs/<scenario>-device)");
+  sub->add_option("--fail-rank", args->fail_rank,
+                  "Lose this rank at step --at (a gpu_lost fault): its transfers fail, the "
+                  "rearrangement in flight is cancelled (NCCL: communicators aborted), recovery "
+                  "reloads what only it held, and every layer is checked on the GPU")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--at", args->fail_at, "The step --fail-rank loses its rank at")
+      ->check(CLI::NonNegativeNumber);
   sub->callback([&action, args] { action = [args] { return RunDeviceRun(*args); }; });
 }
 

@@ -3,10 +3,12 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <limits>
 
 #include <fmt/format.h>
 
 #include "cli_util.h"
+#include "eplb/io/scenario_file.h"
 #include "mpi_session.h"
 #include "progress.h"
 
@@ -111,10 +113,28 @@ std::function<void(const StepRecord&)> Progress(const std::string& command,
 
 Result<Scenario> LoadDeviceScenario(const DeviceArgs& a) {
   auto base = LoadScenarioArg(a.scenario_path, a.overrides);
-  if (!base.ok() || a.ranks == 0) return base;
-  auto ranked = LoadScenarioArg(a.scenario_path, RankOverrides(a, *base));
-  if (!ranked.ok()) return ranked.status().WithContext(fmt::format("--ranks {}: ", a.ranks));
-  return ranked;
+  if (!base.ok()) return base;
+  if (a.ranks != 0) {
+    base = LoadScenarioArg(a.scenario_path, RankOverrides(a, *base));
+    if (!base.ok()) return base.status().WithContext(fmt::format("--ranks {}: ", a.ranks));
+  }
+  if ((a.fail_rank >= 0) != (a.fail_at >= 0)) {
+    return Status::InvalidArgument(
+        "--fail-rank and --at go together: the rank to lose and the "
+        "step to lose it at");
+  }
+  if (a.fail_rank < 0) return base;
+  FaultSpec lost;
+  lost.kind = FaultKind::kGpuLost;
+  lost.rank = a.fail_rank;
+  lost.step = a.fail_at;
+  lost.until = std::numeric_limits<int>::max();
+  auto failed = WithFault(*base, lost);
+  if (!failed.ok()) {
+    return failed.status().WithContext(
+        fmt::format("--fail-rank {} --at {}: ", a.fail_rank, a.fail_at));
+  }
+  return failed;
 }
 
 }  // namespace eplb::cli

@@ -31,6 +31,9 @@ struct DeviceArgs {
   double step_scale = 1.0;
   bool no_check = false;
   int steps = 0;  // validate only
+  // device-run: lose this rank at step `fail_at` (a gpu_lost fault); −1: none.
+  int fail_rank = -1;
+  int fail_at = -1;
 };
 
 void AddDeviceOptions(CLI::App* sub, DeviceArgs& a, bool allow_mpi);

@@ -862,4 +862,14 @@ std::string ScenarioToYaml(const Scenario& s) {
   return std::string(out.c_str()) + "\n";
 }
 
+Result<Scenario> WithFault(const Scenario& scenario, const FaultSpec& fault) {
+  Scenario with = scenario;
+  with.faults.push_back(fault);
+  // Through the text, so that the one validation applies.
+  auto parsed = ParseScenario(ScenarioToYaml(with), scenario.source);
+  if (!parsed.ok()) return parsed.status();
+  parsed->base_dir = scenario.base_dir;
+  return parsed;
+}
+
 }  // namespace eplb

@@ -28,4 +28,9 @@ const std::string& DefaultScenarioText();
 // The resolved scenario as YAML, every field written out.
 std::string ScenarioToYaml(const Scenario& scenario);
 
+// `scenario` with `fault` added to its faults and validated again, as if its file listed it:
+// a fault given on a command line (`eplb device-run --fail-rank R --at STEP`). The errors name
+// the fault as faults[N] and say what would be valid.
+Result<Scenario> WithFault(const Scenario& scenario, const FaultSpec& fault);
+
 }  // namespace eplb
