@@ -17,6 +17,10 @@ QColor ExpertColor(int expert) {
   return QColor(c.red(), c.green(), c.blue());
 }
 
+QColor LostGpuColor() {
+  return QColor(120, 120, 120);
+}
+
 QColor EmptySlotColor() {
   return QColor(235, 235, 235);
 }

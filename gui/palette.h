@@ -11,6 +11,8 @@ namespace eplb::viewer {
 QColor ExpertColor(int expert);
 // The colour of an empty slot.
 QColor EmptySlotColor();
+// A lost GPU's slots: darker than an empty slot, so that it reads as gone rather than free.
+QColor LostGpuColor();
 // 0 → cool dark blue, 1 → hot yellow (a viridis-like ramp); clamped.
 QColor HeatColor(double x);
 QColor LinkColor(bool nic);

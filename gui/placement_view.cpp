@@ -113,6 +113,8 @@ QRect PlacementView::CellRect(int gpu, int slot) const {
 QColor PlacementView::CellColor(int gpu, int slot) const {
   const size_t s = static_cast<size_t>(gpu) * run_->slots_per_gpu() + slot;
   const int expert = row_[s];
+  // A lost GPU is grey whatever the routing table still says (its layer may not be recovered).
+  if (run_->IsLost(gpu, step_)) return LostGpuColor();
   if (expert < 0) return EmptySlotColor();
   if (mode_ == ColorMode::kLoad && !load_.empty()) {
     return HeatColor(SlotScale() > 0 ? slot_load_[s] / SlotScale() : 0);
@@ -190,7 +192,7 @@ void PlacementView::paintEvent(QPaintEvent*) {
     p.setPen(Qt::darkGray);
     if (l.row_h >= 10) {
       p.drawText(QRect(0, top, kLabelW - 4, l.row_h), Qt::AlignVCenter | Qt::AlignRight,
-                 tr("GPU %1").arg(g));
+                 run_->IsLost(g, step_) ? tr("GPU %1 lost").arg(g) : tr("GPU %1").arg(g));
     } else if (g % run_->gpus_per_node() == 0 && node_h >= 10) {
       p.drawText(QRect(0, top, kLabelW - 4, node_h), Qt::AlignVCenter | Qt::AlignRight,
                  tr("node %1").arg(g / run_->gpus_per_node()));

@@ -1,6 +1,7 @@
 #include "run_data.h"
 
 #include <algorithm>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -51,13 +52,23 @@ Result<std::shared_ptr<const RunData>> RunData::Load(const std::string& dir) {
     }
   }
   const int steps = static_cast<int>(r.steps.size());
+  run->lost_from_step_.assign(static_cast<size_t>(run->gpus()), std::numeric_limits<int>::max());
   for (const FaultSpec& f : scenario.faults) {
-    if (f.step >= steps) continue;
+    // A scale changes which GPUs serve, not what happens to one: nothing to shade.
+    if (f.step >= steps || f.kind == FaultKind::kScale) continue;
     const int last_step = std::min(f.until, steps) - 1;
     const int gpn = run->gpus_per_node_;
+    if (f.is_loss()) {
+      for (int g = f.first_rank(gpn); g <= f.last_rank(gpn); ++g) {
+        int& from = run->lost_from_step_[static_cast<size_t>(g)];
+        from = std::min(from, f.step);
+      }
+    }
     const std::string what =
-        f.kind == FaultKind::kStraggler
-            ? fmt::format("straggler ×{}", f.factor)
+        f.kind == FaultKind::kStraggler ? fmt::format("straggler ×{}", f.factor)
+        : f.kind == FaultKind::kGpuLost ? std::string("GPU lost")
+        : f.kind == FaultKind::kNodeLost
+            ? std::string("node lost")
             : fmt::format("{} ÷{}", f.link == LinkClass::kNvlink ? "NVLink" : "NIC", f.factor);
     run->faults_.push_back({r.steps[static_cast<size_t>(f.step)].start_s,
                             run->step_end_s(last_step), f.first_rank(gpn), f.last_rank(gpn), what});

@@ -85,6 +85,8 @@ class RunData {
 
   const std::vector<RearrangementRow>& rearrangements() const { return rearrangements_; }
   const std::vector<FaultSpan>& faults() const { return faults_; }
+  // Whether `gpu` is gone (a gpu_lost or node_lost fault) by `step`.
+  bool IsLost(int gpu, int step) const { return step >= lost_from_step_[static_cast<size_t>(gpu)]; }
   // Every commit, in order.
   const std::vector<CommitRow>& commits() const { return commits_; }
 
@@ -102,8 +104,9 @@ class RunData {
   double longest_transfer_s_ = 0;
   std::vector<RearrangementRow> rearrangements_;
   std::vector<FaultSpan> faults_;
-  std::vector<std::vector<int32_t>> rows_;             // every phy2log row read
-  std::vector<int> initial_row_;                       // per layer
+  std::vector<int> lost_from_step_;         // per GPU: the step it was lost at, or INT_MAX
+  std::vector<std::vector<int32_t>> rows_;  // every phy2log row read
+  std::vector<int> initial_row_;            // per layer
   std::vector<std::vector<CommitRow>> layer_commits_;  // per layer, in step order
   std::vector<CommitRow> commits_;
   struct LoadSnapshot {

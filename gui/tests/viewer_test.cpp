@@ -17,6 +17,7 @@
 
 using eplb::viewer::ColorMode;
 using eplb::viewer::ExpertColor;
+using eplb::viewer::LostGpuColor;
 using eplb::viewer::MainWindow;
 using eplb::viewer::PlacementView;
 using eplb::viewer::RunData;
@@ -156,6 +157,34 @@ class ViewerTest : public QObject {
     // GPU 0's lanes, above, are not shaded.
     const QColor other = image.pixelColor(r.center().x(), r.top() - 3);
     QCOMPARE(other.red(), other.green());
+  }
+
+  void LostGpusAreGreyedInTheGridFromTheirStep() {
+    MainWindow w;
+    w.SetDialogs(false);
+    QVERIFY(w.OpenRun(RunDir() + "-lost"));
+    const RunData& run = w.panel()->run();
+    QVERIFY(run.IsLost(2, 30) && run.IsLost(3, 59));
+    QVERIFY(!run.IsLost(2, 29) && !run.IsLost(0, 59));
+    PlacementView* view = w.panel()->placement();
+    w.SetStep(29);
+    QVERIFY(view->CellColor(2, 0) != LostGpuColor());
+    w.SetStep(30);
+    for (int slot = 0; slot < run.slots_per_gpu(); ++slot) {
+      QCOMPARE(view->CellColor(2, slot), LostGpuColor());
+      QCOMPARE(view->CellColor(3, slot), LostGpuColor());
+      QVERIFY(view->CellColor(0, slot) != LostGpuColor());
+    }
+    // Drawn: the cell's pixels are the lost grey.
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    const QImage image = view->grab().toImage();
+    const QRect cell = view->CellRect(3, 0);
+    QCOMPARE(image.pixelColor(cell.center()), LostGpuColor());
+    // The timeline shades the lost GPUs' lanes from the loss on.
+    QCOMPARE(run.faults().size(), size_t{1});
+    QCOMPARE(run.faults().front().first_rank, 2);
+    QCOMPARE(run.faults().front().last_rank, 3);
   }
 
   void HoveringATransferReportsItsFields() {

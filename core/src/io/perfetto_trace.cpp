@@ -1,10 +1,13 @@
 #include "io/perfetto_trace.h"
 
+#include <algorithm>
 #include <iterator>
 #include <string_view>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "eplb/io/run_folder.h"
 
 namespace eplb {
 
@@ -65,12 +68,62 @@ std::string PerfettoTraceJson(const RunResult& run) {
   for (const RearrangementRecord& r : run.rearrangements) {
     emit({{"ph", "i"},
           {"s", "g"},
-          {"name", "rearrangement"},
+          {"name", r.reason == RearrangeReason::kInterval
+                       ? std::string("rearrangement")
+                       : std::string(RearrangeReasonName(r.reason)) + " rearrangement"},
           {"cat", "eplb"},
           {"pid", cluster},
           {"tid", 1},
           {"ts", us(r.start_s)},
-          {"args", {{"step", r.step}, {"layers", r.layers}, {"transfers", r.transfers}}}});
+          {"args",
+           {{"step", r.step},
+            {"layers", r.layers},
+            {"transfers", r.transfers},
+            {"reason", RearrangeReasonName(r.reason)},
+            {"cancelled", r.cancelled},
+            {"bytes_reloaded", r.bytes_reloaded}}}});
+  }
+  // Faults: a span each on the cluster's "faults" track (losses and scales until their recovery's
+  // last commit), and on every GPU a loss takes, the moment it is gone.
+  const RunSummary summary = Summarize(run);
+  if (!summary.faults.empty()) {
+    emit({{"ph", "M"},
+          {"name", "thread_name"},
+          {"pid", cluster},
+          {"tid", 2},
+          {"args", {{"name", "faults"}}}});
+  }
+  size_t next = 0;
+  for (const FaultSpec& f : s.faults) {
+    if (next >= summary.faults.size() || f.step >= static_cast<int>(run.steps.size())) continue;
+    const RunSummary::FaultEffect& e = summary.faults[next++];
+    Json args = {{"kind", e.kind}, {"step", e.step}, {"until", e.until}};
+    if (e.changes_ranks) {
+      args["recovery_s"] = e.recovery_s;
+      args["bytes_reloaded"] = e.bytes_reloaded;
+      args["tokens_lost"] = e.tokens_lost;
+      args["tokens_stalled"] = e.tokens_stalled;
+    }
+    emit({{"ph", "X"},
+          {"name", e.kind},
+          {"cat", "fault"},
+          {"pid", cluster},
+          {"tid", 2},
+          {"ts", us(e.start_s)},
+          {"dur", us(std::max(0.0, e.end_s - e.start_s))},
+          {"args", args}});
+    if (!f.is_loss()) continue;
+    for (int g = f.first_rank(s.cluster.gpus_per_node); g <= f.last_rank(s.cluster.gpus_per_node);
+         ++g) {
+      emit({{"ph", "i"},
+            {"s", "p"},
+            {"name", "lost"},
+            {"cat", "fault"},
+            {"pid", g},
+            {"tid", 0},
+            {"ts", us(e.start_s)},
+            {"args", {{"step", f.step}}}});
+    }
   }
   for (const CommitRecord& c : run.commits) {
     emit({{"ph", "i"},
