@@ -39,22 +39,23 @@ struct Courier::Shared {
 Courier::Courier() : shared_(std::make_shared<Shared>()) {
   std::shared_ptr<Shared> shared = shared_;
   sg4::Actor::create("courier", sg4::this_actor::get_host(), [shared] {
+    // The receiver waits for the flows; the helper only starts them. It does not wait on its
+    // puts: a communication that both ends wait on cannot be cancelled safely in SimGrid 3.32
+    // (Abort cancels them), and the next job comes only after the receiver has them all. The
+    // handles are kept until then.
+    std::vector<sg4::CommPtr> puts;
     for (;;) {
       shared->work->acquire();
       if (shared->stop) return;
       const std::vector<HostFlow> job = std::move(shared->job);
-      std::vector<sg4::CommPtr> puts;
+      shared->job.clear();
+      puts.clear();
       puts.reserve(job.size());
       for (const HostFlow& f : job) {
         // The receiver's get is already posted, so the put matches at once and the flow is
         // routed from the host the courier stands on now.
         sg4::this_actor::set_host(f.src);
         puts.push_back(Put(shared->mailbox, f.bytes));
-      }
-      try {
-        sg4::Comm::wait_all(puts);
-      } catch (const simgrid::Exception&) {
-        // The receiver aborted the flows (Courier::Abort); nothing is left to put.
       }
     }
   })->daemonize();
@@ -95,11 +96,14 @@ void Courier::Abort() {
   for (const sg4::CommPtr& g : shared_->gets) {
     if (g->get_state() == sg4::Activity::State::FINISHED) continue;
     if (g->get_sender() != nullptr) {
-      // Matched and under way: cancelling it fails the receiver's wait.
-      g->cancel();
+      // Matched and under way: cancelling it fails the receiver's wait. One that has just
+      // ended (its receiver not yet woken) must not be cancelled: SimGrid 3.32 then crashes.
+      if (g->get_remaining() > 0) g->cancel();
     } else {
-      // Not matched yet (the helper has not put it): a cancelled get would never wake its
-      // receiver, so an empty put ends it; the receiver sees `aborted`.
+      // Not matched yet: the helper has not taken the job (it puts a job's flows at once), so
+      // it never will, and an empty put ends the get (a cancelled get that is not matched
+      // never wakes its receiver); the receiver sees `aborted`.
+      shared_->job.clear();
       shared_->abort_puts.push_back(Put(shared_->mailbox, 0));
     }
   }

@@ -1,6 +1,7 @@
 // The SimGrid model against arithmetic, and the simulator running the same rearranger as the
 // host backend. SimGrid allows one engine per process: each test here builds at most one, and
 // ctest runs every test in its own process.
+#include <algorithm>
 #include <chrono>
 #include <random>
 #include <thread>
@@ -191,75 +192,93 @@ TEST(SimModel, ReloadsFromStorageShareTheNodesStorageLink) {
   EXPECT_NEAR(other_node, 510e-6 + 10e-3, 1e-7);
 }
 
-// A rank lost while its transfers are in flight: they fail at once instead of running to their
-// end, the rearrangement is cancelled with every layer wholly old or new, and a recovery over
-// the live ranks completes.
-TEST(SimModel, ALostRankAbortsItsTransfersAndRecoveryCompletes) {
+// A rank lost before anything is staged, while its transfers are in flight, or between commits:
+// transfers fail at once instead of running to their end, the rearrangement is cancelled with
+// every layer wholly old or new, and a recovery over the live ranks completes. SimGrid allows
+// one engine per process, so one test runs the three phases one after another in one actor.
+TEST(SimModel, ALostRankAbortsItsTransfersInEveryPhaseAndRecoveryCompletes) {
   sg4::Engine& engine = NewEngine();
   const Topology topo = TwoNodes();  // 8 GPUs × 2 slots
   const sim::Platform p(topo, 64e9);
-  sim::SimBackend backend(p, 2, 3e12);
   std::mt19937_64 rng(3);
-  const Placement old_p = testing::RandomPlacement(rng, 4, 16, 10);
-  const Placement new_p = testing::Drift(rng, old_p, 0.2);
-  double lost_at = -1, cancelled_at = -1, first_layer = 0;
-  bool whole = false, recovered = false;
-  Status recovery_status;
+  struct Outcome {
+    double lost_at = -1, cancelled_at = -1, first_layer = 0;
+    int committed_before = 0;
+    bool whole = false, recovered = false, had_target = false;
+    Status status;
+  };
+  std::vector<Outcome> outcomes(3);
   sg4::Actor::create("inference", p.host(0), [&] {
-    RearrangerOptions options;
-    options.staging_layers = 2;
-    Rearranger rearranger(backend, topo, options);
-    ASSERT_TRUE(rearranger.Start(old_p, new_p).ok());
-    first_layer = rearranger.schedules().front().makespan_s;
-    // Half way through the first layer's transfers, rank 1 is gone.
-    sg4::this_actor::sleep_for(first_layer / 2);
-    lost_at = sg4::Engine::get_clock();
-    backend.LoseRank(1);
-    rearranger.Cancel();
-    cancelled_at = sg4::Engine::get_clock();
-    whole = testing::EachLayerIsOneOf(rearranger.placement(), old_p, new_p);
-    // Recovery: rank 1's slots emptied, every expert kept somewhere live.
-    const Placement current = rearranger.placement();
-    std::vector<int32_t> flat(current.phy2log_flat());
-    for (int l = 0; l < 4; ++l) {
-      int32_t* row = flat.data() + l * 16;
-      std::vector<int32_t> lost_experts = {row[2], row[3]};
-      row[2] = row[3] = kEmptySlot;
-      for (int32_t e : lost_experts) {
-        bool live = false;
-        for (int s = 0; s < 16; ++s) live = live || row[s] == e;
-        if (!live) {
+    for (int phase = 0; phase < 3; ++phase) {
+      Outcome& o = outcomes[static_cast<size_t>(phase)];
+      sim::SimBackend backend(p, 2, 3e12);
+      const Placement old_p = testing::RandomPlacement(rng, 4, 16, 10);
+      const Placement new_p = testing::Drift(rng, old_p, 0.2);
+      RearrangerOptions options;
+      options.staging_layers = 2;
+      Rearranger rearranger(backend, topo, options);
+      ASSERT_TRUE(rearranger.Start(old_p, new_p).ok());
+      o.first_layer = rearranger.schedules().front().makespan_s;
+      if (phase == 1) sg4::this_actor::sleep_for(o.first_layer / 2);  // mid-round
+      if (phase == 2) {
+        // Between commits: a step boundary every 10 µs until the first layer is committed.
+        while (rearranger.committed_layers() == 0 && rearranger.in_progress()) {
+          sg4::this_actor::sleep_for(10e-6);
+          ASSERT_TRUE(rearranger.OnStepBoundary().ok());
+        }
+      }
+      o.committed_before = rearranger.committed_layers();
+      o.lost_at = sg4::Engine::get_clock();
+      backend.LoseRank(1);
+      rearranger.Cancel();
+      o.cancelled_at = sg4::Engine::get_clock();
+      o.whole = testing::EachLayerIsOneOf(rearranger.placement(), old_p, new_p);
+      // Recovery: rank 1's slots emptied, each expert only it held put in place of a duplicate.
+      const Placement current = rearranger.placement();
+      std::vector<int32_t> flat(current.phy2log_flat());
+      for (int l = 0; l < 4; ++l) {
+        int32_t* row = flat.data() + l * 16;
+        const int32_t lost_experts[] = {row[2], row[3]};
+        row[2] = row[3] = kEmptySlot;
+        for (int32_t e : lost_experts) {
+          if (e < 0 || std::count(row, row + 16, e) > 0) continue;
           for (int s = 0; s < 16; ++s) {
-            if (s / 2 == 1) continue;
-            // Overwrite a duplicate of another expert.
-            int count = 0;
-            for (int t = 0; t < 16; ++t) count += row[t] == row[s];
-            if (count > 1) {
+            if (s / 2 != 1 && row[s] >= 0 && std::count(row, row + 16, row[s]) > 1) {
               row[s] = e;
               break;
             }
           }
         }
       }
+      auto target = Placement::Create(10, 16, flat);
+      if (!target.ok()) continue;  // no room for every expert: nothing to recover to
+      o.had_target = true;
+      const std::vector<int> lost = {1};
+      o.status = rearranger.Start(current, *target, lost);
+      if (!o.status.ok()) continue;
+      o.status = rearranger.CommitAll().status();
+      o.recovered = rearranger.placement() == *target;
     }
-    auto target = Placement::Create(10, 16, flat);
-    if (!target.ok()) return;  // no room for every expert: nothing to check
-    const std::vector<int> lost = {1};
-    recovery_status = rearranger.Start(current, *target, lost);
-    if (!recovery_status.ok()) return;
-    auto all = rearranger.CommitAll();
-    recovery_status = all.status();
-    recovered = rearranger.placement() == *target;
   });
   engine.run();  // returns: nothing waits forever
-  ASSERT_GT(first_layer, 0);
-  EXPECT_GE(lost_at, 0);
-  // Cancelling did not wait for the aborted transfers to run to their end.
-  EXPECT_GE(cancelled_at, lost_at);
-  EXPECT_LT(cancelled_at - lost_at, first_layer / 2);
-  EXPECT_TRUE(whole);
-  ASSERT_TRUE(recovery_status.ok()) << recovery_status.message();
-  EXPECT_TRUE(recovered);
+  for (int phase = 0; phase < 3; ++phase) {
+    SCOPED_TRACE(phase);
+    const Outcome& o = outcomes[static_cast<size_t>(phase)];
+    ASSERT_GT(o.first_layer, 0);
+    ASSERT_GE(o.lost_at, 0);
+    EXPECT_GE(o.cancelled_at, o.lost_at);
+    // Cancelling did not wait for the aborted transfers to run to their end.
+    EXPECT_LT(o.cancelled_at - o.lost_at, o.first_layer / 2);
+    EXPECT_TRUE(o.whole);
+    if (phase == 2) {
+      EXPECT_GE(o.committed_before, 1);
+    } else {
+      EXPECT_EQ(o.committed_before, 0);
+    }
+    ASSERT_TRUE(o.had_target);
+    ASSERT_TRUE(o.status.ok()) << o.status.message();
+    EXPECT_TRUE(o.recovered);
+  }
 }
 
 // The backend adds the link's latency to a round; the step runner reproduces the analytic step

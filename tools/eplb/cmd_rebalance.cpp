@@ -86,23 +86,28 @@ std::string EngineFile(const std::string& format, const Placement& placement, in
 
 void PrintTable(const RebalanceArgs& args, const Placement& placement, const Topology& topology,
                 const LoadMatrix& gpu_loads, const LoadMatrix& before_loads, bool had_current,
-                double elapsed_ms) {
+                double elapsed_ms, std::span<const int> lost) {
   fmt::print("policy {}: {} layers, {} experts, {} slots on {} GPUs ({} nodes, {} slots per GPU)\n",
              args.policy, placement.num_layers(), placement.num_experts(), placement.num_slots(),
              topology.num_ranks(), topology.nodes(), topology.slots_per_gpu());
   fmt::print(
       "balancedness {:.4f} (1 is perfect), imbalance ratio {:.4f} (0 is perfect), "
       "policy time {:.3f} ms\n",
-      Balancedness(gpu_loads), ImbalanceRatio(gpu_loads), elapsed_ms);
+      Balancedness(gpu_loads, lost), ImbalanceRatio(gpu_loads, lost), elapsed_ms);
+  if (!lost.empty()) {
+    fmt::print("lost GPUs {} take no part in the balance: their slots are empty\n",
+               fmt::join(lost, ", "));
+  }
   fmt::print("before: balancedness {:.4f}, imbalance ratio {:.4f} with {}\n",
-             Balancedness(before_loads), ImbalanceRatio(before_loads),
+             Balancedness(before_loads, lost), ImbalanceRatio(before_loads, lost),
              had_current ? "the current placement"
                          : "vLLM's initial placement (slot s holds expert s % E)");
   for (int layer = 0; layer < placement.num_layers(); ++layer) {
     if (args.layer >= 0 && layer != args.layer) continue;
     const auto row = gpu_loads.row(layer);
+    const double mean = row.sum() / static_cast<double>(topology.num_ranks() - lost.size());
     fmt::print("\nlayer {}: balancedness {:.4f}, max GPU load {:.1f}, mean {:.1f}\n", layer,
-               row.mean() / std::max(row.maxCoeff(), 1e-300), row.maxCoeff(), row.mean());
+               mean / std::max(row.maxCoeff(), 1e-300), row.maxCoeff(), mean);
     fmt::print("  {:>4} {:>4} {:>12}  {}\n", "gpu", "node", "load", "experts in slots");
     for (int rank = 0; rank < topology.num_ranks(); ++rank) {
       const auto slots =
@@ -189,8 +194,8 @@ int RunRebalance(const RebalanceArgs& args) {
         current ? *current
                 : *Placement::Initial(placement->num_layers(), placement->num_experts(),
                                       placement->num_slots());
-    PrintTable(args, *placement, *topology, gpu_loads, GpuLoads(*load, before, *topology),
-               current.has_value(), elapsed_ms);
+    PrintTable(args, *placement, *topology, gpu_loads, GpuLoads(*load, before, *topology, lost),
+               current.has_value(), elapsed_ms, lost);
     return kExitOk;
   }
   nlohmann::ordered_json out;

@@ -149,8 +149,11 @@ Status EplbLoop::Rearrange(int step, RearrangeReason reason) {
   r.reason = reason;
   r.start_s = backend_.Now();
   r.policy_ms = policy_ms;
-  r.window_balancedness_before = Balancedness(GpuLoads(window, current, topology_));
-  r.window_balancedness_after = Balancedness(GpuLoads(window, next, topology_));
+  // Over the GPUs that serve, with the live replicas only (lost and idle GPUs take no part).
+  r.window_balancedness_before =
+      Balancedness(GpuLoads(window, current, topology_, lost_list_), excluded_);
+  r.window_balancedness_after =
+      Balancedness(GpuLoads(window, next, topology_, lost_list_), excluded_);
   r.window_balancedness_bound = BalancednessUpperBound(window, topology_);
   r.window_load.reserve(static_cast<size_t>(window.size()));
   for (int l = 0; l < window.rows(); ++l) {

@@ -1,6 +1,8 @@
 #include "eplb/model/metrics.h"
 
+#include <algorithm>
 #include <cassert>
+#include <vector>
 
 namespace eplb {
 
@@ -38,6 +40,55 @@ double ImbalanceRatio(const LoadMatrix& gpu_loads) {
     ++counted;
   }
   return counted > 0 ? sum / counted : 0.0;
+}
+
+LoadMatrix GpuLoads(const LoadMatrix& load, const Placement& placement, const Topology& topology,
+                    std::span<const int> lost) {
+  if (lost.empty()) return GpuLoads(load, placement, topology);
+  std::vector<char> gone(static_cast<size_t>(topology.num_ranks()), 0);
+  for (int r : lost) gone[static_cast<size_t>(r)] = 1;
+  LoadMatrix out = LoadMatrix::Zero(placement.num_layers(), topology.num_ranks());
+  std::vector<int> live(static_cast<size_t>(placement.num_experts()));
+  for (int layer = 0; layer < placement.num_layers(); ++layer) {
+    const auto row = placement.phy2log(layer);
+    std::fill(live.begin(), live.end(), 0);
+    for (int slot = 0; slot < placement.num_slots(); ++slot) {
+      if (row[slot] != kEmptySlot && !gone[topology.rank_of_slot(slot)]) ++live[row[slot]];
+    }
+    for (int slot = 0; slot < placement.num_slots(); ++slot) {
+      const int e = row[slot];
+      if (e == kEmptySlot || gone[topology.rank_of_slot(slot)]) continue;
+      out(layer, topology.rank_of_slot(slot)) += load(layer, e) / live[e];
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// The columns of the GPUs not excluded.
+LoadMatrix KeepColumns(const LoadMatrix& gpu_loads, std::span<const int> excluded) {
+  std::vector<Eigen::Index> keep;
+  for (Eigen::Index g = 0; g < gpu_loads.cols(); ++g) {
+    if (!std::binary_search(excluded.begin(), excluded.end(), static_cast<int>(g)))
+      keep.push_back(g);
+  }
+  LoadMatrix out(gpu_loads.rows(), static_cast<Eigen::Index>(keep.size()));
+  for (size_t i = 0; i < keep.size(); ++i)
+    out.col(static_cast<Eigen::Index>(i)) = gpu_loads.col(keep[i]);
+  return out;
+}
+
+}  // namespace
+
+double Balancedness(const LoadMatrix& gpu_loads, std::span<const int> excluded) {
+  return excluded.empty() ? Balancedness(gpu_loads)
+                          : Balancedness(KeepColumns(gpu_loads, excluded));
+}
+
+double ImbalanceRatio(const LoadMatrix& gpu_loads, std::span<const int> excluded) {
+  return excluded.empty() ? ImbalanceRatio(gpu_loads)
+                          : ImbalanceRatio(KeepColumns(gpu_loads, excluded));
 }
 
 }  // namespace eplb

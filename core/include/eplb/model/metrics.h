@@ -8,6 +8,8 @@
 //   ratio         the layers that carry load. 0.0 is perfect; 0.0 when there is no load.
 #pragma once
 
+#include <span>
+
 #include "eplb/model/load.h"
 #include "eplb/model/placement.h"
 #include "eplb/model/topology.h"
@@ -20,5 +22,14 @@ LoadMatrix GpuLoads(const LoadMatrix& load, const Placement& placement, const To
 
 double Balancedness(const LoadMatrix& gpu_loads);
 double ImbalanceRatio(const LoadMatrix& gpu_loads);
+
+// After GPUs are lost: replicas on the `lost` ranks (ascending) take no tokens, the live ones
+// share their expert's, and an expert with no live replica adds nothing (its tokens are lost).
+LoadMatrix GpuLoads(const LoadMatrix& load, const Placement& placement, const Topology& topology,
+                    std::span<const int> lost);
+// Over the GPUs not `excluded` (ascending: lost, or not serving), which take no part in the
+// mean or the max.
+double Balancedness(const LoadMatrix& gpu_loads, std::span<const int> excluded);
+double ImbalanceRatio(const LoadMatrix& gpu_loads, std::span<const int> excluded);
 
 }  // namespace eplb
