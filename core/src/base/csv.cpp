@@ -41,18 +41,7 @@ bool CsvLines::Next(std::vector<std::string_view>& fields) {
 }
 
 Status CsvLines::ExpectHeader(std::string_view header) {
-  std::vector<std::string_view> fields;
-  const bool any = Next(fields);
-  std::string line;
-  for (size_t i = 0; any && i < fields.size(); ++i) {
-    if (i > 0) line += ',';
-    line += fields[i];
-  }
-  if (!any || line != header) {
-    if (!any) line_number_ = std::max(line_number_, 1);
-    return Error(fmt::format("the header should be '{}'", header));
-  }
-  return Status::Ok();
+  return ExpectHeaderOf({std::string(header)}).status();
 }
 
 Result<size_t> CsvLines::ExpectHeaderOf(const std::vector<std::string>& headers) {

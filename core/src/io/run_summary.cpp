@@ -1,0 +1,200 @@
+// summary.json's numbers from a run: Summarize and what it needs (the run folder's reader and
+// writer are in run_folder.cpp).
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "eplb/io/run_folder.h"
+
+namespace eplb {
+namespace {
+
+double Quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  const size_t k =
+      std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5));
+  std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(k), v.end());
+  return v[k];
+}
+
+}  // namespace
+
+std::vector<double> FollowingBalancedness(const RunResult& run) {
+  std::vector<double> out;
+  for (size_t i = 0; i < run.rearrangements.size(); ++i) {
+    const int first = run.rearrangements[i].step + 1;
+    const int last = i + 1 < run.rearrangements.size() ? run.rearrangements[i + 1].step
+                                                       : static_cast<int>(run.steps.size()) - 1;
+    double sum = 0;
+    int n = 0;
+    for (int s = first; s <= last && s < static_cast<int>(run.steps.size()); ++s, ++n)
+      sum += run.steps[s].balancedness;
+    out.push_back(n > 0 ? sum / n : 1.0);
+  }
+  return out;
+}
+
+namespace {
+
+// What a fault that changed the GPUs cost, from the run's steps and its recovery rearrangement
+// (the one started at the fault's step for it), so that a folder read back summarises alike.
+RunSummary::FaultEffect RecoveryEffect(const RunResult& run, const FaultSpec& f) {
+  RunSummary::FaultEffect e;
+  e.kind = FaultKindName(f.kind);
+  e.changes_ranks = true;
+  e.step = f.step;
+  const int ran = static_cast<int>(run.steps.size());
+  const auto& steps = run.steps;
+  const RearrangementRecord* recovery = nullptr;
+  for (size_t i = 0; i < run.rearrangements.size(); ++i) {
+    const RearrangementRecord& r = run.rearrangements[i];
+    if (r.step == f.step && r.reason != RearrangeReason::kInterval) {
+      recovery = &r;
+      e.cancelled_rearrangement = i > 0 && run.rearrangements[i - 1].cancelled;
+      break;
+    }
+  }
+  // The next fault that changes the GPUs ends what this one is charged with.
+  int next = ran;
+  for (const FaultSpec& g : run.scenario.faults) {
+    if (g.changes_ranks() && g.step > f.step) next = std::min(next, g.step);
+  }
+  const StepRecord& at = steps[static_cast<size_t>(f.step)];
+  e.start_s = recovery != nullptr ? recovery->start_s : at.start_s;
+  int end = next;
+  if (recovery != nullptr && recovery->end_s >= 0) {
+    e.recovery_s = recovery->end_s - recovery->start_s;
+    end = f.step;
+    while (end < next && steps[static_cast<size_t>(end)].start_s < recovery->end_s) ++end;
+  }
+  if (recovery != nullptr) {
+    e.bytes_reloaded = recovery->bytes_reloaded;
+    e.bytes_copied = recovery->bytes[0] + recovery->bytes[1];
+  }
+  e.until = end;
+  e.end_s = recovery != nullptr && recovery->end_s >= 0
+                ? recovery->end_s
+                : steps[static_cast<size_t>(end - 1)].start_s +
+                      steps[static_cast<size_t>(end - 1)].step_s;
+  e.steps = end - f.step;
+  e.serving_gpus = at.serving_gpus;
+  e.stalled_s = at.stalled_s;
+  // Serving waited when the recovery was over before the fault's step ran.
+  if (recovery != nullptr && recovery->end_s >= 0 && recovery->end_s <= at.start_s &&
+      recovery->layers > 0) {
+    e.tokens_stalled = run.scenario.workload.tokens_per_step;
+  }
+  const auto mean_step = [&](int first, int last) {
+    double sum = 0;
+    for (int i = first; i < last; ++i) sum += steps[static_cast<size_t>(i)].step_s;
+    return last > first ? sum / (last - first) : 0.0;
+  };
+  for (int i = f.step; i < next; ++i) e.tokens_lost += steps[static_cast<size_t>(i)].tokens_lost;
+  e.step_time_mean_s = mean_step(f.step, end);
+  e.after_step_time_mean_s = mean_step(end, next);
+  // Baseline: as many steps before the fault as it lasted (at least 100, as many as there are).
+  const int k = std::min(f.step, std::max(100, end - f.step));
+  e.baseline_step_time_mean_s = mean_step(f.step - k, f.step);
+  return e;
+}
+
+}  // namespace
+
+RunSummary Summarize(const RunResult& run) {
+  RunSummary out;
+  out.scenario = run.scenario.name;
+  out.backend = run.backend;
+  out.steps = static_cast<int64_t>(run.steps.size());
+  std::vector<double> step_s;
+  double sum_step = 0, sum_idle = 0, sum_bal = 0, min_bal = 1, sum_imb = 0, max_imb = 0;
+  for (const StepRecord& s : run.steps) {
+    step_s.push_back(s.step_s);
+    sum_step += s.step_s;
+    sum_idle += s.idle_s;
+    sum_bal += s.balancedness;
+    min_bal = std::min(min_bal, s.balancedness);
+    sum_imb += s.imbalance_ratio;
+    max_imb = std::max(max_imb, s.imbalance_ratio);
+    out.stalled_s += s.stalled_s;
+  }
+  const double n = std::max<double>(1, static_cast<double>(run.steps.size()));
+  out.step_time_s = {sum_step / n, Quantile(step_s, 0.5), Quantile(step_s, 0.99),
+                     step_s.empty() ? 0 : *std::max_element(step_s.begin(), step_s.end())};
+  out.idle_step_time_s_mean = sum_idle / n;
+  out.slowed_s = sum_step - sum_idle;
+  out.balancedness = {sum_bal / n, min_bal};
+  out.imbalance_ratio = {sum_imb / n, max_imb};
+  if (!run.steps.empty()) {
+    const StepRecord& last = run.steps.back();
+    out.simulated_s = last.start_s + last.step_s + last.stalled_s;
+  }
+
+  auto& r = out.rearrangements;
+  double makespan = 0, predicted = 0, bound = 0, policy_ms = 0;
+  for (const RearrangementRecord& rec : run.rearrangements) {
+    out.bytes_moved_nvlink += rec.bytes[static_cast<int>(LinkClass::kNvlink)];
+    out.bytes_moved_nic += rec.bytes[static_cast<int>(LinkClass::kNic)];
+    out.transfers += rec.transfers;
+    policy_ms += rec.policy_ms;
+    if (rec.end_s >= 0) {
+      ++r.completed;
+      makespan += rec.end_s - rec.start_s;
+      predicted += rec.predicted_makespan_s;
+      bound += rec.lower_bound_s;
+    }
+  }
+  r.started = static_cast<int64_t>(run.rearrangements.size());
+  const int ran = static_cast<int>(run.steps.size());
+  const auto mean_step = [&](int first, int end) {
+    double sum = 0;
+    for (int i = first; i < end; ++i) sum += run.steps[static_cast<size_t>(i)].step_s;
+    return end > first ? sum / (end - first) : 0.0;
+  };
+  for (const FaultSpec& f : run.scenario.faults) {
+    if (f.step >= ran) continue;
+    if (f.changes_ranks()) {
+      out.faults.push_back(RecoveryEffect(run, f));
+      continue;
+    }
+    RunSummary::FaultEffect e;
+    e.kind = FaultKindName(f.kind);
+    e.step = f.step;
+    const int end = std::min(f.until, ran), k = end - f.step;
+    e.until = end;
+    const StepRecord& last = run.steps[static_cast<size_t>(end - 1)];
+    e.start_s = run.steps[static_cast<size_t>(f.step)].start_s;
+    e.end_s = last.start_s + last.step_s;
+    e.steps = k;
+    e.step_time_mean_s = mean_step(f.step, end);
+    // Baseline: the k steps nearest before it under no fault at all (after it, if none before).
+    const auto healthy = [&](int i) {
+      return std::none_of(run.scenario.faults.begin(), run.scenario.faults.end(),
+                          [&](const FaultSpec& g) { return g.active_at(i); });
+    };
+    double sum = 0;
+    int taken = 0;
+    for (int i = f.step - 1; i >= 0 && taken < k; --i) {
+      if (healthy(i)) sum += run.steps[static_cast<size_t>(i)].step_s, ++taken;
+    }
+    for (int i = end; taken == 0 && i < ran; ++i) {
+      if (!healthy(i)) continue;
+      for (; i < ran && taken < k; ++i) {
+        if (healthy(i)) sum += run.steps[static_cast<size_t>(i)].step_s, ++taken;
+      }
+    }
+    e.baseline_step_time_mean_s = taken > 0 ? sum / taken : 0.0;
+    out.faults.push_back(e);
+  }
+  r.skipped = run.skipped_rearrangements;
+  const double started = std::max<double>(1, static_cast<double>(r.started));
+  const double done = std::max<double>(1, static_cast<double>(r.completed));
+  r.makespan_s_mean = makespan / done;
+  r.predicted_makespan_s_mean = predicted / done;
+  r.lower_bound_s_mean = bound / done;
+  r.policy_ms_mean = policy_ms / started;
+  out.wall_s = run.wall_s;
+  out.peak_rss_bytes = run.peak_rss_bytes;
+  return out;
+}
+
+}  // namespace eplb
