@@ -71,8 +71,8 @@ def rebalance(load, num_replicas, num_gpus, num_nodes=None, num_groups=1, policy
     num_nodes: required with num_groups above 1, where the hierarchical policies pack groups
         onto nodes; 1 otherwise.
     current: the placement in force (phy2log), for the policies that keep or repair it.
-    lost_ranks: GPUs lost or drained; their slots stay -1 (replicate-lpt and fault-tolerant
-        place around them, the other policies refuse).
+    lost_ranks: GPUs lost or drained; their slots stay -1 (deepseek, replicate-lpt,
+        timeseries and fault-tolerant place around them, the other policies refuse).
     options: window_steps, serve_steps, seconds_per_token, migration_weight,
         max_moves_per_layer (see `eplb policies`).
     Returns numpy for numpy input and torch for torch input (on the load's device).

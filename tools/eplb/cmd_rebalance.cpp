@@ -243,8 +243,8 @@ void AddRebalanceCommand(CLI::App& app, Action& action) {
   sub->add_option("--gpus", args->gpus, "GPUs in all (a multiple of --nodes)")->required();
   sub->add_option("--current", args->current_path, "Placement in force (JSON with 'phy2log')");
   sub->add_option("--lost-ranks", args->lost_ranks,
-                  "GPUs lost or drained, e.g. 3,5: their slots stay empty (replicate-lpt and "
-                  "fault-tolerant place around them)")
+                  "GPUs lost or drained, e.g. 3,5: their slots stay empty (deepseek, "
+                  "replicate-lpt, timeseries and fault-tolerant place around them)")
       ->delimiter(',');
   sub->add_option("--format", args->format,
                   "Output format: json (ours), table, or an engine's own file: sglang (for "
