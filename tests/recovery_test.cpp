@@ -12,6 +12,7 @@
 #include "eplb/migrate/host_backend.h"
 #include "eplb/migrate/rearranger.h"
 #include "eplb/migrate/transfer_plan.h"
+#include "eplb/model/recovery.h"
 #include "eplb/policy/policy.h"
 #include "test_util.h"
 
@@ -95,6 +96,56 @@ TEST(TransferPlan, LostRanksSendNothingAndTheirExpertsAreReloaded) {
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("slot 2 of lost rank 1"), std::string::npos)
       << refused.status().message();
+}
+
+// The repair changes only what the loss forces: the lost GPUs' slots emptied, one live slot per
+// lost expert (a free one, else a redundant replica), nothing else; so its plan reloads the lost
+// experts and copies nothing.
+TEST(Recovery, RepairChangesOnlyWhatTheLossForces) {
+  std::mt19937_64 rng(17);
+  int repaired_experts = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const Topology topo = MakeTopology(1 + trial % 3, 2 + trial % 3, 2 + trial % 2);
+    const int ranks = topo.num_ranks(), per = topo.slots_per_gpu();
+    std::vector<int> lost;
+    for (int r = 0; r < ranks; ++r) {
+      if (rng() % 3 == 0 && static_cast<int>(lost.size()) + 1 < ranks) lost.push_back(r);
+    }
+    const int live_slots = (ranks - static_cast<int>(lost.size())) * per;
+    const int experts = std::max(1, live_slots - static_cast<int>(rng() % 4));
+    const Placement current = RandomPlacement(rng, 2, topo.num_slots(), experts, 0.1);
+    const LoadMatrix load = LoadMatrix::Random(2, experts).cwiseAbs() * 100;
+    auto repaired = RepairAroundLostRanks(current, load, topo, lost);
+    ASSERT_TRUE(repaired.ok()) << repaired.status().message();
+    const auto is_lost = [&](int slot) {
+      return std::binary_search(lost.begin(), lost.end(), topo.rank_of_slot(slot));
+    };
+    for (int l = 0; l < 2; ++l) {
+      int missing = 0, changed = 0;
+      for (int e = 0; e < experts; ++e) {
+        bool live = false;
+        for (int32_t s : current.replicas(l, e)) live = live || !is_lost(s);
+        missing += live ? 0 : 1;
+        EXPECT_GE(repaired->logcnt(l, e), 1);
+      }
+      for (int s = 0; s < topo.num_slots(); ++s) {
+        if (is_lost(s)) {
+          EXPECT_EQ(repaired->expert_at(l, s), kEmptySlot);
+        } else if (repaired->expert_at(l, s) != current.expert_at(l, s)) {
+          ++changed;
+        }
+      }
+      EXPECT_EQ(changed, missing) << "trial " << trial << " layer " << l;
+      repaired_experts += missing;
+    }
+    auto plans = PlanMigration(current, *repaired, topo, SenderRule::kLocal, lost);
+    ASSERT_TRUE(plans.ok()) << plans.status().message();
+    for (const LayerPlan& p : *plans) {
+      EXPECT_TRUE(p.transfers.empty());
+      EXPECT_TRUE(p.local_copies.empty());
+    }
+  }
+  EXPECT_GT(repaired_experts, 0);
 }
 
 // Forwards to the host backend, and tells the foreground when the rounds are under way.

@@ -76,10 +76,14 @@ TEST(HostRun, AsyncAndStopTheWorldMoveTheRightBytes) {
 // in the middle of a rearrangement, recovery copies and reloads real bytes, and every layer holds
 // its experts' weights after every commit and at the end.
 TEST(HostRun, ALostGpuIsRecoveredWithEveryLayerCheckedAfterEachCommit) {
-  for (const char* policy : {"deepseek", "replicate-lpt", "fault-tolerant"}) {
+  for (const std::string policy :
+       {"deepseek", "replicate-lpt", "fault-tolerant", "deepseek recovery=repair"}) {
     SCOPED_TRACE(policy);
-    const Scenario s = Tiny({"eplb.num_redundant_experts=16", std::string("eplb.policy=") + policy,
-                             "faults=[{kind: gpu_lost, step: 126, rank: 2}]"});
+    const bool repair = policy.find("repair") != std::string::npos;
+    const Scenario s =
+        Tiny({"eplb.num_redundant_experts=16", "eplb.policy=" + policy.substr(0, policy.find(' ')),
+              std::string("eplb.recovery=") + (repair ? "repair" : "rebalance"),
+              "faults=[{kind: gpu_lost, step: 126, rank: 2}]"});
     auto run = RunOnHost(s);
     ASSERT_TRUE(run.ok()) << run.status().message();
     EXPECT_TRUE(run->commits_verified.ok()) << run->commits_verified.message();
@@ -100,8 +104,13 @@ TEST(HostRun, ALostGpuIsRecoveredWithEveryLayerCheckedAfterEachCommit) {
     ASSERT_EQ(summary.faults.size(), 1u);
     EXPECT_TRUE(summary.faults[0].changes_ranks);
     EXPECT_EQ(summary.faults[0].bytes_reloaded, recovery->bytes_reloaded);
-    if (std::string(policy) == "fault-tolerant") {
+    if (policy == "fault-tolerant") {
       EXPECT_EQ(recovery->bytes_reloaded, 0);
+    }
+    if (repair) {
+      // Only the lost experts move, from the backup: nothing is copied between GPUs.
+      EXPECT_EQ(recovery->bytes[0] + recovery->bytes[1], 0);
+      EXPECT_EQ(recovery->transfers, 0);
     }
   }
 }

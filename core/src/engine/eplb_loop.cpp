@@ -7,6 +7,7 @@
 
 #include "eplb/base/interrupt.h"
 #include "eplb/model/metrics.h"
+#include "eplb/model/recovery.h"
 #include "eplb/model/slot_preservation.h"
 #include "eplb/policy/balance_bound.h"
 
@@ -103,7 +104,7 @@ void EplbLoop::AddToWindow(const LoadMatrix& load) {
   window_filled_ = std::min(window_filled_ + 1, scenario_.eplb.window_size);
 }
 
-Status EplbLoop::Rearrange(int step, RearrangeReason reason) {
+Status EplbLoop::Rearrange(int step, RearrangeReason reason, const Placement* forced) {
   if (rearranger_->in_progress()) {
     ++skipped_;
     return Status::Ok();
@@ -135,7 +136,7 @@ Status EplbLoop::Rearrange(int step, RearrangeReason reason) {
   input.migration.max_moves_per_layer = scenario_.eplb.max_moves_per_layer;
   input.lost_ranks = excluded_;
   const auto start = std::chrono::steady_clock::now();
-  auto target = policy_->Rebalance(input);
+  auto target = forced != nullptr ? Result<Placement>(*forced) : policy_->Rebalance(input);
   const double policy_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!target.ok())
@@ -308,8 +309,16 @@ Status EplbLoop::ApplyFaults(int step, double& stalled_s) {
     rearrangements_.back().cancelled = true;
     bytes_pending_ = 0;
   }
-  EPLB_RETURN_IF_ERROR(
-      Rearrange(step, loss ? RearrangeReason::kRecovery : RearrangeReason::kScale));
+  if (loss && scenario_.eplb.recovery == EplbSpec::Recovery::kRepair) {
+    // Only what the loss forces: the lost experts in place of redundant replicas.
+    EPLB_ASSIGN_OR_RETURN(
+        Placement repaired,
+        RepairAroundLostRanks(placement(), window_sum_.cwiseMax(0.0), topology_, excluded_));
+    EPLB_RETURN_IF_ERROR(Rearrange(step, RearrangeReason::kRecovery, &repaired));
+  } else {
+    EPLB_RETURN_IF_ERROR(
+        Rearrange(step, loss ? RearrangeReason::kRecovery : RearrangeReason::kScale));
+  }
   const RearrangementRecord& r = rearrangements_.back();
   // Serving waits for the recovery when it must: stop-the-world, or lost experts and `wait`.
   const bool wait = !scenario_.eplb.use_async ||

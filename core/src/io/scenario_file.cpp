@@ -394,6 +394,10 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
     std::string lost = s.eplb.lost_tokens == EplbSpec::LostTokens::kDrop ? "drop" : "wait";
     e.String("lost_tokens", lost, {"drop", "wait"});
     s.eplb.lost_tokens = lost == "drop" ? EplbSpec::LostTokens::kDrop : EplbSpec::LostTokens::kWait;
+    std::string recovery = s.eplb.recovery == EplbSpec::Recovery::kRepair ? "repair" : "rebalance";
+    e.String("recovery", recovery, {"rebalance", "repair"});
+    s.eplb.recovery =
+        recovery == "repair" ? EplbSpec::Recovery::kRepair : EplbSpec::Recovery::kRebalance;
     e.Finish();
   }
   {
@@ -534,7 +538,9 @@ std::string ScenarioToYaml(const Scenario& s) {
       << s.eplb.preserve_slots << YAML::Key << "migration_weight" << YAML::Value
       << Shortest(s.eplb.migration_weight) << YAML::Key << "max_moves_per_layer" << YAML::Value
       << s.eplb.max_moves_per_layer << YAML::Key << "lost_tokens" << YAML::Value
-      << (s.eplb.lost_tokens == EplbSpec::LostTokens::kDrop ? "drop" : "wait") << YAML::EndMap;
+      << (s.eplb.lost_tokens == EplbSpec::LostTokens::kDrop ? "drop" : "wait") << YAML::Key
+      << "recovery" << YAML::Value
+      << (s.eplb.recovery == EplbSpec::Recovery::kRepair ? "repair" : "rebalance") << YAML::EndMap;
   out << YAML::Key << "faults" << YAML::Value << YAML::BeginSeq;
   for (const FaultSpec& f : s.faults) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "kind" << YAML::Value

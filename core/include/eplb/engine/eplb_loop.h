@@ -119,7 +119,9 @@ class EplbLoop {
   std::function<void(const StepRecord&)> on_step;
 
  private:
-  Status Rearrange(int step, RearrangeReason reason = RearrangeReason::kInterval);
+  // Runs the policy (or, with `forced`, moves to that placement instead) and starts moving.
+  Status Rearrange(int step, RearrangeReason reason = RearrangeReason::kInterval,
+                   const Placement* forced = nullptr);
   // Slowdowns in force at `step`; and losses and scales due at it, with their recovery.
   Status ApplyFaults(int step, double& stalled_s);
   void ApplySlowdowns(int step);

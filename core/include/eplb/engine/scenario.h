@@ -137,6 +137,12 @@ struct EplbSpec {
   // (serving pauses until recovery has every expert back, counted as stalled).
   enum class LostTokens { kDrop, kWait };
   LostTokens lost_tokens = LostTokens::kDrop;
+  // What recovery from lost GPUs moves: `rebalance` runs the policy over the live GPUs (a full
+  // rearrangement); `repair` changes only what the loss forces (model/recovery.h): the lost
+  // experts reloaded in place of redundant replicas, nothing copied, and the next interval
+  // rebalances.
+  enum class Recovery { kRebalance, kRepair };
+  Recovery recovery = Recovery::kRebalance;
 };
 
 // A fault: something that goes wrong with the cluster while it serves (step_model.h and the
