@@ -155,7 +155,16 @@ Status EplbLoop::Rearrange(int step, RearrangeReason reason, const Placement* fo
       Balancedness(GpuLoads(window, current, topology_, lost_list_), excluded_);
   r.window_balancedness_after =
       Balancedness(GpuLoads(window, next, topology_, lost_list_), excluded_);
-  r.window_balancedness_bound = BalancednessUpperBound(window, topology_);
+  if (excluded_.empty()) {
+    r.window_balancedness_bound = BalancednessUpperBound(window, topology_);
+  } else {
+    // The best any placement on the serving GPUs alone could do (one flat node of them: the
+    // bound does not depend on nodes).
+    TopologyConfig serving = topology_.config();
+    serving.nodes = 1;
+    serving.gpus_per_node = topology_.num_ranks() - static_cast<int>(excluded_.size());
+    r.window_balancedness_bound = BalancednessUpperBound(window, *Topology::Create(serving));
+  }
   r.window_load.reserve(static_cast<size_t>(window.size()));
   for (int l = 0; l < window.rows(); ++l) {
     for (int e = 0; e < window.cols(); ++e)

@@ -163,7 +163,9 @@ const std::vector<Field<RearrangementRow>>& RearrangementFields() {
           Format::kReal9),
       Col<R, &B::policy_ms>({"policy_ms", "ms", "wall time of the policy"}, Format::kFixed3),
       Col<R, &B::window_balancedness_before>(
-          {"window_balancedness_before", "1", "balancedness of the window under the old placement"},
+          {"window_balancedness_before", "1",
+           "balancedness of the window under the old placement (after a loss: over the serving "
+           "GPUs, live replicas only; the tokens of experts left without one are not counted)"},
           Format::kFixed6),
       Col<R, &B::window_balancedness_after>(
           {"window_balancedness_after", "1", "balancedness of the window under the new placement"},
