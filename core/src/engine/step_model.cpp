@@ -32,7 +32,8 @@ bool Slowdowns::operator==(const Slowdowns& o) const {
 Slowdowns SlowdownsAt(const std::vector<FaultSpec>& faults, int step, const Topology& topology) {
   Slowdowns s(topology.num_ranks());
   for (const FaultSpec& f : faults) {
-    if (!f.active_at(step)) continue;
+    // Losses and scales change which GPUs serve (StepModel::SetRanks), not their speed.
+    if (!f.active_at(step) || f.changes_ranks()) continue;
     if (f.kind == FaultKind::kStraggler) {
       s.compute[static_cast<size_t>(f.rank)] *= f.factor;
       continue;
