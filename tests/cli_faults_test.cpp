@@ -54,6 +54,9 @@ TEST_F(CliTest, ANodeLostMidRearrangementIsCancelledRecoveredAndReported) {
   const CliRun r = Eplb("run " + std::string(EPLB_SCENARIO_DIR) + kTiny +
                         " --set 'faults=[{kind: node_lost, step: 126, node: 1}]' --out " + out);
   ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("  fault          node_lost at step 126: 2 GPUs serve, recovered in "),
+            std::string::npos)
+      << r.out;
   const auto rearrangements = ReadCsv(out + "/rearrangements.csv");
   ASSERT_GE(rearrangements.size(), 3u);
   EXPECT_EQ(rearrangements[1].at("step"), "124");

@@ -154,6 +154,23 @@ void PrintRunSummary(const RunResult& run, const std::string& dir, std::FILE* ou
              "steps slowed {:.3f} s, stalled {:.3f} s\n",
              static_cast<double>(s.bytes_moved_nvlink) / 1e9,
              static_cast<double>(s.bytes_moved_nic) / 1e9, s.transfers, s.slowed_s, s.stalled_s);
+  for (const RunSummary::FaultEffect& f : s.faults) {
+    if (f.changes_ranks) {
+      const std::string recovered = f.recovery_s >= 0
+                                        ? fmt::format("recovered in {:.3f} s", f.recovery_s)
+                                        : std::string("not recovered by the end");
+      fmt::print(out,
+                 "  fault          {} at step {}: {} GPUs serve, {}; {:.1f} GB reloaded, {:.1f} GB "
+                 "copied, {:.0f} tokens dropped, {:.0f} stalled\n",
+                 f.kind, f.step, f.serving_gpus, recovered,
+                 static_cast<double>(f.bytes_reloaded) / 1e9,
+                 static_cast<double>(f.bytes_copied) / 1e9, f.tokens_lost, f.tokens_stalled);
+    } else {
+      fmt::print(
+          out, "  fault          {} over steps {}..{}: step mean {:.3f} ms (before: {:.3f} ms)\n",
+          f.kind, f.step, f.until - 1, f.step_time_mean_s * 1e3, f.baseline_step_time_mean_s * 1e3);
+    }
+  }
   fmt::print(out, "  run folder     {}\n", dir);
 }
 
