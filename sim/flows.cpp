@@ -39,23 +39,25 @@ struct Courier::Shared {
 Courier::Courier() : shared_(std::make_shared<Shared>()) {
   std::shared_ptr<Shared> shared = shared_;
   sg4::Actor::create("courier", sg4::this_actor::get_host(), [shared] {
-    // The receiver waits for the flows; the helper only starts them. It does not wait on its
-    // puts: a communication that both ends wait on cannot be cancelled safely in SimGrid 3.32
-    // (Abort cancels them), and the next job comes only after the receiver has them all. The
-    // handles are kept until then.
-    std::vector<sg4::CommPtr> puts;
     for (;;) {
       shared->work->acquire();
       if (shared->stop) return;
       const std::vector<HostFlow> job = std::move(shared->job);
       shared->job.clear();
-      puts.clear();
+      std::vector<sg4::CommPtr> puts;
       puts.reserve(job.size());
       for (const HostFlow& f : job) {
         // The receiver's get is already posted, so the put matches at once and the flow is
         // routed from the host the courier stands on now.
         sg4::this_actor::set_host(f.src);
         puts.push_back(Put(shared->mailbox, f.bytes));
+      }
+      // Waited on, so that SimGrid forgets them as they end (an actor's unwaited activities
+      // stay listed with it, and scanning them made a run twice as slow).
+      try {
+        sg4::Comm::wait_all(puts);
+      } catch (const simgrid::Exception&) {
+        // The receiver aborted the flows (Courier::Abort); nothing is left to put.
       }
     }
   })->daemonize();
