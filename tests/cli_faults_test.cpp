@@ -15,6 +15,9 @@
 namespace eplb {
 namespace {
 
+// Every test here runs the simulator; a build without it has none of them.
+#ifdef EPLB_HAVE_SIM
+
 // A CSV as one map per line, column name to text.
 std::vector<std::map<std::string, std::string>> ReadCsv(const std::string& path) {
   std::istringstream in(testing::ReadFile(path));
@@ -199,6 +202,8 @@ TEST_F(CliTest, LossesNeedAPolicyThatPlacesAroundLostGpus) {
       << r.err;
   EXPECT_FALSE(fs::exists(dir_ / "refused"));
 }
+
+#endif  // EPLB_HAVE_SIM
 
 }  // namespace
 }  // namespace eplb

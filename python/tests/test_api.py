@@ -124,6 +124,8 @@ class Metrics(unittest.TestCase):
         self.assertEqual(log2phy.tolist(), [[[1, -1, -1], [3, -1, -1], [0, 2, 5]]])
 
 
+# Scenario runs need the simulator; a build without it says so and these skip.
+@unittest.skipIf(os.environ.get("EPLB_HAVE_SIM") == "0", "eplb was built without the simulator")
 class Scenarios(unittest.TestCase):
     def test_runs_a_scenario_and_reads_its_folder(self):
         result = eplb.run_scenario(os.path.join(SCENARIOS, "tiny.yaml"),

@@ -47,6 +47,8 @@ class SGLangStatDump(unittest.TestCase):
         self.assertEqual(tuple(series.shape), (40, 4, 16))
         self.assertTrue(torch.equal(series, self.counts.double()))
 
+    @unittest.skipIf(os.environ.get("EPLB_HAVE_SIM") == "0",
+                     "eplb was built without the simulator")
     def test_a_scenario_replays_the_dump_step_by_step_as_it_replays_the_same_json(self):
         runs = {}
         for name, trace in (("pt", self.pt), ("json", self.json)):
