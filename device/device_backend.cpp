@@ -520,7 +520,7 @@ Status DeviceBackend::ReloadFromBackup(const StagingTarget& target,
   for (const Reload& r : reloads) {
     // The host copy of the expert, then over PCIe into the staging slot; the buffer is reused
     // only after the copy has read it.
-    for (size_t i = 0; i < expert_bytes_; ++i) s.backup[i] = PatternByte(target.layer, r.expert, i);
+    WritePattern(target.layer, r.expert, s.backup, expert_bytes_);
     EPLB_CUDA(cudaMemcpyAsync(staged(target.buffer, r.dst_slot), s.backup, expert_bytes_,
                               cudaMemcpyHostToDevice, s.local),
               at);

@@ -48,14 +48,21 @@ std::map<int, std::vector<int>> FinalRows(const std::string& dir) {
   return rows;
 }
 
-const char* kTiny = "/tiny.yaml --no-trace --set eplb.num_redundant_experts=16";
+// `command` on the tiny scenario with room for two replicas per expert, then `settings`,
+// writing `out`.
+std::string OnTiny(const std::string& command, const std::string& settings,
+                   const std::string& out) {
+  return command + " " + EPLB_SCENARIO_DIR +
+         "/tiny.yaml --no-trace --set eplb.num_redundant_experts=16 " + settings + " --out " + out;
+}
+
+// Node 1 lost at step 126, half way through the second rearrangement (it starts after step 124
+// and commits a layer per step).
+const char* kNodeLost = "--set 'faults=[{kind: node_lost, step: 126, node: 1}]'";
 
 TEST_F(CliTest, ANodeLostMidRearrangementIsCancelledRecoveredAndReported) {
   const std::string out = (dir_ / "lost").string();
-  // The second rearrangement starts after step 124 and commits a layer per step: node 1 is lost
-  // at step 126, half way through it.
-  const CliRun r = Eplb("run " + std::string(EPLB_SCENARIO_DIR) + kTiny +
-                        " --set 'faults=[{kind: node_lost, step: 126, node: 1}]' --out " + out);
+  const CliRun r = Eplb(OnTiny("run", kNodeLost, out));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("  fault          node_lost at step 126: 2 GPUs serve, recovered in "),
             std::string::npos)
@@ -116,10 +123,8 @@ TEST_F(CliTest, ANodeLostMidRearrangementIsCancelledRecoveredAndReported) {
 
 TEST_F(CliTest, WaitingForRecoveryStallsTheBatchAndDropsNothing) {
   const std::string out = (dir_ / "wait").string();
-  const CliRun r = Eplb("run " + std::string(EPLB_SCENARIO_DIR) + kTiny +
-                        " --set eplb.lost_tokens=wait"
-                        " --set 'faults=[{kind: node_lost, step: 126, node: 1}]' --out " +
-                        out);
+  const CliRun r =
+      Eplb(OnTiny("run", std::string("--set eplb.lost_tokens=wait ") + kNodeLost, out));
   ASSERT_EQ(r.code, 0) << r.err;
   const auto metrics = ReadCsv(out + "/metrics.csv");
   for (const auto& m : metrics) EXPECT_EQ(std::stod(m.at("tokens_lost")), 0) << m.at("step");
@@ -133,10 +138,8 @@ TEST_F(CliTest, WaitingForRecoveryStallsTheBatchAndDropsNothing) {
 
 TEST_F(CliTest, CompareShowsWhatLosingANodeCostEachPolicy) {
   const std::string out = (dir_ / "compare").string();
-  const CliRun r = Eplb("compare " + std::string(EPLB_SCENARIO_DIR) + kTiny +
-                        " --policies deepseek,fault-tolerant"
-                        " --set 'faults=[{kind: node_lost, step: 126, node: 1}]' --out " +
-                        out);
+  const CliRun r =
+      Eplb(OnTiny("compare", std::string("--policies deepseek,fault-tolerant ") + kNodeLost, out));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("recovery s"), std::string::npos) << r.out;
   const auto doc = nlohmann::json::parse(testing::ReadFile(out + "/comparison.json"));
@@ -154,11 +157,10 @@ TEST_F(CliTest, CompareShowsWhatLosingANodeCostEachPolicy) {
 
 TEST_F(CliTest, ScalingOutThenInServesOnTheGpusAskedFor) {
   const std::string out = (dir_ / "scale").string();
-  const CliRun r = Eplb("run " + std::string(EPLB_SCENARIO_DIR) + kTiny +
-                        " --set cluster.initial_gpus=2"
-                        " --set 'faults=[{kind: scale, step: 50, gpus: 4}, "
-                        "{kind: scale, step: 300, gpus: 2}]' --out " +
-                        out);
+  const CliRun r = Eplb(OnTiny("run",
+                               "--set cluster.initial_gpus=2 --set 'faults=[{kind: scale, step: "
+                               "50, gpus: 4}, {kind: scale, step: 300, gpus: 2}]'",
+                               out));
   ASSERT_EQ(r.code, 0) << r.err;
   const auto metrics = ReadCsv(out + "/metrics.csv");
   for (int i = 0; i < 400; ++i) {
@@ -190,10 +192,10 @@ TEST_F(CliTest, ScalingOutThenInServesOnTheGpusAskedFor) {
 }
 
 TEST_F(CliTest, LossesNeedAPolicyThatPlacesAroundLostGpus) {
-  const CliRun r = Eplb("run " + std::string(EPLB_SCENARIO_DIR) + kTiny +
-                        " --set eplb.policy=migration-aware"
-                        " --set 'faults=[{kind: gpu_lost, step: 10, rank: 1}]' --out " +
-                        (dir_ / "refused").string());
+  const CliRun r = Eplb(OnTiny("run",
+                               "--set eplb.policy=migration-aware --set 'faults=[{kind: gpu_lost, "
+                               "step: 10, rank: 1}]'",
+                               (dir_ / "refused").string()));
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("eplb.policy is 'migration-aware', which cannot place around lost or idle "
                        "GPUs; the policies that can: deepseek, replicate-lpt, timeseries, "

@@ -55,7 +55,8 @@ EplbLoop::EplbLoop(const Scenario& scenario, Workload& workload, RearrangementBa
       initial_(InitialPlacement(scenario)),
       lost_(static_cast<size_t>(scenario.num_gpus()), 0),
       serving_(static_cast<size_t>(scenario.num_gpus()), 0),
-      serving_gpus_(scenario.initial_gpus()) {
+      serving_gpus_(scenario.initial_gpus()),
+      serving_live_(scenario.initial_gpus()) {
   for (int g = 0; g < scenario.num_gpus(); ++g) {
     serving_[static_cast<size_t>(g)] = g < serving_gpus_;
     if (g >= serving_gpus_) excluded_.push_back(g);
@@ -228,16 +229,10 @@ Status EplbLoop::Run() {
         span_max_[first + l] += cost.layer_max[l];
       }
     }
-    StepRecord rec{step,
-                   backend_.Now(),
-                   0,
-                   cost.total_s(),
-                   cost.balancedness,
-                   cost.imbalance_ratio,
-                   bytes_pending_,
-                   fault_stall_s,
-                   cost.tokens_lost,
-                   serving_gpus_live()};
+    StepRecord rec{step,           backend_.Now(),    0,
+                   cost.total_s(), cost.balancedness, cost.imbalance_ratio,
+                   bytes_pending_, fault_stall_s,     cost.tokens_lost,
+                   serving_live_};
     if (const Status s = runner_.RunStep(cost, contended); !s.ok()) {
       return s.WithContext(fmt::format("step {}: ", step));
     }
@@ -303,9 +298,11 @@ Status EplbLoop::ApplyFaults(int step, double& stalled_s) {
   if (fault < 0) return Status::Ok();
   excluded_.clear();
   lost_list_.clear();
+  serving_live_ = 0;
   for (int g = 0; g < topology_.num_ranks(); ++g) {
     const size_t i = static_cast<size_t>(g);
     serving_[i] = g < serving_gpus_ && !lost_[i];
+    serving_live_ += serving_[i];
     if (!serving_[i]) excluded_.push_back(g);
     if (lost_[i]) lost_list_.push_back(g);
   }
@@ -338,10 +335,6 @@ Status EplbLoop::ApplyFaults(int step, double& stalled_s) {
     stalled_s = backend_.Now() - t;
   }
   return Status::Ok();
-}
-
-int EplbLoop::serving_gpus_live() const {
-  return static_cast<int>(std::count(serving_.begin(), serving_.end(), 1));
 }
 
 std::vector<LayerBalanceSpan> EplbLoop::layer_balance() const {

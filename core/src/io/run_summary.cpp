@@ -17,6 +17,13 @@ double Quantile(std::vector<double> v, double q) {
   return v[k];
 }
 
+// Mean step time over steps [first, last); 0 when the range is empty.
+double MeanStepTime(const RunResult& run, int first, int last) {
+  double sum = 0;
+  for (int i = first; i < last; ++i) sum += run.steps[static_cast<size_t>(i)].step_s;
+  return last > first ? sum / (last - first) : 0.0;
+}
+
 }  // namespace
 
 std::vector<double> FollowingBalancedness(const RunResult& run) {
@@ -84,17 +91,12 @@ RunSummary::FaultEffect RecoveryEffect(const RunResult& run, const FaultSpec& f)
       recovery->layers > 0) {
     e.tokens_stalled = run.scenario.workload.tokens_per_step;
   }
-  const auto mean_step = [&](int first, int last) {
-    double sum = 0;
-    for (int i = first; i < last; ++i) sum += steps[static_cast<size_t>(i)].step_s;
-    return last > first ? sum / (last - first) : 0.0;
-  };
   for (int i = f.step; i < next; ++i) e.tokens_lost += steps[static_cast<size_t>(i)].tokens_lost;
-  e.step_time_mean_s = mean_step(f.step, end);
-  e.after_step_time_mean_s = mean_step(end, next);
+  e.step_time_mean_s = MeanStepTime(run, f.step, end);
+  e.after_step_time_mean_s = MeanStepTime(run, end, next);
   // Baseline: as many steps before the fault as it lasted (at least 100, as many as there are).
   const int k = std::min(f.step, std::max(100, end - f.step));
-  e.baseline_step_time_mean_s = mean_step(f.step - k, f.step);
+  e.baseline_step_time_mean_s = MeanStepTime(run, f.step - k, f.step);
   return e;
 }
 
@@ -145,11 +147,6 @@ RunSummary Summarize(const RunResult& run) {
   }
   r.started = static_cast<int64_t>(run.rearrangements.size());
   const int ran = static_cast<int>(run.steps.size());
-  const auto mean_step = [&](int first, int end) {
-    double sum = 0;
-    for (int i = first; i < end; ++i) sum += run.steps[static_cast<size_t>(i)].step_s;
-    return end > first ? sum / (end - first) : 0.0;
-  };
   for (const FaultSpec& f : run.scenario.faults) {
     if (f.step >= ran) continue;
     if (f.changes_ranks()) {
@@ -165,7 +162,7 @@ RunSummary Summarize(const RunResult& run) {
     e.start_s = run.steps[static_cast<size_t>(f.step)].start_s;
     e.end_s = last.start_s + last.step_s;
     e.steps = k;
-    e.step_time_mean_s = mean_step(f.step, end);
+    e.step_time_mean_s = MeanStepTime(run, f.step, end);
     // Baseline: the k steps nearest before it under no fault at all (after it, if none before).
     const auto healthy = [&](int i) {
       return std::none_of(run.scenario.faults.begin(), run.scenario.faults.end(),

@@ -1,5 +1,6 @@
 #include "eplb/migrate/host_backend.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -55,8 +56,11 @@ void HostBackend::Fill(const Placement& placement) {
     for (int slot = 0; slot < slots_; ++slot) {
       const int expert = placement.expert_at(layer, slot);
       Buffer& b = live(layer, slot);
-      for (size_t i = 0; i < b.size(); ++i)
-        b[i] = expert == kEmptySlot ? 0 : Pattern(layer, expert, i);
+      if (expert == kEmptySlot) {
+        std::fill(b.begin(), b.end(), uint8_t{0});
+      } else {
+        WritePattern(layer, expert, b.data(), b.size());
+      }
     }
   }
 }
@@ -161,8 +165,7 @@ Status HostBackend::CopyLocal(const StagingTarget& target, std::span<const Local
 
 Status HostBackend::ReloadFromBackup(const StagingTarget& target, std::span<const Reload> reloads) {
   for (const Reload& r : reloads) {
-    uint8_t* dst = staged(target.buffer, r.dst_slot).data();
-    for (size_t i = 0; i < expert_bytes_; ++i) dst[i] = Pattern(target.layer, r.expert, i);
+    WritePattern(target.layer, r.expert, staged(target.buffer, r.dst_slot).data(), expert_bytes_);
   }
   return Status::Ok();
 }

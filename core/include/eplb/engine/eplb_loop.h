@@ -125,7 +125,6 @@ class EplbLoop {
   // Slowdowns in force at `step`; and losses and scales due at it, with their recovery.
   Status ApplyFaults(int step, double& stalled_s);
   void ApplySlowdowns(int step);
-  int serving_gpus_live() const;
   void AddToWindow(const LoadMatrix& load);
 
   const Scenario& scenario_;
@@ -142,7 +141,8 @@ class EplbLoop {
   // policies place around (lost or not serving), lost_list_: those the planner leaves out.
   std::vector<char> lost_, serving_;
   std::vector<int> excluded_, lost_list_;
-  int serving_gpus_ = 0;
+  int serving_gpus_ = 0;  // the GPUs the latest scale asked for (lost ones among them or not)
+  int serving_live_ = 0;  // of them, live: the count of serving_
 
   // Sliding window: the last window_size steps' loads and their sum.
   std::vector<float> window_steps_;

@@ -38,4 +38,18 @@ EPLB_HOST_DEVICE inline uint8_t PatternByte(int layer, int expert, size_t offset
   return static_cast<uint8_t>(PatternWord(layer, expert, offset / 8) >> (8 * (offset % 8)));
 }
 
+// Host memory: the first `bytes` bytes of `expert`'s weights in `layer` into `out`, a word per
+// hash (a host copy of an expert, as a backup holds it).
+inline void WritePattern(int layer, int expert, uint8_t* out, size_t bytes) {
+  for (size_t i = 0; i < bytes; ++i) {
+    if (i % 8 == 0 && i + 8 <= bytes) {
+      const uint64_t w = PatternWord(layer, expert, i / 8);
+      for (int b = 0; b < 8; ++b) out[i + b] = static_cast<uint8_t>(w >> (8 * b));
+      i += 7;
+    } else {
+      out[i] = PatternByte(layer, expert, i);
+    }
+  }
+}
+
 }  // namespace eplb
