@@ -110,6 +110,61 @@ TEST(TransferPlan, RejectsMismatchedShapesAndUnknownExperts) {
   EXPECT_FALSE(ParseSenderRule("nearest").ok());
 }
 
+// The local rule's exact choice, replayed transfer by transfer by scanning every holder: on the
+// receiver's node if any holds the expert, else the holder that has sent least over that link
+// class so far in the layer; ties go to the receiver's rail, then to the lowest rank.
+TEST(TransferPlan, LocalRulePicksTheLeastLoadedSenderAsAScanWould) {
+  std::mt19937_64 rng(77);
+  int checked = 0, remote = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    // Every tenth: DeepSeek-V3-like, or with 72 holders per expert (the planner's heap path).
+    const bool large = trial % 10 == 0;
+    const int nodes = large ? 16 : 1 + trial % 6, gpn = large ? 8 : 1 + trial % 8;
+    const int per_rank = large ? 9 : 1 + trial % 4;
+    const int experts = large ? (trial % 20 == 0 ? 256 : 16) : 2 + static_cast<int>(rng() % 24);
+    const Topology topo = MakeTopology(nodes, gpn, per_rank);
+    if (topo.num_slots() < experts) continue;
+    const Placement old_p = RandomPlacement(rng, 1, topo.num_slots(), experts, 0.0);
+    const Placement new_p = RandomPlacement(rng, 1, topo.num_slots(), experts, 0.0);
+    auto plan = PlanLayer(0, old_p.phy2log(0), new_p.phy2log(0), topo, SenderRule::kLocal);
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    std::vector<int64_t> sent[kNumLinkClasses] = {std::vector<int64_t>(topo.num_ranks(), 0),
+                                                  std::vector<int64_t>(topo.num_ranks(), 0)};
+    for (const Transfer& t : plan->transfers) {
+      std::vector<int> holders;
+      for (int r = 0; r < topo.num_ranks(); ++r) {
+        for (int s = 0; s < per_rank; ++s) {
+          if (old_p.expert_at(0, topo.first_slot_of_rank(r) + s) == t.expert) {
+            holders.push_back(r);
+            break;
+          }
+        }
+      }
+      const bool node_has_copy = std::any_of(holders.begin(), holders.end(),
+                                             [&](int h) { return topo.same_node(h, t.dst_rank); });
+      int best = -1;
+      for (int src : holders) {
+        if (node_has_copy && !topo.same_node(src, t.dst_rank)) continue;
+        if (best < 0) {
+          best = src;
+          continue;
+        }
+        const auto link = static_cast<int>(topo.link_between(src, t.dst_rank));
+        const int64_t a = sent[link][src], b = sent[link][best];
+        const bool rail = src % gpn == t.dst_rank % gpn, best_rail = best % gpn == t.dst_rank % gpn;
+        if (a < b || (a == b && rail && !best_rail)) best = src;
+      }
+      ASSERT_EQ(t.src_rank, best) << "trial " << trial << ", expert " << t.expert << " to rank "
+                                  << t.dst_rank;
+      sent[static_cast<int>(t.link)][t.src_rank] += t.bytes;
+      ++checked;
+      remote += t.link == LinkClass::kNic;
+    }
+  }
+  EXPECT_GT(checked, 10000);
+  EXPECT_GT(remote, 1000);
+}
+
 // vLLM's execute-test shapes (ranks, layers, slots per rank, experts) and larger ones.
 TEST(TransferPlan, PlansReproduceTheNewPlacementOnRandomInputs) {
   struct Shape {

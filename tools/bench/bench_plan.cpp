@@ -1,6 +1,7 @@
-// Planning and scheduling a whole DeepSeek-V3-like migration: 58 layers, 256 experts, 288
-// slots on 32 GPUs (4 nodes × 8), old placement from one load window, new from a drifted one.
-// Goal: plan + schedule all 58 layers in under 5 ms.
+// Planning and scheduling a whole DeepSeek-V3-like migration: 58 layers, 256 experts, 9 slots
+// per GPU on 32 GPUs (4 nodes × 8) or, for planning, 4,096 (512 nodes), old placement from one
+// load window, new from a drifted one. Goal: plan + schedule all 58 layers on 32 GPUs in under
+// 5 ms; planning grows linearly with the GPUs.
 #include <random>
 
 #include <benchmark/benchmark.h>
@@ -16,30 +17,37 @@ struct Migration {
   eplb::Placement before, after;
 };
 
-const Migration& DeepSeekMigration() {
-  static const Migration m = [] {
+Migration MakeDeepSeekMigration(int gpus) {
+  {
     std::mt19937_64 rng(42);
     std::lognormal_distribution<double> popularity(0.0, 1.0), drift(0.0, 0.5);
     eplb::LoadMatrix load(58, 256);
     for (int l = 0; l < 58; ++l) {
       for (int e = 0; e < 256; ++e) load(l, e) = std::round(popularity(rng) * 4096);
     }
-    auto before = eplb::RebalanceDeepSeek(load, 288, 8, 4, 32);
+    const int nodes = gpus / 8, slots = 9 * gpus;
+    auto before = eplb::RebalanceDeepSeek(load, slots, 8, nodes, gpus);
     for (int l = 0; l < 58; ++l) {
       for (int e = 0; e < 256; ++e) load(l, e) = std::round(load(l, e) * drift(rng));
     }
-    auto after = eplb::RebalanceDeepSeek(load, 288, 8, 4, 32);
+    auto after = eplb::RebalanceDeepSeek(load, slots, 8, nodes, gpus);
     eplb::TopologyConfig c;
-    c.nodes = 4;
+    c.nodes = nodes;
     c.gpus_per_node = 8;
     c.slots_per_gpu = 9;
     return Migration{*eplb::Topology::Create(c), *before, *after};
-  }();
-  return m;
+  }
+}
+
+const Migration& DeepSeekMigration(int gpus = 32) {
+  static const Migration ep32 = MakeDeepSeekMigration(32);
+  if (gpus == 32) return ep32;
+  static const Migration ep4096 = MakeDeepSeekMigration(4096);
+  return ep4096;
 }
 
 void BM_PlanMigration(benchmark::State& state) {
-  const Migration& m = DeepSeekMigration();
+  const Migration& m = DeepSeekMigration(static_cast<int>(state.range(1)));
   const auto rule = static_cast<eplb::SenderRule>(state.range(0));
   for (auto _ : state) {
     auto plans = eplb::PlanMigration(m.before, m.after, m.topology, rule);
@@ -47,9 +55,8 @@ void BM_PlanMigration(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_PlanMigration)
-    ->ArgName("rule(0=vllm,1=local)")
-    ->Arg(0)
-    ->Arg(1)
+    ->ArgNames({"rule(0=vllm,1=local)", "gpus"})
+    ->ArgsProduct({{0, 1}, {32, 4096}})
     ->Unit(benchmark::kMicrosecond);
 
 // Plan and schedule every layer; reports the summed makespan against the summed lower bound.
