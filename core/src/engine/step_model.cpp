@@ -196,22 +196,17 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
       }
     }
     double total = 0, max = 0, slowest = 0;
-    // Plain pointers: through the members, every slot reloaded the vector's data pointer.
-    const double* share = expert_share_.data();
-    const int32_t* gpu_row = row.data();
-    for (int g = 0; g < G; ++g, gpu_row += per) {
+    for (int g = 0; g < G; ++g) {
       if (ranks_changed && lost_[g]) {
         if (normal) gpu_layer_[g] = 0;
         continue;
       }
       double t = 0;
       int loaded = 0;
-      for (int k = 0; k < per; ++k) {
-        const int32_t e = gpu_row[k];
-        if (e != kEmptySlot) {
-          const double v = share[e];
-          t += v;
-          loaded += v > 0;
+      for (int s = g * per; s < (g + 1) * per; ++s) {
+        if (row[s] != kEmptySlot) {
+          t += expert_share_[row[s]];
+          loaded += expert_share_[row[s]] > 0;
         }
       }
       gpu_sum[g] += t;
