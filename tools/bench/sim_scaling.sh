@@ -10,8 +10,8 @@
 # per GPU (num_redundant_experts = 9 × GPUs − 256), for 3,000 steps: one rearrangement of every
 # layer, overlapped with inference (async). The step table runs the default scenario as shipped.
 # The floor table (eplb_bench_sim_flow, beside eplb in the build) runs 50 rounds of bare flows
-# of one expert, a permutation per round, on the same platform: CPU time per flow (µs) with a sender
-# actor per flow (pair) and with the workers' Courier. A run's migration and contended steps
+# of one expert, a permutation per round, on the same platform: CPU time per flow (µs) with a
+# sender actor per flow (pair) and with the workers' Courier. A run's migration and contended steps
 # are made of such flows (transfers + 4 per GPU per contended a2a phase), so this is the least
 # CPU a simulation of that many flows can take at that size.
 #   tools/bench/sim_scaling.sh [path/to/eplb] [max GPUs, default 4096]
@@ -53,9 +53,9 @@ printf "%-44s %8s %10s %10s %10s\n" "DeepSeek-V3 decode EP144 (as shipped)" "-" 
 echo
 if [ -x "$floor" ]; then
   printf "%-8s %10s %10s %16s %16s\n" "GPUs" "flows" "rounds" "pair (us/flow)" "courier (us/flow)"
+  rounds=50
   for gpus in 256 1024 4096; do
     [ "$gpus" -le "$max_gpus" ] || break
-    rounds=50
     pair=$("$floor" "$gpus" "$rounds" pair | sed -E 's/.* ([0-9.]+) us per flow.*/\1/')
     courier=$("$floor" "$gpus" "$rounds" courier | sed -E 's/.* ([0-9.]+) us per flow.*/\1/')
     printf "%-8s %10s %10s %16s %16s\n" "$gpus" $((gpus * rounds)) "$rounds" "$pair" "$courier"
