@@ -1,4 +1,4 @@
-// The safetensors reader (TensorRT-LLM's expert statistics, and what torch_dumps.py hands back).
+// The safetensors reader (TensorRT-LLM's expert statistics).
 #include <cstddef>
 #include <cstdint>
 #include <string_view>

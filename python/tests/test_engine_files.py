@@ -12,12 +12,16 @@ import numpy as np
 import torch
 
 import eplb
-from eplb import torch_dumps
 from eplb._build_info import CLI
 
 SCENARIOS = os.environ.get("EPLB_SCENARIOS",
                            os.path.join(os.path.dirname(__file__), "../../scenarios"))
 TINY = os.path.join(SCENARIOS, "tiny.yaml")  # 4 layers × 16 experts
+
+
+def read_dump(path):
+    """What eplb reads from a dump (its own C++ reader), as a float64 tensor."""
+    return torch.from_numpy(eplb.read_load(path))
 
 
 def stepped_counts(steps, layers=4, experts=16, seed=3):
@@ -43,7 +47,7 @@ class SGLangStatDump(unittest.TestCase):
             json.dump({"logical_count": self.counts.tolist()}, f)
 
     def test_the_dump_reads_as_its_steps(self):
-        series = torch_dumps.read_torch_dump(self.pt)
+        series = read_dump(self.pt)
         self.assertEqual(tuple(series.shape), (40, 4, 16))
         self.assertTrue(torch.equal(series, self.counts.double()))
 
@@ -86,7 +90,7 @@ class SGLangStatDump(unittest.TestCase):
             torch.save(dict(rank=0, logical_count=part,
                             average_utilization_rate_over_window=None),
                        os.path.join(folder, f"expert_distribution_recorder_{1700000000 + i}.pt"))
-        self.assertTrue(torch.equal(torch_dumps.read_torch_dump(folder), self.counts.double()))
+        self.assertTrue(torch.equal(read_dump(folder), self.counts.double()))
 
 
 class PerSlotDumps(unittest.TestCase):
@@ -112,7 +116,7 @@ class PerSlotDumps(unittest.TestCase):
                             global_physical_count=per_rank[p, rank]) for p in range(3)]
             torch.save(dict(records=records, last_physical_to_logical_map=self.p2l),
                        os.path.join(self.dir.name, f"expert_distribution_recorder_1.0_{rank}.pt"))
-        got = torch_dumps.read_torch_dump(self.dir.name)
+        got = read_dump(self.dir.name)
         self.assertTrue(torch.equal(got, self.expected(per_rank.sum(dim=1).double())))
 
     def test_sglang_per_token_records_count_their_top_k_slots(self):
@@ -120,7 +124,7 @@ class PerSlotDumps(unittest.TestCase):
         torch.save(dict(records=[dict(forward_pass_id=0, rank=0, topk_ids_of_layer=topk)],
                         last_physical_to_logical_map=self.p2l),
                    os.path.join(self.dir.name, "pass.pt"))
-        got = torch_dumps.read_torch_dump(os.path.join(self.dir.name, "pass.pt"))
+        got = read_dump(os.path.join(self.dir.name, "pass.pt"))
         physical = torch.tensor([[[1, 0, 0, 0, 1, 1], [0, 1, 1, 2, 0, 0]]], dtype=torch.float64)
         self.assertTrue(torch.equal(got, self.expected(physical)))
 
@@ -136,16 +140,15 @@ class PerSlotDumps(unittest.TestCase):
         window = torch.rand(5, 2, 6, dtype=torch.float64) * 100
         path = os.path.join(self.dir.name, "vllm-window.pt")
         torch.save({"expert_load_window": window, "physical_to_logical_map": self.p2l}, path)
-        self.assertTrue(torch.allclose(torch_dumps.read_torch_dump(path), self.expected(window)))
+        self.assertTrue(torch.allclose(read_dump(path), self.expected(window)))
 
     def test_a_dump_of_another_kind_is_named(self):
         path = os.path.join(self.dir.name, "other.pt")
         torch.save({"weights": torch.zeros(2)}, path)
-        done = subprocess.run([sys.executable, torch_dumps.__file__, path], capture_output=True,
-                              text=True)
-        self.assertEqual(done.returncode, 2)
-        self.assertIn("other.pt: has keys ['weights']; expected SGLang's logical_count",
-                      done.stderr)
+        with self.assertRaisesRegex(ValueError,
+                                    "other.pt: has keys \\['weights'\\]; expected SGLang's "
+                                    "logical_count"):
+            read_dump(path)
 
     def test_code_in_a_dump_does_not_run(self):
         path = os.path.join(self.dir.name, "evil.pt")
@@ -154,8 +157,52 @@ class PerSlotDumps(unittest.TestCase):
         for dump in ({"average_utilization_rate_over_window": 0.5, "x": os.system},
                      {"logical_count": torch.zeros(1, 2, 2), "x": os.system}):
             torch.save(dump, path)
-            with self.assertRaisesRegex(torch_dumps.DumpError, "posix.system|system"):
-                torch_dumps.read_torch_dump(path)
+            with self.assertRaisesRegex(ValueError, "refused to load posix.system"):
+                read_dump(path)
+
+
+class DumpsThatWouldRunCode(unittest.TestCase):
+    """Each fixture runs `touch /tmp/eplb-exploit-ran-NAME` in a reader that runs pickles
+    (tests/data/torch/make_dumps.py); eplb refuses each by name, from every door, and nothing
+    runs."""
+
+    EXPLOITS = {"global": "refused to load posix.system",
+                "reduce": "refused to load posix.system",
+                "dotted": "refused to load torch._utils._rebuild_tensor.__builtins__.get",
+                "torchscript": "a TorchScript archive",
+                "build": "refused BUILD",
+                "newobj": "refused to load builtins.object"}
+
+    def each(self):
+        for name, message in self.EXPLOITS.items():
+            path = os.path.join(os.environ["EPLB_TEST_DATA"], "torch", "exploit", name + ".pt")
+            marker = f"/tmp/eplb-exploit-ran-{name}"
+            if os.path.exists(marker):
+                os.remove(marker)
+            yield name, path, message, marker
+
+    def test_read_load_refuses_each_and_runs_nothing(self):
+        for name, path, message, marker in self.each():
+            with self.subTest(name), self.assertRaisesRegex(ValueError, message):
+                eplb.read_load(path)
+            self.assertFalse(os.path.exists(marker), f"{name}: the dump's code ran")
+
+    def test_the_command_line_refuses_each_and_runs_nothing(self):
+        for name, path, message, marker in self.each():
+            done = subprocess.run([CLI, "rebalance", "--load", path, "--replicas", "8", "--gpus",
+                                   "2"], capture_output=True, text=True)
+            self.assertEqual(done.returncode, 2, done.stderr)
+            self.assertIn(message, done.stderr)
+            self.assertFalse(os.path.exists(marker), f"{name}: the dump's code ran")
+
+    @unittest.skipIf(os.environ.get("EPLB_HAVE_SIM") == "0",
+                     "eplb was built without the simulator")
+    def test_a_scenario_trace_refuses_each_and_runs_nothing(self):
+        for name, path, message, marker in self.each():
+            with self.subTest(name), self.assertRaisesRegex(Exception, message):
+                eplb.run_scenario(TINY, set={"workload.kind": "trace", "workload.trace": path,
+                                             "run.steps": 10})
+            self.assertFalse(os.path.exists(marker), f"{name}: the dump's code ran")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "eplb/base/excerpt.h"
+
 namespace eplb {
 namespace {
 
@@ -53,7 +55,15 @@ Result<nlohmann::json> ParseJson(std::string_view text, const std::string& sourc
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     // e.byte is 1-based: the byte that could not be read.
-    const std::string what = e.what();
+    // nlohmann quotes the token it last read, which may be a whole line of a wrong file.
+    std::string what = e.what();
+    if (const size_t quote = what.find("last read: '"); quote != std::string::npos) {
+      const size_t start = quote + 12, end = what.rfind('\'');
+      if (end != std::string::npos && end >= start) {
+        what = what.substr(0, start) + Excerpt(std::string_view(what).substr(start, end - start)) +
+               what.substr(end);
+      }
+    }
     const size_t colon = what.find("syntax error");
     return Status::InvalidArgument(fmt::format(
         "{}not valid JSON: {}", Where(text, e.byte > 0 ? e.byte - 1 : 0, source, first_line),

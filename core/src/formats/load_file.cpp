@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eplb/base/csv.h"
+#include "eplb/base/excerpt.h"
 #include "eplb/formats/json.h"
 
 namespace eplb {
@@ -130,7 +131,7 @@ Result<LoadSeries> ParseLongCsv(CsvLines& csv, const std::vector<std::string_vie
       return csv.Error(fmt::format(
           "the header's field {} is '{}'; the long format's header names step (optional), layer, "
           "expert and tokens, once each",
-          c + 1, header[c]));
+          c + 1, Excerpt(header[c])));
     }
     *slot = static_cast<int>(c);
   }
@@ -153,7 +154,7 @@ Result<LoadSeries> ParseLongCsv(CsvLines& csv, const std::vector<std::string_vie
       return csv.Error(
           fmt::format("'{}'; expected integers for step, layer and expert and a "
                       "number of tokens",
-                      fmt::join(f, ",")));
+                      Excerpt(fmt::format("{}", fmt::join(f, ",")))));
     }
     if (c.step < 0 || c.layer < 0 || c.layer >= (1 << 20) || c.expert < 0 ||
         c.expert >= (1 << 24) || !(c.tokens >= 0) || c.tokens > kMaxLoad) {
@@ -271,7 +272,7 @@ Result<LoadSeries> ParseLoadCsvSeries(std::string_view text, const std::string& 
     int64_t step = current_step;
     if (step_column >= 0 && !ParseCsvInt64(fields[step_column], step)) {
       return csv.Error(fmt::format("field {} (step) is '{}'; expected an integer", step_column + 1,
-                                   fields[step_column]));
+                                   Excerpt(fields[step_column])));
     }
     if (step != current_step) {
       EPLB_RETURN_IF_ERROR(finish_step());
@@ -283,7 +284,7 @@ Result<LoadSeries> ParseLoadCsvSeries(std::string_view text, const std::string& 
       if (!ParseCsvInt64(fields[layer_column], given) || given != want) {
         return csv.Error(fmt::format(
             "field {} (layer) is '{}'; expected {} (layers count 0, 1, ... within each step)",
-            layer_column + 1, fields[layer_column], want));
+            layer_column + 1, Excerpt(fields[layer_column]), want));
       }
     }
     std::vector<double> row;
@@ -291,12 +292,12 @@ Result<LoadSeries> ParseLoadCsvSeries(std::string_view text, const std::string& 
       const std::string_view field = fields[column - 1];
       double v = 0;
       if (!ParseCsvDouble(field, v)) {
-        return csv.Error(
-            fmt::format("field {} is '{}'; expected a non-negative number", column, field));
+        return csv.Error(fmt::format("field {} is '{}'; expected a non-negative number", column,
+                                     Excerpt(field)));
       }
       if (v < 0) {
-        return csv.Error(
-            fmt::format("field {} is {}; loads must be finite and non-negative", column, field));
+        return csv.Error(fmt::format("field {} is {}; loads must be finite and non-negative",
+                                     column, Excerpt(field)));
       }
       row.push_back(v);
     }

@@ -14,13 +14,17 @@ namespace {
 
 static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian");
 
-int DtypeBytes(const std::string& dtype) {
+}  // namespace
+
+int DtypeBytes(std::string_view dtype) {
   if (dtype == "F64" || dtype == "I64" || dtype == "U64") return 8;
   if (dtype == "F32" || dtype == "I32" || dtype == "U32") return 4;
   if (dtype == "F16" || dtype == "BF16" || dtype == "I16" || dtype == "U16") return 2;
   if (dtype == "I8" || dtype == "U8" || dtype == "BOOL") return 1;
   return 0;
 }
+
+namespace {
 
 double HalfToDouble(uint16_t h) {
   const int sign = h >> 15, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
@@ -37,7 +41,9 @@ T Load(const char* p) {
   return v;
 }
 
-double Decode(const std::string& dtype, const char* p) {
+}  // namespace
+
+double DecodeElement(std::string_view dtype, const char* p) {
   if (dtype == "F64") return Load<double>(p);
   if (dtype == "F32") return Load<float>(p);
   if (dtype == "F16") return HalfToDouble(Load<uint16_t>(p));
@@ -54,8 +60,6 @@ double Decode(const std::string& dtype, const char* p) {
   if (dtype == "I8") return Load<int8_t>(p);
   return Load<uint8_t>(p);  // U8, BOOL
 }
-
-}  // namespace
 
 Result<std::map<std::string, Tensor>> ParseSafetensors(std::string_view bytes,
                                                        const std::string& name) {
@@ -118,7 +122,7 @@ Result<std::map<std::string, Tensor>> ParseSafetensors(std::string_view bytes,
     }
     const char* p = data.data() + off[0].get<uint64_t>();
     t.values.resize(count);
-    for (uint64_t i = 0; i < count; ++i) t.values[i] = Decode(t.dtype, p + i * width);
+    for (uint64_t i = 0; i < count; ++i) t.values[i] = DecodeElement(t.dtype, p + i * width);
     out.emplace(key, std::move(t));
   }
   return out;

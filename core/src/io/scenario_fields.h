@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "eplb/base/excerpt.h"
 #include "eplb/base/status.h"
 #include "eplb/engine/scenario.h"
 
@@ -89,7 +90,7 @@ inline std::string Range(double min, double max, bool positive) {
 }
 
 inline std::string Show(const YAML::Node& n) {
-  if (n.IsScalar()) return "'" + n.Scalar() + "'";
+  if (n.IsScalar()) return fmt::format("'{}'", Excerpt(n.Scalar()));
   if (n.IsSequence()) return "a list";
   if (n.IsMap()) return "a map";
   return "empty";

@@ -18,8 +18,9 @@
 //               `global_physical_count` summed over ranks per forward pass and folded to logical
 //               experts through the dump's `last_physical_to_logical_map`), or a folder of them;
 //               and vLLM's `expert_load_window` [window, layers, physical slots] saved with its
-//               `physical_to_logical_map` (README). Read by Debian's python3 with torch (the
-//               helper `torch_dumps.py`); EPLB_PYTHON names another interpreter.
+//               `physical_to_logical_map` (README). Read in C++ (torch_dump.cpp): the zip
+//               archive and its pickle as data, with an exact allow-list of globals, so no
+//               code in a dump ever runs (formats/torch_pickle.h).
 //   TensorRT-LLM  its statistics folder (EXPERT_STATISTIC_PATH): `meta_info.json` with
 //               `num_experts`, and `rank*.safetensors` holding one tensor per `{iter}_{layer}`,
 //               summed over ranks; iterations are the steps, MoE layers in ascending order.
@@ -81,7 +82,8 @@ Result<LoadMatrix> ReadLoadFile(const std::string& path, const LoadReadOptions& 
 Result<LoadMatrix> ParseLoadCsv(std::string_view text, const std::string& name);
 Result<LoadMatrix> ParseLoadJson(std::string_view text, const std::string& name);
 
-// The engines' recordings (engine_loads.cpp), each checked and returned as a series.
+// The engines' recordings (trtllm_statistics.cpp, torch_dump.cpp), each checked and returned as a
+// series.
 Result<LoadSeries> ReadTrtllmStatistics(const std::string& folder);
 Result<LoadSeries> ReadTorchDump(const std::string& path);
 

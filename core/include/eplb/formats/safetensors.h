@@ -24,6 +24,11 @@ struct Tensor {
   std::vector<double> values;  // row-major
 };
 
+// Bytes per element of a dtype named as safetensors does (F64, ..., BOOL); 0 for any other.
+int DtypeBytes(std::string_view dtype);
+// The little-endian element of `dtype` at `p` as a double (DtypeBytes(dtype) > 0).
+double DecodeElement(std::string_view dtype, const char* p);
+
 // Every tensor of `bytes` by name (`__metadata__` is skipped). `name` prefixes errors.
 Result<std::map<std::string, Tensor>> ParseSafetensors(std::string_view bytes,
                                                        const std::string& name);

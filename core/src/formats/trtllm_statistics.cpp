@@ -1,10 +1,5 @@
-// The engines' own recordings of expert load: TensorRT-LLM's statistics folder (read here) and
-// PyTorch `.pt` dumps (read by Debian's python3 through torch_dumps.py, which hands back one
-// safetensors tensor).
-#include <unistd.h>
-
+// TensorRT-LLM's recording of expert load: its statistics folder (EXPERT_STATISTIC_PATH).
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -13,7 +8,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "eplb/base/subprocess.h"
 #include "eplb/formats/json.h"
 #include "eplb/formats/load_file.h"
 #include "eplb/formats/safetensors.h"
@@ -21,80 +15,6 @@
 namespace fs = std::filesystem;
 
 namespace eplb {
-namespace {
-
-// A [steps, layers, experts] tensor (or [layers, experts]) as a series.
-Result<LoadSeries> SeriesOfTensor(const Tensor& t, const std::string& where) {
-  std::vector<int64_t> shape = t.shape;
-  if (shape.size() == 2) shape.insert(shape.begin(), 1);
-  if (shape.size() != 3 || shape[0] < 1 || shape[1] < 1 || shape[2] < 1) {
-    return Status::InvalidArgument(fmt::format(
-        "{}: the load is shaped [{}]; expected [steps, layers, experts], each at least 1", where,
-        fmt::join(t.shape, ", ")));
-  }
-  LoadSeries series;
-  const size_t cells = static_cast<size_t>(shape[1] * shape[2]);
-  for (int64_t s = 0; s < shape[0]; ++s) {
-    LoadMatrix m = Eigen::Map<const LoadMatrix>(t.values.data() + s * cells, shape[1], shape[2]);
-    Status ok = ValidateLoad(m);
-    if (!ok.ok()) return ok.WithContext(fmt::format("{}: step {}: ", where, s));
-    series.steps.push_back(std::move(m));
-  }
-  return series;
-}
-
-// Where torch_dumps.py is: beside an installed eplb (PREFIX/bin/eplb →
-// PREFIX/share/eplb/), the configured install prefix, or the source tree this eplb was built
-// from. EPLB_TORCH_DUMPS names it explicitly.
-std::string FindTorchDumpHelper() {
-  if (const char* env = std::getenv("EPLB_TORCH_DUMPS"); env != nullptr && *env != '\0') return env;
-  std::vector<fs::path> candidates;
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) candidates.push_back(exe.parent_path().parent_path() / "share/eplb/torch_dumps.py");
-  candidates.push_back(fs::path(EPLB_INSTALL_DATADIR) / "eplb/torch_dumps.py");
-  candidates.push_back(fs::path(EPLB_SOURCE_DIR) / "python/eplb/torch_dumps.py");
-  for (const fs::path& p : candidates) {
-    if (fs::exists(p, ec)) return p.string();
-  }
-  return candidates.back().string();
-}
-
-std::string Interpreter() {
-  if (const char* env = std::getenv("EPLB_PYTHON"); env != nullptr && *env != '\0') return env;
-  // Debian's own interpreter has Debian's torch; a pyenv python3 first on PATH has not.
-  return access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
-}
-
-}  // namespace
-
-Result<LoadSeries> ReadTorchDump(const std::string& path) {
-  const std::string helper = FindTorchDumpHelper();
-  auto run = RunCommand({Interpreter(), helper, path}, kMaxSeriesBytes + (1 << 20));
-  if (!run.ok()) {
-    return Status::InvalidArgument(fmt::format(
-        "{}: a PyTorch dump needs python3 with torch to read it (apt-get install python3-torch): "
-        "{}",
-        path, run.status().message()));
-  }
-  if (run->exit_code != 0) {
-    std::string err = run->err;
-    while (!err.empty() && err.back() == '\n') err.pop_back();
-    if (err.empty())
-      err = fmt::format("{} {} exited with status {}", Interpreter(), helper, run->exit_code);
-    // The helper's own errors already name the file; Python's tracebacks end with the cause.
-    const size_t last_line = err.rfind('\n');
-    const std::string cause = err.starts_with("Traceback") && last_line != std::string::npos
-                                  ? err.substr(last_line + 1)
-                                  : err;
-    return Status::InvalidArgument(cause.starts_with(path) ? cause : path + ": " + cause);
-  }
-  EPLB_ASSIGN_OR_RETURN(auto tensors,
-                        ParseSafetensors(run->out, path + " (as torch_dumps.py read it)"));
-  auto it = tensors.find("load");
-  if (it == tensors.end()) return Status::Internal(path + ": torch_dumps.py returned no load");
-  return SeriesOfTensor(it->second, path);
-}
 
 Result<LoadSeries> ReadTrtllmStatistics(const std::string& folder) {
   const fs::path dir(folder);

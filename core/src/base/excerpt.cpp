@@ -1,0 +1,20 @@
+#include "eplb/base/excerpt.h"
+
+#include <fmt/format.h>
+
+namespace eplb {
+
+std::string Excerpt(std::string_view text, size_t max_chars) {
+  std::string out;
+  for (char c : text.substr(0, max_chars)) {
+    if (c >= 0x20 && c < 0x7f) {
+      out += c;
+    } else {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+    }
+  }
+  if (text.size() > max_chars) out += "...";
+  return out;
+}
+
+}  // namespace eplb
