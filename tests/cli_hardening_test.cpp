@@ -57,6 +57,72 @@ TEST_F(CliTest, HostileInputFilesAreErrorsNamingTheFile) {
   });
 }
 
+// A secret given where a scenario, a figures file, a load or a placement belongs is refused by
+// its name, unread, and no error quotes a line of it.
+TEST_F(CliTest, AFileOfAnotherKindIsRefusedUnreadAndNeverQuoted) {
+  const std::string line = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW";
+  const std::string secret =
+      "-----BEGIN OPENSSH PRIVATE KEY-----\n" + line + "\n-----END OPENSSH PRIVATE KEY-----\n";
+  const std::string key = Write("id_ed25519", secret);
+  const std::string key_csv = Write("key.csv", secret);
+  const std::string figures = Write(
+      "figures.yaml", "figures:\n  - id: a\n    figure: x\n    source: y\n    scenario: " + key +
+                          "\n    measure: dispatch_gbps\n    tokens: 4096\n"
+                          "    mode: normal\n    unit: GB/s\n    published: 1\n");
+  const std::vector<ErrorCase> cases = {
+      {"load", "rebalance --load " + key + " --replicas 2 --gpus 1",
+       key + ": expected a load, a file named *.csv, *.txt, *.json, *.pt or *.pth; this one has "
+             "no extension, so eplb does not read it"},
+      {"load named .csv", "rebalance --load " + key_csv + " --replicas 2 --gpus 1",
+       key_csv + ":2: field 1 is 'b3BlbnNzaC1rZXktdjEAAAAABG5vbmUA...'"},
+      {"placement", "plan --old " + key + " --new " + key + " --gpus 1",
+       "expected a placement, a file named *.json, *.yaml or *.yml"},
+      {"figures file", "validate --published --figures " + key,
+       "expected a figures file, a file named *.yaml or *.yml"},
+  };
+  ExpectErrors(cases);
+  for (const auto& c : cases) {
+    const CliRun r = Eplb(c.args);
+    EXPECT_EQ(r.err.find("BEGIN OPENSSH"), std::string::npos) << c.name << ": " << r.err;
+    EXPECT_EQ(r.err.find(line), std::string::npos) << c.name << ": " << r.err;
+  }
+#ifdef EPLB_HAVE_SIM
+  const std::string tiny = std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml";
+  ExpectErrors({
+      {"figure's scenario", "validate --published --figures " + figures,
+       "expected a scenario, a file named *.yaml or *.yml"},
+      {"scenario", "run " + key, "expected a scenario, a file named *.yaml or *.yml"},
+      {"trace", "run " + tiny + " --set workload.kind=trace --set workload.trace=" + key,
+       "expected a load, a file named"},
+  });
+  const CliRun passwd = Eplb("validate --published --figures " + figures);
+  EXPECT_EQ(passwd.err.find("BEGIN"), std::string::npos) << passwd.err;
+#endif
+}
+
+// A scenario's name becomes runs/NAME when no --out is given: it is one safe path component.
+TEST_F(CliTest, AScenarioNameNeverEscapesTheRunsFolder) {
+  const fs::path cwd = dir_ / "cwd";
+  fs::create_directories(cwd);
+  for (const std::string name : {"../../escaped", "/tmp/eplb-escaped-abs", ".hidden", "a/b"}) {
+    const std::string scenario =
+        Write("named.yaml", "name: " + name + "\nmodel: {layers: 2, experts: 8}\n");
+    const CliRun r = Eplb("run " + scenario + " --set run.steps=10", "cd " + cwd.string() + " &&");
+#ifdef EPLB_HAVE_SIM
+    EXPECT_EQ(r.code, 2) << name << ": " << r.err;
+    EXPECT_NE(r.err.find("named.yaml:1:7: name is '" + name +
+                         "'; it names the default output folder runs/NAME"),
+              std::string::npos)
+        << r.err;
+#else
+    EXPECT_NE(r.code, 0);
+#endif
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "escaped"));
+  EXPECT_FALSE(fs::exists("/tmp/eplb-escaped-abs"));
+  EXPECT_FALSE(fs::exists(cwd / "runs"));
+}
+
 #ifdef EPLB_HAVE_SIM
 
 // compare and sweep need the simulator to get as far as their lists.

@@ -204,7 +204,8 @@ TEST(Scenario, HostileInputTable) {
        "model: " + std::string(5000, '[') + std::string(5000, ']'),
        {},
        "not valid YAML"},
-      {"not a map", "hello\n", {}, "s.yaml:1:1: the file is 'hello'; a scenario is a map"},
+      // Plain text is not quoted: the path may name any file (/etc/passwd).
+      {"not a map", "hello\n", {}, "s.yaml:1:1: the file is plain text; a scenario is a map"},
       {"bytes that overflow",
        "model:\n  expert_bytes: 9223372036854775807\n",
        {},

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "eplb/base/csv.h"
+#include "eplb/base/excerpt.h"
 #include "eplb/base/interrupt.h"
 
 namespace eplb {
@@ -197,6 +199,34 @@ void RemoveReplaced(const std::string& path) {
 }
 
 }  // namespace
+
+bool IsSafePathComponent(std::string_view name) {
+  if (name.empty() || name.size() > 100 || name.front() == '.') return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ||
+           c == '+';
+  });
+}
+
+Status ExpectFileKind(const std::string& path, std::string_view kind,
+                      std::initializer_list<std::string_view> extensions) {
+  // Folders, devices and missing paths get the reader's own, more precise message.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return Status::Ok();
+  std::string ext = std::filesystem::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (std::string_view want : extensions) {
+    if (ext == want) return Status::Ok();
+  }
+  std::vector<std::string_view> names(extensions);
+  const std::string_view last = names.back();
+  names.pop_back();
+  return Status::InvalidArgument(fmt::format(
+      "{}: expected {}, a file named *{}{}{}; this one {}, so eplb does not read it", path, kind,
+      fmt::join(names, ", *"), names.empty() ? "" : " or *", last,
+      ext.empty() ? std::string("has no extension") : fmt::format("ends in '{}'", Excerpt(ext))));
+}
 
 Result<std::string> ReadTextFile(const std::string& path, int64_t max_bytes) {
   // O_NONBLOCK: opening a pipe must not wait for a writer; it is refused below.

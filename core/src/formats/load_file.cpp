@@ -378,6 +378,7 @@ Result<LoadSeries> ReadLoadSeries(const std::string& path, const LoadReadOptions
           "a load file or one of those folders");
     }
   } else {
+    EPLB_RETURN_IF_ERROR(ExpectFileKind(path, "a load", {".csv", ".txt", ".json", ".pt", ".pth"}));
     auto text = ReadTextFile(path);
     if (!text.ok()) return text.status();
     const std::string_view body = Trim(*text);

@@ -88,6 +88,7 @@ Result<Placement> ParseTrtllmPlacement(std::string_view text, const std::string&
 
 Result<Placement> ReadAnyPlacementFile(const std::string& path, int num_experts,
                                        RecordedTopology* topology) {
+  EPLB_RETURN_IF_ERROR(ExpectFileKind(path, "a placement", {".json", ".yaml", ".yml"}));
   const std::string ext = std::filesystem::path(path).extension().string();
   if (ext != ".yaml" && ext != ".yml") return ReadPlacementFile(path, num_experts, topology);
   EPLB_ASSIGN_OR_RETURN(const std::string text, ReadTextFile(path));

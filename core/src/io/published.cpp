@@ -190,6 +190,7 @@ ErrorSummary Summarise(const std::vector<FigureResult>& results) {
 }  // namespace
 
 Result<std::vector<PublishedFigure>> LoadPublishedFigures(const std::string& path) {
+  EPLB_RETURN_IF_ERROR(ExpectFileKind(path, "a figures file", {".yaml", ".yml"}));
   EPLB_ASSIGN_OR_RETURN(const std::string text, ReadTextFile(path, 1 << 20));
   return ParsePublishedFigures(text, path);
 }

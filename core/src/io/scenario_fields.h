@@ -175,8 +175,8 @@ class MapReader {
     if (!allowed.empty() &&
         std::find(allowed.begin(), allowed.end(), n.Scalar()) == allowed.end()) {
       return reader_.Fail(n, Name(key),
-                          fmt::format("{} is '{}'; valid values: {}", Name(key), n.Scalar(),
-                                      fmt::join(allowed, ", ")));
+                          fmt::format("{} is '{}'; valid values: {}", Name(key),
+                                      Excerpt(n.Scalar()), fmt::join(allowed, ", ")));
     }
     out = n.Scalar();
   }

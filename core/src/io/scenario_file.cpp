@@ -273,7 +273,7 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
   if (!root.IsMap()) {
     return Status::InvalidArgument(
         fmt::format("{}:1:1: the file is {}; a scenario is a map of fields (model:, cluster:, ...)",
-                    source, Show(root)));
+                    source, root.IsScalar() ? "plain text" : Show(root)));
   }
   Reader r(source);
   for (const std::string& o : overrides) EPLB_RETURN_IF_ERROR(ApplyOverride(root, o, r));
@@ -282,6 +282,12 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
   s.source = source;
   MapReader top(root, "", r);
   top.String("name", s.name);
+  if (!IsSafePathComponent(s.name)) {
+    r.FailAt("name", fmt::format("name is '{}'; it names the default output folder runs/NAME, so "
+                                 "it is 1 to 100 letters, digits, '.', '_', '-' or '+', not "
+                                 "starting with '.' (use --out to write elsewhere)",
+                                 Excerpt(s.name)));
+  }
   {
     MapReader m = top.Sub("model");
     m.Int("layers", s.model.layers, 1, 100000);
@@ -433,7 +439,8 @@ Result<Scenario> ParseScenario(const std::string& text, const std::string& sourc
 
 Result<Scenario> LoadScenarioFile(const std::string& path,
                                   const std::vector<std::string>& overrides) {
-  // A scenario is a page of YAML; a larger file is a wrong path.
+  // A scenario is a page of YAML; another kind of file, or a larger one, is a wrong path.
+  EPLB_RETURN_IF_ERROR(ExpectFileKind(path, "a scenario", {".yaml", ".yml"}));
   auto text = ReadTextFile(path, 16 << 20);
   if (!text.ok()) return text.status();
   auto s = ParseScenarioText(*text, path, overrides, /*require_document=*/true);

@@ -6,7 +6,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "eplb/base/status.h"
@@ -21,6 +23,19 @@ inline constexpr int64_t kMaxInputFileBytes = int64_t{2} << 30;
 // when it cannot be read, InvalidArgument when it is not a regular file (a folder, a device, a
 // pipe) or is larger than the cap. Never blocks on a pipe and never reads past the cap.
 Result<std::string> ReadTextFile(const std::string& path, int64_t max_bytes = kMaxInputFileBytes);
+// OK when `path` ends in one of `extensions` (".yaml", compared ignoring case); otherwise an
+// InvalidArgument naming the file, the `kind` expected ("a scenario") and the extensions taken.
+// Readers check this before opening a file, so that a wrong path (a private key, /etc/passwd) is
+// refused unread and no error ever quotes a line of a file of another kind. A path that is no
+// regular file passes: the reader's own message (a folder, a device, missing) is more precise.
+Status ExpectFileKind(const std::string& path, std::string_view kind,
+                      std::initializer_list<std::string_view> extensions);
+
+// True when `name` is one safe path component: 1 to 100 of letters, digits, '.', '_', '-' and
+// '+', not starting with '.'. Names that become default output folders (runs/NAME) must be, so
+// that a name like ../../etc/x or /tmp/x never writes outside runs/.
+bool IsSafePathComponent(std::string_view name);
+
 // Writes `text` to `path`, or an IoError naming it.
 Status WriteTextFile(const std::string& path, const std::string& text);
 
