@@ -151,5 +151,51 @@ TEST_F(FiguresFile, ErrorsNameTheLineFieldAndValidValues) {
   EXPECT_FALSE(LoadPublishedFigures(Write("figures: [{id: a\n")).ok());
 }
 
+// Two GPUs of two slots, one layer whose load [400, 300, 200, 100] the trace replays unchanged:
+// `static` keeps experts 0 and 1 together (700 against 300 tokens), deepseek packs 400 + 100
+// and 300 + 200. The simple compute model makes a step 100 µs + 1 µs per token of the busiest
+// GPU, and links fast enough that the all-to-all costs nothing measurable.
+TEST_F(FiguresFile, RatioMeasuresMatchTheirHandComputedAnswers) {
+  const std::string load = (std::filesystem::temp_directory_path() / "eplb_ratio_load.csv").string();
+  std::ofstream(load) << "400,300,200,100\n";
+  paths_.push_back(load);
+  const std::string scenario =
+      (std::filesystem::temp_directory_path() / "eplb_ratio_scenario.yaml").string();
+  std::ofstream(scenario)
+      << "name: ratio\n"
+         "model: {layers: 1, experts: 4, groups: 1, top_k: 1, hidden: 8, activation_bytes: 1}\n"
+         "cluster: {nodes: 1, gpus_per_node: 2, nvlink: {bandwidth_gbps: 1.0e6, latency_us: 0}}\n"
+         "compute: {model: simple, attention_us: 100, layer_fixed_us: 0, per_token_us: 1,\n"
+         "          micro_batches: 1, all_to_all: bulk}\n"
+         "workload: {kind: trace, trace: eplb_ratio_load.csv, noise: false}\n"
+         "eplb: {num_redundant_experts: 0, policy: deepseek}\n";
+  paths_.push_back(scenario);
+  const std::string figures = Write(
+      "figures:\n"
+      "  - {id: speedup, figure: x, source: y, scenario: " + scenario +
+      ", measure: speedup, unit: x, published: 1.3, versus: [eplb.policy=static]}\n"
+      "  - {id: before, figure: x, source: y, scenario: " + scenario +
+      ", measure: imbalance_ratio, unit: '', published: 0.4, set: [eplb.policy=static]}\n"
+      "  - {id: after, figure: x, source: y, scenario: " + scenario +
+      ", measure: imbalance_ratio, unit: '', published: 0.1}\n");
+  auto list = LoadPublishedFigures(figures);
+  ASSERT_TRUE(list.ok()) << list.status().message();
+  ASSERT_EQ(list->size(), 3u);
+  const double want[] = {(100.0 + 700) / (100.0 + 500), (700.0 - 500) / 500, 0.0};
+  for (size_t i = 0; i < 3; ++i) {
+    auto r = EvaluateFigure((*list)[i]);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_NEAR(r->simulated, want[i], 1e-6) << (*list)[i].id;
+  }
+  // versus: belongs to a speedup, and a speedup needs one.
+  auto lone = LoadPublishedFigures(Write(
+      "figures:\n  - {id: a, figure: x, source: y, scenario: s.yaml, measure: speedup, unit: x, "
+      "published: 1}\n"));
+  ASSERT_FALSE(lone.ok());
+  EXPECT_NE(lone.status().message().find("measures a speedup but has no versus:"),
+            std::string::npos)
+      << lone.status().message();
+}
+
 }  // namespace
 }  // namespace eplb

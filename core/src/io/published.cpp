@@ -21,13 +21,15 @@ namespace eplb {
 
 namespace {
 
-constexpr std::array<const char*, 7> kMeasures = {"dispatch_gbps",
+constexpr std::array<const char*, 9> kMeasures = {"dispatch_gbps",
                                                   "combine_gbps",
                                                   "dispatch_us",
                                                   "combine_us",
                                                   "prefill_input_tokens_per_node_s",
                                                   "decode_output_tokens_per_node_s",
-                                                  "decode_output_tokens_per_user_s"};
+                                                  "decode_output_tokens_per_user_s",
+                                                  "speedup",
+                                                  "imbalance_ratio"};
 constexpr int kServingSteps = 32;  // steps the policy sees, then steps measured
 
 bool IsAllToAll(const std::string& measure) {
@@ -51,7 +53,8 @@ Result<PublishedFigure> ReadFigure(const YAML::Node& node, const std::string& pa
   }
   static const std::set<std::string> kFields = {"id",      "figure",    "source",    "scenario",
                                                 "measure", "unit",      "published", "tokens",
-                                                "mode",    "cache_hit", "note",      "set"};
+                                                "mode",    "cache_hit", "note",      "set",
+                                                "versus"};
   PublishedFigure f;
   for (const auto& kv : node) {
     const std::string key = kv.first.Scalar();
@@ -60,17 +63,18 @@ Result<PublishedFigure> ReadFigure(const YAML::Node& node, const std::string& pa
                                                  At(path, kv.first), where, key,
                                                  fmt::join(kFields, ", ")));
     }
-    if (key == "set") {
+    if (key == "set" || key == "versus") {
       if (!kv.second.IsSequence()) {
         return Status::InvalidArgument(fmt::format(
-            "{}: {}.set must be a list of key.path=value settings", At(path, kv.second), where));
+            "{}: {}.{} must be a list of key.path=value settings", At(path, kv.second), where, key));
       }
       for (const auto& item : kv.second) {
         if (!item.IsScalar()) {
-          return Status::InvalidArgument(fmt::format(
-              "{}: {}.set holds a non-text item; each is key.path=value", At(path, item), where));
+          return Status::InvalidArgument(
+              fmt::format("{}: {}.{} holds a non-text item; each is key.path=value",
+                          At(path, item), where, key));
         }
-        f.overrides.push_back(item.Scalar());
+        (key == "set" ? f.overrides : f.versus).push_back(item.Scalar());
       }
       continue;
     }
@@ -120,6 +124,13 @@ Result<PublishedFigure> ReadFigure(const YAML::Node& node, const std::string& pa
                                                At(path, node["measure"]), where, f.measure,
                                                fmt::join(kMeasures, ", ")));
   }
+  if ((f.measure == "speedup") != node["versus"].IsDefined()) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: {} {}; `versus:` (the second set-up's settings) goes with measure speedup alone",
+        At(path, node), where,
+        f.measure == "speedup" ? "measures a speedup but has no versus:"
+                               : "has versus: but measures " + f.measure));
+  }
   if (IsAllToAll(f.measure)) {
     double tokens = 0;
     EPLB_RETURN_IF_ERROR(number("tokens", tokens, 1, true));
@@ -147,8 +158,13 @@ Result<PublishedFigure> ReadFigure(const YAML::Node& node, const std::string& pa
   return f;
 }
 
-// The mean step time of a serving scenario under its policy's placement.
-Result<double> ServingStepTime(const Scenario& s) {
+// A serving scenario under its policy's placement, over the measured steps.
+struct Serving {
+  double step_s = 0;           // mean step time
+  double imbalance_ratio = 0;  // mean over the steps of the mean over layers
+};
+
+Result<Serving> ServeScenario(const Scenario& s) {
   EPLB_ASSIGN_OR_RETURN(std::unique_ptr<Workload> workload, MakeWorkload(s));
   EPLB_ASSIGN_OR_RETURN(std::unique_ptr<Policy> policy, MakePolicy(s.eplb.policy));
   const Topology topology = s.topology();
@@ -164,13 +180,14 @@ Result<double> ServingStepTime(const Scenario& s) {
   EPLB_ASSIGN_OR_RETURN(const Placement placement, policy->Rebalance(input));
   StepModel model(s);
   StepCost cost;
-  double total = 0;
+  Serving out;
   for (int i = 0; i < kServingSteps; ++i) {
     workload->Next(step);
     model.Cost(step, placement, cost);
-    total += cost.total_s();
+    out.step_s += cost.total_s() / kServingSteps;
+    out.imbalance_ratio += cost.imbalance_ratio / kServingSteps;
   }
-  return total / kServingSteps;
+  return out;
 }
 
 struct ErrorSummary {
@@ -242,14 +259,33 @@ Result<FigureResult> EvaluateFigure(const PublishedFigure& f) {
     if (f.measure == "dispatch_us") r.simulated = a.dispatch_s * 1e6;
     if (f.measure == "combine_us") r.simulated = a.combine_s * 1e6;
   } else {
-    EPLB_ASSIGN_OR_RETURN(const double step_s, ServingStepTime(*scenario));
+    EPLB_ASSIGN_OR_RETURN(const Serving serving, ServeScenario(*scenario));
+    const double step_s = serving.step_s;
     const double per_node = double(scenario->workload.tokens_per_step) / scenario->cluster.nodes;
     if (f.measure == "prefill_input_tokens_per_node_s") {
       r.simulated = per_node / step_s / (1 - f.cache_hit);
     } else if (f.measure == "decode_output_tokens_per_node_s") {
       r.simulated = per_node / step_s;
-    } else {
+    } else if (f.measure == "decode_output_tokens_per_user_s") {
       r.simulated = 1 / step_s;
+    } else if (f.measure == "imbalance_ratio") {
+      r.simulated = serving.imbalance_ratio;
+    } else {  // speedup
+      std::vector<std::string> both = f.overrides;
+      both.insert(both.end(), f.versus.begin(), f.versus.end());
+      auto other = LoadScenarioFile(f.scenario, both);
+      if (!other.ok()) {
+        return Status::InvalidArgument(
+            fmt::format("figure {} (versus): {}", f.id, other.status().message()));
+      }
+      if (other->workload.tokens_per_step != scenario->workload.tokens_per_step) {
+        return Status::InvalidArgument(fmt::format(
+            "figure {}: versus: changes workload.tokens_per_step ({} to {}); a speedup compares "
+            "the same tokens in both set-ups",
+            f.id, scenario->workload.tokens_per_step, other->workload.tokens_per_step));
+      }
+      EPLB_ASSIGN_OR_RETURN(const Serving versus, ServeScenario(*other));
+      r.simulated = versus.step_s / step_s;
     }
   }
   r.error_pct = 100 * (r.simulated - f.published) / f.published;
@@ -285,6 +321,7 @@ nlohmann::ordered_json PublishedJson(const std::vector<FigureResult>& results) {
                        {"source", f.source},
                        {"scenario", f.scenario},
                        {"measure", f.measure},
+                       {"versus", f.versus},
                        {"unit", f.unit},
                        {"published", f.published},
                        {"simulated", r.simulated},

@@ -13,6 +13,14 @@
 //                                 the KV cache cost no compute
 //   decode_output_tokens_per_node_s   the step's tokens (one per sequence) per node / step time
 //   decode_output_tokens_per_user_s   1 / step time
+//   speedup                       a ratio of two set-ups: the throughput of the figure's set-up
+//                                 over that of the set-up with the `versus:` settings added
+//                                 (× the other's step time / this one's), e.g. a policy over
+//                                 `static`, or perfect balance over a policy
+//   imbalance_ratio               TensorRT-LLM's (max_g − mean_g) / mean_g of the tokens per GPU
+//                                 under the set-up's placement, averaged over MoE layers and the
+//                                 measured steps (StepCost::imbalance_ratio); `eplb.policy=static` is the
+//                                 load before EPLB
 // A serving figure's step time is the mean over 32 steps of the scenario's workload, after its
 // policy placed the experts by the 32 steps before (the engines run EPLB).
 //
@@ -35,6 +43,8 @@ struct PublishedFigure {
   std::string source;                  // where it was published
   std::string scenario;                // the set-up, resolved against the figures file's folder
   std::vector<std::string> overrides;  // key.path=value settings on top of it (`set:`)
+  // speedup: the second set-up's settings, on top of `overrides` (`versus:`)
+  std::vector<std::string> versus;
   std::string measure;
   std::string unit;
   double published = 0;
