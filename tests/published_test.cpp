@@ -83,20 +83,23 @@ TEST(AllToAll, NormalKernelsCountRdmaOverNodesReachedAndNvlOnOneNode) {
 TEST(Published, EveryShippedFigureIsSimulatedAndTabled) {
   auto figures = LoadPublishedFigures(kFigures);
   ASSERT_TRUE(figures.ok()) << figures.status().message();
-  ASSERT_EQ(figures->size(), 17u);
+  ASSERT_EQ(figures->size(), 21u);
   std::vector<FigureResult> results;
   for (const PublishedFigure& f : *figures) {
     auto r = EvaluateFigure(f);
     ASSERT_TRUE(r.ok()) << f.id << ": " << r.status().message();
     EXPECT_TRUE(std::isfinite(r->simulated) && r->simulated > 0) << f.id;
     EXPECT_DOUBLE_EQ(r->error_pct, 100 * (r->simulated - f.published) / f.published);
+    // Each figure within the error it is held to (15% unless its note says why not yet).
+    EXPECT_TRUE(r->within_tolerance())
+        << f.id << ": " << r->error_pct << "% against a tolerance of " << f.tolerance_pct << "%";
     results.push_back(*r);
   }
   const std::string table = PublishedTable(results);
-  std::cout << table;  // the errors, for the log: a benchmark figure, not asserted
+  std::cout << table;  // the errors, for the log
   for (const FigureResult& r : results) EXPECT_NE(table.find(r.figure.id), std::string::npos);
   const auto json = PublishedJson(results);
-  ASSERT_EQ(json["figures"].size(), 17u);
+  ASSERT_EQ(json["figures"].size(), 21u);
   for (const auto& f : json["figures"]) {
     for (const char* field : {"id", "figure", "source", "scenario", "published", "simulated",
                               "error_pct", "unit", "measure"}) {
@@ -156,7 +159,8 @@ TEST_F(FiguresFile, ErrorsNameTheLineFieldAndValidValues) {
 // and 300 + 200. The simple compute model makes a step 100 µs + 1 µs per token of the busiest
 // GPU, and links fast enough that the all-to-all costs nothing measurable.
 TEST_F(FiguresFile, RatioMeasuresMatchTheirHandComputedAnswers) {
-  const std::string load = (std::filesystem::temp_directory_path() / "eplb_ratio_load.csv").string();
+  const std::string load =
+      (std::filesystem::temp_directory_path() / "eplb_ratio_load.csv").string();
   std::ofstream(load) << "400,300,200,100\n";
   paths_.push_back(load);
   const std::string scenario =
@@ -172,12 +176,14 @@ TEST_F(FiguresFile, RatioMeasuresMatchTheirHandComputedAnswers) {
   paths_.push_back(scenario);
   const std::string figures = Write(
       "figures:\n"
-      "  - {id: speedup, figure: x, source: y, scenario: " + scenario +
+      "  - {id: speedup, figure: x, source: y, scenario: " +
+      scenario +
       ", measure: speedup, unit: x, published: 1.3, versus: [eplb.policy=static]}\n"
-      "  - {id: before, figure: x, source: y, scenario: " + scenario +
+      "  - {id: before, figure: x, source: y, scenario: " +
+      scenario +
       ", measure: imbalance_ratio, unit: '', published: 0.4, set: [eplb.policy=static]}\n"
-      "  - {id: after, figure: x, source: y, scenario: " + scenario +
-      ", measure: imbalance_ratio, unit: '', published: 0.1}\n");
+      "  - {id: after, figure: x, source: y, scenario: " +
+      scenario + ", measure: imbalance_ratio, unit: '', published: 0.1}\n");
   auto list = LoadPublishedFigures(figures);
   ASSERT_TRUE(list.ok()) << list.status().message();
   ASSERT_EQ(list->size(), 3u);

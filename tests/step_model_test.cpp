@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "eplb/engine/scenario.h"
+#include "eplb/engine/workload.h"
 #include "eplb/io/scenario_file.h"
 
 namespace eplb {
@@ -185,6 +186,56 @@ TEST(TwoMicroBatches, OverlapCommunicationWithComputeByHand) {
   EXPECT_NEAR(bound.dispatch_s + bound.combine_s, bound.total_s() - 125e-6, 1e-12);
   // One micro-batch pays for everything in turn: 100 + 10 + 5 + 2 × 12 µs.
   EXPECT_NEAR(CostOf(TwoGpus()).total_s(), 139e-6, 1e-15);
+}
+
+TEST(TwoMicroBatches, DecodeRunsTheMoeBetweenItsOwnDispatchAndCombine) {
+  // As above, c = 50 + 12.5 µs and m = 14 µs; in decode a micro-batch's MoE (e = 12.5 µs) sits
+  // between its dispatch and combine, so its chain is m + e = 26.5 µs: still hidden,
+  // step = 2 · 62.5 + min(62.5, 26.5) = 151.5 µs.
+  const StepCost hidden = CostOf(TwoGpus({"compute.micro_batches=2", "compute.stage=decode"}));
+  EXPECT_DOUBLE_EQ(hidden.compute_s, 125e-6);
+  EXPECT_NEAR(hidden.total_s(), 151.5e-6, 1e-15);
+  // Communication-bound, the MoE shows on the path: 2 × (1,004 + 12.5) + 62.5 µs, against
+  // prefill's 2 × 1,004 + 62.5 µs.
+  const std::vector<std::string> slow = {"compute.micro_batches=2",
+                                         "cluster.nvlink={bandwidth_gbps: 0.01, latency_us: 2}"};
+  std::vector<std::string> decode = slow;
+  decode.push_back("compute.stage=decode");
+  EXPECT_NEAR(CostOf(TwoGpus(decode)).total_s(), 2 * 1016.5e-6 + 62.5e-6, 1e-12);
+  EXPECT_NEAR(CostOf(TwoGpus(decode)).total_s() - CostOf(TwoGpus(slow)).total_s(), 25e-6, 1e-12);
+}
+
+TEST(MultiTokenPrediction, DraftsShareTheirSequencesCacheReadAndMultiplyTheWork) {
+  // The same 16 tokens in decode, now 8 sequences of 1 + 1 draft: the KV cache is read once per
+  // sequence, half the bytes of 16 sequences: 8 × 100 × 1000 / 2 bytes less.
+  std::vector<std::string> decode = kRoofline;
+  decode.push_back("compute.stage=decode");
+  std::vector<std::string> mtp = decode;
+  mtp.push_back("compute.mtp_draft_tokens=1");
+  const double hbm = 3350e9 * 0.5;
+  EXPECT_NEAR(CostOf(TwoGpus(decode)).compute_s - CostOf(TwoGpus(mtp)).compute_s,
+              8 * 100 * 1000.0 / 2 / hbm, 1e-15);
+  // A step runs sequences × (1 + drafts) tokens and emits 1 + acceptance × drafts per sequence.
+  mtp.push_back("workload.tokens_per_step=128");
+  mtp.push_back("compute.mtp_draft_tokens=2");
+  mtp.push_back("compute.mtp_acceptance=0.6");
+  const Scenario s = TwoGpus(mtp);
+  EXPECT_DOUBLE_EQ(s.tokens_per_forward(), 384);
+  EXPECT_DOUBLE_EQ(s.output_tokens_per_sequence(), 2.2);
+  // The generator's assignments follow: tokens per forward × top-k per layer.
+  mtp.push_back("workload.noise=false");
+  auto workload = MakeWorkload(TwoGpus(mtp));
+  ASSERT_TRUE(workload.ok()) << workload.status().message();
+  LoadMatrix step(1, 3);
+  (*workload)->Next(step);
+  EXPECT_NEAR(step.sum(), 384, 1e-9);
+  // Drafting in prefill is refused, naming the field.
+  auto prefill = ParseScenario("", "t", {"compute.mtp_draft_tokens=1"});
+  ASSERT_FALSE(prefill.ok());
+  EXPECT_NE(prefill.status().message().find("compute.mtp_draft_tokens is 1 but compute.stage is "
+                                            "prefill"),
+            std::string::npos)
+      << prefill.status().message();
 }
 
 TEST(AllToAllModes, CombineCarriesItsOwnBytesPerElement) {

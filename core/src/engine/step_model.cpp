@@ -138,7 +138,11 @@ double StepModel::RooflineAttention(double tokens) const {
       2.0 * shape_.dense_params * tokens / (PeakFlops(*gpu_, compute_.gemm_bytes) * fe);
   const double attention =
       shape_.attention_flops_per_kv * compute_.kv_length * tokens / (PeakFlops(*gpu_, 2) * fe);
-  const double kv_reuse = compute_.stage == InferenceStage::kDecode ? 1 : kPrefillQueriesPerKvRead;
+  // A decode step reads each sequence's cache once for all of its tokens (its own and MTP's
+  // drafts: FlashMLA takes a sequence's query tokens together).
+  const double kv_reuse = compute_.stage == InferenceStage::kDecode
+                              ? 1.0 + compute_.mtp_draft_tokens
+                              : kPrefillQueriesPerKvRead;
   const double bytes = shape_.dense_params * compute_.gemm_bytes +
                        tokens * compute_.kv_length * shape_.kv_bytes_per_token / kv_reuse;
   return std::max(gemm + attention, bytes / (gpu_->hbm_gbps * 1e9 * compute_.hbm_efficiency));
@@ -310,23 +314,31 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
     double moe = 0;
     for (double c : layer_compute_) moe += c;
     out.compute_s = attention + moe;
+    out.attention_s = attention;
     out.dispatch_s = dispatch;
     out.combine_s = combine;
     out.dispatch_hidden_s = out.combine_hidden_s = out.overlap_fill_s = 0;
   } else {
-    // Two micro-batches: in each layer one computes while the other communicates.
+    // Two micro-batches: in each layer one computes while the other communicates. Prefill
+    // overlaps one's attention and MoE with the other's dispatch and combine; decode one's
+    // attention with the other's dispatch, MoE and combine, so a layer's MoE also lies on the
+    // communication's path (see the header).
     const double comm = L > 0 ? (dispatch + combine) / L : 0;
+    const bool moe_between_phases = compute_.stage == InferenceStage::kDecode;
     double compute = 0, step = 0;
     out.overlap_fill_s = 0;
     for (int l = 0; l < L; ++l) {
-      const double c = attention / L + layer_compute_[static_cast<size_t>(l)];
+      const double moe = layer_compute_[static_cast<size_t>(l)];
+      const double c = attention / L + moe;
+      const double chain = moe_between_phases ? comm + moe : comm;
       compute += mb * c;
-      step += mb * std::max(c, comm);
-      if (l == 0) out.overlap_fill_s = std::min(c, comm);
+      step += mb * std::max(c, chain);
+      if (l == 0) out.overlap_fill_s = std::min(c, chain);
     }
     step += out.overlap_fill_s;
     const double exposed = std::max(0.0, step - compute);
     out.compute_s = compute;
+    out.attention_s = mb * attention;
     out.dispatch_s = dispatch + combine > 0 ? exposed * dispatch / (dispatch + combine) : 0;
     out.combine_s = exposed - out.dispatch_s;
     out.dispatch_hidden_s = mb * dispatch - out.dispatch_s;

@@ -58,7 +58,7 @@ class GeneratorWorkload final : public Workload {
       : spec_(s.workload),
         layers_(s.model.layers),
         experts_(s.model.experts),
-        total_(static_cast<double>(s.workload.tokens_per_step) * s.model.top_k),
+        total_(s.tokens_per_forward() * s.model.top_k),
         rng_(s.run.seed * 0x9e3779b97f4a7c15ULL + 17),
         normal_(s.run.seed + 101),
         log_pop_(static_cast<size_t>(layers_) * experts_),

@@ -238,6 +238,12 @@ void Validate(Scenario& s, Reader& r) {
     r.FailAt("eplb.policy", fmt::format("eplb.policy is '{}'; {}", s.eplb.policy,
                                         MakePolicy(s.eplb.policy).status().message()));
   }
+  if (s.compute.mtp_draft_tokens > 0 && s.compute.stage != InferenceStage::kDecode) {
+    r.FailAt("compute.mtp_draft_tokens",
+             fmt::format("compute.mtp_draft_tokens is {} but compute.stage is prefill; "
+                         "multi-token prediction drafts tokens in decode",
+                         s.compute.mtp_draft_tokens));
+  }
   if (s.workload.kind == "trace" && s.workload.trace.empty()) {
     r.FailAt("workload.kind", "workload.kind is 'trace' but workload.trace names no file");
   }
@@ -348,6 +354,8 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
     c.Int("micro_batches", k.micro_batches, 1, 2);
     c.Double("normal_nvlink_efficiency", k.normal_nvlink_efficiency, 0, 1, true);
     c.Double("low_latency_overhead_us", k.low_latency_overhead_us, 0, kMaxMicroseconds);
+    c.Int("mtp_draft_tokens", k.mtp_draft_tokens, 0, 4);
+    c.Double("mtp_acceptance", k.mtp_acceptance, 0, 1);
     c.Finish();
   }
   {
@@ -519,7 +527,9 @@ std::string ScenarioToYaml(const Scenario& s) {
       << AllToAllModeName(k.all_to_all) << YAML::Key << "micro_batches" << YAML::Value
       << k.micro_batches << YAML::Key << "normal_nvlink_efficiency" << YAML::Value
       << Shortest(k.normal_nvlink_efficiency) << YAML::Key << "low_latency_overhead_us"
-      << YAML::Value << Shortest(k.low_latency_overhead_us) << YAML::EndMap;
+      << YAML::Value << Shortest(k.low_latency_overhead_us) << YAML::Key << "mtp_draft_tokens"
+      << YAML::Value << k.mtp_draft_tokens << YAML::Key << "mtp_acceptance" << YAML::Value
+      << Shortest(k.mtp_acceptance) << YAML::EndMap;
   out << YAML::Key << "workload" << YAML::Value << YAML::BeginMap << YAML::Key << "kind"
       << YAML::Value << s.workload.kind << YAML::Key << "tokens_per_step" << YAML::Value
       << s.workload.tokens_per_step << YAML::Key << "popularity" << YAML::Value

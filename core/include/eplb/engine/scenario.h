@@ -100,6 +100,11 @@ struct ComputeSpec {
   int micro_batches = 1;
   double normal_nvlink_efficiency = 0.85;  // normal kernels' SM-driven NVLink copies
   double low_latency_overhead_us = 30;     // low-latency kernels' fixed cost per phase
+  // Multi-token prediction in decode (DeepSeek-V3 §2.2, §5.4.3): each sequence runs
+  // 1 + mtp_draft_tokens tokens through the model per step and emits 1 + acceptance × drafts
+  // of them (the second token is accepted 85–90% of the time).
+  int mtp_draft_tokens = 0;
+  double mtp_acceptance = 0.85;
 };
 
 struct PhaseChange {
@@ -195,6 +200,15 @@ struct Scenario {
   int num_gpus() const { return cluster.nodes * cluster.gpus_per_node; }
   int initial_gpus() const { return cluster.initial_gpus > 0 ? cluster.initial_gpus : num_gpus(); }
   int num_slots() const { return model.experts + eplb.num_redundant_experts; }
+  // Tokens a step runs through the model: workload.tokens_per_step (sequences, in decode) times
+  // 1 + compute.mtp_draft_tokens.
+  double tokens_per_forward() const {
+    return double(workload.tokens_per_step) * (1 + compute.mtp_draft_tokens);
+  }
+  // Tokens a step emits per sequence: 1 + acceptance × drafts (1 without MTP).
+  double output_tokens_per_sequence() const {
+    return 1 + compute.mtp_acceptance * compute.mtp_draft_tokens;
+  }
   // The topology the scenario describes, with effective (efficiency-scaled) bandwidths.
   Topology topology() const;
 };

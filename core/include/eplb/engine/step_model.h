@@ -38,10 +38,21 @@
 //                  that class drain at bandwidth ÷ factor
 //   step time      one micro-batch: attention + MoE + dispatch + combine. Two micro-batches
 //                  (compute.micro_batches 2): each has half the tokens (and reads the weights
-//                  again); one's dispatch and combine run while the other computes, so with c_l
-//                  a micro-batch's compute in layer l and m its dispatch + combine per layer,
-//                  step = Σ_l max(2·c_l, 2·m) + min(c_0, m) — the communication that shows is
-//                  what compute does not hide.
+//                  again); one's communication runs while the other computes, so with c_l a
+//                  micro-batch's compute in layer l (attention a_l + MoE e_l) and m its
+//                  dispatch + combine per layer:
+//                    prefill  one's attention and MoE overlap the other's dispatch and combine
+//                             (DeepSeek-V3 report §3.4.1):
+//                             step = Σ_l max(2·c_l, 2·m) + min(c_0, m)
+//                    decode   one's attention overlaps the other's dispatch, MoE and combine
+//                             (§3.4.2; DeepSeek's profile-data README: the all-to-all holds no
+//                             SMs, and a micro-batch waits for it after its computation), so the
+//                             MoE lies on the communication's path as well as on the SMs:
+//                             step = Σ_l max(2·c_l, 2·(m + e_l)) + min(c_0, m + e_0)
+//                  The communication that shows is what compute does not hide.
+//   MTP            decode with multi-token prediction (compute.mtp_draft_tokens d): each
+//                  sequence runs 1 + d tokens through every layer (the workload's loads and the
+//                  dense work scale with them), but its KV cache is read once per step.
 //
 // On links shared with expert migrations the simulator plays each phase as one flow per GPU port
 // (AllToAllFlows) and the step lasts longer; on idle links it gives exactly the analytic time.
@@ -69,9 +80,10 @@ struct PhaseFlow {
 };
 
 struct StepCost {
-  double compute_s = 0;   // attention and MoE work (with two micro-batches, both of them)
-  double dispatch_s = 0;  // the dispatch time that compute does not hide
-  double combine_s = 0;   // likewise combine
+  double compute_s = 0;    // attention and MoE work (with two micro-batches, both of them)
+  double attention_s = 0;  // the attention and dense layers' part of compute_s
+  double dispatch_s = 0;   // the dispatch time that compute does not hide
+  double combine_s = 0;    // likewise combine
   // With two micro-batches, the communication time hidden behind compute, per phase.
   double dispatch_hidden_s = 0, combine_hidden_s = 0;
   double overlap_fill_s = 0;   // with two micro-batches, the compute no communication overlaps
