@@ -126,6 +126,20 @@ TEST(RooflineStepModel, PricesMoeAndAttentionByHand) {
               8 * 100 * 1000.0 * (1 - 1.0 / 128) / hbm, 1e-15);
 }
 
+TEST(RooflineStepModel, KernelsBetweenTheGemmsAddTheirBytesAtHbmSpeed) {
+  // The same step with 1 MB of elementwise traffic per token: each GPU's 8 tokens add
+  // 8 × 1e6 bytes at half of H800's 3,350 GB/s, on top of the memory-bound attention (they
+  // are separate launches, not hidden under the GEMMs' roofline).
+  std::vector<std::string> elementwise = kRoofline;
+  elementwise.push_back("model.elementwise_bytes_per_token=1e6");
+  const StepCost without = CostOf(TwoGpus(kRoofline));
+  const StepCost with = CostOf(TwoGpus(elementwise));
+  const double added = 8 * 1e6 / (3350e9 * 0.5);
+  EXPECT_NEAR(with.compute_s - without.compute_s, added, 1e-12);
+  EXPECT_NEAR(with.attention_s - without.attention_s, added, 1e-12);
+  EXPECT_DOUBLE_EQ(with.balancedness, without.balancedness);
+}
+
 TEST(Faults, AStragglerSlowsItsGpusWorkAndADegradedLinkItsPorts) {
   Scenario s = TwoGpus();
   s.faults = {{FaultKind::kStraggler, 0, 10, 0, -1, LinkClass::kNic, 2}};

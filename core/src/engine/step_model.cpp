@@ -145,7 +145,10 @@ double StepModel::RooflineAttention(double tokens) const {
                               : kPrefillQueriesPerKvRead;
   const double bytes = shape_.dense_params * compute_.gemm_bytes +
                        tokens * compute_.kv_length * shape_.kv_bytes_per_token / kv_reuse;
-  return std::max(gemm + attention, bytes / (gpu_->hbm_gbps * 1e9 * compute_.hbm_efficiency));
+  const double hbm = gpu_->hbm_gbps * 1e9 * compute_.hbm_efficiency;
+  // The kernels between the GEMMs run on their own, memory-bound: their time adds.
+  const double elementwise = tokens * shape_.elementwise_bytes_per_token / hbm;
+  return std::max(gemm + attention, bytes / hbm) + elementwise;
 }
 
 void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCost& out) {

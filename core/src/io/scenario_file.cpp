@@ -309,6 +309,7 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
     m.Double("dense_params", s.model.dense_params, 0, 1e15);
     m.Double("kv_bytes_per_token", s.model.kv_bytes_per_token, 0, 1e12);
     m.Double("attention_flops_per_kv", s.model.attention_flops_per_kv, 0, 1e15);
+    m.Double("elementwise_bytes_per_token", s.model.elementwise_bytes_per_token, 0, 1e12);
     m.Finish();
   }
   {
@@ -496,7 +497,8 @@ std::string ScenarioToYaml(const Scenario& s) {
       << "dense_params" << YAML::Value << Shortest(s.model.dense_params) << YAML::Key
       << "kv_bytes_per_token" << YAML::Value << Shortest(s.model.kv_bytes_per_token) << YAML::Key
       << "attention_flops_per_kv" << YAML::Value << Shortest(s.model.attention_flops_per_kv)
-      << YAML::EndMap;
+      << YAML::Key << "elementwise_bytes_per_token" << YAML::Value
+      << Shortest(s.model.elementwise_bytes_per_token) << YAML::EndMap;
   out << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "nodes" << YAML::Value << s.cluster.nodes << YAML::Key << "gpus_per_node"
       << YAML::Value << s.cluster.gpus_per_node;

@@ -35,6 +35,9 @@ struct ModelSpec {
   double dense_params = 15.6e9;           // parameters every token runs outside the routed experts
   double kv_bytes_per_token = 70272;      // KV cache per token position over all layers
   double attention_flops_per_kv = 5.0e6;  // attention FLOPs per query token per KV position
+  // Bytes the kernels between the GEMMs (normalisation, RoPE, activation, quantisation, residual
+  // adds, the weighted combine) read and write per token over all layers; 0: not priced.
+  double elementwise_bytes_per_token = 0;
 };
 
 struct LinkConfig {
