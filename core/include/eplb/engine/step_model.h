@@ -20,10 +20,11 @@
 //                  + T/G · elementwise_bytes_per_token / (HBM · hbm_eff): the kernels between the
 //                  GEMMs (normalisation, RoPE, activation, quantisation, residual adds, the
 //                  weighted combine) are separate, memory-bound launches, so their time adds.
-//                  LMSYS's breakdown of DeepSeek's profile (2025-05-05) measures them at 5.15 ms
-//                  a layer in prefill (16,384 tokens) and 0.08 ms in decode: 12–23% of a layer,
-//                  which the roofline alone leaves out. They count with the dense stage, spread
-//                  evenly; the part that follows a hot GPU's assignments is not split out.
+//                  LMSYS's breakdown of DeepSeek's profile (2025-05-05) measures them at 5.15 ms in
+//                  a prefill layer (16,384 tokens; 15% of its 34.6 ms) and 0.08 ms a decode
+//                  layer (6%), which the roofline alone leaves out. They count with the dense
+//                  stage, spread evenly; the part that follows a hot GPU's assignments is not
+//                  split out.
 //   dispatch       bytes per GPU port, by compute.all_to_all (combine is the mirror image, with
 //                  the combine bytes per element):
 //                    bulk         one message per assignment, hidden × activation_bytes
