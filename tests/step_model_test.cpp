@@ -219,6 +219,48 @@ TEST(TwoMicroBatches, DecodeRunsTheMoeBetweenItsOwnDispatchAndCombine) {
   EXPECT_NEAR(CostOf(TwoGpus(decode)).total_s() - CostOf(TwoGpus(slow)).total_s(), 25e-6, 1e-12);
 }
 
+TEST(TwoMicroBatches, NormalKernelsTakeTheirSmsFromTheComputeTheyOverlap) {
+  // 33 of the H200's 132 SMs: while the other micro-batch's normal kernels run (m per layer),
+  // compute c runs on three quarters of the GPU, so it takes c + m / 4 when the communication
+  // ends first, and c / (3/4) when it outlasts compute.
+  const auto with = [](std::vector<std::string> more, bool sms) {
+    more.insert(more.end(), {"compute.micro_batches=2", "compute.all_to_all=normal"});
+    if (sms) more.push_back("compute.normal_sms=33");
+    return CostOf(TwoGpus(more));
+  };
+  for (const std::string nvlink : {"1", "0.01"}) {
+    const std::vector<std::string> link = {"cluster.nvlink={bandwidth_gbps: " + nvlink +
+                                           ", latency_us: 2, efficiency: 1}"};
+    const StepCost base = with(link, false), shared = with(link, true);
+    const double c = base.compute_s / 2, m = (base.dispatch_s + base.dispatch_hidden_s +
+                                              base.combine_s + base.combine_hidden_s) /
+                                             2;
+    const double slowed = c + 0.25 * std::min(m, c / 0.75);
+    EXPECT_NEAR(shared.compute_s, 2 * slowed, 1e-15) << nvlink;
+    EXPECT_NEAR(shared.sm_shared_s, 2 * (slowed - c), 1e-15) << nvlink;
+    EXPECT_NEAR(shared.total_s(), 2 * std::max(slowed, m) + std::min(c, m), 1e-12) << nvlink;
+    EXPECT_DOUBLE_EQ(shared.attention_s, base.attention_s);
+    EXPECT_EQ(base.sm_shared_s, 0);
+  }
+  // Compute-bound with 1 GB/s: c = 62.5 µs against m = 14.x µs, so the SMs add m / 4 per
+  // micro-batch; bound by 0.01 GB/s the step is the communication's, as without them.
+  const StepCost fast = with({}, true), fast_base = with({}, false);
+  EXPECT_GT(fast.total_s(), fast_base.total_s());
+  // Low-latency kernels in hook mode hold no SMs, whatever normal_sms says.
+  const StepCost hook = CostOf(TwoGpus(
+      {"compute.micro_batches=2", "compute.all_to_all=low-latency", "compute.normal_sms=33"}));
+  EXPECT_EQ(hook.sm_shared_s, 0);
+  EXPECT_DOUBLE_EQ(
+      hook.total_s(),
+      CostOf(TwoGpus({"compute.micro_batches=2", "compute.all_to_all=low-latency"})).total_s());
+  // The kernels must leave compute at least one SM.
+  auto all = ParseScenario("", "t", {"compute.gpu=H800", "compute.normal_sms=132"});
+  ASSERT_FALSE(all.ok());
+  EXPECT_NE(all.status().message().find("compute.normal_sms is 132 but the H800 has 132 SMs"),
+            std::string::npos)
+      << all.status().message();
+}
+
 TEST(MultiTokenPrediction, DraftsShareTheirSequencesCacheReadAndMultiplyTheWork) {
   // The same 16 tokens in decode, now 8 sequences of 1 + 1 draft: the KV cache is read once per
   // sequence, half the bytes of 16 sequences: 8 × 100 × 1000 / 2 bytes less.

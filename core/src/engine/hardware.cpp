@@ -18,11 +18,14 @@ namespace {
 // - B200 (HGX B200, per GPU): NVIDIA DGX B200 datasheet — FP8 72 PFLOPS sparse for 8 GPUs
 //   (4.5 dense per GPU), BF16 2.25 dense per GPU, HBM3e 8 TB/s, NVLink 5 1.8 TB/s; eight
 //   ConnectX-7 400 Gb/s ports for compute traffic.
+// SMs: the H100 SXM5 has 132 (NVIDIA H100 Tensor Core GPU Architecture whitepaper, "H100 SXM5
+// ... 132 SMs"), which the H800 and H200 keep; the B200 148 (as CUDA reports it: DeepGEMM and
+// DeepEP size their grids from this count).
 constexpr std::array<GpuSpec, 4> kPresets = {{
-    {"H800", 1979, 989, 3350, 200, 50, "NVIDIA H800 product brief; DeepSeek-V3 report §3.1"},
-    {"H100", 1979, 989, 3350, 450, 50, "NVIDIA H100 Tensor Core GPU datasheet (SXM5)"},
-    {"H200", 1979, 989, 4800, 450, 50, "NVIDIA H200 Tensor Core GPU datasheet (SXM)"},
-    {"B200", 4500, 2250, 8000, 900, 50, "NVIDIA DGX B200 datasheet (per GPU)"},
+    {"H800", 1979, 989, 3350, 200, 50, 132, "NVIDIA H800 product brief; DeepSeek-V3 report §3.1"},
+    {"H100", 1979, 989, 3350, 450, 50, 132, "NVIDIA H100 Tensor Core GPU datasheet (SXM5)"},
+    {"H200", 1979, 989, 4800, 450, 50, 132, "NVIDIA H200 Tensor Core GPU datasheet (SXM)"},
+    {"B200", 4500, 2250, 8000, 900, 50, 148, "NVIDIA DGX B200 datasheet (per GPU)"},
 }};
 
 }  // namespace

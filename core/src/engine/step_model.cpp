@@ -320,7 +320,7 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
     out.attention_s = attention;
     out.dispatch_s = dispatch;
     out.combine_s = combine;
-    out.dispatch_hidden_s = out.combine_hidden_s = out.overlap_fill_s = 0;
+    out.dispatch_hidden_s = out.combine_hidden_s = out.overlap_fill_s = out.sm_shared_s = 0;
   } else {
     // Two micro-batches: in each layer one computes while the other communicates. Prefill
     // overlaps one's attention and MoE with the other's dispatch and combine; decode one's
@@ -328,14 +328,20 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
     // communication's path (see the header).
     const double comm = L > 0 ? (dispatch + combine) / L : 0;
     const bool moe_between_phases = compute_.stage == InferenceStage::kDecode;
+    // While the other micro-batch's normal kernels run they hold normal_sms of the GPU's SMs,
+    // and this one's compute runs on the rest: compute c overlapped by communication m takes
+    // c + share × min(m, c / (1 − share)), slower for as long as the communication runs.
+    const double share = normal ? static_cast<double>(compute_.normal_sms) / gpu_->sms : 0.0;
     double compute = 0, step = 0;
-    out.overlap_fill_s = 0;
+    out.overlap_fill_s = out.sm_shared_s = 0;
     for (int l = 0; l < L; ++l) {
       const double moe = layer_compute_[static_cast<size_t>(l)];
       const double c = attention / L + moe;
+      const double shared = share > 0 ? share * std::min(comm, c / (1 - share)) : 0.0;
       const double chain = moe_between_phases ? comm + moe : comm;
-      compute += mb * c;
-      step += mb * std::max(c, chain);
+      compute += mb * (c + shared);
+      out.sm_shared_s += mb * shared;
+      step += mb * std::max(c + shared, chain);
       if (l == 0) out.overlap_fill_s = std::min(c, chain);
     }
     step += out.overlap_fill_s;

@@ -168,10 +168,14 @@ struct Serving {
 
 std::string Breakdown(const Serving& s) {
   const StepCost& c = s.mean;
+  const double moe = c.compute_s - c.attention_s - c.sm_shared_s;
   return fmt::format(
-      "step {:.4g} ms = compute {:.4g} (attention and dense {:.4g}, MoE {:.4g}) + exposed "
+      "step {:.4g} ms = compute {:.4g} (attention and dense {:.4g}, MoE {:.4g}{}) + exposed "
       "dispatch {:.4g} + combine {:.4g}; hidden dispatch {:.4g}, combine {:.4g}",
-      s.step_s * 1e3, c.compute_s * 1e3, c.attention_s * 1e3, (c.compute_s - c.attention_s) * 1e3,
+      s.step_s * 1e3, c.compute_s * 1e3, c.attention_s * 1e3, moe * 1e3,
+      c.sm_shared_s > 0
+          ? fmt::format(", slowed by the all-to-all's SMs {:.4g}", c.sm_shared_s * 1e3)
+          : std::string(),
       c.dispatch_s * 1e3, c.combine_s * 1e3, c.dispatch_hidden_s * 1e3, c.combine_hidden_s * 1e3);
 }
 
@@ -199,6 +203,7 @@ Result<Serving> ServeScenario(const Scenario& s) {
     out.imbalance_ratio += cost.imbalance_ratio / kServingSteps;
     out.mean.compute_s += cost.compute_s / kServingSteps;
     out.mean.attention_s += cost.attention_s / kServingSteps;
+    out.mean.sm_shared_s += cost.sm_shared_s / kServingSteps;
     out.mean.dispatch_s += cost.dispatch_s / kServingSteps;
     out.mean.combine_s += cost.combine_s / kServingSteps;
     out.mean.dispatch_hidden_s += cost.dispatch_hidden_s / kServingSteps;

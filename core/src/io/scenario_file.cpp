@@ -244,6 +244,14 @@ void Validate(Scenario& s, Reader& r) {
                          "multi-token prediction drafts tokens in decode",
                          s.compute.mtp_draft_tokens));
   }
+  if (const GpuSpec* gpu = FindGpuPreset(s.compute.gpu);
+      gpu != nullptr && s.compute.normal_sms >= gpu->sms) {
+    r.FailAt(
+        "compute.normal_sms",
+        fmt::format("compute.normal_sms is {} but the {} has {} SMs; the normal kernels must leave "
+                    "compute at least one (valid: 0 to {})",
+                    s.compute.normal_sms, gpu->name, gpu->sms, gpu->sms - 1));
+  }
   if (s.workload.kind == "trace" && s.workload.trace.empty()) {
     r.FailAt("workload.kind", "workload.kind is 'trace' but workload.trace names no file");
   }
@@ -354,6 +362,7 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
     k.all_to_all = *ParseAllToAllMode(a2a);
     c.Int("micro_batches", k.micro_batches, 1, 2);
     c.Double("normal_nvlink_efficiency", k.normal_nvlink_efficiency, 0, 1, true);
+    c.Int("normal_sms", k.normal_sms, 0, 1000);
     c.Double("low_latency_overhead_us", k.low_latency_overhead_us, 0, kMaxMicroseconds);
     c.Int("mtp_draft_tokens", k.mtp_draft_tokens, 0, 4);
     c.Double("mtp_acceptance", k.mtp_acceptance, 0, 1);
@@ -528,9 +537,10 @@ std::string ScenarioToYaml(const Scenario& s) {
       << Shortest(k.kv_length) << YAML::Key << "all_to_all" << YAML::Value
       << AllToAllModeName(k.all_to_all) << YAML::Key << "micro_batches" << YAML::Value
       << k.micro_batches << YAML::Key << "normal_nvlink_efficiency" << YAML::Value
-      << Shortest(k.normal_nvlink_efficiency) << YAML::Key << "low_latency_overhead_us"
-      << YAML::Value << Shortest(k.low_latency_overhead_us) << YAML::Key << "mtp_draft_tokens"
-      << YAML::Value << k.mtp_draft_tokens << YAML::Key << "mtp_acceptance" << YAML::Value
+      << Shortest(k.normal_nvlink_efficiency) << YAML::Key << "normal_sms" << YAML::Value
+      << k.normal_sms << YAML::Key << "low_latency_overhead_us" << YAML::Value
+      << Shortest(k.low_latency_overhead_us) << YAML::Key << "mtp_draft_tokens" << YAML::Value
+      << k.mtp_draft_tokens << YAML::Key << "mtp_acceptance" << YAML::Value
       << Shortest(k.mtp_acceptance) << YAML::EndMap;
   out << YAML::Key << "workload" << YAML::Value << YAML::BeginMap << YAML::Key << "kind"
       << YAML::Value << s.workload.kind << YAML::Key << "tokens_per_step" << YAML::Value

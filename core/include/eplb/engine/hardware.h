@@ -18,6 +18,7 @@ struct GpuSpec {
   double hbm_gbps = 0;     // HBM bandwidth, 10^9 B/s
   double nvlink_gbps = 0;  // NVLink per GPU per direction (half the "bidirectional" figure)
   double nic_gbps = 0;     // the rail NIC per GPU of the reference system, per direction
+  int sms = 0;             // streaming multiprocessors: what compute shares with SM-driven copies
   std::string_view source;
 };
 

@@ -102,7 +102,11 @@ struct ComputeSpec {
   AllToAllMode all_to_all = AllToAllMode::kBulk;
   int micro_batches = 1;
   double normal_nvlink_efficiency = 0.85;  // normal kernels' SM-driven NVLink copies
-  double low_latency_overhead_us = 30;     // low-latency kernels' fixed cost per phase
+  // `normal`: the SMs DeepEP's normal kernels hold while they run beside compute (two
+  // micro-batches); compute gets the rest (step_model.h). DeepEP's README sets 24
+  // (Buffer.set_num_sms); 0 leaves them unpriced. The low-latency kernels in hook mode hold none.
+  int normal_sms = 0;
+  double low_latency_overhead_us = 30;  // low-latency kernels' fixed cost per phase
   // Multi-token prediction in decode (DeepSeek-V3 §2.2, §5.4.3): each sequence runs
   // 1 + mtp_draft_tokens tokens through the model per step and emits 1 + acceptance × drafts
   // of them (the second token is accepted 85–90% of the time).

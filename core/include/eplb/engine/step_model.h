@@ -58,6 +58,16 @@
 //                             MoE lies on the communication's path as well as on the SMs:
 //                             step = Σ_l max(2·c_l, 2·(m + e_l)) + min(c_0, m + e_0)
 //                  The communication that shows is what compute does not hide.
+//   SMs shared     with two micro-batches and DeepEP's normal kernels, the kernels that run
+//                  beside compute hold compute.normal_sms of the GPU's S SMs (24, set by
+//                  Buffer.set_num_sms in DeepEP's README), and compute runs on the rest
+//                  meanwhile: with f = normal_sms / S, compute c overlapped by communication m
+//                  takes c + f · min(m, c / (1 − f)), which replaces c in the step formula above.
+//                  The low-latency kernels in hook mode hold no SMs (DeepSeek's profile-data
+//                  README, of decode). In DeepSeek's prefill profile the communication covers
+//                  most of a layer, so this adds ~14% to compute (StepCost::sm_shared_s), as
+//                  LMSYS's breakdown of the profile finds its kernels slower than peak ×
+//                  efficiency.
 //   MTP            decode with multi-token prediction (compute.mtp_draft_tokens d): each
 //                  sequence runs 1 + d tokens through every layer (the workload's loads and the
 //                  dense work scale with them), but its KV cache is read once per step.
@@ -90,8 +100,10 @@ struct PhaseFlow {
 struct StepCost {
   double compute_s = 0;    // attention and MoE work (with two micro-batches, both of them)
   double attention_s = 0;  // the attention and dense layers' part of compute_s
-  double dispatch_s = 0;   // the dispatch time that compute does not hide
-  double combine_s = 0;    // likewise combine
+  // The part of compute_s lost to the normal kernels' SMs (compute.normal_sms) beside it.
+  double sm_shared_s = 0;
+  double dispatch_s = 0;  // the dispatch time that compute does not hide
+  double combine_s = 0;   // likewise combine
   // With two micro-batches, the communication time hidden behind compute, per phase.
   double dispatch_hidden_s = 0, combine_hidden_s = 0;
   double overlap_fill_s = 0;   // with two micro-batches, the compute no communication overlaps
