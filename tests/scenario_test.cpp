@@ -357,5 +357,43 @@ TEST(Workload, GeneratorIsDeterministicSkewedAndDrifts) {
   EXPECT_NE(hot_before, hot_after);
 }
 
+// Uniform popularity, so every count has the same mean: the counts' spread over 50 layers × 64
+// experts is their variance, Poisson's (the mean) plus mean² · (e^{σ²} − 1) / N for N sequences
+// that route alike.
+TEST(Workload, SequencesThatRouteAlikeSpreadTheCountsByTheirVariance) {
+  const auto spread = [](std::vector<std::string> more) {
+    more.insert(more.end(), {"model.layers=50", "model.experts=64", "model.groups=8",
+                             "eplb.num_redundant_experts=0", "cluster.nodes=1", "workload.sigma=0",
+                             "workload.drift=0"});
+    auto s = ParseScenario("", "d", more);
+    EXPECT_TRUE(s.ok()) << s.status().message();
+    LoadMatrix load;
+    (*MakeWorkload(*s))->Next(load);
+    const double mean = load.mean();
+    return std::pair{mean, (load.array() - mean).square().mean()};
+  };
+  const double expected_mean = 16384.0 * 8 / 64;
+  const auto [mean, poisson] = spread({});
+  EXPECT_NEAR(mean, expected_mean, 0.01 * expected_mean);
+  EXPECT_NEAR(poisson, expected_mean, 0.1 * expected_mean);
+  // Four prompts of 4,096 tokens at σ = 0.67: a standard deviation of ~38% of the mean, where
+  // 16,384 independent tokens spread 2%.
+  const double four = expected_mean + expected_mean * expected_mean * std::expm1(0.67 * 0.67) / 4;
+  EXPECT_NEAR(spread({"workload.sequence_tokens=4096"}).second, four, 0.1 * four);
+  const double many = expected_mean + expected_mean * expected_mean * std::expm1(0.67 * 0.67) / 64;
+  EXPECT_NEAR(spread({"workload.sequence_tokens=256"}).second, many, 0.1 * many);
+  // No noise: every count is its expectation, sequences or not; σ = 0: tokens route on their own.
+  EXPECT_EQ(spread({"workload.sequence_tokens=4096", "workload.noise=false"}).second, 0);
+  EXPECT_NEAR(spread({"workload.sequence_tokens=4096", "workload.sequence_sigma=0"}).second,
+              expected_mean, 0.1 * expected_mean);
+  // A sequence brings at most a step's tokens.
+  auto big = ParseScenario("", "d", {"workload.sequence_tokens=20000"});
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(
+      big.status().message().find("workload.sequence_tokens is 20000 but a step runs 16384 tokens"),
+      std::string::npos)
+      << big.status().message();
+}
+
 }  // namespace
 }  // namespace eplb

@@ -42,14 +42,29 @@ class NormalTable {
   std::vector<double> table_ = std::vector<double>(1 << 16);
 };
 
-// Counts for one layer: `total` assignments spread by `share` (sums to 1), with Poisson-like
-// noise (normal approximation) when `noise`.
-void Sample(const double* share, int experts, double total, bool noise, NormalTable& normal,
-            double* out) {
+// Counts for one layer: `total` assignments spread by `share` (sums to 1). With `noise`, each
+// count is drawn around its mean from a normal with the variance of Poisson sampling plus that
+// of sequences routing alike: N sequences per step whose log-popularity deviates from the
+// layer's by N(0, σ²) each add mean² · (e^{σ²} − 1) / N (`sequence_variance` is the factor
+// (e^{σ²} − 1) / N; 0 when tokens route on their own). The first two moments are those of
+// drawing each sequence's multipliers, at a cost that does not grow with N.
+void Sample(const double* share, int experts, double total, bool noise, double sequence_variance,
+            NormalTable& normal, double* out) {
   for (int e = 0; e < experts; ++e) {
     const double mean = total * share[e];
-    out[e] = noise ? std::max(0.0, std::round(mean + std::sqrt(mean) * normal.Next())) : mean;
+    out[e] =
+        noise ? std::max(0.0, std::round(mean + std::sqrt(mean + mean * mean * sequence_variance) *
+                                                    normal.Next()))
+              : mean;
   }
+}
+
+// (e^{σ²} − 1) / N for a step of `tokens` in the workload's sequences, N = tokens /
+// sequence_tokens (at least one).
+double SequenceVariance(const WorkloadSpec& w, double tokens) {
+  if (w.sequence_tokens <= 0 || w.sequence_sigma <= 0 || tokens <= 0) return 0;
+  const double sequences = std::max(1.0, tokens / w.sequence_tokens);
+  return std::expm1(w.sequence_sigma * w.sequence_sigma) / sequences;
 }
 
 class GeneratorWorkload final : public Workload {
@@ -61,6 +76,7 @@ class GeneratorWorkload final : public Workload {
         total_(s.tokens_per_forward() * s.model.top_k),
         rng_(s.run.seed * 0x9e3779b97f4a7c15ULL + 17),
         normal_(s.run.seed + 101),
+        sequence_variance_(SequenceVariance(s.workload, s.tokens_per_forward())),
         log_pop_(static_cast<size_t>(layers_) * experts_),
         share_(static_cast<size_t>(experts_)) {
     std::normal_distribution<double> n(0.0, 1.0);
@@ -95,7 +111,8 @@ class GeneratorWorkload final : public Workload {
       double sum = 0;
       for (int e = 0; e < experts_; ++e) sum += share_[e] = std::exp(lp[e] - max);
       for (int e = 0; e < experts_; ++e) share_[e] /= sum;
-      Sample(share_.data(), experts_, total_, spec_.noise, normal_, load.row(l).data());
+      Sample(share_.data(), experts_, total_, spec_.noise, sequence_variance_, normal_,
+             load.row(l).data());
     }
     ++step_;
   }
@@ -119,6 +136,7 @@ class GeneratorWorkload final : public Workload {
   double total_;
   std::mt19937_64 rng_;
   NormalTable normal_;
+  double sequence_variance_;
   std::vector<double> log_pop_;
   std::vector<double> share_;
   std::vector<PhaseChange> phases_;
@@ -149,6 +167,7 @@ class DistributionWorkload final : public Workload {
     for (Eigen::Index l = 0; l < share_.rows(); ++l) {
       const double sum = share_.row(l).sum();
       totals_.push_back(sum);
+      sequence_variance_.push_back(SequenceVariance(s.workload, sum / s.model.top_k));
       if (sum > 0) share_.row(l) /= sum;
     }
     noise_ = s.workload.noise;
@@ -156,8 +175,8 @@ class DistributionWorkload final : public Workload {
   void Next(LoadMatrix& load) override {
     load.resize(share_.rows(), share_.cols());
     for (Eigen::Index l = 0; l < share_.rows(); ++l) {
-      Sample(share_.row(l).data(), static_cast<int>(share_.cols()), totals_[l], noise_, normal_,
-             load.row(l).data());
+      Sample(share_.row(l).data(), static_cast<int>(share_.cols()), totals_[l], noise_,
+             sequence_variance_[l], normal_, load.row(l).data());
     }
   }
 
@@ -166,6 +185,7 @@ class DistributionWorkload final : public Workload {
   std::vector<double> totals_;
   bool noise_ = true;
   NormalTable normal_;
+  std::vector<double> sequence_variance_;  // per layer
 };
 
 }  // namespace

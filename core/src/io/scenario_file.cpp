@@ -252,6 +252,13 @@ void Validate(Scenario& s, Reader& r) {
                     "compute at least one (valid: 0 to {})",
                     s.compute.normal_sms, gpu->name, gpu->sms, gpu->sms - 1));
   }
+  if (s.workload.sequence_tokens > s.tokens_per_forward()) {
+    r.FailAt(
+        "workload.sequence_tokens",
+        fmt::format("workload.sequence_tokens is {} but a step runs {} tokens; a sequence "
+                    "brings at most a step's tokens (valid: 0 to {})",
+                    s.workload.sequence_tokens, s.tokens_per_forward(), s.tokens_per_forward()));
+  }
   if (s.workload.kind == "trace" && s.workload.trace.empty()) {
     r.FailAt("workload.kind", "workload.kind is 'trace' but workload.trace names no file");
   }
@@ -377,6 +384,8 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
     w.Double("zipf_s", s.workload.zipf_s, 0, 20);
     w.Double("drift", s.workload.drift, 0, 1);
     w.Bool("noise", s.workload.noise);
+    w.Int("sequence_tokens", s.workload.sequence_tokens, 0, 1 << 30);
+    w.Double("sequence_sigma", s.workload.sequence_sigma, 0, 20);
     w.String("trace", s.workload.trace);
     const YAML::Node phases = w.Take("phases");
     if (phases && !phases.IsNull()) {
@@ -548,7 +557,9 @@ std::string ScenarioToYaml(const Scenario& s) {
       << s.workload.popularity << YAML::Key << "sigma" << YAML::Value << Shortest(s.workload.sigma)
       << YAML::Key << "zipf_s" << YAML::Value << Shortest(s.workload.zipf_s) << YAML::Key << "drift"
       << YAML::Value << Shortest(s.workload.drift) << YAML::Key << "noise" << YAML::Value
-      << s.workload.noise;
+      << s.workload.noise << YAML::Key << "sequence_tokens" << YAML::Value
+      << s.workload.sequence_tokens << YAML::Key << "sequence_sigma" << YAML::Value
+      << Shortest(s.workload.sequence_sigma);
   out << YAML::Key << "phases" << YAML::Value << YAML::BeginSeq;
   for (const PhaseChange& p : s.workload.phases) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "step" << YAML::Value << p.step << YAML::Key

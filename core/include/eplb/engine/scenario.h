@@ -127,6 +127,11 @@ struct WorkloadSpec {
   double zipf_s = 1.0;                   // zipf: exponent
   double drift = 0.002;                  // per-step random walk of log-popularity
   bool noise = true;                     // per-step sampling noise on the counts
+  // Tokens come in sequences that route alike (workload.h): each sequence brings this many
+  // tokens to a step (a prefill's prompt length; 0: every token routes on its own), and its
+  // experts' log-popularity deviates from the layer's by a normal of this spread.
+  int sequence_tokens = 0;
+  double sequence_sigma = 0.67;  // DeepSeek-V2-Lite's prompts of ≥ 1,000 tokens (scenarios/README)
   std::vector<PhaseChange> phases;
   std::string trace;  // kind: trace; resolved against the scenario file's folder
 };

@@ -3,7 +3,10 @@
 // The generator draws, per layer, a popularity over experts (log-normal or Zipf, a random hot
 // set per layer), lets it drift (a random walk of log-popularity per step), switches hot sets at
 // phase changes (a fraction of experts swap popularity), and counts tokens × top-k assignments
-// per step with sampling noise. Replay reads recorded loads in any layout ReadLoadSeries
+// per step with sampling noise. Tokens that come in sequences (workload.sequence_tokens) route
+// alike: a sequence's experts deviate from the layer's popularity together, so a step of few long
+// prompts is further from the mean than as many independent tokens; the counts carry that
+// variance (workload.cpp, Sample). Replay reads recorded loads in any layout ReadLoadSeries
 // accepts (formats/load_file.h: CSV wide or long, JSON, SGLang and vLLM `.pt` dumps, TensorRT-LLM
 // statistics): a recording of several steps replays step by step; a single matrix is a fixed
 // distribution sampled per step. Recorded steps
