@@ -175,7 +175,8 @@ Status SimStepRunner::RunStep(const StepCost& cost, bool contended) {
 // A phase's flows start together, one per GPU port (StepModel::AllToAllFlows) between the GPU
 // and its node's port host; each link class then takes its layers × latency plus the drain time
 // of its flows, and the phase lasts as long as the slower class.
-// The low-latency kernels' fixed cost comes on top of the flows.
+// The low-latency kernels' fixed cost comes on top of the flows, and the phase lasts at least
+// its analytic time (`idle_time`).
 void SimStepRunner::Phase(const StepCost& cost, bool combine, double idle_time) {
   const double start = sg4::Engine::get_clock();
   const std::vector<PhaseFlow> flows = model_.AllToAllFlows(cost, combine);
@@ -196,8 +197,9 @@ void SimStepRunner::Phase(const StepCost& cost, bool combine, double idle_time) 
   for (size_t i = 0; i < flows.size(); ++i) {
     end = std::max(end, finish[i] + model_.PhaseLatency(flows[i].link));
   }
-  const double overhead = model_.PhaseOverhead();
-  if (overhead > 0) end = std::max(start + idle_time, end + overhead);
+  // The flows carry the step's bytes per port; each layer's phase waits for its own busiest
+  // port (step_model.h), so the phase never ends before its time on idle links.
+  end = std::max(start + idle_time, end + model_.PhaseOverhead());
   sg4::this_actor::sleep_until(end);
 }
 

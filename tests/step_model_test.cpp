@@ -261,6 +261,33 @@ TEST(TwoMicroBatches, NormalKernelsTakeTheirSmsFromTheComputeTheyOverlap) {
       << all.status().message();
 }
 
+TEST(AllToAllModes, EachLayerWaitsForItsOwnBusiestPort) {
+  // Two layers, slots [0, 1 | 0, 2] in both: GPU 0 gets 6 tokens in layer 0 and 10 in layer 1,
+  // GPU 1 the reverse, so over the step both ports carry 16 tokens' bytes, but in each layer the
+  // busiest carries 10: a phase takes 2 layers × 2 µs + 2 × 10 × 1,000 bytes at 1 GB/s = 24 µs,
+  // not the 20 µs the step's totals would give.
+  auto s = ParseScenario("", "t",
+                         {"model.layers=2", "model.experts=3", "model.groups=1", "model.top_k=1",
+                          "model.hidden=1000", "model.activation_bytes=2", "cluster.nodes=1",
+                          "cluster.gpus_per_node=2", "eplb.num_redundant_experts=1",
+                          "cluster.nvlink={bandwidth_gbps: 1, latency_us: 2, efficiency: 1}"});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  LoadMatrix load(2, 3);
+  load << 8, 2, 6, 8, 6, 2;
+  StepModel model(*s);
+  StepCost cost;
+  model.Cost(load, *Placement::Create(3, {{0, 1, 0, 2}, {0, 1, 0, 2}}), cost);
+  EXPECT_DOUBLE_EQ(cost.send[0][0], 16000);
+  EXPECT_DOUBLE_EQ(cost.recv[0][1], 16000);
+  EXPECT_DOUBLE_EQ(cost.layer_busiest_bytes[0], 20000);
+  EXPECT_NEAR(cost.dispatch_s, 24e-6, 1e-15);
+  // The same loads in both layers: every layer's busiest port is the step's, 4 + 20 µs again.
+  load << 8, 2, 6, 8, 2, 6;
+  model.Cost(load, *Placement::Create(3, {{0, 1, 0, 2}, {0, 1, 0, 2}}), cost);
+  EXPECT_DOUBLE_EQ(cost.layer_busiest_bytes[0], 20000);
+  EXPECT_NEAR(cost.dispatch_s, 24e-6, 1e-15);
+}
+
 TEST(MultiTokenPrediction, DraftsShareTheirSequencesCacheReadAndMultiplyTheWork) {
   // The same 16 tokens in decode, now 8 sequences of 1 + 1 draft: the KV cache is read once per
   // sequence, half the bytes of 16 sequences: 8 × 100 × 1000 / 2 bytes less.

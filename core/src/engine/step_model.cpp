@@ -116,11 +116,38 @@ double StepModel::PhaseTime(const StepCost& cost, double scale) const {
     for (size_t g = 0; g < cost.send[c].size(); ++g)
       busiest =
           std::max(busiest, std::max(cost.send[c][g], cost.recv[c][g]) * slowdowns_.link[c][g]);
+    // Each layer's phase waits for that layer's busiest port, which can differ by layer.
+    busiest = std::max(busiest, cost.layer_busiest_bytes[c]);
     if (busiest > 0)
       phase = std::max(
           phase, layers_ * topology_.link(link).latency_s + busiest * scale / PhaseBandwidth(link));
   }
   return phase > 0 ? phase + PhaseOverhead() / compute_.micro_batches : 0.0;
+}
+
+void StepModel::LayerBusiestPorts(double layer_assignments, StepCost& out) {
+  const int G = topology_.num_ranks(), gpn = topology_.gpus_per_node();
+  const bool ranks_changed = !lost_.empty();
+  const int Gs = ranks_changed ? serving_count_ : G;
+  std::vector<double>& node = node_layer_;
+  std::fill(node.begin(), node.end(), 0.0);
+  for (int g = 0; g < G; ++g) node[topology_.node_of_rank(g)] += gpu_layer_[g];
+  const double per_assignment = dispatch_bytes_per_token_ / Gs;
+  double busiest[kNumLinkClasses] = {0, 0};
+  for (int g = 0; g < G; ++g) {
+    const int n = topology_.node_of_rank(g);
+    const double t = gpu_layer_[g], in_node = node[static_cast<size_t>(n)];
+    // As the step's port bytes in Cost, for this layer alone.
+    const bool source = !ranks_changed || serving_[g];
+    const int node_sources = ranks_changed ? serving_in_node_[static_cast<size_t>(n)] : gpn;
+    const double rdma_in = t * (Gs - node_sources) * per_assignment,
+                 nvlink_out = source ? (in_node - t) * per_assignment : 0.0,
+                 rdma_out = source ? (layer_assignments - in_node) * per_assignment : 0.0,
+                 nvlink_in = t * (node_sources - (source ? 1 : 0)) * per_assignment;
+    busiest[0] = std::max(busiest[0], std::max(nvlink_out, nvlink_in) * slowdowns_.link[0][g]);
+    busiest[1] = std::max(busiest[1], std::max(rdma_out, rdma_in) * slowdowns_.link[1][g]);
+  }
+  for (int c = 0; c < kNumLinkClasses; ++c) out.layer_busiest_bytes[c] += busiest[c];
 }
 
 double StepModel::RooflineMoe(double tokens, int loaded_experts) const {
@@ -170,9 +197,10 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
   if (normal) {
     for (auto* v : {&out.send[0], &out.send[1], &out.recv[1]})
       v->assign(static_cast<size_t>(G), 0.0);
-    gpu_layer_.resize(static_cast<size_t>(G));
-    node_layer_.resize(static_cast<size_t>(nodes));
   }
+  gpu_layer_.resize(static_cast<size_t>(G));
+  node_layer_.resize(static_cast<size_t>(nodes));
+  for (double& b : out.layer_busiest_bytes) b = 0;
   if (normal) {
     nvlink_counted_.assign(static_cast<size_t>(G), 0.0);
     normal_nvlink_recv_.assign(static_cast<size_t>(G), 0.0);
@@ -205,7 +233,7 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
     double total = 0, max = 0, slowest = 0;
     for (int g = 0; g < G; ++g) {
       if (ranks_changed && lost_[g]) {
-        if (normal) gpu_layer_[g] = 0;
+        gpu_layer_[g] = 0;
         continue;
       }
       double t = 0;
@@ -224,7 +252,7 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
           roofline ? compute_.layer_fixed_us * 1e-6 + RooflineMoe(t * mb_share, loaded)
                    : compute_.layer_fixed_us * 1e-6 + compute_.per_token_us * 1e-6 * t * mb_share;
       slowest = std::max(slowest, moe * slowdowns_.compute[g]);
-      if (normal) gpu_layer_[g] = t;
+      gpu_layer_[g] = t;
     }
     layer_compute_[l] = slowest;
     all_tokens += total;
@@ -237,7 +265,11 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
       imbalance += (max - mean) / mean;
       ++loaded_layers;
     }
-    if (!normal || total <= 0) continue;
+    if (total <= 0) continue;
+    if (!normal) {
+      LayerBusiestPorts(total, out);
+      continue;
+    }
     // DeepEP's normal kernels: per remote node reached, one RDMA copy to the GPU of the same
     // rail, which forwards over NVLink to each GPU reached there (see the header).
     const double k = shape_.top_k, tokens = total / k, per_source = tokens / Gs;
@@ -257,24 +289,35 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
     }
     for (int g = 0; g < G; ++g) gpu_layer_[g] = 1 - std::pow(1 - gpu_layer_[g] / total, k);
     rdma_counted += per_source * nodes_reached * dispatch_bytes_per_token_;
+    double busiest[kNumLinkClasses] = {0, 0};
     for (int n = 0; n < nodes; ++n) {
       double node_reached = 0;
       for (int g = n * gpn; g < (n + 1) * gpn; ++g) node_reached += gpu_layer_[g];
       const double h = node_layer_[static_cast<size_t>(n)];
       for (int g = n * gpn; g < (n + 1) * gpn; ++g) {
         const double d = gpu_layer_[g], b = dispatch_bytes_per_token_;
+        const double nvlink_in = tokens * d * (gpn - 1) / gpn * b;
         if (ranks_changed && (lost_[g] || !serving_[g])) {
           // A lost GPU moves nothing; an idle one only receives for the experts it holds.
-          if (!lost_[g]) normal_nvlink_recv_[g] += tokens * d * (gpn - 1) / gpn * b;
+          if (!lost_[g]) {
+            normal_nvlink_recv_[g] += nvlink_in;
+            busiest[0] = std::max(busiest[0], nvlink_in * slowdowns_.link[0][g]);
+          }
           continue;
         }
-        out.send[1][g] += per_source * (nodes_reached - h) * b;
-        out.recv[1][g] += (nodes - 1) * per_source * h * b;
-        out.send[0][g] += tokens * (node_reached - d) / gpn * b;
-        normal_nvlink_recv_[g] += tokens * d * (gpn - 1) / gpn * b;
+        const double rdma_out = per_source * (nodes_reached - h) * b,
+                     rdma_in = (nodes - 1) * per_source * h * b,
+                     nvlink_out = tokens * (node_reached - d) / gpn * b;
+        out.send[1][g] += rdma_out;
+        out.recv[1][g] += rdma_in;
+        out.send[0][g] += nvlink_out;
+        normal_nvlink_recv_[g] += nvlink_in;
         nvlink_counted_[g] += tokens * d * b;
+        busiest[0] = std::max(busiest[0], std::max(nvlink_out, nvlink_in) * slowdowns_.link[0][g]);
+        busiest[1] = std::max(busiest[1], std::max(rdma_out, rdma_in) * slowdowns_.link[1][g]);
       }
     }
+    for (int c = 0; c < kNumLinkClasses; ++c) out.layer_busiest_bytes[c] += busiest[c];
   }
   if (normal) {
     gpu_sum = normal_nvlink_recv_;

@@ -39,7 +39,10 @@
 //                  group-limited routing (model.topk_groups).
 //   a2a phase      per link class: layers × latency + the busiest port's bytes / bandwidth; the
 //                  two classes overlap, so a phase lasts as long as the slower class, plus
-//                  layers × low_latency_overhead in low-latency mode
+//                  layers × low_latency_overhead in low-latency mode. Every layer's dispatch and
+//                  combine wait for that layer's busiest port, so the bytes are
+//                  Σ_l max_g port bytes(l, g), not max_g Σ_l: where different GPUs are hottest in
+//                  different layers, each layer pays for its own (StepCost::layer_busiest_bytes)
 //   faults         while a straggler fault holds (scenario.h), its GPU's MoE work and
 //                  attention take × factor, so it may become the layer's straggler and the
 //                  step's attention waits for it; while a link fault holds, the GPU's ports of
@@ -112,6 +115,9 @@ struct StepCost {
   std::vector<double> layer_mean, layer_max;  // per layer: mean and busiest GPU's tokens
   // Per link class and rank, the bytes each GPU sends and receives in dispatch, over the step.
   std::vector<double> send[kNumLinkClasses], recv[kNumLinkClasses];
+  // Per link class, Σ over layers of that layer's busiest port (its bytes × the port's link
+  // slowdown): each layer's phase waits for its own busiest GPU.
+  double layer_busiest_bytes[kNumLinkClasses] = {0, 0};
   double combine_bytes_ratio = 1;  // combine's bytes per dispatch byte
   // The bytes DeepEP's benchmarks divide by a phase's time to print its "bottleneck bandwidth",
   // for the busiest GPU (dispatch; combine's are these × combine_bytes_ratio): normal kernels
@@ -172,6 +178,9 @@ class StepModel {
   // One micro-batch's dispatch phase, whose port bytes are `scale` × the step's.
   double PhaseTime(const StepCost& cost, double scale) const;
   void PortBytes(const LoadMatrix& load, const Placement& placement, StepCost& out);
+  // Bulk and low-latency modes: adds the current layer's busiest port per link class (from
+  // gpu_layer_, the layer's tokens per GPU, and its `layer_assignments`) to `out`.
+  void LayerBusiestPorts(double layer_assignments, StepCost& out);
 
   Topology topology_;
   ComputeSpec compute_;
