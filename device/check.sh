@@ -72,9 +72,27 @@ else
 fi
 # NCCL is not bundled (218 MB): the machine's PyTorch brings it as the wheel nvidia-nccl-cu13.
 nccl_dir=""
-for py in python3 /opt/torch/.venv/bin/python3; do
-  d=$("$py" -c 'import nvidia.nccl, os; print(os.path.join(os.path.dirname(nvidia.nccl.__file__), "lib"))' 2>/dev/null) || continue
-  [ -d "$d" ] && nccl_dir=$d && break
+# The wheel is a namespace package (no __init__.py, so no __file__): look through its __path__,
+# then through each site-packages folder of the interpreter, for lib/libnccl.so.2.
+find_nccl='
+import importlib.util, os, site, sys
+places = []
+try:
+    spec = importlib.util.find_spec("nvidia.nccl")
+    places += list(spec.submodule_search_locations or []) if spec else []
+except (ImportError, ValueError):
+    pass
+roots = list(getattr(site, "getsitepackages", lambda: [])()) + [site.getusersitepackages()] + sys.path
+places += [os.path.join(r, "nvidia", "nccl") for r in roots if r]
+for p in places:
+    if os.path.isfile(os.path.join(p, "lib", "libnccl.so.2")):
+        print(os.path.join(p, "lib"))
+        break
+'
+for py in python3 /usr/bin/python3 /opt/torch/.venv/bin/python3; do
+  command -v "$py" >/dev/null 2>&1 || continue
+  d=$("$py" -c "$find_nccl" 2>/dev/null) || continue
+  [ -n "$d" ] && [ -d "$d" ] && nccl_dir=$d && break
 done
 if [ -x "$build/bundle/bin/eplb" ]; then
   bin=$build/bundle/bin

@@ -577,15 +577,20 @@ Status DeviceBackend::ExecuteRound(const StagingTarget& target, const Round& rou
     for (const Flow& flow : round.flows) {
       const bool receives = flow.dst_rank == target.rank, sends = flow.src_rank == target.rank;
       if (!receives && !sends) continue;
+      // A flow to itself posts both halves: NCCL refuses a receive from self without the
+      // matching send in the same group ("Trying to recv to self without a matching send").
       for (int32_t i : flow.transfers) {
         if (!issued.ok()) break;
         const Transfer& t = transfers[i];
-        const ncclResult_t r = receives ? ncclRecv(staged(target.buffer, t.dst_slot), expert_bytes_,
-                                                   ncclUint8, flow.src_rank, s.comm, stream)
-                                        : ncclSend(live(target.layer, t.src_slot), expert_bytes_,
-                                                   ncclUint8, flow.dst_rank, s.comm, stream);
-        if (r != ncclSuccess && r != ncclInProgress) {
-          issued = NcclStatus(r, receives ? "ncclRecv" : "ncclSend", at);
+        if (sends) {
+          const ncclResult_t r = ncclSend(live(target.layer, t.src_slot), expert_bytes_, ncclUint8,
+                                          flow.dst_rank, s.comm, stream);
+          if (r != ncclSuccess && r != ncclInProgress) issued = NcclStatus(r, "ncclSend", at);
+        }
+        if (receives && issued.ok()) {
+          const ncclResult_t r = ncclRecv(staged(target.buffer, t.dst_slot), expert_bytes_,
+                                          ncclUint8, flow.src_rank, s.comm, stream);
+          if (r != ncclSuccess && r != ncclInProgress) issued = NcclStatus(r, "ncclRecv", at);
         }
       }
     }
