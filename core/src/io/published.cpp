@@ -174,7 +174,7 @@ std::string Breakdown(const Serving& s) {
       "dispatch {:.4g} + combine {:.4g}; hidden dispatch {:.4g}, combine {:.4g}",
       s.step_s * 1e3, c.compute_s * 1e3, c.attention_s * 1e3, moe * 1e3,
       c.sm_shared_s > 0
-          ? fmt::format(", slowed by the all-to-all's SMs {:.4g}", c.sm_shared_s * 1e3)
+          ? fmt::format(", slowed by the normal kernels' SMs {:.4g}", c.sm_shared_s * 1e3)
           : std::string(),
       c.dispatch_s * 1e3, c.combine_s * 1e3, c.dispatch_hidden_s * 1e3, c.combine_hidden_s * 1e3);
 }
