@@ -107,23 +107,29 @@ const std::vector<std::string> kRoofline = {
     "model.kv_bytes_per_token=1000", "compute.kv_length=100"};
 
 TEST(RooflineStepModel, PricesMoeAndAttentionByHand) {
-  const StepCost cost = CostOf(TwoGpus(kRoofline));
-  // H800: 1,979 TFLOPS FP8, 3,350 GB/s; both at half. GPU 1 is the straggler: 10 assignments to
-  // two loaded experts. Its GEMMs are 6 × 1000 × 1000 × 10 FLOPs (60 ns at 989.5 TFLOPS), its
-  // bytes 2 experts × 1e6 + 10 × 1000 × (2 in + 2 out): memory-bound.
-  const double hbm = 3350e9 * 0.5;
-  const double moe = (2 * 1e6 + 10 * 1000.0 * 4) / hbm;
+  std::vector<std::string> weights = kRoofline;
+  weights.push_back("compute.weight_hbm_efficiency=0.25");
+  const StepCost cost = CostOf(TwoGpus(weights));
+  // H800: 1,979 TFLOPS FP8, 3,350 GB/s; both at half, weight streaming at a quarter. GPU 1 is
+  // the straggler: 10 assignments to two loaded experts. Its GEMMs are 6 × 1000 × 1000 × 10
+  // FLOPs (60 ns at 989.5 TFLOPS), its bytes 2 experts × 1e6 of weights + 10 × 1000 × (2 in
+  // + 2 out) of activations: memory-bound.
+  const double hbm = 3350e9 * 0.5, weight_hbm = 3350e9 * 0.25;
+  const double moe = 2 * 1e6 / weight_hbm + 10 * 1000.0 * 4 / hbm;
   EXPECT_LT(6.0 * 1000 * 1000 * 10 / (1979e12 * 0.5), moe);
-  // 16 tokens over 2 GPUs: 8 each. Dense GEMMs 2 × 1e9 × 8 FLOPs = 16.2 µs at FP8, attention
-  // 1e6 × 100 × 8 = 1.6 µs at BF16, against 1e9 weight bytes + 8 × 100 × 1000 / 128 of KV cache
-  // read (prefill: once per 128-query tile) = 597 µs: memory-bound too.
-  const double attention = (1e9 + 8 * 100 * 1000.0 / 128) / hbm;
+  // 16 tokens over 2 GPUs: 8 each. The dense GEMMs' 2 × 1e9 × 8 FLOPs take 16.2 µs at FP8, their
+  // 1e9 weight bytes 1,194 µs: memory-bound. Attention's 1e6 × 100 × 8 FLOPs take 1.6 µs at BF16,
+  // its 8 × 100 × 1000 / 128 bytes of KV cache (prefill reads it once per 128-query tile) 4 ns:
+  // compute-bound. Separate kernels: the times add.
+  const double attention = 1e9 / weight_hbm + 1e6 * 100 * 8 / (989e12 * 0.5);
   EXPECT_NEAR(cost.compute_s, attention + 10e-6 + moe, 1e-12 * cost.compute_s);
-  // In decode each token reads its own cache: 8 × 100 × 1000 bytes.
-  std::vector<std::string> decode = kRoofline;
+  // With 1 MB of cache per position attention is memory-bound in both stages, and in decode each
+  // token reads its own cache: 8 × 100 × 1e6 bytes, against 1/128 of that in prefill.
+  weights.push_back("model.kv_bytes_per_token=1e6");
+  std::vector<std::string> decode = weights;
   decode.push_back("compute.stage=decode");
-  EXPECT_NEAR(CostOf(TwoGpus(decode)).compute_s - cost.compute_s,
-              8 * 100 * 1000.0 * (1 - 1.0 / 128) / hbm, 1e-15);
+  EXPECT_NEAR(CostOf(TwoGpus(decode)).compute_s - CostOf(TwoGpus(weights)).compute_s,
+              8 * 100 * 1e6 * (1 - 1.0 / 128) / hbm, 1e-12);
 }
 
 TEST(RooflineStepModel, KernelsBetweenTheGemmsAddTheirBytesAtHbmSpeed) {
@@ -289,15 +295,17 @@ TEST(AllToAllModes, EachLayerWaitsForItsOwnBusiestPort) {
 }
 
 TEST(MultiTokenPrediction, DraftsShareTheirSequencesCacheReadAndMultiplyTheWork) {
-  // The same 16 tokens in decode, now 8 sequences of 1 + 1 draft: the KV cache is read once per
-  // sequence, half the bytes of 16 sequences: 8 × 100 × 1000 / 2 bytes less.
+  // The same 16 tokens in decode, now 8 sequences of 1 + 1 draft: the KV cache (1 MB a position,
+  // so attention is memory-bound) is read once per sequence, half the bytes of 16 sequences:
+  // 8 × 100 × 1e6 / 2 bytes less.
   std::vector<std::string> decode = kRoofline;
   decode.push_back("compute.stage=decode");
+  decode.push_back("model.kv_bytes_per_token=1e6");
   std::vector<std::string> mtp = decode;
   mtp.push_back("compute.mtp_draft_tokens=1");
   const double hbm = 3350e9 * 0.5;
   EXPECT_NEAR(CostOf(TwoGpus(decode)).compute_s - CostOf(TwoGpus(mtp)).compute_s,
-              8 * 100 * 1000.0 / 2 / hbm, 1e-15);
+              8 * 100 * 1e6 / 2 / hbm, 1e-12);
   // A step runs sequences × (1 + drafts) tokens and emits 1 + acceptance × drafts per sequence.
   mtp.push_back("workload.tokens_per_step=128");
   mtp.push_back("compute.mtp_draft_tokens=2");

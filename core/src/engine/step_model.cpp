@@ -152,30 +152,38 @@ void StepModel::LayerBusiestPorts(double layer_assignments, StepCost& out) {
 
 double StepModel::RooflineMoe(double tokens, int loaded_experts) const {
   const double flops = 6.0 * shape_.hidden * shape_.intermediate * tokens;
-  const double bytes =
-      static_cast<double>(loaded_experts) * static_cast<double>(shape_.expert_bytes) +
-      tokens * shape_.hidden * (shape_.activation_bytes + shape_.combine_bytes);
+  const double hbm = gpu_->hbm_gbps * 1e9;
+  const double weights = static_cast<double>(loaded_experts) *
+                         static_cast<double>(shape_.expert_bytes) /
+                         (hbm * compute_.weight_hbm_efficiency);
+  const double activations = tokens * shape_.hidden *
+                             (shape_.activation_bytes + shape_.combine_bytes) /
+                             (hbm * compute_.hbm_efficiency);
   return std::max(flops / (PeakFlops(*gpu_, compute_.gemm_bytes) * compute_.flops_efficiency),
-                  bytes / (gpu_->hbm_gbps * 1e9 * compute_.hbm_efficiency));
+                  weights + activations);
 }
 
 double StepModel::RooflineAttention(double tokens) const {
-  const double fe = compute_.flops_efficiency;
+  const double fe = compute_.flops_efficiency, hbm = gpu_->hbm_gbps * 1e9;
+  // The dense GEMMs and attention's core are separate kernels, each bound by its own FLOPs or
+  // bytes: the GEMMs by their weights (few tokens per weight in decode), attention by its KV
+  // cache. Their times add.
   const double gemm =
-      2.0 * shape_.dense_params * tokens / (PeakFlops(*gpu_, compute_.gemm_bytes) * fe);
-  const double attention =
-      shape_.attention_flops_per_kv * compute_.kv_length * tokens / (PeakFlops(*gpu_, 2) * fe);
+      std::max(2.0 * shape_.dense_params * tokens / (PeakFlops(*gpu_, compute_.gemm_bytes) * fe),
+               shape_.dense_params * compute_.gemm_bytes / (hbm * compute_.weight_hbm_efficiency));
   // A decode step reads each sequence's cache once for all of its tokens (its own and MTP's
   // drafts: FlashMLA takes a sequence's query tokens together).
   const double kv_reuse = compute_.stage == InferenceStage::kDecode
                               ? 1.0 + compute_.mtp_draft_tokens
                               : kPrefillQueriesPerKvRead;
-  const double bytes = shape_.dense_params * compute_.gemm_bytes +
-                       tokens * compute_.kv_length * shape_.kv_bytes_per_token / kv_reuse;
-  const double hbm = gpu_->hbm_gbps * 1e9 * compute_.hbm_efficiency;
+  const double attention = std::max(
+      shape_.attention_flops_per_kv * compute_.kv_length * tokens / (PeakFlops(*gpu_, 2) * fe),
+      tokens * compute_.kv_length * shape_.kv_bytes_per_token / kv_reuse /
+          (hbm * compute_.hbm_efficiency));
   // The kernels between the GEMMs run on their own, memory-bound: their time adds.
-  const double elementwise = tokens * shape_.elementwise_bytes_per_token / hbm;
-  return std::max(gemm + attention, bytes / hbm) + elementwise;
+  const double elementwise =
+      tokens * shape_.elementwise_bytes_per_token / (hbm * compute_.hbm_efficiency);
+  return gemm + attention + elementwise;
 }
 
 void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCost& out) {

@@ -361,6 +361,7 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
     c.String("gpu", k.gpu, GpuPresetNames());
     c.Double("flops_efficiency", k.flops_efficiency, 0, 1, true);
     c.Double("hbm_efficiency", k.hbm_efficiency, 0, 1, true);
+    c.Double("weight_hbm_efficiency", k.weight_hbm_efficiency, 0, 1, true);
     c.Int("gemm_bytes", k.gemm_bytes, 1, 2);
     c.String("stage", stage, {"prefill", "decode"});
     k.stage = *ParseInferenceStage(stage);
@@ -540,8 +541,9 @@ std::string ScenarioToYaml(const Scenario& s) {
       << Shortest(k.layer_fixed_us) << YAML::Key << "per_token_us" << YAML::Value
       << Shortest(k.per_token_us) << YAML::Key << "gpu" << YAML::Value << k.gpu << YAML::Key
       << "flops_efficiency" << YAML::Value << Shortest(k.flops_efficiency) << YAML::Key
-      << "hbm_efficiency" << YAML::Value << Shortest(k.hbm_efficiency) << YAML::Key << "gemm_bytes"
-      << YAML::Value << k.gemm_bytes << YAML::Key << "stage" << YAML::Value
+      << "hbm_efficiency" << YAML::Value << Shortest(k.hbm_efficiency) << YAML::Key
+      << "weight_hbm_efficiency" << YAML::Value << Shortest(k.weight_hbm_efficiency) << YAML::Key
+      << "gemm_bytes" << YAML::Value << k.gemm_bytes << YAML::Key << "stage" << YAML::Value
       << InferenceStageName(k.stage) << YAML::Key << "kv_length" << YAML::Value
       << Shortest(k.kv_length) << YAML::Key << "all_to_all" << YAML::Value
       << AllToAllModeName(k.all_to_all) << YAML::Key << "micro_batches" << YAML::Value

@@ -94,7 +94,11 @@ struct ComputeSpec {
   std::string gpu = "H200";
   double flops_efficiency = 0.6;  // achieved fraction of peak tensor-core FLOP/s
   double hbm_efficiency = 0.8;    // achieved fraction of peak HBM bandwidth
-  int gemm_bytes = 1;             // bytes per GEMM input element (1: FP8, 2: BF16)
+  // Achieved fraction of peak HBM bandwidth while a GEMM streams its weights (few tokens per
+  // weight: decode's dense layers and every MoE layer's experts); tiles sized for large M leave
+  // small-M GEMMs short of the streaming kernels' share.
+  double weight_hbm_efficiency = 0.8;
+  int gemm_bytes = 1;  // bytes per GEMM input element (1: FP8, 2: BF16)
   InferenceStage stage = InferenceStage::kPrefill;
   double kv_length = 2048;  // mean KV positions each token attends to
   // Both models: how dispatch and combine run, and whether two micro-batches overlap them with

@@ -8,12 +8,23 @@
 //                    roofline  layer_fixed + max_g max(FLOPs_g / (peak × flops_eff),
 //                                                      bytes_g / (HBM × hbm_eff))
 //                              FLOPs_g = 6 · hidden · intermediate · t(l, g) (gate, up, down)
-//                              bytes_g = experts loaded on g × expert_bytes
-//                                        + t(l, g) · hidden · (activation_bytes + combine bytes)
-//   attention      simple: attention_us per step. roofline, per GPU with T/G tokens:
-//                    max((2 · dense_params · T/G) / (peak(gemm_bytes) · flops_eff)
-//                          + (attention_flops_per_kv · kv_length · T/G) / (peak(BF16) · flops_eff),
-//                        (dense_params · gemm_bytes + KV bytes read) / (HBM · hbm_eff))
+//                              bytes_g = experts loaded on g × expert_bytes (at HBM ×
+//                                        weight_hbm_eff) + t(l, g) · hidden · (activation_bytes
+//                                        + combine bytes) (at HBM × hbm_eff)
+//   attention      simple: attention_us per step. roofline, per GPU with T/G tokens, the dense
+//                  GEMMs and attention's core as separate kernels, each bound by its own
+//                  FLOPs or bytes, their times added:
+//                    max(2 · dense_params · T/G / (peak(gemm_bytes) · flops_eff),
+//                        dense_params · gemm_bytes / (HBM · weight_hbm_eff))
+//                    + max(attention_flops_per_kv · kv_length · T/G / (peak(BF16) · flops_eff),
+//                          KV bytes read / (HBM · hbm_eff))
+//                  weight_hbm_eff: what a GEMM with few tokens per weight achieves while it
+//                  streams its weights. DeepGEMM's README (H800, 2025-02/04) times DeepSeek-V3's
+//                  six dense shapes at M = 128 at 352-645 TFLOPS: their 231 MB of weights take
+//                  109 µs, 2.12 TB/s = 0.63 of 3.35 (0.69 at M = 64); its masked grouped GEMMs at
+//                  256 tokens per expert reach 2.05-2.06 TB/s, 0.61. In decode this puts the
+//                  dense GEMMs at 0.24 ms a layer (LMSYS's breakdown of DeepSeek's profile: 0.29)
+//                  instead of hiding them under attention's FLOPs.
 //                  KV bytes read: T/G · kv_length · kv_bytes_per_token in decode (each token
 //                  reads its sequence's cache), 1/128 of that in prefill (FlashAttention reads the
 //                  cache once per 128-query tile)
