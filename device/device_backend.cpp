@@ -463,11 +463,14 @@ Status DeviceBackend::PrepareRearrangement() {
   }
 #ifdef EPLB_HAVE_NCCL
   if (config_.mode != DeviceMode::kVirtual) {
-    // A cancelled rearrangement aborted some communicators; the others may hold operations their
-    // peers never matched. All are replaced, in every process at once.
-    bool aborted_here = false;
-    for (int r : local_ranks_) aborted_here = aborted_here || ranks_[r]->comm_aborted;
-    if (!AllOk(!aborted_here)) {
+    // After any cancellation every communicator is replaced, in every process at once: an
+    // aborted one is unusable, and one that was not may hold operations its peers never matched
+    // (NCCL lets a sender run ahead of its receiver, so a cancelled round can leave a completed
+    // send whose bytes the next rearrangement's receive would take). cancel_ is still set here
+    // if the last rearrangement was cancelled: only this function clears it.
+    bool replace_here = cancel_.load(std::memory_order_acquire);
+    for (int r : local_ranks_) replace_here = replace_here || ranks_[r]->comm_aborted;
+    if (!AllOk(!replace_here)) {
       for (int r : local_ranks_) {
         EPLB_CUDA(cudaSetDevice(ranks_[r]->device), At(r));
         if (!ranks_[r]->comm_aborted && ranks_[r]->comm != nullptr) ncclCommAbort(ranks_[r]->comm);
