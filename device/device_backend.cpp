@@ -454,30 +454,49 @@ std::unique_ptr<Monitor> DeviceBackend::NewMonitor() {
   return NewThreadMonitor();
 }
 
-Status DeviceBackend::PrepareRearrangement() {
+Status DeviceBackend::BeginRearrangement() {
   // A new rearrangement pulls from live weights that earlier commits made live; their local
   // copies may still be in flight on any rank's local stream, and a receiver reads the sender's.
+  // A failure here is only noted: every process must reach the agreement below.
+  Status local;
   for (int r : local_ranks_) {
-    EPLB_CUDA(cudaSetDevice(ranks_[r]->device), At(r));
-    EPLB_CUDA(cudaStreamSynchronize(ranks_[r]->local), At(r));
+    if (!local.ok()) break;
+    const std::string at = At(r);
+    local = [&]() -> Status {
+      EPLB_CUDA(cudaSetDevice(ranks_[r]->device), at);
+      EPLB_CUDA(cudaStreamSynchronize(ranks_[r]->local), at);
+      return Status::Ok();
+    }();
+  }
+  bool replace_here = false;
+#ifdef EPLB_HAVE_NCCL
+  // After any cancellation every communicator is replaced, in every process at once: an
+  // aborted one is unusable, and one that was not may hold operations its peers never matched
+  // (NCCL lets a sender run ahead of its receiver, so a cancelled round can leave a completed
+  // send whose bytes the next rearrangement's receive would take). cancel_ is still set here
+  // if the last rearrangement was cancelled: only this function clears it.
+  if (config_.mode != DeviceMode::kVirtual) {
+    replace_here = cancel_.load(std::memory_order_acquire);
+    for (int r : local_ranks_) replace_here = replace_here || ranks_[r]->comm_aborted;
+  }
+#endif
+  // One agreement carries both facts: 0 some process failed, 1 some needs new communicators.
+  const int here = !local.ok() ? 0 : replace_here ? 1 : 2;
+  const int all = config_.mode == DeviceMode::kMpi ? mpi::AllMin(here) : here;
+  if (all == 0) {
+    return local.ok() ? Status::Unavailable(
+                            "another process failed to begin the rearrangement (its error is in "
+                            "its own log)")
+                      : local;
   }
 #ifdef EPLB_HAVE_NCCL
-  if (config_.mode != DeviceMode::kVirtual) {
-    // After any cancellation every communicator is replaced, in every process at once: an
-    // aborted one is unusable, and one that was not may hold operations its peers never matched
-    // (NCCL lets a sender run ahead of its receiver, so a cancelled round can leave a completed
-    // send whose bytes the next rearrangement's receive would take). cancel_ is still set here
-    // if the last rearrangement was cancelled: only this function clears it.
-    bool replace_here = cancel_.load(std::memory_order_acquire);
-    for (int r : local_ranks_) replace_here = replace_here || ranks_[r]->comm_aborted;
-    if (!AllOk(!replace_here)) {
-      for (int r : local_ranks_) {
-        EPLB_CUDA(cudaSetDevice(ranks_[r]->device), At(r));
-        if (!ranks_[r]->comm_aborted && ranks_[r]->comm != nullptr) ncclCommAbort(ranks_[r]->comm);
-        ranks_[r]->comm = nullptr;
-      }
-      EPLB_RETURN_IF_ERROR(CreateComms());
+  if (all == 1) {
+    for (int r : local_ranks_) {
+      EPLB_CUDA(cudaSetDevice(ranks_[r]->device), At(r));
+      if (!ranks_[r]->comm_aborted && ranks_[r]->comm != nullptr) ncclCommAbort(ranks_[r]->comm);
+      ranks_[r]->comm = nullptr;
     }
+    EPLB_RETURN_IF_ERROR(CreateComms());
   }
 #endif
   cancel_.store(false, std::memory_order_release);
@@ -485,11 +504,6 @@ Status DeviceBackend::PrepareRearrangement() {
 }
 
 void DeviceBackend::StartWorker(int rank, std::function<void()> body) {
-  // Once per rearrangement, before its first worker exists: the workers only read the result.
-  if (!prepared_) {
-    prepared_ = true;
-    prepare_error_ = PrepareRearrangement();
-  }
   workers_.Start([device = ranks_[rank]->device, body = std::move(body)] {
     cudaSetDevice(device);  // an error here resurfaces at the worker's first CUDA call
     body();
@@ -503,7 +517,6 @@ void DeviceBackend::AbortTransfers() {
 
 void DeviceBackend::JoinWorkers() {
   workers_.JoinAll();
-  prepared_ = false;
 }
 
 void DeviceBackend::LoseRank(int rank) {
@@ -512,7 +525,6 @@ void DeviceBackend::LoseRank(int rank) {
 
 Status DeviceBackend::ReloadFromBackup(const StagingTarget& target,
                                        std::span<const Reload> reloads) {
-  EPLB_RETURN_IF_ERROR(prepare_error_);
   RankState& s = *ranks_[target.rank];
   const std::string at = fmt::format("reload on {}", At(target.rank, target.layer));
   EPLB_CUDA(cudaSetDevice(s.device), at);
@@ -534,7 +546,6 @@ Status DeviceBackend::ReloadFromBackup(const StagingTarget& target,
 
 Status DeviceBackend::ExecuteRound(const StagingTarget& target, const Round& round,
                                    std::span<const Transfer> transfers) {
-  EPLB_RETURN_IF_ERROR(prepare_error_);
   for (const Flow& f : round.flows) {
     for (int r : {f.src_rank, f.dst_rank}) {
       if (lost_[static_cast<size_t>(r)])
@@ -570,7 +581,7 @@ Status DeviceBackend::ExecuteRound(const StagingTarget& target, const Round& rou
     if (s.comm_aborted) return Status::Cancelled(at + "the rearrangement was cancelled");
     if (cancel_.load(std::memory_order_acquire)) {
       // Peers may have posted their halves: this communicator is done with; the next
-      // rearrangement replaces it (PrepareRearrangement).
+      // rearrangement replaces it (BeginRearrangement).
       ncclCommAbort(s.comm);
       s.comm_aborted = true;
       return Status::Cancelled(at + "the rearrangement was cancelled");
@@ -618,7 +629,6 @@ Status DeviceBackend::ExecuteRound(const StagingTarget& target, const Round& rou
 }
 
 Status DeviceBackend::CopyLocal(const StagingTarget& target, std::span<const LocalCopy> copies) {
-  EPLB_RETURN_IF_ERROR(prepare_error_);
   RankState& s = *ranks_[target.rank];
   const std::string at = At(target.rank, target.layer);
   EPLB_CUDA(cudaStreamWaitEvent(s.local, s.consumed[target.buffer], 0), at);

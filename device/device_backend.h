@@ -108,6 +108,7 @@ class DeviceBackend final : public RearrangementBackend {
 
   double Now() override;
   std::unique_ptr<Monitor> NewMonitor() override;
+  Status BeginRearrangement() override;
   void StartWorker(int rank, std::function<void()> body) override;
   void JoinWorkers() override;
   // NCCL: tells the workers to abort their communicators (a cancelled peer may never post its
@@ -138,7 +139,6 @@ class DeviceBackend final : public RearrangementBackend {
   Status CheckSlots(const Placement& placement, int first_layer, int last_layer);
   // Before the first worker of a rearrangement: earlier commits' local copies finished on every
   // rank (receivers read other ranks' live weights), communicators whole.
-  Status PrepareRearrangement();
   Status CreateComms();
 
   Topology topology_;
@@ -153,8 +153,6 @@ class DeviceBackend final : public RearrangementBackend {
   // Set by AbortTransfers, read by polling workers; cleared before the next rearrangement.
   std::atomic<bool> cancel_{false};
   std::unique_ptr<std::atomic<bool>[]> lost_;  // per rank: LoseRank
-  bool prepared_ = false;  // PrepareRearrangement ran since the last JoinWorkers
-  Status prepare_error_;   // its result; written before any worker starts, read by them
   std::chrono::steady_clock::time_point epoch_;
 };
 

@@ -386,8 +386,16 @@ class ProcessBackend final : public RearrangementBackend {
   int AgreeOnStagedLayers(int staged_here) override { return gate_.Agree(staged_here); }
   double Now() override { return host_.Now(); }
   std::unique_ptr<Monitor> NewMonitor() override { return NewThreadMonitor(); }
+  // A collective, as the device backend's: every process must reach it, workers or not.
+  Status BeginRearrangement() override {
+    EXPECT_TRUE(workers_.empty()) << "a worker started before the rearrangement began";
+    ++begins_;
+    return gate_.Agree(1) == 1 ? Status::Ok() : Status::Unavailable("begin");
+  }
+  int begins() const { return begins_; }
   void StartWorker(int rank, std::function<void()> body) override {
     EXPECT_TRUE(IsLocal(rank)) << "worker of rank " << rank << " started in process " << process_;
+    EXPECT_EQ(begins_, 1) << "worker of rank " << rank << " started before the rearrangement began";
     workers_.emplace_back(std::move(body));
   }
   void JoinWorkers() override {
@@ -418,6 +426,7 @@ class ProcessBackend final : public RearrangementBackend {
   SharedGate& gate_;
   const int process_, processes_, fail_at_;
   std::atomic<int> calls_{0};
+  int begins_ = 0;
   std::vector<std::thread> workers_;
 };
 
@@ -447,6 +456,7 @@ TEST(Rearranger, RanksSpanningProcessesAgreeOnEveryCommit) {
                               Options(1 + trial % 2, sync ? 1 : 2, sync, SenderRule::kLocal,
                                       ScheduleStrategy::kBest));
         ASSERT_TRUE(rearranger.Start(old_p, new_p).ok());
+        EXPECT_EQ(backend.begins(), rearranger.in_progress() ? 1 : 0);
         while (rearranger.in_progress()) {
           auto committed = rearranger.OnStepBoundary();
           if (!committed.ok()) {

@@ -39,20 +39,17 @@ class RendezvousBackend final : public RearrangementBackend {
   bool MergesLanes() const override { return true; }
   double Now() override { return inner_.Now(); }
   std::unique_ptr<Monitor> NewMonitor() override { return inner_.NewMonitor(); }
+  Status BeginRearrangement() override {  // as the device backend: fresh communicators
+    std::lock_guard lock(mu_);
+    posted_.clear();
+    busy_.clear();
+    cancel_ = false;
+    return Status::Ok();
+  }
   void StartWorker(int rank, std::function<void()> body) override {
-    if (!prepared_) {  // as the device backend: communicators replaced after a cancellation
-      prepared_ = true;
-      std::lock_guard lock(mu_);
-      posted_.clear();
-      busy_.clear();
-      cancel_ = false;
-    }
     inner_.StartWorker(rank, std::move(body));
   }
-  void JoinWorkers() override {
-    inner_.JoinWorkers();
-    prepared_ = false;
-  }
+  void JoinWorkers() override { inner_.JoinWorkers(); }
   void AbortTransfers() override {
     std::lock_guard lock(mu_);
     cancel_ = true;
@@ -144,7 +141,6 @@ class RendezvousBackend final : public RearrangementBackend {
   std::map<Key, Channel> posted_;
   std::set<int> busy_;  // ranks whose communicator runs a group
   bool cancel_ = false;
-  bool prepared_ = false;
 };
 
 TEST(Rendezvous, MergedLanesNeverDeadlockAndCancelLeavesLayersWhole) {

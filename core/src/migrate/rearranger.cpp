@@ -81,8 +81,11 @@ Status Rearranger::Start(const Placement& current, const Placement& target,
   committed_ = 0;
   error_ = Status::Ok();
   cancelled_ = false;
-  in_progress_ = !plans_.empty();
-  if (!in_progress_) return Status::Ok();
+  if (plans_.empty()) return Status::Ok();
+  // Every process reaches this point together (the plans are the same everywhere), so the
+  // backend's collectives line up whatever ranks this process has lost.
+  EPLB_RETURN_IF_ERROR(backend_.BeginRearrangement());
+  in_progress_ = true;
   // A worker per rank and lane, or one per rank running every lane when the backend merges them.
   const int lanes_per_worker = backend_.MergesLanes() ? kNumLinkClasses : 1;
   for (int rank = 0; rank < ranks; ++rank) {

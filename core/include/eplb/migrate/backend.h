@@ -38,8 +38,9 @@
 // Lifetimes. `body` given to StartWorker, `round` and `transfers` given to ExecuteRound, and the
 // spans given to CopyLocal and CommitLayer stay valid until the call returns (bodies until
 // JoinWorkers returns). Every worker is joined (JoinWorkers) before a rearrangement's state is
-// released and before the next rearrangement starts, so a backend may reset per-rearrangement
-// state in StartWorker's first call after JoinWorkers. The backend outlives the Rearranger.
+// released and before the next rearrangement starts; a backend resets per-rearrangement state in
+// BeginRearrangement, which the foreground calls before the first worker starts. The backend
+// outlives the Rearranger.
 //
 // Errors. A failing ExecuteRound, CopyLocal or CommitLayer returns a Status naming what failed;
 // the rearranger then cancels the rearrangement (every layer stays wholly old or wholly new).
@@ -92,6 +93,12 @@ class RearrangementBackend {
   // the same order. A backend whose transfers go through one communicator per rank needs it
   // (NCCL: one issuing thread per communicator, the same order on every rank).
   virtual bool MergesLanes() const { return false; }
+  // Called by the rearranger on the foreground when a rearrangement begins, before any of its
+  // workers starts, in every process (ranks spanning processes: every process calls it at the
+  // same point, its ranks lost or not, so a backend may run a collective here). Readies what the
+  // workers use (e.g. replaces communicators a cancellation left unusable); a failure here fails
+  // the rearrangement before anything moves.
+  virtual Status BeginRearrangement() { return Status::Ok(); }
   // Runs `body` in a new execution context placed with `rank` (a thread, an actor).
   virtual void StartWorker(int rank, std::function<void()> body) = 0;
   // Waits for every started worker to return.
