@@ -12,6 +12,7 @@ The engines' own calling conventions live in submodules, each a drop-in replacem
     eplb.sglang.rebalance_experts     SGLang's eplb_algorithms entry point
 """
 
+import operator
 import os
 
 import numpy as np
@@ -71,8 +72,9 @@ def rebalance(load, num_replicas, num_gpus, num_nodes=None, num_groups=1, policy
     num_nodes: required with num_groups above 1, where the hierarchical policies pack groups
         onto nodes; 1 otherwise.
     current: the placement in force (phy2log), for the policies that keep or repair it.
-    lost_ranks: GPUs lost or drained; their slots stay -1 (deepseek, replicate-lpt,
-        timeseries and fault-tolerant place around them, the other policies refuse).
+    lost_ranks: GPUs lost or drained (None or empty: none); their slots stay -1 (deepseek,
+        replicate-lpt, timeseries and fault-tolerant place around them, the other policies
+        refuse).
     options: window_steps, serve_steps, seconds_per_token, migration_weight,
         max_moves_per_layer (see `eplb policies`).
     Returns numpy for numpy input and torch for torch input (on the load's device).
@@ -85,9 +87,15 @@ def rebalance(load, num_replicas, num_gpus, num_nodes=None, num_groups=1, policy
         num_nodes = 1
     array, kind = to_numpy(load, np.float64, "load")
     cur = None if current is None else to_numpy(current, np.int64, "current")[0]
+    lost = [] if lost_ranks is None else lost_ranks
+    try:
+        lost = [operator.index(r) for r in lost]
+    except TypeError:
+        raise TypeError(f"lost_ranks is {lost_ranks!r}; expected GPU indices, e.g. [2, 6], "
+                        "or None for none") from None
     phy2log = _eplb.rebalance(array, int(num_replicas), int(num_gpus), int(num_nodes),
                               int(num_groups or 1), str(policy), cur, int(max_chunks), options,
-                              [int(r) for r in lost_ranks])
+                              lost)
     return kind.out(phy2log)
 
 

@@ -39,6 +39,15 @@ class Policies(unittest.TestCase):
             self.assertEqual(set(layer[layer >= 0]), set(range(32)))
         with self.assertRaisesRegex(Exception, "cannot place around lost GPUs"):
             eplb.rebalance(load, 48, 8, policy="static", lost_ranks=[1])
+        # None means none lost; numpy indices work; anything else is named.
+        self.assertTrue((eplb.rebalance(load, 48, 8, lost_ranks=None) >= 0).all())
+        np.testing.assert_array_equal(
+            eplb.rebalance(load, 48, 8, num_nodes=2, policy="fault-tolerant",
+                           lost_ranks=np.array([6, 2])), phy2log)
+        with self.assertRaisesRegex(TypeError, "lost_ranks is 2.5; expected GPU indices"):
+            eplb.rebalance(load, 48, 8, lost_ranks=2.5)
+        with self.assertRaisesRegex(TypeError, r"lost_ranks is \[1.5\]"):
+            eplb.rebalance(load, 48, 8, lost_ranks=[1.5])
 
     def test_every_policy_gives_a_valid_placement_that_beats_the_initial_one(self):
         load = skewed_load(3, 32, seed=1)
