@@ -125,27 +125,32 @@ double StepModel::PhaseTime(const StepCost& cost, double scale) const {
   return phase > 0 ? phase + PhaseOverhead() / compute_.micro_batches : 0.0;
 }
 
-void StepModel::LayerBusiestPorts(double layer_assignments, StepCost& out) {
-  const int G = topology_.num_ranks(), gpn = topology_.gpus_per_node();
+StepModel::PortBytes StepModel::DirectPortBytes(int g, double t, double in_node, double all) const {
+  // Each serving GPU sends its 1/Gs of every assignment; healthy, Gs = G and every node serves
+  // with all its GPUs.
   const bool ranks_changed = !lost_.empty();
-  const int Gs = ranks_changed ? serving_count_ : G;
-  std::vector<double>& node = node_layer_;
-  std::fill(node.begin(), node.end(), 0.0);
-  for (int g = 0; g < G; ++g) node[topology_.node_of_rank(g)] += gpu_layer_[g];
+  const int Gs = ranks_changed ? serving_count_ : topology_.num_ranks();
+  const int n = topology_.node_of_rank(g);
+  const bool source = !ranks_changed || serving_[g];
+  const int node_sources =
+      ranks_changed ? serving_in_node_[static_cast<size_t>(n)] : topology_.gpus_per_node();
   const double per_assignment = dispatch_bytes_per_token_ / Gs;
+  return {source ? (in_node - t) * per_assignment : 0.0,
+          t * (node_sources - (source ? 1 : 0)) * per_assignment,
+          source ? (all - in_node) * per_assignment : 0.0,
+          t * (Gs - node_sources) * per_assignment};
+}
+
+void StepModel::LayerBusiestPorts(double layer_assignments, StepCost& out) {
+  const int G = topology_.num_ranks();
+  std::fill(node_layer_.begin(), node_layer_.end(), 0.0);
+  for (int g = 0; g < G; ++g) node_layer_[topology_.node_of_rank(g)] += gpu_layer_[g];
   double busiest[kNumLinkClasses] = {0, 0};
   for (int g = 0; g < G; ++g) {
-    const int n = topology_.node_of_rank(g);
-    const double t = gpu_layer_[g], in_node = node[static_cast<size_t>(n)];
-    // As the step's port bytes in Cost, for this layer alone.
-    const bool source = !ranks_changed || serving_[g];
-    const int node_sources = ranks_changed ? serving_in_node_[static_cast<size_t>(n)] : gpn;
-    const double rdma_in = t * (Gs - node_sources) * per_assignment,
-                 nvlink_out = source ? (in_node - t) * per_assignment : 0.0,
-                 rdma_out = source ? (layer_assignments - in_node) * per_assignment : 0.0,
-                 nvlink_in = t * (node_sources - (source ? 1 : 0)) * per_assignment;
-    busiest[0] = std::max(busiest[0], std::max(nvlink_out, nvlink_in) * slowdowns_.link[0][g]);
-    busiest[1] = std::max(busiest[1], std::max(rdma_out, rdma_in) * slowdowns_.link[1][g]);
+    const PortBytes p = DirectPortBytes(g, gpu_layer_[g], node_layer_[topology_.node_of_rank(g)],
+                                        layer_assignments);
+    busiest[0] = std::max(busiest[0], std::max(p.nvlink_out, p.nvlink_in) * slowdowns_.link[0][g]);
+    busiest[1] = std::max(busiest[1], std::max(p.rdma_out, p.rdma_in) * slowdowns_.link[1][g]);
   }
   for (int c = 0; c < kNumLinkClasses; ++c) out.layer_busiest_bytes[c] += busiest[c];
 }
@@ -334,19 +339,13 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
   } else {
     for (int g = 0; g < G; ++g) node_tokens_[topology_.node_of_rank(g)] += gpu_sum[g];
     for (auto* v : {&out.send[0], &out.send[1], &out.recv[1]}) v->resize(static_cast<size_t>(G));
-    const double per_assignment = dispatch_bytes_per_token_ / Gs;
     for (int g = 0; g < G; ++g) {
-      const int n = topology_.node_of_rank(g);
-      const double t = gpu_sum[g], node = node_tokens_[n];
-      // Each serving GPU sends its 1/Gs of every assignment; healthy, Gs = G and every node
-      // serves with all its gpn GPUs.
-      const bool source = !ranks_changed || serving_[g];
-      const int node_sources = ranks_changed ? serving_in_node_[static_cast<size_t>(n)] : gpn;
-      out.recv[1][g] = t * (Gs - node_sources) * per_assignment;
-      out.send[0][g] = source ? (node - t) * per_assignment : 0.0;
-      out.send[1][g] = source ? (all_tokens - node) * per_assignment : 0.0;
-      // last: gpu_sum is this vector
-      out.recv[0][g] = t * (node_sources - (source ? 1 : 0)) * per_assignment;
+      const PortBytes p =
+          DirectPortBytes(g, gpu_sum[g], node_tokens_[topology_.node_of_rank(g)], all_tokens);
+      out.send[0][g] = p.nvlink_out;
+      out.send[1][g] = p.rdma_out;
+      out.recv[1][g] = p.rdma_in;
+      out.recv[0][g] = p.nvlink_in;  // last: gpu_sum is this vector
     }
     // Every GPU sends its 1/G of the step's assignments, one message each.
     out.counted_rdma_bytes = out.counted_nvlink_bytes = all_tokens / Gs * dispatch_bytes_per_token_;

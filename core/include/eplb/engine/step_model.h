@@ -188,7 +188,13 @@ class StepModel {
  private:
   // One micro-batch's dispatch phase, whose port bytes are `scale` × the step's.
   double PhaseTime(const StepCost& cost, double scale) const;
-  void PortBytes(const LoadMatrix& load, const Placement& placement, StepCost& out);
+  // Bulk and low-latency modes, where each assignment is one message from its source GPU: GPU
+  // `g`'s dispatch bytes per port for `t` assignments to its experts, `in_node` to its node's
+  // and `all` in total (one layer's, or the step's).
+  struct PortBytes {
+    double nvlink_out, nvlink_in, rdma_out, rdma_in;
+  };
+  PortBytes DirectPortBytes(int g, double t, double in_node, double all) const;
   // Bulk and low-latency modes: adds the current layer's busiest port per link class (from
   // gpu_layer_, the layer's tokens per GPU, and its `layer_assignments`) to `out`.
   void LayerBusiestPorts(double layer_assignments, StepCost& out);
