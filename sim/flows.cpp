@@ -22,6 +22,21 @@ sg4::CommPtr Put(sg4::Mailbox* mailbox, uint64_t bytes) {
   return mailbox->put_async(&payload_marker, bytes);
 }
 
+// Waits for every one of `comms`, cancelled ones included; true when any was cancelled. Unlike
+// Comm::wait_all, which stops at the first failure, it never leaves a communication unfinished
+// to be destroyed (SimGrid then prints a backtrace per communication).
+bool WaitEach(const std::vector<sg4::CommPtr>& comms) {
+  bool failed = false;
+  for (const sg4::CommPtr& c : comms) {
+    try {
+      c->wait();
+    } catch (const simgrid::Exception&) {
+      failed = true;
+    }
+  }
+  return failed;
+}
+
 }  // namespace
 
 struct Courier::Shared {
@@ -53,12 +68,9 @@ Courier::Courier() : shared_(std::make_shared<Shared>()) {
         puts.push_back(Put(shared->mailbox, f.bytes));
       }
       // Waited on, so that SimGrid forgets them as they end (an actor's unwaited activities
-      // stay listed with it, and scanning them made a run twice as slow).
-      try {
-        sg4::Comm::wait_all(puts);
-      } catch (const simgrid::Exception&) {
-        // The receiver aborted the flows (Courier::Abort); nothing is left to put.
-      }
+      // stay listed with it, and scanning them made a run twice as slow). Those the receiver
+      // aborted (Courier::Abort) end cancelled.
+      WaitEach(puts);
     }
   })->daemonize();
 }
@@ -79,13 +91,8 @@ std::vector<sg4::CommPtr> Courier::Receive(std::span<const HostFlow> flows) {
   shared_->gets = gets;
   shared_->aborted = false;
   shared_->work->release();
-  bool aborted = false;
-  try {
-    sg4::Comm::wait_all(gets);
-  } catch (const simgrid::Exception&) {
-    aborted = true;
-  }
-  aborted = aborted || shared_->aborted;
+  // Abort() cancels every get that has not ended, so each wait returns.
+  const bool aborted = WaitEach(gets) || shared_->aborted;
   shared_->in_flight.clear();
   shared_->gets.clear();
   if (aborted) return {};
@@ -93,9 +100,14 @@ std::vector<sg4::CommPtr> Courier::Receive(std::span<const HostFlow> flows) {
 }
 
 void Courier::Abort() {
-  if (shared_->gets.empty()) return;
+  // Once per Receive: a loss of several ranks, then the rearranger's cancellation, each abort
+  // the same flows.
+  if (shared_->gets.empty() || shared_->aborted) return;
   shared_->aborted = true;
-  for (const sg4::CommPtr& g : shared_->gets) {
+  // A copy: cancel() yields to SimGrid, which may run the receiver to the end of its Receive
+  // (clearing shared_->gets) before the loop has cancelled the rest.
+  const std::vector<sg4::CommPtr> gets = shared_->gets;
+  for (const sg4::CommPtr& g : gets) {
     if (g->get_state() == sg4::Activity::State::FINISHED) continue;
     if (g->get_sender() != nullptr) {
       // Matched and under way: cancelling it fails the receiver's wait. One that has just

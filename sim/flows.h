@@ -43,6 +43,7 @@ class Courier {
   // an empty vector when Abort() cancelled them.
   std::vector<simgrid::s4u::CommPtr> Receive(std::span<const HostFlow> flows);
   // From another actor: cancels the flows of the Receive in progress, which then returns empty.
+  // Idempotent: later calls before that Receive returns do nothing.
   void Abort();
   // Abort() if a flow in progress starts or ends at `host`.
   void AbortIfInvolves(const simgrid::s4u::Host* host);

@@ -498,5 +498,36 @@ TEST(SimModel, CourierAndPortActorsTimeFlowsAsSendtoDoes) {
   EXPECT_GT(sendto_all[0], 1e-3 + 1e-6);
 }
 
+// Aborting flows in flight: cancelling one yields to SimGrid, which may run the receiver to the
+// end of its Receive before the rest are cancelled, and a loss of several ranks followed by the
+// rearranger's cancellation aborts the same Receive again (both crashed SimGrid 3.32 in a run
+// whose slow reloads were still in flight at its end).
+TEST(SimModel, AbortingFlowsInFlightTwiceEndsTheReceiveAndTheCourierServesOn) {
+  sg4::Engine& engine = NewEngine();
+  const sim::Platform p(TwoNodes(), 64e9);
+  const std::vector<sim::HostFlow> flows = {{p.host(0), p.host(1), 400'000'000},
+                                            {p.host(2), p.host(1), 400'000'000},
+                                            {p.host(4), p.host(1), 400'000'000}};
+  size_t aborted_size = 99, after_size = 0;
+  double aborted_at = -1, returned_at = -1;
+  sg4::Actor::create("receiver", p.host(1), [&] {
+    sim::Courier courier;
+    sg4::Actor::create("loss", p.host(0), [&] {
+      sg4::this_actor::sleep_for(1e-4);  // mid-flight: each flow takes over 1 ms
+      aborted_at = sg4::Engine::get_clock();
+      courier.Abort();
+      courier.AbortIfInvolves(p.host(2));
+      courier.Abort();
+    });
+    aborted_size = courier.Receive(flows).size();
+    returned_at = sg4::Engine::get_clock();
+    after_size = courier.Receive(flows).size();
+  });
+  engine.run();  // returns: nothing crashed or waits forever
+  EXPECT_EQ(aborted_size, 0u);
+  EXPECT_NEAR(returned_at, aborted_at, 1e-9);  // the aborted flows did not run to their end
+  EXPECT_EQ(after_size, flows.size());
+}
+
 }  // namespace
 }  // namespace eplb
