@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <random>
 #include <set>
 #include <thread>
@@ -228,14 +229,49 @@ TEST_F(CliTest, AFolderHoldingFilesEplbDidNotWriteIsNeverReplaced) {
   const std::string tiny = std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml";
   const std::string out = (dir_ / "run").string();
   ASSERT_EQ(Eplb("run " + tiny + " --set run.steps=50 --out " + out).code, 0);
-  Write("run/my-notes.txt", "mine");
-  const CliRun again = Eplb("run " + tiny + " --set run.steps=60 --out " + out);
-  EXPECT_EQ(again.code, 2);
-  EXPECT_NE(again.err.find("holds 1 file eplb did not write (my-notes.txt)"), std::string::npos)
-      << again.err;
-  EXPECT_EQ(testing::ReadFile(dir_ / "run/my-notes.txt"), "mine");
+  // Each case changes the finished run folder as a user might; the next run refuses to replace
+  // it, naming what is not eplb's, and leaves it as it is.
+  struct Case {
+    const char* name;
+    std::function<void()> change;
+    std::function<bool()> kept;
+    std::function<void()> undo;
+    const char* message;
+  };
+  const fs::path run = dir_ / "run";
+  const std::string metrics = testing::ReadFile(run / "metrics.csv");
+  const std::vector<Case> cases = {
+      {"a file", [&] { Write("run/my-notes.txt", "mine"); },
+       [&] { return testing::ReadFile(run / "my-notes.txt") == "mine"; },
+       [&] { fs::remove(run / "my-notes.txt"); },
+       "holds 1 entry eplb did not write (my-notes.txt)"},
+      {"an empty folder", [&] { fs::create_directory(run / "mine"); },
+       [&] { return fs::is_directory(run / "mine"); }, [&] { fs::remove(run / "mine"); },
+       "holds 1 entry eplb did not write (mine/)"},
+      {"a link", [&] { fs::create_symlink("/nonexistent", run / "link"); },
+       [&] { return fs::is_symlink(run / "link"); }, [&] { fs::remove(run / "link"); },
+       "holds 1 entry eplb did not write (link)"},
+      {"an edit of the same size",
+       [&] {
+         std::string edited = metrics;
+         edited[edited.size() - 2] = edited[edited.size() - 2] == '1' ? '2' : '1';
+         Write("run/metrics.csv", edited);
+       },
+       [&] { return testing::ReadFile(run / "metrics.csv") != metrics; },
+       [&] { Write("run/metrics.csv", metrics); }, "metrics.csv has checksum"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    c.change();
+    const CliRun again = Eplb("run " + tiny + " --set run.steps=60 --out " + out);
+    EXPECT_EQ(again.code, 2);
+    EXPECT_NE(again.err.find(c.message), std::string::npos) << again.err;
+    // Refused before simulating: no progress was reported.
+    EXPECT_EQ(again.err.find("step "), std::string::npos) << again.err;
+    EXPECT_TRUE(c.kept());
+    c.undo();
+  }
   // A run folder is not a comparison folder.
-  fs::remove(dir_ / "run/my-notes.txt");
   const CliRun other =
       Eplb("compare " + tiny + " --set run.steps=10 --policies static --out " + out);
   EXPECT_EQ(other.code, 2);
@@ -244,6 +280,37 @@ TEST_F(CliTest, AFolderHoldingFilesEplbDidNotWriteIsNeverReplaced) {
   auto folder = ReadRunFolder(out);
   ASSERT_TRUE(folder.ok()) << folder.status().message();
   EXPECT_EQ(folder->summary.steps, 50);
+}
+
+TEST_F(CliTest, AnOutThatCannotBeWrittenIsRefusedBeforeTheWork) {
+  const std::string tiny = std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml";
+  Write("a-file", "mine");
+  fs::create_symlink(dir_ / "nowhere", dir_ / "dangling");
+  fs::create_directory(dir_ / "target");
+  fs::create_symlink(dir_ / "target", dir_ / "link");
+  fs::create_directory(dir_ / "foreign");
+  Write("foreign/notes.txt", "mine");
+  const std::vector<std::pair<const char*, const char*>> cases = {
+      {"a-file", "a-file exists and is not a folder"},
+      {"dangling", "dangling is a symbolic link to nothing"},
+      {"link", "link is a symbolic link; eplb writes its folder at --out itself"},
+      {"foreign", "foreign exists and is not a finished eplb folder"},
+  };
+  for (const auto& [name, message] : cases) {
+    for (const char* command : {"run", "validate --published"}) {
+      SCOPED_TRACE(std::string(name) + " " + command);
+      const std::string args = std::string(command) == "run" ? command + (" " + tiny) : command;
+      const CliRun r = Eplb(args + " --out " + (dir_ / name).string());
+      EXPECT_EQ(r.code, 2);
+      EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+      EXPECT_EQ(r.err.find("step "), std::string::npos) << r.err;  // before any simulation
+    }
+  }
+  EXPECT_EQ(testing::ReadFile(dir_ / "a-file"), "mine");
+  EXPECT_EQ(testing::ReadFile(dir_ / "foreign/notes.txt"), "mine");
+  EXPECT_TRUE(fs::is_symlink(dir_ / "dangling"));
+  EXPECT_TRUE(fs::is_symlink(dir_ / "link"));
+  EXPECT_TRUE(fs::is_empty(dir_ / "target"));
 }
 
 TEST_F(CliTest, StalePartialFoldersOfDeadProcessesAreRemoved) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -402,6 +403,32 @@ TEST(RunFolder, TheManifestRefusesUnfinishedAndChangedFolders) {
       damaged("unfinished", [](const std::string& dir) { fs::remove(dir + "/manifest.tsv"); });
   EXPECT_NE(unfinished.find("not a finished run folder (no manifest.tsv"), std::string::npos)
       << unfinished;
+  // Another run's file of the same size (here: one digit changed) is caught by its checksum.
+  const std::string swapped = damaged("swapped", [](const std::string& dir) {
+    auto text = ReadTextFile(dir + "/metrics.csv");
+    ASSERT_TRUE(text.ok());
+    std::string other = *text;
+    const size_t digit = other.find_last_of("0123456789");
+    other[digit] = other[digit] == '1' ? '2' : '1';
+    std::ofstream(dir + "/metrics.csv", std::ios::trunc) << other;
+  });
+  EXPECT_NE(swapped.find("metrics.csv has checksum"), std::string::npos) << swapped;
+  // Folders written before checksums (manifest v1, sizes only) are still read.
+  const std::string v1_dir = tmp / "v1";
+  fs::copy(good, v1_dir);
+  {
+    auto manifest = ReadTextFile(v1_dir + "/manifest.tsv");
+    ASSERT_TRUE(manifest.ok());
+    std::string v1 = "# eplb folder manifest v1\n";
+    std::istringstream lines(*manifest);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("# ", 0) == 0) continue;
+      if (line.rfind("file\t", 0) == 0) line = line.substr(0, line.rfind('\t'));
+      v1 += line + "\n";
+    }
+    std::ofstream(v1_dir + "/manifest.tsv", std::ios::trunc) << v1;
+  }
+  EXPECT_TRUE(ReadRunFolder(v1_dir).ok());
   const std::string partial = damaged("good.partial-4242", [](const std::string&) {});
   EXPECT_NE(partial.find("an unfinished run folder"), std::string::npos) << partial;
 }

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "device_args.h"
 #include "device_run.h"
+#include "eplb/base/file_io.h"
 #include "eplb/io/run_folder.h"
 #include "mpi_session.h"
 
@@ -20,6 +21,10 @@ int RunDeviceRun(const DeviceArgs& a) {
   if (!scenario.ok()) return ReportError(cmd, scenario.status());
   auto options = DeviceOptions(a, *scenario);
   if (!options.ok()) return ReportError(cmd, options.status());
+  const std::string dir = a.out.empty() ? "runs/" + scenario->name + "-device" : a.out;
+  if (device::mpi::Rank() == 0) {
+    if (Status s = CheckOutputFolder(dir, "run"); !s.ok()) return ReportError(cmd, s);
+  }
   const bool lead = device::mpi::Rank() == 0;  // under MPI, rank 0 reports and writes
   auto run = device::RunOnDevice(*scenario, *options,
                                  lead ? Progress("eplb device-run", *scenario) : nullptr);
@@ -29,7 +34,6 @@ int RunDeviceRun(const DeviceArgs& a) {
         run.status());
   }
   if (!lead) return kExitOk;
-  const std::string dir = a.out.empty() ? "runs/" + scenario->name + "-device" : a.out;
   if (const Status s = WriteRunFolder(dir, *run); !s.ok()) return ReportError(cmd, s);
   fmt::print("  expert bytes   {} on the device\n", run->scenario.model.expert_bytes);
   PrintRunSummary(*run, dir);

@@ -36,6 +36,8 @@ int RunPublished(const PublishedArgs& a) {
   const std::string path = a.figures.empty() ? DefaultFiguresFile() : a.figures;
   auto figures = LoadPublishedFigures(path);
   if (!figures.ok()) return ReportError(cmd, figures.status());
+  const std::string dir = a.out.empty() ? "runs/published" : a.out;
+  if (Status s = CheckOutputFolder(dir, "published"); !s.ok()) return ReportError(cmd, s);
   std::vector<FigureResult> results;
   for (const PublishedFigure& f : *figures) {
     auto r = EvaluateFigure(f);
@@ -44,7 +46,6 @@ int RunPublished(const PublishedArgs& a) {
   }
   const std::string table = PublishedTable(results);
   const std::string json = PublishedJson(results).dump(2) + "\n";
-  const std::string dir = a.out.empty() ? "runs/published" : a.out;
   const Status written = WriteFolderAtomically(dir, "published", [&](const std::string& p) {
     EPLB_RETURN_IF_ERROR(WriteTextFile(p + "/published.txt", table));
     return WriteTextFile(p + "/published.json", json);

@@ -10,6 +10,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "eplb/base/file_io.h"
 #include "eplb/io/run_folder.h"
 #include "progress.h"
 #include "simulate.h"
@@ -31,6 +32,7 @@ int RunRun(const RunArgs& args) {
   auto scenario = LoadScenarioArg(args.scenario_path, args.overrides);
   if (!scenario.ok()) return ReportError(cmd, scenario.status());
   const std::string dir = args.out.empty() ? "runs/" + scenario->name : args.out;
+  if (Status s = CheckOutputFolder(dir, "run"); !s.ok()) return ReportError(cmd, s);
   ProgressReporter reporter("eplb run", isatty(STDERR_FILENO) == 1);
   std::vector<ProgressReporter::Job> progress = {
       {scenario->name, scenario->run.steps, 0, ProgressReporter::State::kRunning}};

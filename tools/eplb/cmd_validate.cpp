@@ -33,6 +33,8 @@ int RunValidate(const DeviceArgs& a) {
                      first + 2 * scenario->model.layers / std::max(1, e.layers_per_step) + 16);
   auto options = DeviceOptions(a, *scenario);
   if (!options.ok()) return ReportError(cmd, options.status());
+  const std::string dir = a.out.empty() ? "runs/" + scenario->name + "-validate" : a.out;
+  if (Status s = CheckOutputFolder(dir, "validation"); !s.ok()) return ReportError(cmd, s);
   fmt::print("validate: {} steps of {} on the device\n", scenario->run.steps, scenario->name);
   auto measured = device::RunOnDevice(*scenario, *options, Progress("eplb validate", *scenario));
   if (!measured.ok()) return ReportError(cmd, measured.status());
@@ -76,7 +78,6 @@ int RunValidate(const DeviceArgs& a) {
   json["mode"] = device::DeviceModeName(options->mode);
   json["expert_bytes"] = measured->scenario.model.expert_bytes;
   const std::string table = ValidationTable(v);
-  const std::string dir = a.out.empty() ? "runs/" + scenario->name + "-validate" : a.out;
   const Status written = WriteFolderAtomically(dir, "validation", [&](const std::string& p) {
     EPLB_RETURN_IF_ERROR(WriteRunFolder(p + "/measured", *measured));
     EPLB_RETURN_IF_ERROR(WriteRunFolder(p + "/simulated", *simulated));

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -54,31 +55,61 @@ class Fd {
   int fd_;
 };
 
-constexpr std::string_view kManifestHeader = "# eplb folder manifest v1";
+constexpr std::string_view kManifestHeader = "# eplb folder manifest v2";
+// Folders written before files carried checksums: sizes only.
+constexpr std::string_view kManifestHeaderV1 = "# eplb folder manifest v1";
 
-// Every file under `dir`, relative and sorted; folders are not listed, only what is in them.
-Result<std::vector<std::string>> ListFiles(const fs::path& dir) {
-  std::vector<std::string> out;
+// What is under a folder, relative and sorted. Symbolic links are files here (never followed),
+// so a link the user put in an output folder is seen as theirs like any other file.
+struct FolderEntries {
+  std::vector<std::string> files;
+  std::vector<std::string> folders;
+};
+
+Result<FolderEntries> ListEntries(const fs::path& dir) {
+  FolderEntries out;
   std::error_code ec;
   for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (!it->is_directory(ec)) out.push_back(fs::relative(it->path(), dir, ec).generic_string());
+    const bool folder = fs::is_directory(it->symlink_status(ec));
+    const std::string path = fs::relative(it->path(), dir, ec).generic_string();
+    (folder ? out.folders : out.files).push_back(path);
   }
   if (ec) return Status::IoError(fmt::format("{}: cannot list: {}", dir.string(), ec.message()));
-  std::sort(out.begin(), out.end());
+  std::sort(out.files.begin(), out.files.end());
+  std::sort(out.folders.begin(), out.folders.end());
   return out;
+}
+
+// FNV-1a (64-bit) of a file's bytes: a check that the file is the one eplb wrote, against
+// accidents (a file copied in from another run of the same size), not against forgery.
+Result<uint64_t> FileChecksum(const std::string& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (fd.get() < 0) return Status::IoError(fmt::format("{}: cannot open: {}", path, Errno()));
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  std::vector<unsigned char> buffer(1 << 20);
+  while (true) {
+    const ssize_t n = ::read(fd.get(), buffer.data(), buffer.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::IoError(fmt::format("{}: read failed: {}", path, Errno()));
+    if (n == 0) break;
+    for (ssize_t i = 0; i < n; ++i)
+      hash = (hash ^ buffer[static_cast<size_t>(i)]) * 0x100000001b3ULL;
+  }
+  return hash;
 }
 
 }  // namespace
 
 Status WriteFolderManifest(const std::string& dir, const std::string& kind) {
-  EPLB_ASSIGN_OR_RETURN(const std::vector<std::string> files, ListFiles(dir));
+  EPLB_ASSIGN_OR_RETURN(const FolderEntries entries, ListEntries(dir));
   std::string text = fmt::format("{}\nkind\t{}\n", kManifestHeader, kind);
-  for (const std::string& f : files) {
+  for (const std::string& f : entries.files) {
     if (f == kManifestName) continue;
     std::error_code ec;
     const auto bytes = fs::file_size(fs::path(dir) / f, ec);
     if (ec) return Status::IoError(fmt::format("{}/{}: {}", dir, f, ec.message()));
-    text += fmt::format("file\t{}\t{}\n", f, bytes);
+    EPLB_ASSIGN_OR_RETURN(const uint64_t checksum, FileChecksum(dir + "/" + f));
+    text += fmt::format("file\t{}\t{}\t{:016x}\n", f, bytes, checksum);
   }
   return WriteTextFile(dir + "/" + kManifestName, text);
 }
@@ -121,6 +152,13 @@ void RemoveStalePartials(const fs::path& dir) {
 // OK when DIR may be replaced: absent, or an eplb `kind` folder holding only its manifest's files.
 Status CheckReplaceable(const std::string& dir, const std::string& kind) {
   std::error_code ec;
+  // A link is the user's, and the exchange would swap the link itself away.
+  if (fs::is_symlink(fs::symlink_status(dir, ec))) {
+    return Status::InvalidArgument(fmt::format(
+        "{} is a symbolic link{}; eplb writes its folder at --out itself: give the link's "
+        "target, or another --out",
+        dir, fs::exists(dir, ec) ? "" : " to nothing"));
+  }
   if (!fs::exists(dir, ec)) return Status::Ok();
   if (!fs::is_directory(dir, ec)) {
     return Status::InvalidArgument(
@@ -129,8 +167,8 @@ Status CheckReplaceable(const std::string& dir, const std::string& kind) {
   auto manifest = ReadFolderManifest(dir);
   if (!manifest.ok()) {
     if (manifest.status().code() != Status::Code::kNotFound) return manifest.status();
-    EPLB_ASSIGN_OR_RETURN(const std::vector<std::string> files, ListFiles(dir));
-    if (files.empty()) return Status::Ok();  // an empty folder: nothing to lose
+    EPLB_ASSIGN_OR_RETURN(const FolderEntries entries, ListEntries(dir));
+    if (entries.files.empty() && entries.folders.empty()) return Status::Ok();  // nothing to lose
     return Status::InvalidArgument(fmt::format(
         "{} exists and is not a finished eplb folder (no {}); eplb replaces only folders it "
         "wrote: choose another --out, or move it away",
@@ -141,19 +179,29 @@ Status CheckReplaceable(const std::string& dir, const std::string& kind) {
         fmt::format("{} is an eplb {} folder, not a {} folder; choose another --out", dir,
                     manifest->kind, kind));
   }
-  EPLB_ASSIGN_OR_RETURN(const std::vector<std::string> files, ListFiles(dir));
+  EPLB_ASSIGN_OR_RETURN(const FolderEntries entries, ListEntries(dir));
   std::set<std::string> known{kManifestName};
-  for (const auto& f : manifest->files) known.insert(f.path);
+  std::set<std::string> known_folders;  // those holding a file eplb wrote
+  for (const auto& f : manifest->files) {
+    known.insert(f.path);
+    for (fs::path p = fs::path(f.path).parent_path(); !p.empty(); p = p.parent_path()) {
+      known_folders.insert(p.generic_string());
+    }
+  }
   std::vector<std::string> foreign;
-  for (const std::string& f : files) {
+  for (const std::string& f : entries.files) {
     if (!known.count(f)) foreign.push_back(f);
   }
+  for (const std::string& f : entries.folders) {
+    if (!known_folders.count(f)) foreign.push_back(f + "/");
+  }
   if (!foreign.empty()) {
+    std::sort(foreign.begin(), foreign.end());
     const size_t shown = std::min<size_t>(foreign.size(), 5);
     return Status::InvalidArgument(fmt::format(
-        "{} holds {} file{} eplb did not write ({}{}); eplb never deletes them: move them away or "
+        "{} holds {} {} eplb did not write ({}{}); eplb never deletes them: move them away or "
         "choose another --out",
-        dir, foreign.size(), foreign.size() == 1 ? "" : "s",
+        dir, foreign.size(), foreign.size() == 1 ? "entry" : "entries",
         fmt::join(foreign.begin(), foreign.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
         foreign.size() > shown ? ", ..." : ""));
   }
@@ -274,6 +322,22 @@ Status WriteTextFile(const std::string& path, const std::string& text) {
   return Status::Ok();
 }
 
+namespace {
+
+bool ParseChecksum(const std::string& text, std::optional<uint64_t>& out) {
+  if (text.size() != 16) return false;
+  uint64_t v = 0;
+  for (char c : text) {
+    const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (digit < 0) return false;
+    v = v << 4 | static_cast<uint64_t>(digit);
+  }
+  out = v;
+  return true;
+}
+
+}  // namespace
+
 Result<FolderManifest> ReadFolderManifest(const std::string& dir) {
   const std::string path = dir + "/" + kManifestName;
   std::error_code ec;
@@ -286,13 +350,18 @@ Result<FolderManifest> ReadFolderManifest(const std::string& dir) {
   std::istringstream in(text);
   std::string line;
   int line_no = 0;
+  bool sizes_only = false;
   const auto bad = [&](const std::string& why) {
     return Status::InvalidArgument(fmt::format("{}:{}: {}", path, line_no, why));
   };
   while (std::getline(in, line)) {
     ++line_no;
     if (line_no == 1) {
-      if (line != kManifestHeader) return bad(fmt::format("expected '{}'", kManifestHeader));
+      if (line == kManifestHeaderV1) {
+        sizes_only = true;
+      } else if (line != kManifestHeader) {
+        return bad(fmt::format("expected '{}'", kManifestHeader));
+      }
       continue;
     }
     std::vector<std::string> f;
@@ -300,15 +369,20 @@ Result<FolderManifest> ReadFolderManifest(const std::string& dir) {
     for (std::string field; std::getline(fields, field, '\t');) f.push_back(field);
     if (f.size() == 2 && f[0] == "kind") {
       m.kind = f[1];
-    } else if (f.size() == 3 && f[0] == "file") {
+    } else if (f.size() == (sizes_only ? 3u : 4u) && f[0] == "file") {
       int64_t bytes = -1;
+      FolderManifest::File file{f[1], 0, std::nullopt};
       if (!ParseCsvInt64(f[2], bytes) || bytes < 0 || f[1].empty() ||
-          f[1].find("..") != std::string::npos || f[1].front() == '/') {
-        return bad("expected file<TAB>relative path<TAB>bytes");
+          f[1].find("..") != std::string::npos || f[1].front() == '/' ||
+          (!sizes_only && !ParseChecksum(f[3], file.checksum))) {
+        return bad(sizes_only ? "expected file<TAB>relative path<TAB>bytes"
+                              : "expected file<TAB>relative path<TAB>bytes<TAB>16 hex digits");
       }
-      m.files.push_back({f[1], bytes});
+      file.bytes = bytes;
+      m.files.push_back(std::move(file));
     } else {
-      return bad("expected 'kind<TAB>KIND' or 'file<TAB>PATH<TAB>BYTES'");
+      return bad(sizes_only ? "expected 'kind<TAB>KIND' or 'file<TAB>PATH<TAB>BYTES'"
+                            : "expected 'kind<TAB>KIND' or 'file<TAB>PATH<TAB>BYTES<TAB>FNV1A'");
     }
   }
   if (line_no == 0) {
@@ -330,15 +404,35 @@ Result<FolderManifest> ReadFolderManifest(const std::string& dir) {
           "wrote it",
           dir, f.path, size, kManifestName, f.bytes));
     }
+    if (!f.checksum) continue;
+    EPLB_ASSIGN_OR_RETURN(const uint64_t checksum, FileChecksum(p.string()));
+    if (checksum != *f.checksum) {
+      return Status::InvalidArgument(fmt::format(
+          "{}: {} has checksum {:016x} but {} says {:016x}: the file was changed or replaced "
+          "after eplb wrote it",
+          dir, f.path, checksum, kManifestName, *f.checksum));
+    }
   }
   return m;
 }
 
+namespace {
+
+// DIR without a trailing separator or dot segments, as the partial name is built from it.
+std::string CleanFolderPath(const std::string& dir) {
+  const fs::path dir_path = fs::path(dir).lexically_normal();
+  return dir_path.filename().empty() ? dir_path.parent_path().string() : dir_path.string();
+}
+
+}  // namespace
+
+Status CheckOutputFolder(const std::string& dir, const std::string& kind) {
+  return CheckReplaceable(CleanFolderPath(dir), kind);
+}
+
 Status WriteFolderAtomically(const std::string& dir, const std::string& kind,
                              const std::function<Status(const std::string&)>& fill) {
-  const fs::path dir_path = fs::path(dir).lexically_normal();
-  const std::string clean =
-      dir_path.filename().empty() ? dir_path.parent_path().string() : dir_path.string();
+  const std::string clean = CleanFolderPath(dir);
   RemoveStalePartials(clean);
   EPLB_RETURN_IF_ERROR(CheckReplaceable(clean, kind));
   const std::string partial = clean + ".partial-" + HostName() + "-" + std::to_string(::getpid());

@@ -497,7 +497,8 @@ std::span<const RunFolderFile> RunFolderFiles() {
       {"trace.json", "Chrome/Perfetto trace events of steps, transfers and commits", {}},
       {"summary.json", "the run's summary numbers (RunSummary)", {}},
       {"manifest.tsv",
-       "every other file with its size (base/file_io.h), written last: a folder without it, or "
+       "every other file with its size and checksum (base/file_io.h), written last: a folder "
+       "without it, or "
        "whose files differ from it, is not a finished run",
        {}},
   }};

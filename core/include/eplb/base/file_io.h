@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,7 +41,8 @@ bool IsSafePathComponent(std::string_view name);
 Status WriteTextFile(const std::string& path, const std::string& text);
 
 // The file that makes an eplb output folder whole: written last, it names the folder's kind
-// and every file in it with its size. A folder without one is unfinished.
+// and every file in it with its size and FNV-1a checksum (a guard against files swapped in from
+// another run, not against forgery). A folder without one is unfinished.
 inline constexpr const char* kManifestName = "manifest.tsv";
 
 struct FolderManifest {
@@ -48,18 +50,24 @@ struct FolderManifest {
   struct File {
     std::string path;  // relative to the folder, '/'-separated
     int64_t bytes = 0;
+    std::optional<uint64_t> checksum;  // FNV-1a 64; absent in folders written before v2
   };
   std::vector<File> files;  // every file but the manifest itself, sorted by path
 };
 
 // The manifest of the eplb folder at `dir`: NotFound when the folder has none (unfinished, or
 // not eplb's); InvalidArgument when it is damaged, or when a file it lists is missing or has
-// another size than it says (truncated or replaced since).
+// another size or checksum than it says (truncated, edited or replaced since). Reads every file.
 Result<FolderManifest> ReadFolderManifest(const std::string& dir);
 
 // Writes DIR's manifest for the files now in it, as WriteFolderAtomically does last. For tests
 // and tools that assemble or alter a folder themselves.
 Status WriteFolderManifest(const std::string& dir, const std::string& kind);
+
+// OK when WriteFolderAtomically(dir, kind, ...) may write DIR now: commands call it before their
+// work, so that an --out that would be refused (a file, a link, a folder eplb did not write or of
+// another kind) is refused before minutes of simulation, not after. The write checks again.
+Status CheckOutputFolder(const std::string& dir, const std::string& kind);
 
 // Writes the folder DIR as a whole. fill(partial) builds DIR.partial-HOST-PID; the manifest is
 // added; then one atomic exchange of the two names puts the new folder at DIR, and the old one (now
