@@ -637,13 +637,46 @@ TEST_F(CliTest, SweepSpreadsPointsOverASlurmJobArray) {
             std::string::npos)
       << second.out;
   EXPECT_FALSE(fs::exists(out));
+  // Another sweep's task given the same --out is refused, not mixed in under the wrong labels.
+  const std::string other_args =
+      args.substr(0, args.find("0,4,8")) + "0,4,12" + args.substr(args.find("0,4,8") + 5);
+  const CliRun other = Eplb(other_args, array + "1");
+  EXPECT_EQ(other.code, 2);
+  EXPECT_NE(other.err.find("holds the points of another sweep"), std::string::npos) << other.err;
+  // A launch of more tasks than points (or a wrong count) is refused at once, not scanned for.
+  const CliRun too_many = Eplb(args, "SLURM_ARRAY_TASK_COUNT=2147483647 SLURM_ARRAY_TASK_ID=0");
+  EXPECT_EQ(too_many.code, 2);
+  EXPECT_NE(too_many.err.find("Slurm array task 0 of 2147483647, but the sweep has 3 points"),
+            std::string::npos)
+      << too_many.err;
   const CliRun first = Eplb(args, array + "1");
   ASSERT_EQ(first.code, 0) << first.err;
   const auto doc = nlohmann::json::parse(testing::ReadFile(out + "/sweep.json"));
   ASSERT_EQ(doc["points"].size(), 3u);
+  EXPECT_EQ(doc["points"][2]["eplb.num_redundant_experts"], 8);
   for (int i = 0; i < 3; ++i)
     EXPECT_TRUE(fs::exists(fs::path(out) / "points" / std::to_string(i) / "summary.json"));
   EXPECT_FALSE(fs::exists(out + ".shared-partial"));
+}
+
+// Varying the policy as a field: each point runs the policy it is labelled with.
+TEST_F(CliTest, SweepOverThePolicyFieldRunsEachPolicy) {
+  const std::string out = (dir_ / "policies").string();
+  const CliRun r = Eplb(std::string("sweep ") + EPLB_SCENARIO_DIR +
+                        "/tiny.yaml --vary eplb.policy=deepseek,static --set run.steps=150 "
+                        "--no-trace --jobs 1 --out " +
+                        out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(testing::ReadFile(out + "/sweep.json"));
+  ASSERT_EQ(doc["points"].size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    const std::string policy = doc["points"][i]["eplb.policy"];
+    EXPECT_EQ(doc["points"][i]["policy"], policy);
+    auto folder = ReadRunFolder(out + "/points/" + std::to_string(i));
+    ASSERT_TRUE(folder.ok()) << folder.status().message();
+    EXPECT_EQ(folder->run.scenario.eplb.policy, policy);
+  }
+  EXPECT_NE(doc["points"][0]["balancedness_mean"], doc["points"][1]["balancedness_mean"]);
 }
 
 TEST_F(CliTest, CompareAndSweepErrorsExitTwo) {
@@ -659,6 +692,8 @@ TEST_F(CliTest, CompareAndSweepErrorsExitTwo) {
            " (--set cluster.nodes): cluster.nodes is 0; valid values are 1..65536"},
       {"unknown field", "sweep " + tiny + " --vary cluster.nodez=1,2",
        "unknown field 'cluster.nodez'"},
+      {"policies twice", "sweep " + tiny + " --vary eplb.policy=deepseek,static --policies static",
+       "--vary eplb.policy and --policies both name the policies"},
   });
 }
 #else

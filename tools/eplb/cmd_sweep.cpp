@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -53,6 +54,63 @@ bool Claim(const std::string& path) {
   return true;
 }
 
+// What makes two sweep processes parts of one sweep: the base scenario and every point.
+std::string SweepIdentity(const Scenario& base, const std::vector<std::string>& keys,
+                          const std::vector<Point>& points) {
+  std::string text = ScenarioToYaml(base);
+  for (const std::string& k : keys) text += "\nvary " + k;
+  for (const Point& p : points)
+    text += fmt::format("\npoint {} {}", fmt::join(p.values, ","), p.policy);
+  return text;
+}
+
+// The first process to reach the shared folder records the sweep it runs; the others check
+// that they run the same one.
+Status JoinSharedSweep(const std::string& shared, const std::string& identity) {
+  const std::string path = shared + "/.sweep";
+  const std::string mine = fmt::format("{}.{}", path, ::getpid());
+  EPLB_RETURN_IF_ERROR(WriteTextFile(mine, identity));
+  const bool first = ::link(mine.c_str(), path.c_str()) == 0;  // atomic: one process wins
+  ::unlink(mine.c_str());
+  if (first) return Status::Ok();
+  EPLB_ASSIGN_OR_RETURN(const std::string recorded, ReadTextFile(path));
+  if (recorded == identity) return Status::Ok();
+  return Status::InvalidArgument(fmt::format(
+      "{} holds the points of another sweep (another scenario, --vary or --policies); give each "
+      "sweep its own --out, or remove {} if that sweep was abandoned",
+      shared, shared));
+}
+
+struct RankMarks {
+  int finished = 0;
+  std::vector<int> failed;
+};
+
+// The processes that have marked their end: one listing of the folder, whatever the count.
+Result<RankMarks> ReadRankMarks(const std::string& shared, int ranks) {
+  namespace fs = std::filesystem;
+  RankMarks marks;
+  std::error_code ec;
+  for (fs::directory_iterator it(shared, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    int32_t r = -1;
+    const size_t dot = name.rfind('.');
+    if (name.rfind(".rank-", 0) != 0 || dot == std::string::npos ||
+        !ParseCsvInt32(name.substr(6, dot - 6), r) || r < 0 || r >= ranks) {
+      continue;
+    }
+    const std::string mark = name.substr(dot + 1);
+    if (mark == "done") ++marks.finished;
+    if (mark == "failed") {
+      ++marks.finished;
+      marks.failed.push_back(r);
+    }
+  }
+  if (ec) return Status::IoError(fmt::format("{}: cannot list: {}", shared, ec.message()));
+  std::sort(marks.failed.begin(), marks.failed.end());
+  return marks;
+}
+
 int RunSweep(const SweepArgs& args) {
   const std::string cmd = "sweep";
   auto base = LoadScenarioArg(args.scenario_path, args.overrides);
@@ -72,6 +130,12 @@ int RunSweep(const SweepArgs& args) {
     }
   }
   if (Status s = CheckDistinct(keys, "--vary"); !s.ok()) return ReportError(cmd, s);
+  const bool policy_varied = std::find(keys.begin(), keys.end(), "eplb.policy") != keys.end();
+  if (policy_varied && !args.policies.empty()) {
+    return ReportError(
+        cmd, Status::InvalidArgument("--vary eplb.policy and --policies both name the policies; "
+                                     "give them once, in either"));
+  }
   std::vector<std::string> policies = args.policies.empty()
                                           ? std::vector<std::string>{base->eplb.policy}
                                           : SplitList(args.policies);
@@ -107,16 +171,25 @@ int RunSweep(const SweepArgs& args) {
     for (const std::string& policy : policies) {
       std::vector<std::string> o = args.overrides;
       for (size_t k = 0; k < keys.size(); ++k) o.push_back(keys[k] + "=" + p.values[k]);
-      o.push_back("eplb.policy=" + policy);
+      if (!policy_varied) o.push_back("eplb.policy=" + policy);
       auto s = LoadScenarioArg(args.scenario_path, o);
       if (!s.ok())
         return ReportError(cmd, s.status().WithContext(fmt::format("point {}: ", all.size())));
-      all.push_back({p.values, policy});
+      all.push_back({p.values, s->eplb.policy});  // the label is what the point runs
       scenarios.push_back(std::move(s).value());
     }
   }
   const Launch launch = DetectLaunch();
   const int rank = launch.index, ranks = launch.count;
+  if (static_cast<size_t>(ranks) > all.size()) {
+    // Every process must mark its end before the report is written: a count beyond the points
+    // is a wrong launch (or environment), and would have the last one wait for processes that
+    // have nothing to do.
+    return ReportError(cmd, Status::InvalidArgument(fmt::format(
+                                "{}, but the sweep has {} point{}: launch at most one process "
+                                "per point",
+                                launch.Describe(), all.size(), all.size() == 1 ? "" : "s")));
+  }
   const std::string dir = args.out.empty() ? "runs/sweep-" + base->name : args.out;
   // Launched as several processes (MPI ranks, or Slurm array tasks that may run at different
   // times), each writes its points into one shared folder and marks when it is done; the last to
@@ -181,6 +254,9 @@ int RunSweep(const SweepArgs& args) {
     namespace fs = std::filesystem;
     const std::string shared = dir + ".shared-partial";
     fs::create_directories(shared + "/points");
+    // Processes of another sweep writing to the same --out would mix their points in.
+    if (Status joined = JoinSharedSweep(shared, SweepIdentity(*base, keys, all)); !joined.ok())
+      return ReportError(cmd, joined);
     fmt::print(stderr, "eplb sweep: {}: points {} of {} and every {}th after\n", launch.Describe(),
                rank, all.size(), ranks);
     s = run_points(shared);
@@ -188,15 +264,10 @@ int RunSweep(const SweepArgs& args) {
         WriteTextFile(fmt::format("{}/.rank-{}.{}", shared, rank, s.ok() ? "done" : "failed"), "");
     if (s.ok()) s = marked;
     if (!s.ok()) return ReportError(cmd, s);
-    std::vector<int> failed;
-    int finished = 0;
-    for (int r = 0; r < ranks; ++r) {
-      if (fs::exists(fmt::format("{}/.rank-{}.done", shared, r))) ++finished;
-      if (fs::exists(fmt::format("{}/.rank-{}.failed", shared, r))) {
-        ++finished;
-        failed.push_back(r);
-      }
-    }
+    auto marks = ReadRankMarks(shared, ranks);
+    if (!marks.ok()) return ReportError(cmd, marks.status());
+    const std::vector<int>& failed = marks->failed;
+    const int finished = marks->finished;
     if (finished < ranks || !Claim(shared + "/.report-claimed")) {
       fmt::print(HumanOutput(args.json), "{}: {} of {} finished; the last to finish writes {}\n",
                  launch.Describe(), finished, ranks, dir);
