@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include <fmt/format.h>
 #include <xbt/log.h>
 #include <simgrid/s4u.hpp>
 
@@ -56,6 +57,14 @@ Result<RunResult> RunSimulation(const Scenario& scenario,
   });
   engine.run();
   if (!status.ok()) return status;
+  if (result.steps.size() != static_cast<size_t>(scenario.run.steps)) {
+    // SimGrid ends a simulation in which no actor can go on (a deadlock, or a clock that
+    // stopped advancing) without an error of its own.
+    return Status::Internal(fmt::format(
+        "the simulation stopped after {} of {} steps at t = {} s: SimGrid found no actor able "
+        "to go on; please report this scenario",
+        result.steps.size(), scenario.run.steps, sg4::Engine::get_clock()));
+  }
   result.wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   result.peak_rss_bytes = PeakRssBytes();

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_fixture.h"
+#include "eplb/io/run_folder.h"
 #include "test_util.h"
 
 namespace eplb {
@@ -167,7 +168,16 @@ TEST_F(CliTest, ScalingOutThenInServesOnTheGpusAskedFor) {
     EXPECT_EQ(metrics[static_cast<size_t>(i)].at("serving_gpus"), i >= 50 && i < 300 ? "4" : "2")
         << i;
     EXPECT_EQ(std::stod(metrics[static_cast<size_t>(i)].at("tokens_lost")), 0) << i;
+    // While the removed GPUs drain they still take tokens, and the mean is over them too: a
+    // balancedness over 1 or a negative imbalance would mean the mean left them out.
+    const double balancedness = std::stod(metrics[static_cast<size_t>(i)].at("balancedness"));
+    EXPECT_GT(balancedness, 0) << i;
+    EXPECT_LE(balancedness, 1) << i;
+    EXPECT_GE(std::stod(metrics[static_cast<size_t>(i)].at("imbalance_ratio")), 0) << i;
   }
+  // Read back whole by eplb's own reader (which refuses such values).
+  auto folder = ReadRunFolder(out);
+  EXPECT_TRUE(folder.ok()) << folder.status().message();
   const auto rearrangements = ReadCsv(out + "/rearrangements.csv");
   int scales = 0;
   for (const auto& row : rearrangements) {

@@ -158,7 +158,38 @@ TEST(Scenario, FaultsReadBackAndTheirErrorsNameTheField) {
   EXPECT_EQ(Err("faults:\n  - {kind: link_degraded, rank: 1, node: 0}\n"),
             "s.yaml:2:5: faults[0] (link_degraded) needs either a rank or a node, not both");
   EXPECT_EQ(Err("faults:\n  - {kind: straggler, rank: 1, factor: 0.5}\n"),
-            "s.yaml:2:40: faults[0].factor is 0.5; it must be at least 1");
+            "s.yaml:2:40: faults[0].factor is 0.5; it must be within [1, 1000]");
+  EXPECT_EQ(Err("faults:\n  - {kind: straggler, rank: 1, factor: 1e308}\n"),
+            "s.yaml:2:40: faults[0].factor is 1e+308; it must be within [1, 1000]");
+  // Faults that would do nothing, or twice: a loss of a GPU already lost (alone or in its node)
+  // or idle, a scale to the GPUs already serving, two slowdowns compounding on one target.
+  const std::string two = "faults:\n  - {kind: gpu_lost, step: 3, rank: 1}\n";
+  EXPECT_EQ(Err(two + "  - {kind: gpu_lost, step: 3, rank: 1}\n"),
+            "s.yaml:3:5: faults[1] (gpu_lost at step 3) loses no serving GPU: GPU 1 is already "
+            "lost (GPUs 0..31 serve); remove it");
+  EXPECT_EQ(Err("model: {experts: 32}\nfaults:\n  - {kind: node_lost, step: 3, node: 0}\n"
+                "  - {kind: gpu_lost, step: 9, rank: 7}\n"),
+            "s.yaml:4:5: faults[1] (gpu_lost at step 9) loses no serving GPU: GPU 7 is already "
+            "lost (GPUs 0..31 serve); remove it");
+  EXPECT_EQ(Err("model: {experts: 32}\nfaults:\n  - {kind: scale, step: 3, gpus: 24}\n"
+                "  - {kind: gpu_lost, step: 9, rank: 30}\n"),
+            "s.yaml:4:5: faults[1] (gpu_lost at step 9) loses no serving GPU: GPU 30 is idle then "
+            "(GPUs 0..23 serve); remove it");
+  EXPECT_EQ(Err("model: {experts: 32}\nfaults:\n  - {kind: scale, step: 3, gpus: 24}\n"
+                "  - {kind: scale, step: 9, gpus: 24}\n"),
+            "s.yaml:4:5: faults[1] (scale at step 9) changes nothing: 24 GPUs serve then; remove "
+            "it");
+  EXPECT_EQ(Err("faults:\n  - {kind: straggler, step: 3, rank: 1, factor: 2}\n"
+                "  - {kind: straggler, step: 5, until: 9, rank: 1, factor: 2}\n"),
+            "s.yaml:3:5: faults[1] (straggler) hits what faults[0] hits over the same steps; give "
+            "one fault with the combined factor");
+  // One after the other, or on different targets: both kept.
+  EXPECT_TRUE(ParseScenario("faults:\n  - {kind: straggler, step: 3, until: 5, rank: 1}\n"
+                            "  - {kind: straggler, step: 5, rank: 1}\n"
+                            "  - {kind: link_degraded, step: 3, rank: 1, link: nic}\n"
+                            "  - {kind: link_degraded, step: 3, rank: 1, link: nvlink}\n",
+                            "s.yaml")
+                  .ok());
   EXPECT_NE(Err("faults:\n  - {kind: straggler, rank: 1, link: nic}\n")
                 .find("unknown field 'faults[0].link'"),
             std::string::npos);

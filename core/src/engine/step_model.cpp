@@ -244,6 +244,10 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
       }
     }
     double total = 0, max = 0, slowest = 0;
+    // The GPUs the layer's mean is over: the serving ones, and idle ones while they still hold
+    // experts (after a scale-down, until its rearrangement moves them off), since those take
+    // tokens too.
+    int working = ranks_changed ? 0 : G;
     for (int g = 0; g < G; ++g) {
       if (ranks_changed && lost_[g]) {
         gpu_layer_[g] = 0;
@@ -251,12 +255,15 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
       }
       double t = 0;
       int loaded = 0;
+      bool holds = false;
       for (int s = g * per; s < (g + 1) * per; ++s) {
         if (row[s] != kEmptySlot) {
           t += expert_share_[row[s]];
           loaded += expert_share_[row[s]] > 0;
+          holds = true;
         }
       }
+      if (ranks_changed && (serving_[g] || holds)) ++working;
       gpu_sum[g] += t;
       total += t;
       max = std::max(max, t);
@@ -269,7 +276,7 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
     }
     layer_compute_[l] = slowest;
     all_tokens += total;
-    const double mean = total / Gs;
+    const double mean = working > 0 ? total / working : 0.0;
     out.layer_mean[static_cast<size_t>(l)] = mean;
     out.layer_max[static_cast<size_t>(l)] = max;
     sum_mean += mean;

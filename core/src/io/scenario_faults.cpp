@@ -46,7 +46,8 @@ void ReadFault(const YAML::Node& node, size_t index, Scenario& s, Reader& r) {
     m.String("link", link, {"nvlink", "nic"});
     f.link = link == "nvlink" ? LinkClass::kNvlink : LinkClass::kNic;
   }
-  if (slowdown) m.Double("factor", f.factor, 1);
+  // Beyond a thousandfold a step outlasts any run (1e308 made SimGrid's clock infinite).
+  if (slowdown) m.Double("factor", f.factor, 1, kMaxSlowdown);
   if (f.kind == FaultKind::kScale) m.Int("gpus", f.gpus, 1, kMaxGpus);
   m.Finish();
   if (!r.status().ok()) return;
@@ -73,6 +74,32 @@ void ReadFault(const YAML::Node& node, size_t index, Scenario& s, Reader& r) {
              fmt::format("{}.gpus is {}; the cluster has 1..{} GPUs", path, f.gpus, s.num_gpus()));
   }
   s.faults.push_back(f);
+}
+
+namespace {
+
+bool SameTarget(const FaultSpec& a, const FaultSpec& b) {
+  return a.kind == b.kind && a.rank == b.rank && a.node == b.node &&
+         (a.kind != FaultKind::kLinkDegraded || a.link == b.link);
+}
+
+}  // namespace
+
+void ValidateFaultOverlaps(const Scenario& s, Reader& r) {
+  // Losses and scales are checked in order of steps by ValidateRankChanges.
+  for (size_t j = 0; j < s.faults.size(); ++j) {
+    const FaultSpec& b = s.faults[j];
+    if (b.changes_ranks()) continue;
+    for (size_t i = 0; i < j; ++i) {
+      const FaultSpec& a = s.faults[i];
+      if (!SameTarget(a, b) || a.until <= b.step || b.until <= a.step) continue;
+      r.FailAt(fmt::format("faults[{}]", j),
+               fmt::format("faults[{}] ({}) hits what faults[{}] hits over the same steps; give "
+                           "one fault with the combined factor",
+                           j, FaultKindName(b.kind), i));
+      return;
+    }
+  }
 }
 
 void ValidateRankChanges(const Scenario& s, Reader& r) {
@@ -102,10 +129,36 @@ void ValidateRankChanges(const Scenario& s, Reader& r) {
   int serving = s.initial_gpus();
   for (size_t i : order) {
     const FaultSpec& f = s.faults[i];
-    if (f.kind == FaultKind::kScale) serving = f.gpus;
-    if (f.kind == FaultKind::kGpuLost) lost[static_cast<size_t>(f.rank)] = true;
-    if (f.kind == FaultKind::kNodeLost) {
-      for (int g = f.node * gpn; g < (f.node + 1) * gpn; ++g) lost[static_cast<size_t>(g)] = true;
+    if (f.kind == FaultKind::kScale) {
+      if (f.gpus == serving) {
+        r.FailAt(fmt::format("faults[{}]", i),
+                 fmt::format("faults[{}] (scale at step {}) changes nothing: {} GPUs serve then; "
+                             "remove it",
+                             i, f.step, serving));
+        return;
+      }
+      serving = f.gpus;
+    }
+    if (f.is_loss()) {
+      // A loss must take a serving GPU that is still live: losing one already lost, or one
+      // that serves no tokens, would run a recovery for nothing.
+      bool takes_one = false, hits_lost = false;
+      for (int g = f.first_rank(gpn); g <= f.last_rank(gpn); ++g) {
+        takes_one = takes_one || (g < serving && !lost[static_cast<size_t>(g)]);
+        hits_lost = hits_lost || lost[static_cast<size_t>(g)];
+        lost[static_cast<size_t>(g)] = true;
+      }
+      if (!takes_one) {
+        const std::string what =
+            f.kind == FaultKind::kGpuLost
+                ? fmt::format("GPU {} is {}", f.rank, hits_lost ? "already lost" : "idle then")
+                : fmt::format("node {}'s GPUs are all lost or idle then", f.node);
+        r.FailAt(fmt::format("faults[{}]", i),
+                 fmt::format("faults[{}] ({} at step {}) loses no serving GPU: {} (GPUs 0..{} "
+                             "serve); remove it",
+                             i, FaultKindName(f.kind), f.step, what, serving - 1));
+        return;
+      }
     }
     int live = 0;
     for (int g = 0; g < serving; ++g) live += lost[static_cast<size_t>(g)] ? 0 : 1;

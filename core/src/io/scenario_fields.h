@@ -26,6 +26,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // Field ranges (scenarios/README.md). Each bounds what is derived from it: byte counts in int64,
 // times finite, the simulator's rates and the run's memory (also checked whole, before a run:
 // engine/scenario.h).
+constexpr double kMaxSlowdown = 1000;                  // a fault's factor
 constexpr int kMaxGpus = 65536;                        // nodes × gpus_per_node
 constexpr int64_t kMaxExpertBytes = int64_t{1} << 40;  // 1 TiB per expert
 constexpr int kMaxExperts = 1 << 20;
@@ -221,5 +222,7 @@ void ReadFault(const YAML::Node& node, size_t index, Scenario& s, Reader& r);
 // Faults that change the serving GPUs need a policy that places around the others, and every
 // set of GPUs the run goes through must keep a slot per expert.
 void ValidateRankChanges(const Scenario& s, Reader& r);
+// Two slowdowns of one kind on one target over overlapping steps (they would compound silently).
+void ValidateFaultOverlaps(const Scenario& s, Reader& r);
 
 }  // namespace eplb::scenario_fields

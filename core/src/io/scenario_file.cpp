@@ -269,6 +269,7 @@ void Validate(Scenario& s, Reader& r) {
   } else if (r.status().ok()) {
     ValidateRankChanges(s, r);
   }
+  if (r.status().ok()) ValidateFaultOverlaps(s, r);
 }
 
 Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string& source,
