@@ -34,6 +34,14 @@ TEST_F(CliTest, UnknownCommandsAndBadNumbersReadAsPeopleWriteThem) {
        "plan, policies, a2a, run, compare, sweep, device-run, validate"},
       {"negative count", "a2a --tokens -1", "--tokens: -1 is too small; it must be above 0"},
   });
+  // Byte totals are bounded where they start: an expert of 2^63-1 bytes printed negative sums.
+  const std::string placement = Write("p.json", "{\"phy2log\": [[0, 1, 2, 3]]}");
+  const std::string moved = Write("q.json", "{\"phy2log\": [[1, 0, 3, 2]]}");
+  ExpectErrors({{"huge expert",
+                 "plan --old " + placement + " --new " + moved +
+                     " --gpus 2 --nodes 2 --expert-bytes 9223372036854775807",
+                 "expert bytes is 9223372036854775807; it must be within 1..1099511627776 (1 "
+                 "TiB)"}});
 #ifdef EPLB_HAVE_SIM
   // Without the simulator `compare` says so before it reads its options.
   ExpectErrors({{"negative jobs", "compare --jobs -1", "-1 is too small; it must be at least 0"}});

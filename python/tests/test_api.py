@@ -113,6 +113,12 @@ class Plans(unittest.TestCase):
         # A slot never receives an expert it already holds.
         self.assertTrue((old[t["layer"], t["dst_slot"]] != t["expert"]).all())
 
+    def test_byte_counts_are_bounded_where_they_start(self):
+        old = np.array([[0, 1, 2, 3]])
+        with self.assertRaisesRegex(ValueError, r"expert bytes is 4611686018427387904; it must "
+                                    r"be within 1\.\.1099511627776"):
+            eplb.plan(old, old[:, ::-1], 2, num_nodes=2, expert_bytes=2**62)
+
     def test_unchanged_placement_plans_nothing(self):
         old = np.tile(np.arange(24) % 16, (2, 1))
         out = eplb.plan(old, old, 4, num_nodes=1)

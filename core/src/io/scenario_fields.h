@@ -26,9 +26,8 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // Field ranges (scenarios/README.md). Each bounds what is derived from it: byte counts in int64,
 // times finite, the simulator's rates and the run's memory (also checked whole, before a run:
 // engine/scenario.h).
-constexpr double kMaxSlowdown = 1000;                  // a fault's factor
-constexpr int kMaxGpus = 65536;                        // nodes × gpus_per_node
-constexpr int64_t kMaxExpertBytes = int64_t{1} << 40;  // 1 TiB per expert
+constexpr double kMaxSlowdown = 1000;  // a fault's factor
+constexpr int kMaxGpus = 65536;        // nodes × gpus_per_node
 constexpr int kMaxExperts = 1 << 20;
 constexpr double kMaxGbps = 1e6;          // 1 PB/s: any link, with room to spare
 constexpr double kMaxMicroseconds = 1e9;  // 1000 s for a latency or a step's part

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -252,6 +253,16 @@ Result<std::vector<LayerPlan>> PlanMigration(const Placement& old_placement,
     return Status::InvalidArgument(fmt::format("old placement has {} layers but new has {}",
                                                old_placement.num_layers(),
                                                new_placement.num_layers()));
+  }
+  // Every byte count a plan yields (per layer, per link, the whole migration's) is at most
+  // every slot of every layer moved: bounding that keeps them all in int64.
+  const int64_t slots = int64_t{old_placement.num_layers()} * old_placement.num_slots();
+  if (slots > 0 && topology.expert_bytes() > std::numeric_limits<int64_t>::max() / slots) {
+    return Status::InvalidArgument(fmt::format(
+        "expert bytes is {}: moving {} layers × {} slots of it could count more bytes than a "
+        "64-bit total holds; expert bytes must be at most {}",
+        topology.expert_bytes(), old_placement.num_layers(), old_placement.num_slots(),
+        std::numeric_limits<int64_t>::max() / slots));
   }
   std::vector<LayerPlan> plans;
   for (int layer = 0; layer < old_placement.num_layers(); ++layer) {

@@ -45,9 +45,10 @@ Result<Topology> Topology::Create(const TopologyConfig& config) {
         fmt::format("{} nodes × {} GPUs × {} slots is more than 2^24 slots per layer", config.nodes,
                     config.gpus_per_node, config.slots_per_gpu));
   }
-  if (config.expert_bytes < 1) {
+  if (config.expert_bytes < 1 || config.expert_bytes > kMaxExpertBytes) {
     return Status::InvalidArgument(
-        fmt::format("expert bytes is {}; it must be at least 1", config.expert_bytes));
+        fmt::format("expert bytes is {}; it must be within 1..{} (1 TiB)", config.expert_bytes,
+                    kMaxExpertBytes));
   }
   EPLB_RETURN_IF_ERROR(CheckLink("NVLink", config.nvlink));
   EPLB_RETURN_IF_ERROR(CheckLink("NIC", config.nic));

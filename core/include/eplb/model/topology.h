@@ -24,6 +24,10 @@ struct LinkSpec {
   double latency_s = 0;
 };
 
+// The largest expert eplb accepts (1 TiB per expert per layer, far beyond any model): byte
+// totals over a migration stay within int64 (PlanMigration checks the product).
+inline constexpr int64_t kMaxExpertBytes = int64_t{1} << 40;
+
 struct TopologyConfig {
   int nodes = 1;
   int gpus_per_node = 1;
