@@ -99,7 +99,17 @@ TEST_F(CliTest, RebalanceWritesTheEnginesOwnFiles) {
        {"yaml slots",
         "plan --old " + ours + " --new " +
             Write("slots.yaml", "initial_global_assignments:\n  3: [0, 1]\nnum_slots: 4\n"),
-        "slots.yaml: num_slots is 4 but layer 3 lists 2 slots"}});
+        "slots.yaml: num_slots is 4 but layer 3 lists 2 slots"},
+       {"yaml with a second document",
+        "plan --old " + ours + " --new " +
+            Write("two.yaml", trtllm.out + "---\ninitial_global_assignments:\n  3: [0]\n"),
+        "two.yaml:6: a second YAML document; TensorRT-LLM's moe_load_balancer.yaml holds one"},
+       {"yaml with a key twice",
+        "plan --old " + ours + " --new " + Write("twice.yaml", trtllm.out + "num_slots: 16\n"),
+        "twice.yaml:6:1: 'num_slots' is given twice (also at line 4)"},
+       // Each format reads back as written: TensorRT-LLM's file has no empty slot.
+       {"trtllm around lost GPUs", args + " --format trtllm --lost-ranks 3",
+        "--format trtllm cannot hold --lost-ranks"}});
 }
 
 // Placements record the cluster they were made for; plan takes it from them and refuses another.

@@ -257,7 +257,7 @@ TEST(Scenario, HostileInputTable) {
       {"a key that is a list (found by fuzzing)",
        "model:\n  ? [a, b]\n  : 1\n",
        {},
-       "s.yaml:2:5: a key is a list; keys are field names"},
+       "s.yaml:2:5: a key is a list; keys are names or numbers"},
       {"an alias inside its own anchor (found by fuzzing)",
        "model: &a [*a]\n",
        {},

@@ -156,6 +156,14 @@ int RunRebalance(const RebalanceArgs& args) {
   }
   auto policy = MakePolicy(args.policy);
   if (!policy.ok()) return ReportError(cmd, policy.status());
+  if (args.format == "trtllm" && !args.lost_ranks.empty()) {
+    // Each format must read back as written, and TensorRT-LLM's file lists an expert in every
+    // slot.
+    return ReportError(cmd, Status::InvalidArgument(
+                                "--format trtllm cannot hold --lost-ranks: TensorRT-LLM's "
+                                "initial_global_assignments has no empty slot; use json, vllm or "
+                                "sglang"));
+  }
 
   PolicyInput input{*load, *topology, current ? &*current : nullptr, args.groups, chunks};
   input.migration.window_steps = static_cast<double>(series->steps.size());

@@ -8,18 +8,15 @@
 #include <yaml-cpp/yaml.h>
 
 #include "eplb/base/file_io.h"
+#include "io/yaml_document.h"
 
 namespace eplb {
 
 Result<Placement> ParseTrtllmPlacement(std::string_view text, const std::string& name,
                                        int num_experts) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(fmt::format("{}:{}:{}: not valid YAML: {}", name,
-                                               e.mark.line + 1, e.mark.column + 1, e.msg));
-  }
+  EPLB_ASSIGN_OR_RETURN(
+      YAML::Node root,
+      LoadOneYamlDocument(std::string(text), name, "TensorRT-LLM's moe_load_balancer.yaml"));
   const YAML::Node assignments = root.IsMap() ? root["initial_global_assignments"] : YAML::Node();
   if (!assignments.IsMap() || assignments.size() == 0) {
     return Status::InvalidArgument(fmt::format(

@@ -16,6 +16,7 @@
 #include "eplb/io/run_folder.h"
 #include "eplb/io/scenario_file.h"
 #include "eplb/policy/policy.h"
+#include "io/yaml_document.h"
 
 namespace eplb {
 
@@ -238,13 +239,7 @@ Result<std::vector<PublishedFigure>> LoadPublishedFigures(const std::string& pat
 
 Result<std::vector<PublishedFigure>> ParsePublishedFigures(const std::string& text,
                                                            const std::string& path) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(fmt::format("{}:{}:{}: not valid YAML: {}", path,
-                                               e.mark.line + 1, e.mark.column + 1, e.msg));
-  }
+  EPLB_ASSIGN_OR_RETURN(YAML::Node root, LoadOneYamlDocument(text, path, "a figures file"));
   if (!root.IsMap() || !root["figures"] || !root["figures"].IsSequence() || root.size() != 1) {
     return Status::InvalidArgument(
         fmt::format("{}: expected one field, 'figures', a list of figures", path));

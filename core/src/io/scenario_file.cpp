@@ -16,6 +16,7 @@
 #include "eplb/formats/load_file.h"
 #include "eplb/policy/policy.h"
 #include "io/scenario_fields.h"
+#include "io/yaml_document.h"
 
 namespace eplb {
 
@@ -30,121 +31,18 @@ void ReadLink(MapReader m, LinkConfig& link) {
   m.Finish();
 }
 
-// Refuses what YAML would read silently in a way the author did not mean: a key given twice
-// (yaml-cpp keeps the first). Also bounds the work on aliases that multiply a small text.
-Status CheckKeys(const YAML::Node& node, const std::string& source, size_t& visited,
-                 int depth = 0) {
-  if (++visited > 1000000) {
-    return Status::InvalidArgument(
-        fmt::format("{}: more than a million YAML nodes (aliases?); a scenario is a page", source));
-  }
-  // A scenario nests 3 levels; an alias inside its own anchor (&a [*a]) nests forever.
-  if (depth > 64) {
-    const YAML::Mark m = node.Mark();
-    return Status::InvalidArgument(
-        fmt::format("{}:{}:{}: nested more than 64 deep (an alias inside its own anchor?)", source,
-                    m.line + 1, m.column + 1));
-  }
-  if (node.IsMap()) {
-    std::map<std::string, YAML::Mark> keys;
-    for (const auto& kv : node) {
-      if (!kv.first.IsScalar()) {
-        const YAML::Mark m = kv.first.Mark();
-        return Status::InvalidArgument(fmt::format("{}:{}:{}: a key is {}; keys are field names",
-                                                   source, m.line + 1, m.column + 1,
-                                                   Show(kv.first)));
-      }
-      {
-        const auto [it, fresh] = keys.emplace(kv.first.Scalar(), kv.first.Mark());
-        if (!fresh) {
-          const YAML::Mark m = kv.first.Mark();
-          return Status::InvalidArgument(fmt::format(
-              "{}:{}:{}: '{}' is given twice (also at line {}); give each field once", source,
-              m.line + 1, m.column + 1, kv.first.Scalar(), it->second.line + 1));
-        }
-      }
-      EPLB_RETURN_IF_ERROR(CheckKeys(kv.second, source, visited, depth + 1));
-    }
-  } else if (node.IsSequence()) {
-    for (const auto& item : node) EPLB_RETURN_IF_ERROR(CheckKeys(item, source, visited, depth + 1));
-  }
-  return Status::Ok();
-}
-
-// Where a scenario's text has content, by lines (1-based; 0: none). A document marker ("---",
-// or anything after "...") can only stand at column 0, where no block scalar's content can, so a
-// scan finds a second document without yaml-cpp (0.7's LoadAll, which would count documents,
-// loops forever allocating on a text as small as ",": found by fuzzing).
-struct TextShape {
-  int first_content = 0;    // the first line with more than blanks, a comment or a marker
-  int second_document = 0;  // the first line of a second document
-};
-TextShape ScanDocuments(const std::string& text) {
-  TextShape shape;
-  bool started = false, ended = false;
-  int line_no = 0;
-  for (size_t pos = 0; pos < text.size() && shape.second_document == 0;) {
-    const size_t nl = std::min(text.find('\n', pos), text.size());
-    const std::string_view line = std::string_view(text).substr(pos, nl - pos);
-    pos = nl + 1;
-    ++line_no;
-    const auto marker = [&](std::string_view m) {
-      return line.substr(0, 3) == m &&
-             (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r');
-    };
-    const size_t first = line.find_first_not_of(" \t\r");
-    if (marker("---")) {
-      if (started || ended) shape.second_document = line_no;
-      started = true;  // the first document's explicit start
-    } else if (marker("...")) {
-      ended = true;
-    } else if (first != std::string_view::npos && line[first] != '#') {
-      if (ended) shape.second_document = line_no;
-      started = true;
-      if (shape.first_content == 0) shape.first_content = line_no;
-    }
-  }
-  return shape;
-}
-
-// The one YAML document of a scenario: a second one is an error, and so is none (an empty file)
-// when `require_document`; otherwise none is an empty map (the defaults).
+// The one YAML document of a scenario: none (an empty file) is an error when
+// `require_document`; otherwise it is an empty map (the defaults).
 Result<YAML::Node> LoadOneDocument(const std::string& text, const std::string& source,
                                    bool require_document) {
-  const TextShape shape = ScanDocuments(text);
-  if (shape.second_document > 0) {
-    return Status::InvalidArgument(
-        fmt::format("{}:{}: a second YAML document; a scenario file holds one (remove the '---')",
-                    source, shape.second_document));
-  }
-  YAML::Node doc;
-  try {
-    doc = YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
-    // yaml-cpp stops at 2,000 levels of nesting with the message "bad file".
-    const std::string why = e.msg == "bad file" ? "nested too deep" : e.msg;
-    return Status::InvalidArgument(fmt::format("{}:{}:{}: not valid YAML: {}", source,
-                                               e.mark.line + 1, e.mark.column + 1, why));
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(fmt::format("{}: not valid YAML: {}", source, e.msg));
-  }
-  if (!doc || doc.IsNull()) {
-    if (shape.first_content > 0) {
-      // yaml-cpp reads some invalid text (a stray ',') as nothing at all.
-      return Status::InvalidArgument(
-          fmt::format("{}:{}: not valid YAML here: it reads as nothing (null), not a map of fields",
-                      source, shape.first_content));
-    }
-    if (!require_document) return YAML::Node(YAML::NodeType::Map);
-    return Status::InvalidArgument(fmt::format(
-        "{}: no scenario in it (the file is empty or only comments); give at least the fields "
-        "that differ from the built-in default (scenarios/README.md), or give no file to run the "
-        "default",
-        source));
-  }
-  size_t visited = 0;
-  EPLB_RETURN_IF_ERROR(CheckKeys(doc, source, visited));
-  return doc;
+  EPLB_ASSIGN_OR_RETURN(YAML::Node doc, LoadOneYamlDocument(text, source, "a scenario file"));
+  if (!doc.IsNull()) return doc;
+  if (!require_document) return YAML::Node(YAML::NodeType::Map);
+  return Status::InvalidArgument(fmt::format(
+      "{}: no scenario in it (the file is empty or only comments); give at least the fields "
+      "that differ from the built-in default (scenarios/README.md), or give no file to run the "
+      "default",
+      source));
 }
 
 // `into` with every field of `from` set: maps merge key by key, anything else replaces.
@@ -174,7 +72,7 @@ Status ApplyOverride(YAML::Node& root, const std::string& setting, Reader& reade
         fmt::format("--set '{}': the value is not valid YAML: {}", setting, e.msg));
   }
   size_t visited = 0;
-  EPLB_RETURN_IF_ERROR(CheckKeys(value, "--set '" + setting + "'", visited));
+  EPLB_RETURN_IF_ERROR(CheckYamlKeys(value, "--set '" + setting + "'", visited));
   std::vector<std::string> parts;
   std::stringstream ss(path);
   for (std::string part; std::getline(ss, part, '.');) parts.push_back(part);
