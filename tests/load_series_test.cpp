@@ -100,11 +100,19 @@ TEST(LoadSeries, CsvHeaderRowsAndIndexColumns) {
 }
 
 TEST(LoadSeries, CsvLongFormatInAnyColumnOrder) {
-  auto s = ParseLoadCsvSeries("tokens,expert,layer,step\n5,1,0,3\n2,0,0,9\n1,1,0,3\n", "l.csv");
+  auto s = ParseLoadCsvSeries("tokens,expert,layer,step\n5,1,0,3\n2,0,0,9\n1,0,0,3\n", "l.csv");
   ASSERT_TRUE(s.ok()) << Msg(s);
   ASSERT_EQ(s->steps.size(), 2u);  // steps 3 and 9, in order
-  EXPECT_EQ(s->steps[0], M({{0, 6}}));
+  EXPECT_EQ(s->steps[0], M({{1, 5}}));
   EXPECT_EQ(s->steps[1], M({{2, 0}}));
+  // A cell given twice is refused with both lines, not summed.
+  EXPECT_EQ(
+      Msg(ParseLoadCsvSeries("tokens,expert,layer,step\n5,1,0,3\n2,0,0,9\n1,1,0,3\n", "l.csv")),
+      "l.csv:4: step 3, layer 0, expert 1 is given again (first at line 2); give each cell "
+      "once");
+  // A first line with a bad number is data, refused, not a header dropped.
+  EXPECT_EQ(Msg(ParseLoadCsvSeries("100junk,2,3,4\n5,6,7,8\n", "j.csv")),
+            "j.csv:1: field 1 is '100junk'; expected a non-negative number");
   auto one = ParseLoadCsvSeries("layer,expert,tokens\n1,0,4\n", "l.csv");
   ASSERT_TRUE(one.ok()) << Msg(one);
   EXPECT_EQ(one->steps[0], M({{0}, {4}}));

@@ -3,6 +3,7 @@
 #include "eplb/formats/load_file.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -141,13 +142,14 @@ Result<LoadSeries> ParseLongCsv(CsvLines& csv, const std::vector<std::string_vie
   struct Cell {
     int64_t step, layer, expert;
     double tokens;
+    int line;
   };
   std::vector<Cell> cells;
   int64_t layers = 0, experts = 0;
   std::vector<std::string_view> f;
   while (csv.Next(f)) {
     EPLB_RETURN_IF_ERROR(csv.CheckFieldCount(f, header.size()));
-    Cell c{0, 0, 0, 0};
+    Cell c{0, 0, 0, 0, csv.line_number()};
     if ((col_step >= 0 && !ParseCsvInt64(f[col_step], c.step)) ||
         !ParseCsvInt64(f[col_layer], c.layer) || !ParseCsvInt64(f[col_expert], c.expert) ||
         !ParseCsvDouble(f[col_tokens], c.tokens)) {
@@ -177,9 +179,22 @@ Result<LoadSeries> ParseLongCsv(CsvLines& csv, const std::vector<std::string_vie
     index = series.steps.size();
     series.steps.push_back(LoadMatrix::Zero(layers, experts));
   }
+  // Each cell once: a key given twice is a concatenation or an export gone wrong more often than
+  // a count meant to be summed, and summing it would hide that.
+  std::vector<int> line_of(static_cast<size_t>(layers * experts) * series.steps.size(), 0);
   for (const Cell& c : cells) {
-    double& v = series.steps[index_of_step[c.step]](c.layer, c.expert);
-    v = std::min(v + c.tokens, kMaxLoad);
+    const size_t step = index_of_step[c.step];
+    int& seen = line_of[(step * static_cast<size_t>(layers) + static_cast<size_t>(c.layer)) *
+                            static_cast<size_t>(experts) +
+                        static_cast<size_t>(c.expert)];
+    if (seen > 0) {
+      return Status::InvalidArgument(fmt::format(
+          "{}:{}: step {}, layer {}, expert {} is given again (first at line {}); give each "
+          "cell once",
+          csv.name(), c.line, c.step, c.layer, c.expert, seen));
+    }
+    seen = c.line;
+    series.steps[step](c.layer, c.expert) = c.tokens;
   }
   return series;
 }
@@ -212,11 +227,18 @@ Result<LoadSeries> ParseLoadCsvSeries(std::string_view text, const std::string& 
   if (!csv.Next(fields)) return Status::InvalidArgument(name + ": no layers of load found");
 
   // A header row is a first line with a name in it, or with an empty first field (pandas'
-  // unnamed index column over numbered columns: ",0,1,2").
+  // unnamed index column over numbered columns: ",0,1,2"). The line of a bad number is read as
+  // data, and refused there.
   std::optional<std::vector<std::string_view>> header;
   for (std::string_view f : fields) {
     double v;
-    if ((!f.empty() && !ParseCsvDouble(f, v)) || (fields.size() > 1 && fields[0].empty())) {
+    // A field that starts like a number ("100junk", "-3x") is a bad number, not a name.
+    const bool numberlike =
+        !f.empty() && (std::isdigit(static_cast<unsigned char>(f[0])) ||
+                       (f.size() > 1 && (f[0] == '-' || f[0] == '+' || f[0] == '.') &&
+                        std::isdigit(static_cast<unsigned char>(f[1]))));
+    const bool named = !f.empty() && !numberlike && !ParseCsvDouble(f, v);
+    if (named || (fields.size() > 1 && fields[0].empty())) {
       header = fields;
       break;
     }
