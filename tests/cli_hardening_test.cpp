@@ -33,6 +33,8 @@ TEST_F(CliTest, UnknownCommandsAndBadNumbersReadAsPeopleWriteThem) {
        "eplb: unknown command 'bogus'; the commands are: rebalance, "
        "plan, policies, a2a, run, compare, sweep, device-run, validate"},
       {"negative count", "a2a --tokens -1", "--tokens: -1 is too small; it must be above 0"},
+      {"a2a on one GPU", "a2a --set cluster.nodes=1 --set cluster.gpus_per_node=1",
+       "the cluster has 1 GPU; an all-to-all needs at least 2"},
   });
   // Byte totals are bounded where they start: an expert of 2^63-1 bytes printed negative sums.
   const std::string placement = Write("p.json", "{\"phy2log\": [[0, 1, 2, 3]]}");

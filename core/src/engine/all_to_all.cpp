@@ -14,6 +14,14 @@ Result<AllToAllResult> SimulateAllToAll(const Scenario& scenario, int tokens_per
     return Status::InvalidArgument(
         fmt::format("--tokens is {}; it must be at least 1 (tokens per GPU)", tokens_per_gpu));
   }
+  if (scenario.num_gpus() < 2) {
+    // One GPU's tokens never leave it: there is no all-to-all to time, and a bandwidth of 0
+    // over a link it does not use would read as a result.
+    return Status::InvalidArgument(fmt::format(
+        "the cluster has {} GPU; an all-to-all needs at least 2 (cluster.nodes × "
+        "cluster.gpus_per_node)",
+        scenario.num_gpus()));
+  }
   Scenario s = scenario;
   s.model.layers = 1;
   s.compute.micro_batches = 1;
