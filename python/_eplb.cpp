@@ -22,6 +22,7 @@
 #include "eplb/formats/load_file.h"
 #include "eplb/migrate/schedule.h"
 #include "eplb/migrate/transfer_plan.h"
+#include "eplb/model/load.h"
 #include "eplb/model/metrics.h"
 #include "eplb/policy/balance_bound.h"
 #include "eplb/policy/deepseek.h"
@@ -59,6 +60,7 @@ WindowInput ReadLoad(const LoadArray& load, int max_chunks) {
   WindowInput in;
   if (load.ndim() == 2) {
     in.window = Eigen::Map<const LoadMatrix>(load.data(), load.shape(0), load.shape(1));
+    if (Status s = ValidateLoad(in.window); !s.ok()) Raise(s);
     return in;
   }
   if (load.ndim() != 3) {
@@ -75,7 +77,11 @@ WindowInput ReadLoad(const LoadArray& load, int max_chunks) {
   for (int64_t first = 0; first < steps; first += per_chunk) {
     LoadMatrix chunk = LoadMatrix::Zero(layers, experts);
     for (int64_t t = first; t < std::min(steps, first + per_chunk); ++t) {
-      chunk += Eigen::Map<const LoadMatrix>(load.data() + t * cells, layers, experts);
+      const Eigen::Map<const LoadMatrix> step(load.data() + t * cells, layers, experts);
+      // Each step as the CLI's readers check it: a negative count hides in a sum.
+      if (Status s = ValidateLoad(step); !s.ok())
+        Raise(s.WithContext(fmt::format("load[{}]: ", t)));
+      chunk += step;
     }
     in.window += chunk;
     in.chunks.push_back(std::move(chunk));

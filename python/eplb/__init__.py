@@ -12,13 +12,12 @@ The engines' own calling conventions live in submodules, each a drop-in replacem
     eplb.sglang.rebalance_experts     SGLang's eplb_algorithms entry point
 """
 
-import operator
 import os
 
 import numpy as np
 
 from . import _eplb
-from ._arrays import log2phy_of, to_numpy
+from ._arrays import count, log2phy_of, to_numpy
 from .scenario import RunResult, run_scenario
 
 __all__ = [
@@ -57,7 +56,12 @@ def read_load(path, num_experts=0, physical_to_logical_map=None):
     p2l = None
     if physical_to_logical_map is not None:
         p2l, _ = to_numpy(physical_to_logical_map, np.int64, "physical_to_logical_map")
-    return _eplb.read_load(os.fspath(path), int(num_experts), p2l)
+    name = os.fspath(path)
+    if isinstance(name, bytes):
+        name = os.fsdecode(name)
+    if "\0" in name:
+        raise ValueError(f"path {name!r} holds a NUL byte; no file is named so")
+    return _eplb.read_load(name, count(num_experts, "num_experts", minimum=0), p2l)
 
 
 def rebalance(load, num_replicas, num_gpus, num_nodes=None, num_groups=1, policy="deepseek",
@@ -79,8 +83,9 @@ def rebalance(load, num_replicas, num_gpus, num_nodes=None, num_groups=1, policy
         max_moves_per_layer (see `eplb policies`).
     Returns numpy for numpy input and torch for torch input (on the load's device).
     """
+    num_groups = 1 if num_groups is None else count(num_groups, "num_groups", minimum=0) or 1
     if num_nodes is None:
-        if (num_groups or 1) > 1:
+        if num_groups > 1:
             raise ValueError(f"num_groups is {num_groups} but num_nodes is not given; with expert "
                              "groups the hierarchical policies pack groups onto nodes, so give "
                              "num_nodes (1 for a single node)")
@@ -88,14 +93,17 @@ def rebalance(load, num_replicas, num_gpus, num_nodes=None, num_groups=1, policy
     array, kind = to_numpy(load, np.float64, "load")
     cur = None if current is None else to_numpy(current, np.int64, "current")[0]
     lost = [] if lost_ranks is None else lost_ranks
+    if isinstance(lost_ranks, (str, bytes)):
+        lost = None  # a string is iterable, but not of indices
     try:
-        lost = [operator.index(r) for r in lost]
-    except TypeError:
-        raise TypeError(f"lost_ranks is {lost_ranks!r}; expected GPU indices, e.g. [2, 6], "
-                        "or None for none") from None
-    phy2log = _eplb.rebalance(array, int(num_replicas), int(num_gpus), int(num_nodes),
-                              int(num_groups or 1), str(policy), cur, int(max_chunks), options,
-                              lost)
+        lost = [count(r, "lost_ranks", minimum=0) for r in lost]
+    except (TypeError, ValueError):
+        raise ValueError(f"lost_ranks is {lost_ranks!r}; expected GPU indices, e.g. [2, 6], "
+                         "or None for none") from None
+    phy2log = _eplb.rebalance(array, count(num_replicas, "num_replicas"),
+                              count(num_gpus, "num_gpus"), count(num_nodes, "num_nodes"),
+                              num_groups, str(policy), cur, count(max_chunks, "max_chunks"),
+                              options, lost)
     return kind.out(phy2log)
 
 
@@ -103,7 +111,7 @@ def gpu_loads(load, phy2log, num_gpus):
     """Tokens per GPU [layers, num_gpus] when each expert's load splits evenly over its replicas."""
     array, kind = to_numpy(load, np.float64, "load")
     placement = to_numpy(phy2log, np.int64, "phy2log")[0]
-    return kind.out(_eplb.gpu_loads(array, placement, int(num_gpus)))
+    return kind.out(_eplb.gpu_loads(array, placement, count(num_gpus, "num_gpus")))
 
 
 def balancedness(load, phy2log, num_gpus):
@@ -128,5 +136,7 @@ def plan(old, new, num_gpus, num_nodes, num_experts=None, expert_bytes=3 * 7168 
     new_array = to_numpy(new, np.int64, "new")[0]
     if num_experts is None:
         num_experts = int(max(old_array.max(initial=-1), new_array.max(initial=-1))) + 1
-    return _eplb.plan(old_array, new_array, int(num_gpus), int(num_nodes), int(num_experts),
-                      int(expert_bytes), sender, strategy, float(nvlink_gbps), float(nic_gbps))
+    return _eplb.plan(old_array, new_array, count(num_gpus, "num_gpus"),
+                      count(num_nodes, "num_nodes"), count(num_experts, "num_experts"),
+                      count(expert_bytes, "expert_bytes", maximum=2**63 - 1), sender, strategy,
+                      float(nvlink_gbps), float(nic_gbps))

@@ -5,6 +5,8 @@ without a copy (``Tensor.numpy()``) when its dtype and layout already match; a C
 copied to the host once, and results go back to the device the input came from.
 """
 
+import operator
+
 import numpy as np
 
 
@@ -36,20 +38,66 @@ class Kind:
         return tensor
 
 
+# The largest count an argument may hold: the core takes them as C ints.
+_INT_MAX = 2**31 - 1
+
+
+def count(value, name, minimum=1, maximum=_INT_MAX):
+    """`value` as a Python int within [minimum, maximum], or ValueError naming `name`.
+
+    Integers only (Python, numpy or 0-d tensor ones): 20.9 replicas is a mistake, not 20.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"{name} is {value!r}; expected an integer")
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise ValueError(f"{name} is {value!r}; expected an integer") from None
+    if not minimum <= n <= maximum:
+        raise ValueError(f"{name} is {n}; it must be within [{minimum}, {maximum}]")
+    return n
+
+
 def to_numpy(value, dtype, name):
-    """(`value` as a C-contiguous numpy array of `dtype`, its Kind)."""
+    """(`value` as a C-contiguous numpy array of `dtype`, its Kind).
+
+    Every real dtype numpy or torch has is taken (torch's bfloat16 and lazily negated views
+    included); complex and boolean values, and for an integer `dtype` values that are not whole
+    numbers, are refused with ValueError naming `name`.
+    """
     torch = _torch()
     if torch is not None and isinstance(value, torch.Tensor):
         kind = Kind(True, value.device)
         value = value.detach()
         if value.device.type != "cpu":
             value = value.cpu()
-        array = value.numpy()
+        if value.is_complex():
+            raise ValueError(f"{name} is a complex tensor ({value.dtype}); expected real numbers")
+        value = value.resolve_neg()  # a lazily negated view has no numpy equivalent
+        if value.is_floating_point() and value.dtype not in (torch.float16, torch.float32,
+                                                             torch.float64):
+            value = value.to(torch.float64)  # bfloat16 and the 8-bit floats numpy lacks
+        try:
+            array = value.numpy()
+        except (TypeError, RuntimeError) as e:
+            raise ValueError(f"{name} is a {value.dtype} tensor that eplb cannot read: {e}") \
+                from None
     else:
         kind = Kind(False)
         array = np.asarray(value)
     if array.dtype == object:
         raise TypeError(f"{name} must be a numeric array or tensor, not {type(value).__name__}")
+    if array.dtype.kind == "c":
+        raise ValueError(f"{name} has complex dtype {array.dtype}; expected real numbers")
+    if array.dtype.kind not in "iuf":
+        raise ValueError(f"{name} has dtype {array.dtype}; expected numbers")
+    if np.issubdtype(dtype, np.integer) and array.dtype.kind == "f":
+        whole = np.isfinite(array) & (np.abs(array) < 2.0**63)
+        whole[whole] = array[whole] == np.round(array[whole])
+        if not whole.all():
+            where = tuple(int(i) for i in np.argwhere(~whole)[0])
+            raise ValueError(f"{name}{list(where)} is {array[where]!r}; expected whole numbers "
+                             "(slots and ranks are integers)")
     return np.ascontiguousarray(array, dtype=dtype), kind
 
 
@@ -61,7 +109,7 @@ def log2phy_of(phy2log, num_experts, width=None):
     from . import _eplb
 
     log2phy, logcnt = _eplb.log2phy(np.ascontiguousarray(phy2log, dtype=np.int64),
-                                    int(num_experts))
+                                    count(num_experts, "num_experts"))
     if width is not None and width != log2phy.shape[2]:
         if width < log2phy.shape[2]:
             raise ValueError(f"width {width} is below the largest replica count "

@@ -19,7 +19,7 @@ torch in, torch out; numpy in, numpy out.
 import numpy as np
 
 from . import _eplb
-from ._arrays import Kind, to_numpy
+from ._arrays import Kind, count, to_numpy
 
 
 def rebalance_experts(weight, num_replicas, num_groups, num_nodes, num_gpus):
@@ -27,8 +27,10 @@ def rebalance_experts(weight, num_replicas, num_groups, num_nodes, num_gpus):
     array, kind = to_numpy(weight, np.float32, "weight")
     if array.ndim != 2:
         raise ValueError(f"weight has shape {array.shape}; expected [layers, num_logical_experts]")
-    phy2log, log2phy, logcnt = _eplb.deepseek_full(array, int(num_replicas), int(num_groups),
-                                                   int(num_nodes), int(num_gpus))
+    phy2log, log2phy, logcnt = _eplb.deepseek_full(array, count(num_replicas, "num_replicas"),
+                                                   count(num_groups, "num_groups"),
+                                                   count(num_nodes, "num_nodes"),
+                                                   count(num_gpus, "num_gpus"))
     cpu = Kind(kind.is_torch)  # the reference returns CPU tensors whatever the input's device
     return cpu.out(phy2log), cpu.out(log2phy), cpu.out(logcnt)
 

@@ -27,7 +27,7 @@ Drop-in, in SGLang's eplb_algorithms/__init__.py or before the server starts:
 import numpy as np
 
 from . import _eplb
-from ._arrays import Kind, log2phy_of, to_numpy
+from ._arrays import Kind, count, log2phy_of, to_numpy
 
 _SGLANG = {
     "deepseek": ("deepseek", False),
@@ -44,12 +44,17 @@ def rebalance_experts(tokens_per_expert, num_physical_experts, num_local_physica
     if array.ndim != 3:
         raise ValueError(f"tokens_per_expert has shape {tuple(array.shape)}; expected "
                          "[steps, layers, logical experts]")
+    if array.shape[0] == 0:
+        raise ValueError("tokens_per_expert has no steps: its first dimension is 0")
     name = getattr(algorithm, "name", algorithm)  # an EplbAlgorithm member or its name
-    if num_local_physical_experts < 1 or num_physical_experts % num_local_physical_experts:
+    num_physical_experts = count(num_physical_experts, "num_physical_experts")
+    num_local_physical_experts = count(num_local_physical_experts, "num_local_physical_experts")
+    num_nodes = count(num_nodes, "num_nodes")
+    if num_physical_experts % num_local_physical_experts:
         raise ValueError(f"num_physical_experts ({num_physical_experts}) must be a multiple of "
                          f"num_local_physical_experts ({num_local_physical_experts})")
     num_gpus = num_physical_experts // num_local_physical_experts
-    groups = int(num_groups or 1)
+    groups = 1 if num_groups is None else count(num_groups, "num_groups", minimum=0) or 1
     policy, hierarchical = _SGLANG.get(name, (name, True))
     if name == "elasticity_aware":
         raise NotImplementedError("elasticity_aware reads SGLang's live elastic-EP state; "
@@ -60,13 +65,12 @@ def rebalance_experts(tokens_per_expert, num_physical_experts, num_local_physica
     experts = array.shape[2]
     if policy == "deepseek":
         window = array.sum(axis=0)  # exact for counts; the policy reads it as float32, as SGLang
-        phy2log = _eplb.deepseek(window, int(num_physical_experts),
-                                 groups if hierarchical else 1,
-                                 int(num_nodes) if hierarchical else 1, int(num_gpus))
+        phy2log = _eplb.deepseek(window, num_physical_experts, groups if hierarchical else 1,
+                                 num_nodes if hierarchical else 1, num_gpus)
         out = Kind(kind.is_torch)  # SGLang's deepseek returns CPU tensors
     else:
-        phy2log = _eplb.rebalance(array, int(num_physical_experts), int(num_gpus),
-                                  int(num_nodes) if hierarchical else 1,
+        phy2log = _eplb.rebalance(array, num_physical_experts, num_gpus,
+                                  num_nodes if hierarchical else 1,
                                   groups if hierarchical else 1, policy, None, 16, {})
         out = kind
     log2phy, logcnt = log2phy_of(phy2log, experts)

@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 import eplb
+import eplb.deepseek
 from eplb._arrays import to_numpy
 from eplb.scenario import EplbError
 
@@ -44,9 +45,9 @@ class Policies(unittest.TestCase):
         np.testing.assert_array_equal(
             eplb.rebalance(load, 48, 8, num_nodes=2, policy="fault-tolerant",
                            lost_ranks=np.array([6, 2])), phy2log)
-        with self.assertRaisesRegex(TypeError, "lost_ranks is 2.5; expected GPU indices"):
+        with self.assertRaisesRegex(ValueError, "lost_ranks is 2.5; expected GPU indices"):
             eplb.rebalance(load, 48, 8, lost_ranks=2.5)
-        with self.assertRaisesRegex(TypeError, r"lost_ranks is \[1.5\]"):
+        with self.assertRaisesRegex(ValueError, r"lost_ranks is \[1.5\]"):
             eplb.rebalance(load, 48, 8, lost_ranks=[1.5])
 
     def test_every_policy_gives_a_valid_placement_that_beats_the_initial_one(self):
@@ -88,6 +89,62 @@ class Policies(unittest.TestCase):
         array, kind = to_numpy(load, np.float64, "load")
         self.assertTrue(np.shares_memory(array, load.numpy()))
         self.assertTrue(kind.is_torch)
+
+
+class BadArguments(unittest.TestCase):
+    """Every bad argument is a ValueError naming it, as the command line's error names its
+    option; nothing is truncated, dropped or summed into something that looks valid."""
+
+    def test_each_is_a_value_error_naming_the_argument(self):
+        import eplb.sglang
+        load = skewed_load(2, 8, seed=1)
+        p = np.tile(np.arange(8), (2, 1))
+        steps = np.stack([load, load])
+        steps[1, 0, 3] = -5  # the sum over steps stays positive
+        nan = load.copy()
+        nan[0, 0] = np.nan
+        cases = [
+            ("complex load", lambda: eplb.rebalance(load + 1j, 8, 4), "complex dtype"),
+            ("complex tensor", lambda: eplb.rebalance(torch.from_numpy(load + 1j), 8, 4),
+             "complex tensor"),
+            ("bool load", lambda: eplb.rebalance(load > 5, 8, 4), "dtype bool"),
+            ("float placement", lambda: eplb.gpu_loads(load, p + 0.7, 4),
+             r"phy2log\[0, 0\] is 0.7; expected whole numbers"),
+            ("float current", lambda: eplb.rebalance(load, 8, 4, current=p + 0.5),
+             r"current\[0, 0\] is 0.5"),
+            ("fractional replicas", lambda: eplb.rebalance(load, 20.9, 4),
+             "num_replicas is 20.9; expected an integer"),
+            ("negative groups", lambda: eplb.rebalance(load, 8, 4, num_groups=-4),
+             r"num_groups is -4; it must be within \[0, "),
+            ("beyond int64", lambda: eplb.rebalance(load, 2**70, 4),
+             "num_replicas is 1180591620717411303424; it must be within"),
+            ("a negative step", lambda: eplb.rebalance(steps, 8, 4),
+             r"load\[1\]: load of layer 0, expert 3 is -5"),
+            ("NaN in gpu_loads", lambda: eplb.gpu_loads(nan, p, 4), "expert 0 is nan"),
+            ("NaN in balancedness", lambda: eplb.balancedness(nan, p, 4), "expert 0 is nan"),
+            ("negative in balancedness", lambda: eplb.balancedness(-load, p, 4),
+             "loads must be finite and non-negative"),
+            ("NUL in a path", lambda: eplb.read_load("a\0b.csv"), "holds a NUL byte"),
+            ("sglang without steps",
+             lambda: eplb.sglang.rebalance_experts(np.zeros((0, 2, 8)), 8, 2, 1, 1, "deepseek"),
+             "tokens_per_expert has no steps"),
+            ("sglang on no nodes",
+             lambda: eplb.sglang.rebalance_experts(steps.clip(0), 8, 2, 2, 0,
+                                                   "deepseek_hierarchical"),
+             r"num_nodes is 0; it must be within \[1, "),
+            ("deepseek groups", lambda: eplb.deepseek.rebalance_experts(load, 8, 0.5, 1, 4),
+             "num_groups is 0.5; expected an integer"),
+        ]
+        for name, call, message in cases:
+            with self.subTest(name), self.assertRaisesRegex(ValueError, message):
+                call()
+
+    def test_every_real_torch_dtype_is_read(self):
+        load = torch.from_numpy(skewed_load(2, 16, seed=2))
+        expected = eplb.rebalance(load.to(torch.float32), 24, 4)
+        for tensor in (load.to(torch.bfloat16).to(torch.float32), (-load)._neg_view()):
+            self.assertTrue(torch.equal(eplb.rebalance(tensor, 24, 4), expected))
+        self.assertEqual(eplb.rebalance(load.to(torch.bfloat16), 24, 4).shape, (2, 24))
 
 
 class Plans(unittest.TestCase):
