@@ -192,6 +192,21 @@ TEST(Safetensors, RoundTripsAndRefusesBrokenFiles) {
                        4))
                 .find("tensor 'a'"),
             std::string::npos);
+  // The tensors tile the data section: overlapping offsets (two tensors reading one byte), gaps
+  // and bytes left over are refused, as the format says.
+  EXPECT_NE(err(header(R"({"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},)"
+                       R"("b":{"dtype":"U8","shape":[2],"data_offsets":[1,3]}})",
+                       3))
+                .find("tensor 'b' starts at byte 1 of the data section, but the tensors before "
+                      "it end at 2; safetensors' tensors tile the data section without "
+                      "overlapping"),
+            std::string::npos);
+  EXPECT_NE(err(header(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})", 2))
+                .find("without gaps"),
+            std::string::npos);
+  EXPECT_NE(err(header(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})", 2))
+                .find("the tensors cover 1 of the data section's 2 bytes"),
+            std::string::npos);
   // Integer and half-precision dtypes read as their values.
   const int32_t ints[2] = {7, -1};
   std::string i32 = header(R"({"x":{"dtype":"I32","shape":[2],"data_offsets":[0,8]}})", 0);
@@ -234,6 +249,14 @@ TEST_F(LoadSeriesTest, ReadsTensorRtLlmStatistics) {
   Write("stats/rank1.safetensors", WriteSafetensors(rank1));
   EXPECT_NE(Msg(ReadLoadSeries((dir_ / "stats").string()))
                 .find("tensor 'oops' is not named ITERATION_LAYER"),
+            std::string::npos);
+  // A layer's counts are one vector of counts: a 2-D tensor of as many values, or bools, are not.
+  rank1.erase("oops");
+  rank1["101_5"] = {"F64", {1, 3}, {1, 1, 1}};
+  Write("stats/rank1.safetensors", WriteSafetensors(rank1));
+  EXPECT_NE(Msg(ReadLoadSeries((dir_ / "stats").string()))
+                .find("tensor '101_5' has 2 dimensions; a layer's counts are one [num_experts] "
+                      "vector"),
             std::string::npos);
   Write("stats/meta_info.json", R"({"num_experts": 4})");
   EXPECT_NE(Msg(ReadLoadSeries((dir_ / "stats").string()))

@@ -1,8 +1,11 @@
 #include "eplb/formats/safetensors.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <tuple>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -82,6 +85,7 @@ Result<std::map<std::string, Tensor>> ParseSafetensors(std::string_view bytes,
   }
   const std::string_view data = bytes.substr(8 + header_len);
   std::map<std::string, Tensor> out;
+  std::vector<std::tuple<uint64_t, uint64_t, std::string>> spans;  // [begin, end), tensor
   for (const auto& [key, info] : header.items()) {
     if (key == "__metadata__") continue;
     const std::string where = fmt::format("{}: tensor '{}'", name, key);
@@ -120,10 +124,29 @@ Result<std::map<std::string, Tensor>> ParseSafetensors(std::string_view bytes,
           "offsets must lie within it and span the shape's elements",
           where, info["shape"].dump(), t.dtype, off.dump(), data.size()));
     }
+    spans.emplace_back(off[0].get<uint64_t>(), off[1].get<uint64_t>(), key);
     const char* p = data.data() + off[0].get<uint64_t>();
     t.values.resize(count);
     for (uint64_t i = 0; i < count; ++i) t.values[i] = DecodeElement(t.dtype, p + i * width);
     out.emplace(key, std::move(t));
+  }
+  // The format's rule: the tensors tile the data section, no byte read twice and none skipped.
+  std::sort(spans.begin(), spans.end());
+  uint64_t covered = 0;
+  for (const auto& [begin, end, key] : spans) {
+    if (begin != covered) {
+      return Status::InvalidArgument(fmt::format(
+          "{}: tensor '{}' starts at byte {} of the data section, but the tensors before it end "
+          "at {}; safetensors' tensors tile the data section without {}",
+          name, key, begin, covered, begin < covered ? "overlapping" : "gaps"));
+    }
+    covered = end;
+  }
+  if (covered != data.size()) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: the tensors cover {} of the data section's {} bytes; safetensors' tensors tile it "
+        "whole",
+        name, covered, data.size()));
   }
   return out;
 }

@@ -63,6 +63,17 @@ Result<LoadSeries> ReadTrtllmStatistics(const std::string& folder) {
             "its statistics",
             file.string(), key));
       }
+      if (t.dtype == "BOOL") {
+        return Status::InvalidArgument(
+            fmt::format("{}: tensor '{}' is BOOL; expected counts of tokens (integers or floats)",
+                        file.string(), key));
+      }
+      if (t.shape.size() != 1) {
+        // A [2, experts/2] tensor has as many values as experts, but is not a layer's counts.
+        return Status::InvalidArgument(fmt::format(
+            "{}: tensor '{}' has {} dimensions; a layer's counts are one [num_experts] vector",
+            file.string(), key, t.shape.size()));
+      }
       if (t.values.size() != static_cast<size_t>(experts)) {
         return Status::InvalidArgument(
             fmt::format("{}: tensor '{}' has {} values but meta_info.json's num_experts is {}",
