@@ -292,6 +292,27 @@ TEST_F(CliTest, AFolderHoldingFilesEplbDidNotWriteIsNeverReplaced) {
   EXPECT_EQ(folder->summary.steps, 50);
 }
 
+// A disk that fills while the folder is written (here a file-size limit: the same failed
+// write): exit 1, since the machine failed and not the input, and the old folder is untouched.
+TEST_F(CliTest, AFullDiskExitsOneAndLeavesTheOldFolderWhole) {
+  const std::string tiny = std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml";
+  const std::string out = (dir_ / "run").string();
+  ASSERT_EQ(Eplb("run " + tiny + " --set run.steps=50 --no-trace --out " + out).code, 0);
+  const CliRun full = Eplb("run " + tiny + " --set run.steps=300 --no-trace --out " + out,
+                           "trap '' XFSZ; ulimit -f 4;");
+  EXPECT_EQ(full.code, 1);
+  EXPECT_NE(full.err.find("File too large while writing " + out + ".partial-"), std::string::npos)
+      << full.err;
+  EXPECT_NE(full.err.find("; nothing was replaced: " + out + " is as it was"), std::string::npos)
+      << full.err;
+  auto folder = ReadRunFolder(out);
+  ASSERT_TRUE(folder.ok()) << folder.status().message();
+  EXPECT_EQ(folder->summary.steps, 50);
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    EXPECT_EQ(entry.path().filename().string().find(".partial-"), std::string::npos);
+  }
+}
+
 TEST_F(CliTest, AnOutThatCannotBeWrittenIsRefusedBeforeTheWork) {
   const std::string tiny = std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml";
   Write("a-file", "mine");

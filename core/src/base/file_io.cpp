@@ -47,6 +47,11 @@ class Fd {
   ~Fd() {
     if (fd_ >= 0) ::close(fd_);
   }
+  int release() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
   int get() const { return fd_; }
@@ -315,10 +320,19 @@ Result<std::string> ReadTextFile(const std::string& path, int64_t max_bytes) {
 }
 
 Status WriteTextFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) return Status::IoError(fmt::format("{}: write failed", path));
+  Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (fd.get() < 0) return Status::IoError(fmt::format("{}: cannot create: {}", path, Errno()));
+  // A full disk or quota is the machine's state, not bad input: Unavailable (exit 1).
+  const auto failed = [&] {
+    return Status::Unavailable(fmt::format("{} while writing {}", Errno(), path));
+  };
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return failed();
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd.release()) != 0) return failed();  // NFS and quotas report on close
   return Status::Ok();
 }
 
@@ -454,8 +468,12 @@ Status WriteFolderAtomically(const std::string& dir, const std::string& kind,
   }
   if (!s.ok()) {
     fs::remove_all(partial, ec);
-    if (s.code() != Status::Code::kCancelled) return s;
-    return Status::Cancelled(fmt::format("{}; {} left as it was", s.message(), clean));
+    if (s.code() == Status::Code::kCancelled) {
+      return Status::Cancelled(fmt::format("{}; {} left as it was", s.message(), clean));
+    }
+    return s.WithSuffix(fs::exists(clean, ec)
+                            ? fmt::format("; nothing was replaced: {} is as it was", clean)
+                            : fmt::format("; nothing was written at {}", clean));
   }
   RemoveReplaced(partial);
   return Status::Ok();

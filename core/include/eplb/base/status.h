@@ -34,7 +34,8 @@ class [[nodiscard]] Status {
   static Status Cancelled(std::string msg) { return {Code::kCancelled, std::move(msg)}; }
   static Status Internal(std::string msg) { return {Code::kInternal, std::move(msg)}; }
   // What the run needs is not on this machine or not in this build (a GPU, a driver, a part
-  // such as the simulator that was not built).
+  // such as the simulator that was not built), or the machine cannot hold the output (a full
+  // disk or quota).
   static Status Unavailable(std::string msg) { return {Code::kUnavailable, std::move(msg)}; }
 
   bool ok() const { return code_ == Code::kOk; }
@@ -44,6 +45,10 @@ class [[nodiscard]] Status {
   // A copy whose message is prefixed with `context` ("file.csv: ", "layer 3: ").
   Status WithContext(const std::string& context) const {
     return ok() ? *this : Status(code_, context + message_);
+  }
+  // A copy whose message ends with `suffix` ("; nothing was replaced").
+  Status WithSuffix(const std::string& suffix) const {
+    return ok() ? *this : Status(code_, message_ + suffix);
   }
 
  private:
