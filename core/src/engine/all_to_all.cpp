@@ -17,10 +17,10 @@ Result<AllToAllResult> SimulateAllToAll(const Scenario& scenario, int tokens_per
   if (scenario.num_gpus() < 2) {
     // One GPU's tokens never leave it: there is no all-to-all to time, and a bandwidth of 0
     // over a link it does not use would read as a result.
-    return Status::InvalidArgument(fmt::format(
-        "the cluster has {} GPU; an all-to-all needs at least 2 (cluster.nodes × "
-        "cluster.gpus_per_node)",
-        scenario.num_gpus()));
+    return Status::InvalidArgument(
+        fmt::format("the cluster has {} GPU; an all-to-all needs at least 2 (cluster.nodes × "
+                    "cluster.gpus_per_node)",
+                    scenario.num_gpus()));
   }
   Scenario s = scenario;
   s.model.layers = 1;
