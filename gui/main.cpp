@@ -82,8 +82,12 @@ int main(int argc, char** argv) {
   }
   const QStringList wh = parser.value(size).split('x');
   const int w = wh.size() == 2 ? wh[0].toInt() : 0, h = wh.size() == 2 ? wh[1].toInt() : 0;
-  if (w < 320 || h < 240) {
-    return Fail(QString("--size '%1': expected WxH, at least 320x240").arg(parser.value(size)));
+  // Beyond 8192 a side Qt's painter cannot start on the image (and warns once per drawing call).
+  constexpr int kMaxSide = 8192;
+  if (w < 320 || h < 240 || w > kMaxSide || h > kMaxSide) {
+    return Fail(QString("--size '%1': expected WxH from 320x240 to %2x%2")
+                    .arg(parser.value(size))
+                    .arg(kMaxSide));
   }
 
   const bool headless = parser.isSet(screenshot);

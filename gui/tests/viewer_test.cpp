@@ -333,6 +333,23 @@ class ViewerTest : public QObject {
     QCOMPARE(QImage(png).size(), QSize(900, 600));
   }
 
+  void AScreenshotSizeBeyondWhatQtPaintsIsRefused() {
+    QTemporaryDir tmp;
+    QProcess viewer;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("QT_QPA_PLATFORM", "offscreen");
+    viewer.setProcessEnvironment(env);
+    viewer.start(EPLB_VIEWER_BINARY, {RunDir(), "--screenshot", tmp.path() + "/big.png", "--size",
+                                      "100000x100000"});
+    QVERIFY(viewer.waitForFinished(60000));
+    QCOMPARE(viewer.exitCode(), 2);
+    const QByteArray err = viewer.readAllStandardError();
+    QVERIFY2(err.contains("--size '100000x100000': expected WxH from 320x240 to 8192x8192"),
+             err.constData());
+    QVERIFY2(!err.contains("QPainter"), err.constData());
+    QVERIFY(!QFile::exists(tmp.path() + "/big.png"));
+  }
+
   void TheScreenshotCommandWritesAPng() {
     QTemporaryDir tmp;
     const QString png = tmp.path() + "/shot.png";
