@@ -123,7 +123,9 @@ RunSummary Summarize(const RunResult& run) {
   out.step_time_s = {sum_step / n, Quantile(step_s, 0.5), Quantile(step_s, 0.99),
                      step_s.empty() ? 0 : *std::max_element(step_s.begin(), step_s.end())};
   out.idle_step_time_s_mean = sum_idle / n;
-  out.slowed_s = sum_step - sum_idle;
+  // Steps on contended links are never faster than on idle ones; a difference of a few ulps
+  // below zero is the sums' rounding (it printed "-0.000 s").
+  out.slowed_s = std::max(0.0, sum_step - sum_idle);
   out.balancedness = {sum_bal / n, min_bal};
   out.imbalance_ratio = {sum_imb / n, max_imb};
   if (!run.steps.empty()) {
