@@ -12,9 +12,14 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -190,29 +195,72 @@ MigrationCost ReadMigrationCost(const py::dict& options) {
   return cost;
 }
 
+// A policy run that owns everything it reads, so that it may outlive the call that started it.
+struct PolicyJob {
+  PolicyJob(WindowInput window, Topology cluster)
+      : in(std::move(window)), topology(std::move(cluster)) {}
+  WindowInput in;
+  Topology topology;
+  std::optional<Placement> current;
+  std::vector<int> lost_ranks;
+  MigrationCost migration;
+  int num_groups = 1;
+  std::unique_ptr<Policy> policy;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::optional<Result<Placement>> result;  // set once, under mu
+};
+
+// Runs the job on a thread of its own while this one waits without the GIL and checks Python's
+// signals every 50 ms, so that Ctrl-C raises KeyboardInterrupt at once instead of when a long
+// policy returns. Policies cannot stop midway: an interrupted one finishes on its thread and its
+// result is dropped (the job owns what it reads, so the caller's arrays may go).
+Result<Placement> RunInterruptibly(const std::shared_ptr<PolicyJob>& job) {
+  std::thread([job] {
+    PolicyInput input{job->in.window, job->topology, job->current ? &*job->current : nullptr,
+                      job->num_groups, job->in.chunks};
+    input.migration = job->migration;
+    input.lost_ranks = job->lost_ranks;
+    Result<Placement> placement = job->policy->Rebalance(input);
+    std::lock_guard lock(job->mu);
+    job->result = std::move(placement);
+    job->cv.notify_all();
+  }).detach();
+  for (;;) {
+    {
+      py::gil_scoped_release release;
+      std::unique_lock lock(job->mu);
+      if (job->cv.wait_for(lock, std::chrono::milliseconds(50),
+                           [&] { return job->result.has_value(); })) {
+        break;
+      }
+    }
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  }
+  std::lock_guard lock(job->mu);
+  return std::move(*job->result);
+}
+
 py::array_t<int64_t> Rebalance(const LoadArray& load, int64_t num_replicas, int num_gpus,
                                int num_nodes, int num_groups, const std::string& policy_name,
                                const std::optional<IndexArray>& current, int max_chunks,
                                const py::dict& options, std::vector<int> lost_ranks) {
-  const WindowInput in = ReadLoad(load, std::max(1, max_chunks));
+  WindowInput in = ReadLoad(load, std::max(1, max_chunks));
   const Topology topology =
       MakeTopology(num_replicas, num_gpus, num_nodes, kDefaultExpertBytes, 450, 50);
   std::optional<Placement> old;
   if (current) old = ReadPlacement(*current, static_cast<int>(in.window.cols()), "current");
-  auto policy = Take(MakePolicy(policy_name));
-  PolicyInput input{in.window, topology, old ? &*old : nullptr, std::max(1, num_groups), in.chunks};
-  input.migration = ReadMigrationCost(options);
+  auto job = std::make_shared<PolicyJob>(std::move(in), topology);
+  job->policy = Take(MakePolicy(policy_name));
+  job->current = std::move(old);
+  job->num_groups = std::max(1, num_groups);
+  job->migration = ReadMigrationCost(options);
   std::sort(lost_ranks.begin(), lost_ranks.end());
-  input.lost_ranks = lost_ranks;
-  if (!in.chunks.empty() && !options.contains("window_steps")) {
-    input.migration.window_steps = static_cast<double>(load.shape(0));
+  job->lost_ranks = std::move(lost_ranks);
+  if (!job->in.chunks.empty() && !options.contains("window_steps")) {
+    job->migration.window_steps = static_cast<double>(load.shape(0));
   }
-  std::optional<Result<Placement>> placement;
-  {
-    py::gil_scoped_release release;
-    placement = policy->Rebalance(input);
-  }
-  return ToArray(Take(std::move(*placement)));
+  return ToArray(Take(RunInterruptibly(job)));
 }
 
 py::dict Plan(const IndexArray& old_phy2log, const IndexArray& new_phy2log, int num_gpus,

@@ -2,6 +2,7 @@
 
 import os
 import tempfile
+import time
 import unittest
 
 import numpy as np
@@ -145,6 +146,23 @@ class BadArguments(unittest.TestCase):
         for tensor in (load.to(torch.bfloat16).to(torch.float32), (-load)._neg_view()):
             self.assertTrue(torch.equal(eplb.rebalance(tensor, 24, 4), expected))
         self.assertEqual(eplb.rebalance(load.to(torch.bfloat16), 24, 4).shape, (2, 24))
+
+
+class Interrupts(unittest.TestCase):
+    def test_ctrl_c_interrupts_a_long_policy_and_the_module_stays_usable(self):
+        import signal
+        import threading
+        rng = np.random.default_rng(0)
+        load = rng.zipf(1.5, size=(4, 20, 1024)).astype(np.float64)  # timeseries: ~1 s
+        timer = threading.Timer(0.05, lambda: os.kill(os.getpid(), signal.SIGINT))
+        timer.start()
+        try:
+            with self.assertRaises(KeyboardInterrupt):
+                eplb.rebalance(load, 4096, 512, num_nodes=64, policy="timeseries")
+                time.sleep(5)  # a policy that ended first still sees the signal here
+        finally:
+            timer.cancel()
+        self.assertEqual(eplb.rebalance(load[:, :2], 4096, 512, num_nodes=64).shape, (2, 4096))
 
 
 class Plans(unittest.TestCase):
