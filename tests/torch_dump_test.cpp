@@ -99,6 +99,15 @@ TEST(TorchDump, DumpsThatAreNotCountsAreRefusedNamingWhatIsWrong) {
       {"bad", "negative_counts", "step 0: load of layer 0, expert 0 is -1"},
       {"bad", "other_keys", "has keys ['weights']; expected SGLang's logical_count"},
       {"bad", "legacy_format", "saved in PyTorch's legacy format"},
+      {"bad", "empty_dict", "empty_dict.pt: an empty dict; expected SGLang's logical_count"},
+      {"bad", "empty_records",
+       "records is an empty list; the recorder saved no forward passes"},
+      {"bad", "record_not_dict",
+       "records[0] is an int; expected a dict with forward_pass_id and global_physical_count"},
+      {"bad", "records_without_map",
+       "has 'records' but no 'last_physical_to_logical_map'; an SGLang per_pass or per_token "
+       "dump needs both"},
+      {"bad", "parameter_counts", "holds an nn.Parameter; eplb reads plain tensors"},
   });
 }
 
@@ -250,6 +259,13 @@ TEST(TorchPickle, MalformedAndHostilePicklesAreRefusedByName) {
        "reaches element 5 of a storage of 4"},
       {"a bad persistent id", "\x80\x02" + Short("x") + "Q.", "a persistent id is not"},
       {"items left", "\x80\x02K\x01K\x02.", "leaves other values on its stack"},
+      // Damage, not a refused construct: said so.
+      {"not an opcode", std::string("\x00\x01\x02", 3),
+       "0x00 is not a pickle opcode: data.pkl is damaged"},
+      {"a cut GLOBAL",
+       "\x80\x02"
+       "ctorch\n_rebui",
+       "damaged or truncated: a class name runs past"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

@@ -283,6 +283,12 @@ Result<LoadSeries> ReadPerPass(const std::vector<std::unique_ptr<Dump>>& dumps,
     for (size_t i = 0; i < records.items.size(); ++i) {
       const std::string where = fmt::format("records[{}]", i);
       const int32_t record = records.items[i];
+      if (dump->graph.at(record).kind != PickleKind::kDict) {
+        return Status::InvalidArgument(fmt::format(
+            "{}: {} is {}; expected a dict with forward_pass_id and global_physical_count or "
+            "topk_ids_of_layer",
+            dump->path, where, PickleGraph::KindName(dump->graph.at(record).kind)));
+      }
       EPLB_ASSIGN_OR_RETURN(int32_t id_ref, Need(*dump, record, "forward_pass_id", where));
       if (dump->graph.at(id_ref).kind != PickleKind::kInt) {
         return Status::InvalidArgument(
@@ -332,7 +338,12 @@ Result<LoadSeries> ReadPerPass(const std::vector<std::unique_ptr<Dump>>& dumps,
       }
     }
   }
-  if (passes.empty()) return Status::InvalidArgument(name + ": the dumps hold no records");
+  if (passes.empty()) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: records is an empty list{}; the recorder saved no forward passes (record while the "
+        "server handles traffic, then dump)",
+        name, dumps.size() > 1 ? fmt::format(" in all {} dumps", dumps.size()) : ""));
+  }
   std::vector<std::vector<double>> physical;
   for (auto& [id, counts] : passes) physical.push_back(std::move(counts));
   return Fold(physical, *map, name);
@@ -406,6 +417,20 @@ Result<LoadSeries> ReadTorchDump(const std::string& path) {
     } else if (g.Get(g.root, "expert_load_window") >= 0 &&
                g.Get(g.root, "physical_to_logical_map") >= 0) {
       kinds.insert("vllm");
+    } else if (root.items.empty()) {
+      return Status::InvalidArgument(
+          fmt::format("{}: an empty dict; expected SGLang's logical_count, or records with "
+                      "last_physical_to_logical_map, or vLLM's expert_load_window with "
+                      "physical_to_logical_map",
+                      file));
+    } else if (g.Get(g.root, "records") >= 0 || g.Get(g.root, "expert_load_window") >= 0) {
+      const bool sglang = g.Get(g.root, "records") >= 0;
+      return Status::InvalidArgument(fmt::format(
+          "{}: has '{}' but no '{}'; {} needs both (the map folds physical slots to logical "
+          "experts)",
+          file, sglang ? "records" : "expert_load_window",
+          sglang ? "last_physical_to_logical_map" : "physical_to_logical_map",
+          sglang ? "an SGLang per_pass or per_token dump" : "vLLM's EPLB state"));
     } else {
       std::vector<std::string> keys;
       for (size_t i = 0; i + 1 < root.items.size() && keys.size() < 8; i += 2) {

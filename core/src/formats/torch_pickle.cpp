@@ -87,6 +87,13 @@ std::string OpcodeName(uint8_t op) {
   }
 }
 
+// Whether `op` is an opcode of any pickle protocol (0 to 5): one that is not means damage, not a
+// refused construct.
+bool IsPickleOpcode(uint8_t op) {
+  constexpr std::string_view kText = "().012FIJKLMNPQRSTUVXabcde}ghijl]opqrstu)G";
+  return (op >= 0x80 && op <= 0x98) || kText.find(static_cast<char>(op)) != std::string_view::npos;
+}
+
 class Unpickler {
  public:
   Unpickler(std::string_view data, const std::string& name) : data_(data), name_(name) {}
@@ -215,6 +222,16 @@ class Unpickler {
         for (const auto& [torch_name, dtype] : kDtypes) {
           if (name == torch_name) n.text = std::string(dtype);
         }
+      }
+      if (n.text.empty() && module == "torch._utils" && name == "_rebuild_parameter") {
+        return BadAt(at,
+                     "holds an nn.Parameter; eplb reads plain tensors (and runs no code from a "
+                     "file): save t.detach() instead");
+      }
+      if (n.text.empty() && module.starts_with("numpy")) {
+        return BadAt(at, fmt::format("holds a numpy object ({}.{}); eplb reads torch tensors (and "
+                                     "runs no code from a file): save torch.from_numpy(a) instead",
+                                     Excerpt(module), Excerpt(name)));
       }
       if (n.text.empty()) {
         return BadAt(at, fmt::format("refused to load {}.{}: a dump of expert load holds only "
@@ -516,7 +533,9 @@ class Unpickler {
         for (std::string_view& part : parts) {
           const size_t end = data_.find('\n', pos_);
           if (end == std::string_view::npos || end - pos_ > 256) {
-            return BadAt(at, "a GLOBAL's name is not a short line");
+            return BadAt(at,
+                         "damaged or truncated: a class name runs past the end or over 256 "
+                         "bytes; save the dump again");
           }
           part = data_.substr(pos_, end - pos_);
           pos_ = end + 1;
@@ -537,6 +556,11 @@ class Unpickler {
       case 'Q':
         return PersistentLoad(at);
       default:
+        if (!IsPickleOpcode(op)) {
+          return BadAt(at, fmt::format("0x{:02x} is not a pickle opcode: data.pkl is damaged; "
+                                       "save the dump again",
+                                       op));
+        }
         return BadAt(at, fmt::format("refused {}: a dump of expert load needs only tensors, "
                                      "numbers, strings and containers, and eplb runs no code "
                                      "from a file",

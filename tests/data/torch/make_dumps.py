@@ -102,6 +102,13 @@ def bad():
     torch.save({"logical_count": -torch.ones(1, 2, 2, dtype=torch.int64)},
                path("bad", "negative_counts"))
     torch.save({"weights": torch.zeros(2)}, path("bad", "other_keys"))
+    torch.save({}, path("bad", "empty_dict"))
+    torch.save(dict(records=[], last_physical_to_logical_map=p2l), path("bad", "empty_records"))
+    torch.save(dict(records=[5], last_physical_to_logical_map=p2l), path("bad", "record_not_dict"))
+    torch.save(dict(records=[dict(forward_pass_id=0, global_physical_count=torch.ones(1, 4))]),
+               path("bad", "records_without_map"))
+    torch.save({"logical_count": torch.nn.Parameter(torch.ones(1, 2, 2))},
+               path("bad", "parameter_counts"))
     torch.save({"logical_count": torch.ones(1, 2, 2)}, path("bad", "legacy_format"),
                _use_new_zipfile_serialization=False)
 
