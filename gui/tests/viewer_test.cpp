@@ -339,8 +339,8 @@ class ViewerTest : public QObject {
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     env.insert("QT_QPA_PLATFORM", "offscreen");
     viewer.setProcessEnvironment(env);
-    viewer.start(EPLB_VIEWER_BINARY, {RunDir(), "--screenshot", tmp.path() + "/big.png", "--size",
-                                      "100000x100000"});
+    viewer.start(EPLB_VIEWER_BINARY,
+                 {RunDir(), "--screenshot", tmp.path() + "/big.png", "--size", "100000x100000"});
     QVERIFY(viewer.waitForFinished(60000));
     QCOMPARE(viewer.exitCode(), 2);
     const QByteArray err = viewer.readAllStandardError();
