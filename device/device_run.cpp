@@ -177,8 +177,6 @@ Result<RunResult> RunOnDevice(const Scenario& requested, const DeviceRunOptions&
   return result;
 }
 
-namespace {}  // namespace
-
 Result<double> TimePlainCopy(int device, size_t bytes, int repetitions) {
   EPLB_CUDA(cudaSetDevice(device), "plain copy: ");
   void *a = nullptr, *b = nullptr;

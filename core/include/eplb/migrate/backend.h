@@ -36,14 +36,15 @@
 // CommitLayer must not wait for workers.
 //
 // Lifetimes. `body` given to StartWorker, `round` and `transfers` given to ExecuteRound, and the
-// spans given to CopyLocal and CommitLayer stay valid until the call returns (bodies until
-// JoinWorkers returns). Every worker is joined (JoinWorkers) before a rearrangement's state is
-// released and before the next rearrangement starts; a backend resets per-rearrangement state in
-// BeginRearrangement, which the foreground calls before the first worker starts. The backend
-// outlives the Rearranger.
+// spans given to CopyLocal, ReloadFromBackup and CommitLayer stay valid until the call returns
+// (bodies until JoinWorkers returns). Every worker is joined (JoinWorkers) before a rearrangement's
+// state is released and before the next rearrangement starts; a backend resets per-rearrangement
+// state in BeginRearrangement, which the foreground calls before the first worker starts. The
+// backend outlives the Rearranger.
 //
-// Errors. A failing ExecuteRound, CopyLocal or CommitLayer returns a Status naming what failed;
-// the rearranger then cancels the rearrangement (every layer stays wholly old or wholly new).
+// Errors. A failing ExecuteRound, CopyLocal, ReloadFromBackup or CommitLayer returns a Status
+// naming what failed; the rearranger then cancels the rearrangement (every layer stays wholly old
+// or wholly new).
 // Expected failures are Statuses; nothing here throws.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The policy family beyond `deepseek` (policy_deepseek.h). Each is registered by name
+// The policy family beyond `deepseek` (deepseek.h). Each is registered by name
 // (policy.h); see each class for what defines it.
 //
 //   static             never rearranges: the baseline every comparison needs
@@ -13,6 +13,9 @@
 //   migration-aware    ours: per layer, the candidate (keep, repair the current placement, or
 //                      deepseek with preserved slots) with the least predicted cost over the
 //                      next interval: straggler time plus the weighted time to move its bytes
+//   fault-tolerant     survives any one node (or GPU) lost without reloading where slots allow:
+//                      second replicas hottest first, an expert's replicas on different failure
+//                      domains
 #pragma once
 
 #include "eplb/policy/policy.h"
