@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "eplb/base/checksum.h"
 #include "eplb/base/file_io.h"
 #include "eplb/formats/load_file.h"
 #include "eplb/formats/torch_pickle.h"
@@ -140,6 +141,9 @@ TEST(TorchDump, AFileOfAnotherKindIsRefusedWithoutQuotingIt) {
 TEST(ZipArchive, Crc32IsZipsChecksum) {
   EXPECT_EQ(Crc32("123456789"), 0xCBF43926u);  // the standard check value
   EXPECT_EQ(Crc32(""), 0u);
+  EXPECT_EQ(Crc32("56789", Crc32("1234")), 0xCBF43926u);  // in chunks, as manifests check files
+  // Long enough for the eight-byte steps, with a tail of three.
+  EXPECT_EQ(Crc32("The quick brown fox jumps over the lazy dog"), 0x414FA339u);
 }
 
 TEST(ZipArchive, DamageAnywhereIsRefusedNotMisread) {

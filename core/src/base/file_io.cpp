@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "eplb/base/checksum.h"
 #include "eplb/base/csv.h"
 #include "eplb/base/excerpt.h"
 #include "eplb/base/interrupt.h"
@@ -85,22 +86,20 @@ Result<FolderEntries> ListEntries(const fs::path& dir) {
   return out;
 }
 
-// FNV-1a (64-bit) of a file's bytes: a check that the file is the one eplb wrote, against
-// accidents (a file copied in from another run of the same size), not against forgery.
-Result<uint64_t> FileChecksum(const std::string& path) {
+// The CRC-32 of a file's bytes, read in chunks.
+Result<uint32_t> FileChecksum(const std::string& path) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (fd.get() < 0) return Status::IoError(fmt::format("{}: cannot open: {}", path, Errno()));
-  uint64_t hash = 0xcbf29ce484222325ULL;
-  std::vector<unsigned char> buffer(1 << 20);
+  uint32_t crc = 0;
+  std::vector<char> buffer(1 << 20);
   while (true) {
     const ssize_t n = ::read(fd.get(), buffer.data(), buffer.size());
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return Status::IoError(fmt::format("{}: read failed: {}", path, Errno()));
     if (n == 0) break;
-    for (ssize_t i = 0; i < n; ++i)
-      hash = (hash ^ buffer[static_cast<size_t>(i)]) * 0x100000001b3ULL;
+    crc = Crc32(std::string_view(buffer.data(), static_cast<size_t>(n)), crc);
   }
-  return hash;
+  return crc;
 }
 
 }  // namespace
@@ -113,8 +112,8 @@ Status WriteFolderManifest(const std::string& dir, const std::string& kind) {
     std::error_code ec;
     const auto bytes = fs::file_size(fs::path(dir) / f, ec);
     if (ec) return Status::IoError(fmt::format("{}/{}: {}", dir, f, ec.message()));
-    EPLB_ASSIGN_OR_RETURN(const uint64_t checksum, FileChecksum(dir + "/" + f));
-    text += fmt::format("file\t{}\t{}\t{:016x}\n", f, bytes, checksum);
+    EPLB_ASSIGN_OR_RETURN(const uint32_t checksum, FileChecksum(dir + "/" + f));
+    text += fmt::format("file\t{}\t{}\t{:08x}\n", f, bytes, checksum);
   }
   return WriteTextFile(dir + "/" + kManifestName, text);
 }
@@ -338,13 +337,13 @@ Status WriteTextFile(const std::string& path, const std::string& text) {
 
 namespace {
 
-bool ParseChecksum(const std::string& text, std::optional<uint64_t>& out) {
-  if (text.size() != 16) return false;
-  uint64_t v = 0;
+bool ParseChecksum(const std::string& text, std::optional<uint32_t>& out) {
+  if (text.size() != 8) return false;
+  uint32_t v = 0;
   for (char c : text) {
     const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
     if (digit < 0) return false;
-    v = v << 4 | static_cast<uint64_t>(digit);
+    v = v << 4 | static_cast<uint32_t>(digit);
   }
   out = v;
   return true;
@@ -390,13 +389,13 @@ Result<FolderManifest> ReadFolderManifest(const std::string& dir) {
           f[1].find("..") != std::string::npos || f[1].front() == '/' ||
           (!sizes_only && !ParseChecksum(f[3], file.checksum))) {
         return bad(sizes_only ? "expected file<TAB>relative path<TAB>bytes"
-                              : "expected file<TAB>relative path<TAB>bytes<TAB>16 hex digits");
+                              : "expected file<TAB>relative path<TAB>bytes<TAB>8 hex digits");
       }
       file.bytes = bytes;
       m.files.push_back(std::move(file));
     } else {
       return bad(sizes_only ? "expected 'kind<TAB>KIND' or 'file<TAB>PATH<TAB>BYTES'"
-                            : "expected 'kind<TAB>KIND' or 'file<TAB>PATH<TAB>BYTES<TAB>FNV1A'");
+                            : "expected 'kind<TAB>KIND' or 'file<TAB>PATH<TAB>BYTES<TAB>CRC32'");
     }
   }
   if (line_no == 0) {
@@ -419,10 +418,10 @@ Result<FolderManifest> ReadFolderManifest(const std::string& dir) {
           dir, f.path, size, kManifestName, f.bytes));
     }
     if (!f.checksum) continue;
-    EPLB_ASSIGN_OR_RETURN(const uint64_t checksum, FileChecksum(p.string()));
+    EPLB_ASSIGN_OR_RETURN(const uint32_t checksum, FileChecksum(p.string()));
     if (checksum != *f.checksum) {
       return Status::InvalidArgument(fmt::format(
-          "{}: {} has checksum {:016x} but {} says {:016x}: the file was changed or replaced "
+          "{}: {} has checksum {:08x} but {} says {:08x}: the file was changed or replaced "
           "after eplb wrote it",
           dir, f.path, checksum, kManifestName, *f.checksum));
     }

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "eplb/base/checksum.h"
 #include "eplb/base/excerpt.h"
 
 namespace eplb {
@@ -35,27 +36,7 @@ bool Fits(std::string_view bytes, uint64_t at, uint64_t length) {
   return at <= bytes.size() && length <= bytes.size() - at;
 }
 
-const std::array<uint32_t, 256>& CrcTable() {
-  static const std::array<uint32_t, 256> table = [] {
-    std::array<uint32_t, 256> t{};
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      t[i] = c;
-    }
-    return t;
-  }();
-  return table;
-}
-
 }  // namespace
-
-uint32_t Crc32(std::string_view data) {
-  const auto& table = CrcTable();
-  uint32_t c = 0xFFFFFFFFu;
-  for (char ch : data) c = table[(c ^ static_cast<uint8_t>(ch)) & 0xFF] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
-}
 
 Result<ZipArchive> ZipArchive::Open(std::string_view bytes, std::string name) {
   auto bad = [&](const std::string& what) {

@@ -41,8 +41,8 @@ bool IsSafePathComponent(std::string_view name);
 Status WriteTextFile(const std::string& path, const std::string& text);
 
 // The file that makes an eplb output folder whole: written last, it names the folder's kind
-// and every file in it with its size and FNV-1a checksum (a guard against files swapped in from
-// another run, not against forgery). A folder without one is unfinished.
+// and every file in it with its size and CRC-32 (base/checksum.h). A folder without one is
+// unfinished.
 inline constexpr const char* kManifestName = "manifest.tsv";
 
 struct FolderManifest {
@@ -50,7 +50,7 @@ struct FolderManifest {
   struct File {
     std::string path;  // relative to the folder, '/'-separated
     int64_t bytes = 0;
-    std::optional<uint64_t> checksum;  // FNV-1a 64; absent in folders written before v2
+    std::optional<uint32_t> checksum;  // CRC-32; absent in folders written before v2
   };
   std::vector<File> files;  // every file but the manifest itself, sorted by path
 };

@@ -48,7 +48,4 @@ class ZipArchive {
   std::vector<Entry> entries_;
 };
 
-// The CRC-32 of zip (ISO 3309, reflected polynomial 0xEDB88320) of `data`.
-uint32_t Crc32(std::string_view data);
-
 }  // namespace eplb
