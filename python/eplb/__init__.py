@@ -17,7 +17,7 @@ import os
 import numpy as np
 
 from . import _eplb
-from ._arrays import count, log2phy_of, to_numpy
+from ._arrays import count, group_count, log2phy_of, to_numpy
 from .scenario import RunResult, run_scenario
 
 __all__ = [
@@ -83,7 +83,7 @@ def rebalance(load, num_replicas, num_gpus, num_nodes=None, num_groups=1, policy
         max_moves_per_layer (see `eplb policies`).
     Returns numpy for numpy input and torch for torch input (on the load's device).
     """
-    num_groups = 1 if num_groups is None else count(num_groups, "num_groups", minimum=0) or 1
+    num_groups = group_count(num_groups)
     if num_nodes is None:
         if num_groups > 1:
             raise ValueError(f"num_groups is {num_groups} but num_nodes is not given; with expert "
@@ -92,11 +92,11 @@ def rebalance(load, num_replicas, num_gpus, num_nodes=None, num_groups=1, policy
         num_nodes = 1
     array, kind = to_numpy(load, np.float64, "load")
     cur = None if current is None else to_numpy(current, np.int64, "current")[0]
-    lost = [] if lost_ranks is None else lost_ranks
-    if isinstance(lost_ranks, (str, bytes)):
-        lost = None  # a string is iterable, but not of indices
     try:
-        lost = [count(r, "lost_ranks", minimum=0) for r in lost]
+        if isinstance(lost_ranks, (str, bytes)):
+            raise TypeError("a string is iterable, but not of indices")
+        lost = [count(r, "lost_ranks", minimum=0)
+                for r in (() if lost_ranks is None else lost_ranks)]
     except (TypeError, ValueError):
         raise ValueError(f"lost_ranks is {lost_ranks!r}; expected GPU indices, e.g. [2, 6], "
                          "or None for none") from None

@@ -58,6 +58,11 @@ def count(value, name, minimum=1, maximum=_INT_MAX):
     return n
 
 
+def group_count(num_groups):
+    """Expert groups as the engines pass them: None or 0 mean 1 (no groups)."""
+    return 1 if num_groups is None else count(num_groups, "num_groups", minimum=0) or 1
+
+
 def to_numpy(value, dtype, name):
     """(`value` as a C-contiguous numpy array of `dtype`, its Kind).
 

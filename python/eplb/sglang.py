@@ -27,7 +27,7 @@ Drop-in, in SGLang's eplb_algorithms/__init__.py or before the server starts:
 import numpy as np
 
 from . import _eplb
-from ._arrays import Kind, count, log2phy_of, to_numpy
+from ._arrays import Kind, count, group_count, log2phy_of, to_numpy
 
 _SGLANG = {
     "deepseek": ("deepseek", False),
@@ -54,7 +54,7 @@ def rebalance_experts(tokens_per_expert, num_physical_experts, num_local_physica
         raise ValueError(f"num_physical_experts ({num_physical_experts}) must be a multiple of "
                          f"num_local_physical_experts ({num_local_physical_experts})")
     num_gpus = num_physical_experts // num_local_physical_experts
-    groups = 1 if num_groups is None else count(num_groups, "num_groups", minimum=0) or 1
+    groups = group_count(num_groups)
     policy, hierarchical = _SGLANG.get(name, (name, True))
     if name == "elasticity_aware":
         raise NotImplementedError("elasticity_aware reads SGLang's live elastic-EP state; "

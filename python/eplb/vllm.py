@@ -25,7 +25,7 @@ preserve_intragpu_slots).
 import numpy as np
 
 from . import _eplb
-from ._arrays import count, to_numpy
+from ._arrays import count, group_count, to_numpy
 
 try:  # when vLLM is installed, our classes are its AbstractEplbPolicy too
     from vllm.distributed.eplb.policy.abstract import AbstractEplbPolicy as _Base
@@ -63,7 +63,7 @@ class EplbPolicy(_Base):
         elif name in _NEEDS_CURRENT:
             raise ValueError(f"policy '{name}' needs old_global_expert_indices of shape "
                              f"[{array.shape[0]}, {num_replicas}]")
-        groups = 1 if num_groups is None else count(num_groups, "num_groups", minimum=0) or 1
+        groups = group_count(num_groups)
         phy2log = _eplb.rebalance(array, count(num_replicas, "num_replicas"),
                                   count(num_ranks, "num_ranks"), count(num_nodes, "num_nodes"),
                                   groups, name, old, 16, dict(cls.options))

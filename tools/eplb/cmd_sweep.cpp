@@ -66,9 +66,11 @@ std::string SweepIdentity(const Scenario& base, const std::vector<std::string>& 
 
 // The first process to reach the shared folder records the sweep it runs; the others check
 // that they run the same one.
-Status JoinSharedSweep(const std::string& shared, const std::string& identity) {
+Status JoinSharedSweep(const std::string& shared, const std::string& identity, int rank) {
   const std::string path = shared + "/.sweep";
-  const std::string mine = fmt::format("{}.{}", path, ::getpid());
+  // Named by rank, unique within a launch (a PID may repeat on another machine of a shared file
+  // system).
+  const std::string mine = fmt::format("{}.rank-{}", path, rank);
   EPLB_RETURN_IF_ERROR(WriteTextFile(mine, identity));
   const bool first = ::link(mine.c_str(), path.c_str()) == 0;  // atomic: one process wins
   ::unlink(mine.c_str());
@@ -255,7 +257,8 @@ int RunSweep(const SweepArgs& args) {
     const std::string shared = dir + ".shared-partial";
     fs::create_directories(shared + "/points");
     // Processes of another sweep writing to the same --out would mix their points in.
-    if (Status joined = JoinSharedSweep(shared, SweepIdentity(*base, keys, all)); !joined.ok())
+    if (Status joined = JoinSharedSweep(shared, SweepIdentity(*base, keys, all), rank);
+        !joined.ok())
       return ReportError(cmd, joined);
     fmt::print(stderr, "eplb sweep: {}: points {} of {} and every {}th after\n", launch.Describe(),
                rank, all.size(), ranks);
