@@ -143,10 +143,11 @@ py::array_t<int64_t> ToArray(const Placement& placement) {
   return out;
 }
 
-// (log2phy [layers, experts, max count], logcnt [layers, experts]): each expert's slots in
-// ascending order, padded with -1.
-py::tuple Log2PhyArrays(const Placement& placement) {
+// (log2phy [layers, experts, max count], logcnt [layers, experts]), padded with -1: each
+// expert's slots in ascending order, or by replica rank when `rank` (one per slot) is given.
+py::tuple Log2PhyArrays(const Placement& placement, const std::vector<int32_t>* rank = nullptr) {
   const int experts = placement.num_experts(), width = placement.max_logcnt();
+  const int slots_per_layer = placement.num_slots();
   py::array_t<int64_t> log2phy({placement.num_layers(), experts, width});
   py::array_t<int64_t> logcnt({placement.num_layers(), experts});
   int64_t* out = log2phy.mutable_data();
@@ -155,7 +156,13 @@ py::tuple Log2PhyArrays(const Placement& placement) {
   for (int l = 0; l < placement.num_layers(); ++l) {
     for (int e = 0; e < experts; ++e, out += width) {
       const auto slots = placement.replicas(l, e);
-      std::copy(slots.begin(), slots.end(), out);
+      if (rank == nullptr) {
+        std::copy(slots.begin(), slots.end(), out);
+      } else {
+        for (const int32_t slot : slots) {
+          out[(*rank)[static_cast<size_t>(l) * slots_per_layer + slot]] = slot;
+        }
+      }
       *count++ = static_cast<int64_t>(slots.size());
     }
   }
@@ -163,18 +170,18 @@ py::tuple Log2PhyArrays(const Placement& placement) {
 }
 
 // DeepSeek's policy on a [layers, experts] weight, the GIL released while it runs.
-Placement DeepSeekOf(const LoadArray& weight, int num_replicas, int num_groups, int num_nodes,
-                     int num_gpus) {
+eplb::RankedPlacement DeepSeekOf(const LoadArray& weight, int num_replicas, int num_groups,
+                                 int num_nodes, int num_gpus) {
   if (weight.ndim() != 2) {
     throw py::value_error(fmt::format(
         "weight has {} dimensions; expected [layers, num_logical_experts]", weight.ndim()));
   }
   const eplb::LoadMatrix load =
       Eigen::Map<const eplb::LoadMatrix>(weight.data(), weight.shape(0), weight.shape(1));
-  std::optional<eplb::Result<eplb::Placement>> placement;
+  std::optional<eplb::Result<eplb::RankedPlacement>> placement;
   {
     py::gil_scoped_release release;
-    placement = eplb::RebalanceDeepSeek(load, num_replicas, num_groups, num_nodes, num_gpus);
+    placement = eplb::RebalanceDeepSeekRanked(load, num_replicas, num_groups, num_nodes, num_gpus);
   }
   return Take(std::move(*placement));
 }
@@ -379,9 +386,10 @@ PYBIND11_MODULE(_eplb, m) {
   m.def(
       "deepseek_full",
       [](const LoadArray& weight, int num_replicas, int num_groups, int num_nodes, int num_gpus) {
-        const eplb::Placement p = DeepSeekOf(weight, num_replicas, num_groups, num_nodes, num_gpus);
-        const py::tuple maps = Log2PhyArrays(p);
-        return py::make_tuple(ToArray(p), maps[0], maps[1]);
+        const eplb::RankedPlacement p =
+            DeepSeekOf(weight, num_replicas, num_groups, num_nodes, num_gpus);
+        const py::tuple maps = Log2PhyArrays(p.placement, &p.replica_rank);
+        return py::make_tuple(ToArray(p.placement), maps[0], maps[1]);
       },
       py::arg("weight"), py::arg("num_replicas"), py::arg("num_groups"), py::arg("num_nodes"),
       py::arg("num_gpus"),
@@ -390,7 +398,7 @@ PYBIND11_MODULE(_eplb, m) {
   m.def(
       "deepseek",
       [](const LoadArray& weight, int num_replicas, int num_groups, int num_nodes, int num_gpus) {
-        return ToArray(DeepSeekOf(weight, num_replicas, num_groups, num_nodes, num_gpus));
+        return ToArray(DeepSeekOf(weight, num_replicas, num_groups, num_nodes, num_gpus).placement);
       },
       py::arg("weight"), py::arg("num_replicas"), py::arg("num_groups"), py::arg("num_nodes"),
       py::arg("num_gpus"),

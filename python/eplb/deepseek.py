@@ -10,9 +10,10 @@ is a multiple of num_nodes, the global one otherwise; the outputs are int64, on 
     phy2log [layers, num_replicas]  the logical expert in each slot
     log2phy [layers, experts, X]    each expert's slots, padded with -1; X = logcnt.max()
     logcnt  [layers, experts]       each expert's replica count
-One difference, on purpose: log2phy lists an expert's slots in ascending order. The reference
-lists them in the order its unstable sort happened to place equal-weight replicas, which depends
-on torch's sort implementation; the set of slots is the same.
+log2phy lists each expert's slots by replica rank, as the reference does: rank 0 is the
+expert's own slot before replication, then its replicas in the order the policy made them.
+Equal weights (an expert's replicas always tie) are ordered as torch's CPU sort orders them, so
+log2phy matches the reference element for element.
 torch in, torch out; numpy in, numpy out.
 """
 

@@ -14,8 +14,9 @@ SGLang's main branch in 2026):
                                deepseek_vec (each extra replica where it most cuts the sum over
                                time of the largest load per replica), eplb's own algorithm
     any eplb policy            e.g. "migration-aware": run on the summed window and its chunks
-Outputs as SGLang's DeepSeek algorithms return them: int64, on the CPU for the deepseek ones;
-logical_to_physical_map lists each expert's slots ascending, padded with -1 to the largest count.
+Outputs as SGLang's DeepSeek algorithms return them: int64, on the CPU for the deepseek ones,
+padded with -1 to the largest count. logical_to_physical_map lists each expert's slots by replica
+rank for the deepseek ones, as DeepSeek's reference does, and ascending for the others.
 
 Drop-in, in SGLang's eplb_algorithms/__init__.py or before the server starts:
 
@@ -65,9 +66,11 @@ def rebalance_experts(tokens_per_expert, num_physical_experts, num_local_physica
     experts = array.shape[2]
     if policy == "deepseek":
         window = array.sum(axis=0)  # exact for counts; the policy reads it as float32, as SGLang
-        phy2log = _eplb.deepseek(window, num_physical_experts, groups if hierarchical else 1,
-                                 num_nodes if hierarchical else 1, num_gpus)
+        phy2log, log2phy, logcnt = _eplb.deepseek_full(
+            window, num_physical_experts, groups if hierarchical else 1,
+            num_nodes if hierarchical else 1, num_gpus)
         out = Kind(kind.is_torch)  # SGLang's deepseek returns CPU tensors
+        return out.out(phy2log), out.out(log2phy), out.out(logcnt)
     else:
         phy2log = _eplb.rebalance(array, num_physical_experts, num_gpus,
                                   num_nodes if hierarchical else 1,

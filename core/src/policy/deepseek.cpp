@@ -83,60 +83,30 @@ int IndexOf(uint64_t key) {
   return static_cast<int>(key & 0xffffffffu);
 }
 
-// Sorts keys made by DescendingKey/AscendingKey, which arrive in index order, by their value
-// bits: a stable LSD radix sort over the upper 32 bits, kBits per pass, skipping the digits all
-// keys share. Stability keeps equal values in index order, so the result is the keys' full
-// order. Unlike a comparison sort it has no data-dependent branches, whose mispredictions
-// dominated sorting these short rows; short rows take 4-bit digits, so that the per-pass prefix
-// sum over the buckets does not outweigh the keys.
-template <int kBits>
-struct RadixCounts {
-  static constexpr int kPasses = 32 / kBits, kBuckets = 1 << kBits;
-  uint32_t count[kPasses][kBuckets] = {};  // all zero between calls
-};
-
-template <int kBits>
-void RadixSort(std::vector<uint64_t>& keys, std::vector<uint64_t>& buffer, RadixCounts<kBits>& c) {
-  constexpr int kPasses = RadixCounts<kBits>::kPasses, kBuckets = RadixCounts<kBits>::kBuckets;
-  constexpr uint64_t kMask = kBuckets - 1;
-  const size_t n = keys.size();
-  buffer.resize(n);
-  for (const uint64_t k : keys) {
-    for (int p = 0; p < kPasses; ++p) ++c.count[p][(k >> (32 + kBits * p)) & kMask];
-  }
-  for (int p = 0; p < kPasses; ++p) {
-    uint32_t* count = c.count[p];
-    const int shift = 32 + kBits * p;
-    if (count[(keys[0] >> shift) & kMask] == n) {  // every key shares this digit
-      count[(keys[0] >> shift) & kMask] = 0;
-      continue;
-    }
-    uint32_t sum = 0;
-    for (int d = 0; d < kBuckets; ++d) {
-      const uint32_t here = count[d];
-      count[d] = sum;
-      sum += here;
-    }
-    for (const uint64_t k : keys) buffer[count[(k >> shift) & kMask]++] = k;
-    std::fill(count, count + kBuckets, 0u);
-    keys.swap(buffer);
-  }
-}
-
 // Scratch reused across layers so that a call allocates once.
 struct Scratch {
-  std::vector<uint64_t> keys, sort_buffer;
-  RadixCounts<4> radix4;
-  RadixCounts<8> radix8;
+  std::vector<uint64_t> keys;
   std::vector<int32_t> pack_items;
   std::vector<float> pack_weight;
   LoserTree lightest_pack;
   LoserTree heaviest_expert;
 };
 
-// eplb.py's balanced_packing for one row: items in descending weight order each go to the
-// lightest pack (first on ties) that still has room; every pack takes n / num_packs items.
-// Pack weights accumulate in float32, as the reference adds float32 tensor elements.
+// The reference sorts with torch.sort(descending=True), which on the CPU is std::sort over
+// (value, index) pairs comparing values only (PyTorch's SortingKernel.cpp, KeyValueCompDesc).
+// Equal values leave that unstable sort in an order set by its partitioning, and the order
+// decides which of an expert's replicas lands on which GPU, so the engines' log2phy, indexed
+// by replica rank, follows it. std::sort over keys in the same index order, compared by value
+// alone, takes the same steps and leaves the same order. (A radix sort is faster but stable,
+// and an expert's replicas always tie.)
+void TorchSortOrder(std::vector<uint64_t>& keys) {
+  std::sort(keys.begin(), keys.end(), [](uint64_t a, uint64_t b) { return (a >> 32) < (b >> 32); });
+}
+
+// eplb.py's balanced_packing for one row: items in descending weight order (torch's, ties
+// included) each go to the lightest pack (first on ties) that still has room; every pack takes
+// n / num_packs items. Pack weights accumulate in float32, as the reference adds float32
+// tensor elements.
 void BalancedPacking(std::span<const float> weight, int num_packs, std::span<int32_t> pack_index,
                      std::span<int32_t> rank_in_pack, Scratch& s) {
   const int n = static_cast<int>(weight.size());
@@ -146,16 +116,11 @@ void BalancedPacking(std::span<const float> weight, int num_packs, std::span<int
     std::fill(rank_in_pack.begin(), rank_in_pack.end(), 0);
     return;
   }
-  // Descending by weight, ascending index on ties: the order of a stable descending sort.
-  // Weights are finite and >= 0, so their IEEE bits order like the values; sorting
-  // (~bits, index) keys ascending gives that order without an indirect comparison.
+  // Descending by weight, in torch's order on ties. Weights are finite and >= 0, so their IEEE
+  // bits order like the values; (~bits, index) keys sort without an indirect load.
   s.keys.resize(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) s.keys[i] = DescendingKey(weight[i], i);
-  if (n <= 128) {
-    RadixSort(s.keys, s.sort_buffer, s.radix4);
-  } else {
-    RadixSort(s.keys, s.sort_buffer, s.radix8);
-  }
+  TorchSortOrder(s.keys);
   s.pack_items.assign(static_cast<size_t>(num_packs), 0);
   s.pack_weight.assign(static_cast<size_t>(num_packs), 0.0f);
   // While every pack is empty and the items weigh something, item k of the order goes to pack
@@ -187,15 +152,17 @@ void BalancedPacking(std::span<const float> weight, int num_packs, std::span<int
 }
 
 // eplb.py's replicate_experts for one row: each extra replica goes to the expert with the
-// largest weight / count (float32 division), the lowest index on ties.
+// largest weight / count (float32 division), the lowest index on ties. rank[p] numbers replica
+// p among its expert's replicas in the order they were made.
 void ReplicateExperts(std::span<const float> weight, std::span<int32_t> phy2log,
-                      std::span<int32_t> logcnt, Scratch& s) {
+                      std::span<int32_t> rank, std::span<int32_t> logcnt, Scratch& s) {
   const int num_log = static_cast<int>(weight.size());
   const int num_phy = static_cast<int>(phy2log.size());
   LoserTree& experts = s.heaviest_expert;
   experts.Reset(num_log);
   for (int e = 0; e < num_log; ++e) {
     phy2log[e] = e;
+    rank[e] = 0;
     logcnt[e] = 1;
     experts.leaf(e) = DescendingKey(weight[e], e);
   }
@@ -203,7 +170,7 @@ void ReplicateExperts(std::span<const float> weight, std::span<int32_t> phy2log,
   for (int i = num_log; i < num_phy; ++i) {
     const int e = IndexOf(experts.Winner());
     phy2log[i] = e;
-    ++logcnt[e];
+    rank[i] = logcnt[e]++;
     experts.ReplaceWinner(e, DescendingKey(weight[e] / static_cast<float>(logcnt[e]), e));
   }
 }
@@ -268,12 +235,14 @@ class LayerBalancer {
         group_rank_(groups),
         mlog2log_(experts),
         phy2mlog_(phy_per_node_),
+        phy_rank_(phy_per_node_),
         mlogcnt_(experts_per_node_),
         gpu_pack_(phy_per_node_),
         gpu_rank_(phy_per_node_) {}
 
-  // Writes layer `layer`'s phy2log into `out` (replicas entries).
-  void Run(const LoadMatrix& load, int layer, int32_t* out) {
+  // Writes layer `layer`'s phy2log into `out` and each slot's replica rank into `rank`
+  // (replicas entries each).
+  void Run(const LoadMatrix& load, int layer, int32_t* out, int32_t* rank) {
     // + 0.0f turns a -0.0 load into +0.0, whose bits order below every positive weight's.
     for (int e = 0; e < experts_; ++e) weight_[e] = static_cast<float>(load(layer, e)) + 0.0f;
 
@@ -294,7 +263,7 @@ class LayerBalancer {
       const int mlog_base = node * experts_per_node_;
       for (int i = 0; i < experts_per_node_; ++i)
         node_weight_[i] = weight_[mlog2log_[mlog_base + i]];
-      ReplicateExperts(node_weight_, phy2mlog_, mlogcnt_, scratch_);
+      ReplicateExperts(node_weight_, phy2mlog_, phy_rank_, mlogcnt_, scratch_);
 
       // Step 3: pack the node's replicas onto its GPUs; within a GPU, heaviest first.
       for (int p = 0; p < phy_per_node_; ++p) {
@@ -304,6 +273,7 @@ class LayerBalancer {
       for (int p = 0; p < phy_per_node_; ++p) {
         const int slot = node * phy_per_node_ + gpu_pack_[p] * phy_per_gpu_ + gpu_rank_[p];
         out[slot] = mlog2log_[mlog_base + phy2mlog_[p]];
+        rank[slot] = phy_rank_[p];
       }
     }
   }
@@ -312,30 +282,42 @@ class LayerBalancer {
   const int experts_, groups_, nodes_, group_size_, groups_per_node_, experts_per_node_,
       phy_per_node_, gpus_per_node_, phy_per_gpu_;
   std::vector<float> weight_, group_weight_, node_weight_, phy_weight_;
-  std::vector<int32_t> group_pack_, group_rank_, mlog2log_, phy2mlog_, mlogcnt_, gpu_pack_,
-      gpu_rank_;
+  std::vector<int32_t> group_pack_, group_rank_, mlog2log_, phy2mlog_, phy_rank_, mlogcnt_,
+      gpu_pack_, gpu_rank_;
   Scratch scratch_;
 };
 
 }  // namespace
 
-Result<Placement> RebalanceDeepSeek(const LoadMatrix& load, int num_replicas, int num_groups,
-                                    int num_nodes, int num_gpus) {
+Result<RankedPlacement> RebalanceDeepSeekRanked(const LoadMatrix& load, int num_replicas,
+                                                int num_groups, int num_nodes, int num_gpus) {
   EPLB_RETURN_IF_ERROR(CheckShape(load, num_replicas, num_groups, num_nodes, num_gpus));
   if (num_groups % num_nodes != 0) num_groups = num_nodes = 1;  // the global policy
 
   const int layers = static_cast<int>(load.rows());
   const int experts = static_cast<int>(load.cols());
   std::vector<int32_t> phy2log(static_cast<size_t>(layers) * num_replicas);
+  std::vector<int32_t> rank(phy2log.size());
   // Layers are independent; big calls spread them over the cores.
   const int64_t work = static_cast<int64_t>(layers) * num_replicas;
   ParallelFor(layers, work >= kParallelMinWork ? 0 : 1, [&](int begin, int end) {
     LayerBalancer balancer(experts, num_replicas, num_groups, num_nodes, num_gpus);
     for (int layer = begin; layer < end; ++layer) {
-      balancer.Run(load, layer, phy2log.data() + static_cast<size_t>(layer) * num_replicas);
+      const size_t first = static_cast<size_t>(layer) * num_replicas;
+      balancer.Run(load, layer, phy2log.data() + first, rank.data() + first);
     }
   });
-  return Placement::Create(experts, num_replicas, std::move(phy2log));
+  EPLB_ASSIGN_OR_RETURN(Placement placement,
+                        Placement::Create(experts, num_replicas, std::move(phy2log)));
+  return RankedPlacement{std::move(placement), std::move(rank)};
+}
+
+Result<Placement> RebalanceDeepSeek(const LoadMatrix& load, int num_replicas, int num_groups,
+                                    int num_nodes, int num_gpus) {
+  EPLB_ASSIGN_OR_RETURN(
+      RankedPlacement ranked,
+      RebalanceDeepSeekRanked(load, num_replicas, num_groups, num_nodes, num_gpus));
+  return std::move(ranked.placement);
 }
 
 Result<Placement> DeepSeekPolicy::Rebalance(const PolicyInput& input) {

@@ -1,11 +1,15 @@
 // DeepSeek's expert-parallel load balancer (github.com/deepseek-ai/EPLB, eplb.py), reproduced
-// exactly: the same float32 arithmetic, descending sort by load, and the first index on ties
-// when picking the most loaded expert and the lightest pack.
+// exactly: the same float32 arithmetic, descending sort by load (equal loads in the order
+// torch's unstable CPU sort leaves them), and the first index on ties when picking the most
+// loaded expert and the lightest pack.
 //
 // Hierarchical when num_groups % num_nodes == 0: expert groups are packed onto nodes, experts
 // are replicated inside each node, and replicas are packed onto the node's GPUs. Otherwise the
 // global policy: the same with one group and one node.
 #pragma once
+
+#include <cstdint>
+#include <vector>
 
 #include "eplb/model/load.h"
 #include "eplb/model/placement.h"
@@ -19,6 +23,17 @@ namespace eplb {
 // never does.
 Result<Placement> RebalanceDeepSeek(const LoadMatrix& load, int num_replicas, int num_groups,
                                     int num_nodes, int num_gpus);
+
+// The reference's placement with its third output, each slot's replica rank (`phyrank`): slot s
+// of a layer holds replica number replica_rank[layer * num_replicas + s] of its expert, counted
+// in the order the policy made them. The reference's log2phy lists an expert's slots by this
+// rank, and engines that take it index replicas so.
+struct RankedPlacement {
+  Placement placement;
+  std::vector<int32_t> replica_rank;  // [layers * num_replicas]
+};
+Result<RankedPlacement> RebalanceDeepSeekRanked(const LoadMatrix& load, int num_replicas,
+                                                int num_groups, int num_nodes, int num_gpus);
 
 class DeepSeekPolicy final : public Policy {
  public:
