@@ -558,6 +558,30 @@ TEST_F(CliTest, CompareWritesAReportWhoseNumbersAreTheJsons) {
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 5);
 }
 
+// eplb.dispatch sweeps like any field: each point's run folder records its mode, and the modes
+// that draw replicas per assignment change the steps' balance.
+TEST_F(CliTest, SweepOverDispatchModesRecordsEachMode) {
+  const std::string out = (dir_ / "dispatch").string();
+  const CliRun r = Eplb(std::string("sweep ") + EPLB_SCENARIO_DIR +
+                        "/tiny.yaml --vary eplb.dispatch=even,random,lp --set "
+                        "eplb.num_redundant_experts=16 --set run.steps=250 --no-trace --out " +
+                        out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(testing::ReadFile(out + "/sweep.json"));
+  ASSERT_EQ(doc["points"].size(), 3u);
+  std::map<std::string, double> imbalance;
+  for (size_t i = 0; i < 3; ++i) {
+    const auto& p = doc["points"][i];
+    const std::string mode = p["eplb.dispatch"].get<std::string>();
+    imbalance[mode] = p["imbalance_ratio_mean"].get<double>();
+    const std::string yaml = testing::ReadFile(fmt::format("{}/points/{}/scenario.yaml", out, i));
+    EXPECT_NE(yaml.find("dispatch: " + mode), std::string::npos) << mode;
+  }
+  ASSERT_EQ(imbalance.size(), 3u);
+  EXPECT_NE(imbalance["random"], imbalance["even"]);
+  EXPECT_NE(imbalance["lp"], imbalance["random"]);
+}
+
 TEST_F(CliTest, SweepRunsTheCrossProduct) {
   const std::string out = (dir_ / "sweep").string();
   const CliRun r =

@@ -47,9 +47,11 @@ TEST(Scenario, SharedSwitchAndFabricLimitEachGpusShare) {
 }
 
 TEST(Scenario, ResolvedYamlRoundTrips) {
-  auto s = ParseScenario(DefaultScenarioText(), "default",
-                         {"cluster.nic.bandwidth_gbps=100", "eplb.policy=deepseek"});
+  auto s =
+      ParseScenario(DefaultScenarioText(), "default",
+                    {"cluster.nic.bandwidth_gbps=100", "eplb.policy=deepseek", "eplb.dispatch=lp"});
   ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->eplb.dispatch, Dispatch::kLp);
   auto again = ParseScenario(ScenarioToYaml(*s), "resolved");
   ASSERT_TRUE(again.ok()) << again.status().message();
   EXPECT_EQ(ScenarioToYaml(*again), ScenarioToYaml(*s));
@@ -87,6 +89,8 @@ TEST(Scenario, ImpossibleValuesSayWhatIsValid) {
             "s.yaml:2:24: cluster.nvlink.efficiency is 1.5; it must be above 0 and at most 1");
   EXPECT_EQ(Err("workload:\n  popularity: pareto\n"),
             "s.yaml:2:15: workload.popularity is 'pareto'; valid values: lognormal, zipf");
+  EXPECT_EQ(Err("eplb:\n  dispatch: waterfill\n"),
+            "s.yaml:2:13: eplb.dispatch is 'waterfill'; valid values: even, random, lp");
   EXPECT_EQ(Err("eplb:\n  num_redundant_experts: 30\n"),
             "s.yaml:2:26: eplb.num_redundant_experts is 30: 256 experts + 30 redundant = 286 slots "
             "do not "

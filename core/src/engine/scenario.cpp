@@ -33,6 +33,7 @@ constexpr NameTable<ComputeModel, 2> kComputeModels{"compute.model", {"simple", 
 constexpr NameTable<AllToAllMode, 3> kAllToAllModes{"compute.all_to_all",
                                                     {"bulk", "normal", "low-latency"}};
 constexpr NameTable<InferenceStage, 2> kStages{"compute.stage", {"prefill", "decode"}};
+constexpr NameTable<Dispatch, 3> kDispatchModes{"eplb.dispatch", {"even", "random", "lp"}};
 
 }  // namespace
 
@@ -50,6 +51,12 @@ const char* FaultKindName(FaultKind kind) {
       return "scale";
   }
   return "?";
+}
+const char* DispatchName(Dispatch d) {
+  return kDispatchModes.Name(d);
+}
+Result<Dispatch> ParseDispatch(const std::string& n) {
+  return kDispatchModes.Parse(n);
 }
 const char* ComputeModelName(ComputeModel m) {
   return kComputeModels.Name(m);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <span>
 
 namespace eplb {
 
@@ -11,6 +13,9 @@ namespace {
 constexpr double kPrefillQueriesPerKvRead = 128;
 // FP8 activations travel with one float scale per 128 elements (DeepEP, DeepSeek-V3).
 constexpr double kFp8ScaleBytesPerElement = 4.0 / 128;
+// The dispatcher's random engine starts from the run's seed mixed with this, so that its
+// draws are not the workload generator's.
+constexpr uint64_t kDispatchSeedSalt = 0x9e3779b97f4a7c15ull;
 
 }  // namespace
 
@@ -78,7 +83,8 @@ StepModel::StepModel(const Scenario& s)
       shape_(s.model),
       gpu_(FindGpuPreset(s.compute.gpu)),
       slowdowns_(s.num_gpus()),
-      layers_(s.model.layers) {
+      layers_(s.model.layers),
+      dispatcher_(s.eplb.dispatch, s.run.seed ^ kDispatchSeedSalt) {
   const double hidden = s.model.hidden;
   const int combine = s.model.combine_bytes > 0 ? s.model.combine_bytes : s.model.activation_bytes;
   dispatch_bytes_per_token_ = hidden * s.model.activation_bytes;
@@ -220,29 +226,18 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
   }
   double rdma_counted = 0;
   const int E = placement.num_experts();
-  expert_share_.resize(static_cast<size_t>(E));
   const int L = placement.num_layers();
   out.layer_mean.resize(static_cast<size_t>(L));
   out.layer_max.resize(static_cast<size_t>(L));
   layer_compute_.resize(static_cast<size_t>(L));
   for (int l = 0; l < L; ++l) {
     const auto row = placement.phy2log(l);
-    // Each replica takes an equal share of its expert's tokens: one division per expert, not per
-    // slot (the same quotients, so the same sums).
-    if (!ranks_changed) {
-      for (int e = 0; e < E; ++e) expert_share_[e] = load(l, e) / placement.logcnt(l, e);
-    } else {
-      // Only live replicas take tokens; an expert without one loses its own.
-      live_replicas_.assign(static_cast<size_t>(E), 0);
-      for (int s = 0; s < G * per; ++s) {
-        if (row[s] != kEmptySlot && !lost_[topology_.rank_of_slot(s)]) ++live_replicas_[row[s]];
-      }
-      for (int e = 0; e < E; ++e) {
-        const int live = live_replicas_[static_cast<size_t>(e)];
-        expert_share_[e] = live > 0 ? load(l, e) / live : 0.0;
-        if (live == 0) lost_assignments += load(l, e);
-      }
-    }
+    // Each live replica's part of its expert's tokens (eplb.dispatch); an expert without a
+    // live replica loses its own.
+    lost_assignments +=
+        dispatcher_.Split(std::span<const double>(load.data() + static_cast<ptrdiff_t>(l) * E,
+                                                  static_cast<size_t>(E)),
+                          row, per, lost_, slot_tokens_);
     double total = 0, max = 0, slowest = 0;
     // The GPUs the layer's mean is over: the serving ones, and idle ones while they still hold
     // experts (after a scale-down, until its rearrangement moves them off), since those take
@@ -258,8 +253,8 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
       bool holds = false;
       for (int s = g * per; s < (g + 1) * per; ++s) {
         if (row[s] != kEmptySlot) {
-          t += expert_share_[row[s]];
-          loaded += expert_share_[row[s]] > 0;
+          t += slot_tokens_[s];
+          loaded += slot_tokens_[s] > 0;
           holds = true;
         }
       }

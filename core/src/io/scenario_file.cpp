@@ -312,6 +312,9 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
     e.Int("step_interval", s.eplb.step_interval, 1);
     e.Int("num_redundant_experts", s.eplb.num_redundant_experts, 0, kMaxExperts);
     e.String("policy", s.eplb.policy);
+    std::string dispatch = DispatchName(s.eplb.dispatch);
+    e.String("dispatch", dispatch, {"even", "random", "lp"});
+    s.eplb.dispatch = *ParseDispatch(dispatch);
     e.Bool("use_async", s.eplb.use_async);
     e.Int("layers_per_step", s.eplb.layers_per_step, 1, 100000);
     e.Int("staging_layers", s.eplb.staging_layers, 1, 100000);
@@ -471,9 +474,10 @@ std::string ScenarioToYaml(const Scenario& s) {
       << YAML::Value << s.eplb.window_size << YAML::Key << "step_interval" << YAML::Value
       << s.eplb.step_interval << YAML::Key << "num_redundant_experts" << YAML::Value
       << s.eplb.num_redundant_experts << YAML::Key << "policy" << YAML::Value << s.eplb.policy
-      << YAML::Key << "use_async" << YAML::Value << s.eplb.use_async << YAML::Key
-      << "layers_per_step" << YAML::Value << s.eplb.layers_per_step << YAML::Key << "staging_layers"
-      << YAML::Value << s.eplb.staging_layers << YAML::Key << "sender_rule" << YAML::Value
+      << YAML::Key << "dispatch" << YAML::Value << DispatchName(s.eplb.dispatch) << YAML::Key
+      << "use_async" << YAML::Value << s.eplb.use_async << YAML::Key << "layers_per_step"
+      << YAML::Value << s.eplb.layers_per_step << YAML::Key << "staging_layers" << YAML::Value
+      << s.eplb.staging_layers << YAML::Key << "sender_rule" << YAML::Value
       << SenderRuleName(s.eplb.sender_rule) << YAML::Key << "schedule" << YAML::Value
       << ScheduleStrategyName(s.eplb.schedule) << YAML::Key << "preserve_slots" << YAML::Value
       << s.eplb.preserve_slots << YAML::Key << "migration_weight" << YAML::Value

@@ -77,6 +77,12 @@ struct ClusterSpec {
 enum class ComputeModel { kSimple, kRoofline };
 enum class AllToAllMode { kBulk, kNormal, kLowLatency };
 enum class InferenceStage { kPrefill, kDecode };
+// How one expert's token-expert assignments split among its live replicas in a step
+// (engine/replica_dispatch.h says what each does and where engines do it).
+enum class Dispatch { kEven, kRandom, kLp };
+const char* DispatchName(Dispatch d);
+Result<Dispatch> ParseDispatch(const std::string& name);
+
 const char* ComputeModelName(ComputeModel m);
 const char* AllToAllModeName(AllToAllMode m);
 const char* InferenceStageName(InferenceStage s);
@@ -145,6 +151,7 @@ struct EplbSpec {
   int step_interval = 3000;
   int num_redundant_experts = 32;
   std::string policy = "deepseek";
+  Dispatch dispatch = Dispatch::kEven;
   bool use_async = true;
   int layers_per_step = 1;
   int staging_layers = 1;

@@ -1,8 +1,9 @@
 // The cost of one inference step, from its load and the placement in force.
 //
-//   GPU tokens     t(l, g) = Σ over g's slots of load(l, e) / replicas(l, e): token-expert
-//                  assignments; a step has T = Σ_e load(l, e) / top_k tokens, spread evenly over
-//                  the G GPUs (data-parallel attention)
+//   GPU tokens     t(l, g) = Σ over g's slots of the assignments of load(l, e) its replica
+//                  takes (load(l, e) / replicas(l, e) with eplb.dispatch even; random and
+//                  lp in engine/replica_dispatch.h); a step has T = Σ_e load(l, e) / top_k
+//                  tokens, spread evenly over the G GPUs (data-parallel attention)
 //   MoE layer      every MoE layer waits for its most loaded GPU (the straggler):
 //                    simple    layer_fixed + per_token × max_g t(l, g)
 //                    roofline  layer_fixed + max_g max(FLOPs_g / (peak × flops_eff),
@@ -95,6 +96,7 @@
 #include <vector>
 
 #include "eplb/engine/hardware.h"
+#include "eplb/engine/replica_dispatch.h"
 #include "eplb/engine/scenario.h"
 #include "eplb/model/load.h"
 #include "eplb/model/placement.h"
@@ -208,7 +210,8 @@ class StepModel {
   int layers_;
   double dispatch_bytes_per_token_, combine_bytes_per_token_;
   std::vector<double> node_tokens_;             // per node, over all layers
-  std::vector<double> expert_share_;            // load(l, e) / replicas of e, for the current layer
+  ReplicaDispatcher dispatcher_;                // splits each expert's tokens among its replicas
+  std::vector<double> slot_tokens_;             // the current layer's assignments per slot
   std::vector<double> layer_compute_;           // per layer: one micro-batch's compute
   std::vector<double> gpu_layer_, node_layer_;  // the current layer's tokens per GPU and node
   std::vector<double> nvlink_counted_, normal_nvlink_recv_;  // normal mode, per GPU, the step
@@ -216,7 +219,6 @@ class StepModel {
   std::vector<char> lost_, serving_;
   int serving_count_ = 0;
   std::vector<int> serving_in_node_;
-  std::vector<int> live_replicas_;  // per expert, the current layer
 };
 
 }  // namespace eplb
