@@ -61,6 +61,18 @@ TEST(ReplicaDispatch, LpLevelsTheGpusOfAnExpertsReplicas) {
   EXPECT_NEAR(gpus[1], 1.1e6, 2e3);
 }
 
+// Two replicated experts sharing a GPU: X on GPUs 0 and 1, Y on GPUs 1 and 2, 10^8 each. The
+// LP's optimum puts 2·10^8 / 3 on every GPU (X gives GPU 1 a third, Y two thirds of theirs
+// elsewhere); one pass of filling expert by expert stops at 6.25 / 6.875 / 6.875 · 10^7.
+TEST(ReplicaDispatch, LpReachesTheOptimumWhenReplicatedExpertsShareAGpu) {
+  ReplicaDispatcher lp(Dispatch::kLp, 9);
+  std::vector<double> tokens;
+  const std::vector<int32_t> row = {kA, kEmptySlot, kA, kB, kB, kEmptySlot};
+  const std::vector<double> load = {1e8, 1e8};
+  lp.Split(load, row, 2, {}, tokens);
+  for (const double gpu : GpuSums(tokens, 2)) EXPECT_NEAR(gpu, 2e8 / 3, 1e5);
+}
+
 TEST(ReplicaDispatch, RandomDrawsEachAssignmentWithEqualOdds) {
   ReplicaDispatcher random(Dispatch::kRandom, 3);
   std::vector<double> tokens;

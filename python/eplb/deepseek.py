@@ -12,8 +12,11 @@ is a multiple of num_nodes, the global one otherwise; the outputs are int64, on 
     logcnt  [layers, experts]       each expert's replica count
 log2phy lists each expert's slots by replica rank, as the reference does: rank 0 is the
 expert's own slot before replication, then its replicas in the order the policy made them.
-Equal weights (an expert's replicas always tie) are ordered as torch's CPU sort orders them, so
-log2phy matches the reference element for element.
+Equal weights (an expert's replicas always tie) are ordered as torch's CPU sort orders them
+where it sorts with libstdc++'s std::sort (torch 1.13, with which the golden outputs were made),
+so log2phy matches the reference element for element there. Newer torch builds that sort
+float32 with x86-simd-sort on AVX2/AVX-512 CPUs may order ties otherwise, and their log2phy
+with them; phy2log and logcnt differ only where distinct experts' weights tie exactly.
 torch in, torch out; numpy in, numpy out.
 """
 

@@ -71,10 +71,8 @@ def rebalance_experts(tokens_per_expert, num_physical_experts, num_local_physica
             num_nodes if hierarchical else 1, num_gpus)
         out = Kind(kind.is_torch)  # SGLang's deepseek returns CPU tensors
         return out.out(phy2log), out.out(log2phy), out.out(logcnt)
-    else:
-        phy2log = _eplb.rebalance(array, num_physical_experts, num_gpus,
-                                  num_nodes if hierarchical else 1,
-                                  groups if hierarchical else 1, policy, None, 16, {})
-        out = kind
+    phy2log = _eplb.rebalance(array, num_physical_experts, num_gpus,
+                              num_nodes if hierarchical else 1,
+                              groups if hierarchical else 1, policy, None, 16, {})
     log2phy, logcnt = log2phy_of(phy2log, experts)
-    return out.out(phy2log), out.out(log2phy), out.out(logcnt)
+    return kind.out(phy2log), kind.out(log2phy), kind.out(logcnt)

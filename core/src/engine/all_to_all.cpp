@@ -26,6 +26,7 @@ Result<AllToAllResult> SimulateAllToAll(const Scenario& scenario, int tokens_per
   s.model.layers = 1;
   s.compute.micro_batches = 1;
   s.compute.all_to_all = mode;
+  s.eplb.dispatch = Dispatch::kEven;  // the expected counts, undrawn
   const int G = s.num_gpus(), E = s.model.experts;
   EPLB_ASSIGN_OR_RETURN(const Placement placement, Placement::Initial(1, E, s.num_slots()));
   // Expected counts of uniform routing: every expert receives the same share of assignments.

@@ -225,7 +225,6 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
     normal_nvlink_recv_.assign(static_cast<size_t>(G), 0.0);
   }
   double rdma_counted = 0;
-  const int E = placement.num_experts();
   const int L = placement.num_layers();
   out.layer_mean.resize(static_cast<size_t>(L));
   out.layer_max.resize(static_cast<size_t>(L));
@@ -234,10 +233,9 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
     const auto row = placement.phy2log(l);
     // Each live replica's part of its expert's tokens (eplb.dispatch); an expert without a
     // live replica loses its own.
-    lost_assignments +=
-        dispatcher_.Split(std::span<const double>(load.data() + static_cast<ptrdiff_t>(l) * E,
-                                                  static_cast<size_t>(E)),
-                          row, per, lost_, slot_tokens_);
+    lost_assignments += dispatcher_.Split(
+        std::span<const double>(load.row(l).data(), static_cast<size_t>(load.cols())), row, per,
+        lost_, slot_tokens_);
     double total = 0, max = 0, slowest = 0;
     // The GPUs the layer's mean is over: the serving ones, and idle ones while they still hold
     // experts (after a scale-down, until its rearrangement moves them off), since those take

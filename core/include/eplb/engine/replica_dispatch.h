@@ -17,21 +17,29 @@
 //   lp      the split that brings the busiest GPU lowest, per layer and step (SGLang's
 //           `--ep-dispatch-algorithm lp`, DeepSeek's LPLB: a linear program over the batch's
 //           counts, min M subject to each GPU's load ≤ M and each replicated expert's parts
-//           summing to its load). eplb reaches it by water-filling: each replicated expert's
+//           summing to its load). eplb solves it by water-filling: each replicated expert's
 //           assignments fill the GPUs of its replicas to one level over the load of the
-//           unreplicated experts, hottest expert first, then each is lifted out and filled
-//           again against the others' levels. As in SGLang, each assignment then draws its
-//           replica with the split's fractions as odds, so the parts are binomial around it.
+//           unreplicated experts, hottest expert first; then, pass after pass, each is lifted
+//           out and filled again against the others' levels until no part moves (a millionth
+//           of the layer's load; 64 passes at most): each refill minimises Σ level² over one
+//           expert's split, and the split minimising Σ level² also minimises the busiest GPU.
+//           As in SGLang, each assignment then draws its replica with the split's fractions as
+//           odds, so the parts are binomial around it. The solve's own cost (an all-reduce of
+//           the counts and an LP per layer, ~100 µs in DeepSeek's LPLB README) is not priced.
 //
 // SGLang's Waterfill (LMSYS, 2026-06-26) levels GPUs by dispatching the shared expert, not a
 // routed expert's replicas; eplb does not model it.
 //
 // Assignments are what the workload counts (a token routed to top_k experts counts top_k
 // times). Draws take whole assignments: an expert's integer part is split by sequential
-// binomials and any fraction (loads scaled by phases or traces) in proportion to the odds.
+// binomials and any fraction (mean counts with workload.noise false, or a trace's) in
+// proportion to the odds.
+//
+// Rearrangement records' window balancedness (before and after) stays the placement's with an
+// even split: a property of the placement, where a step's balance follows eplb.dispatch.
 //
 // Thread-safety: a ReplicaDispatcher is not thread-safe (it keeps scratch buffers and a random
-// engine seeded at construction, so a run's draws repeat with its seed).
+// engine seeded at construction, so a run's draws repeat with its seed and standard library).
 #pragma once
 
 #include <cstddef>
@@ -48,7 +56,8 @@ class ReplicaDispatcher {
  public:
   ReplicaDispatcher(Dispatch mode, uint64_t seed);
 
-  // One layer: `load` holds each expert's assignments, `row` the layer's phy2log (kEmptySlot
+  // One layer: `load` holds each expert's assignments (finite, ≥ 0 and at most 1e15, as
+  // ValidateLoad checks a load), `row` the layer's phy2log (kEmptySlot
   // for an empty slot), `slots_per_gpu` how many slots each GPU has, and `lost` (empty: none)
   // marks the GPUs that are gone, whose slots take nothing. Writes each slot's assignments to
   // `slot_tokens` (one per slot of `row`) and returns the assignments of experts with no live
@@ -76,6 +85,8 @@ class ReplicaDispatcher {
   std::vector<double> odds_;       // per entry of slots_: its fraction of the expert's load
   std::vector<double> gpu_level_;  // lp: each GPU's assignments so far
   std::vector<int> order_;         // lp: replicated experts, hottest first
+  std::vector<int> cursor_;        // Split: each expert's next entry of slots_
+  std::vector<double> old_part_;   // lp: an expert's parts before it is filled again
   struct Bucket {
     double level;
     int gpu, replicas;  // the GPU and how many of the expert's live slots it holds

@@ -1,7 +1,8 @@
 // DeepSeek's expert-parallel load balancer (github.com/deepseek-ai/EPLB, eplb.py), reproduced
 // exactly: the same float32 arithmetic, descending sort by load (equal loads in the order
-// torch's unstable CPU sort leaves them), and the first index on ties when picking the most
-// loaded expert and the lightest pack.
+// torch's unstable CPU sort leaves them where it is libstdc++'s std::sort, as in torch 1.13;
+// builds that sort with x86-simd-sort may order ties otherwise), and the first index on ties
+// when picking the most loaded expert and the lightest pack.
 //
 // Hierarchical when num_groups % num_nodes == 0: expert groups are packed onto nodes, experts
 // are replicated inside each node, and replicas are packed onto the node's GPUs. Otherwise the
