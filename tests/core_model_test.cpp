@@ -53,9 +53,11 @@ TEST(Placement, DerivesLog2PhyAscendingWithEmptySlots) {
   EXPECT_EQ(std::vector<int32_t>(p->replicas(0, 2).begin(), p->replicas(0, 2).end()),
             (std::vector<int32_t>{0, 3, 5}));
   EXPECT_EQ(p->max_logcnt(), 3);
-  const auto j = PlacementToJson(*p);
-  EXPECT_EQ(j["log2phy"].dump(), "[[[2,-1,-1],[4,-1,-1],[0,3,5]]]");
-  EXPECT_EQ(j["logcnt"].dump(), "[[1,1,3]]");
+  std::string text;
+  AppendPlacementJsonMembers(text, *p, {8, 2});
+  EXPECT_EQ(text,
+            "\"phy2log\":[[2,-1,0,2,1,2]],\"log2phy\":[[[2,-1,-1],[4,-1,-1],[0,3,5]]],"
+            "\"logcnt\":[[1,1,3]],\"num_gpus\":8,\"num_nodes\":2");
 }
 
 TEST(Placement, ValidationNamesTheProblem) {

@@ -206,16 +206,14 @@ int RunRebalance(const RebalanceArgs& args) {
                current.has_value(), elapsed_ms, lost);
     return kExitOk;
   }
-  nlohmann::ordered_json out;
-  out["policy"] = args.policy;
-  nlohmann::ordered_json placement_json =
-      PlacementToJson(*placement, {topology->num_ranks(), topology->nodes()});
-  for (const char* key : {"phy2log", "log2phy", "logcnt", "num_gpus", "num_nodes"})
-    out[key] = std::move(placement_json[key]);
-  out["balancedness"] = Balancedness(gpu_loads);
-  out["imbalance_ratio"] = ImbalanceRatio(gpu_loads);
-  out["elapsed_ms"] = elapsed_ms;
-  fmt::print("{}\n", out.dump());
+  // The placement's arrays are written as text (formats/placement_file.h); the scalars through
+  // nlohmann, so that every number reads as its dump() writes it.
+  std::string out = "{\"policy\":" + nlohmann::json(args.policy).dump() + ",";
+  AppendPlacementJsonMembers(out, *placement, {topology->num_ranks(), topology->nodes()});
+  out += ",\"balancedness\":" + nlohmann::json(Balancedness(gpu_loads)).dump();
+  out += ",\"imbalance_ratio\":" + nlohmann::json(ImbalanceRatio(gpu_loads)).dump();
+  out += ",\"elapsed_ms\":" + nlohmann::json(elapsed_ms).dump() + "}\n";
+  fmt::print("{}", out);
   return kExitOk;
 }
 

@@ -1,5 +1,8 @@
 #include "eplb/formats/placement_file.h"
 
+#include <iterator>
+#include <string>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -93,32 +96,47 @@ Result<Placement> ReadPlacementFile(const std::string& path, int num_experts,
   return ParsePlacementJson(*text, path, num_experts, topology);
 }
 
-nlohmann::ordered_json PlacementToJson(const Placement& placement,
-                                       const RecordedTopology& topology) {
-  const int width = placement.max_logcnt();
-  using Json = nlohmann::ordered_json;
-  Json phy2log = Json::array(), log2phy = Json::array(), logcnt = Json::array();
-  for (int layer = 0; layer < placement.num_layers(); ++layer) {
-    const auto row = placement.phy2log(layer);
-    phy2log.push_back(std::vector<int32_t>(row.begin(), row.end()));
-    Json l2p = Json::array();
-    std::vector<int> counts;
-    for (int e = 0; e < placement.num_experts(); ++e) {
-      const auto slots = placement.replicas(layer, e);
-      std::vector<int32_t> padded(slots.begin(), slots.end());
-      padded.resize(static_cast<size_t>(width), kEmptySlot);
-      l2p.push_back(std::move(padded));
-      counts.push_back(static_cast<int>(slots.size()));
+void AppendPlacementJsonMembers(std::string& out, const Placement& placement,
+                                const RecordedTopology& topology) {
+  const int width = placement.max_logcnt(), layers = placement.num_layers();
+  auto inserter = std::back_inserter(out);
+  // Each row as [a,b,c]: the slots in order, or an expert's slots padded to `width`.
+  const auto row = [&](auto values, int padded_to) {
+    out += '[';
+    int n = 0;
+    for (const auto v : values) {
+      if (n++ > 0) out += ',';
+      fmt::format_to(inserter, "{}", v);
     }
-    log2phy.push_back(std::move(l2p));
-    logcnt.push_back(std::move(counts));
+    for (; n < padded_to; ++n) out += n > 0 ? ",-1" : "-1";  // kEmptySlot
+    out += ']';
+  };
+  out += "\"phy2log\":[";
+  for (int layer = 0; layer < layers; ++layer) {
+    if (layer > 0) out += ',';
+    row(placement.phy2log(layer), 0);
   }
-  Json out = {{"phy2log", std::move(phy2log)},
-              {"log2phy", std::move(log2phy)},
-              {"logcnt", std::move(logcnt)}};
-  if (topology.gpus > 0) out["num_gpus"] = topology.gpus;
-  if (topology.nodes > 0) out["num_nodes"] = topology.nodes;
-  return out;
+  out += "],\"log2phy\":[";
+  for (int layer = 0; layer < layers; ++layer) {
+    out += layer > 0 ? ",[" : "[";
+    for (int e = 0; e < placement.num_experts(); ++e) {
+      if (e > 0) out += ',';
+      row(placement.replicas(layer, e), width);
+    }
+    out += ']';
+  }
+  out += "],\"logcnt\":[";
+  for (int layer = 0; layer < layers; ++layer) {
+    out += layer > 0 ? ",[" : "[";
+    for (int e = 0; e < placement.num_experts(); ++e) {
+      if (e > 0) out += ',';
+      fmt::format_to(inserter, "{}", placement.logcnt(layer, e));
+    }
+    out += ']';
+  }
+  out += ']';
+  if (topology.gpus > 0) fmt::format_to(inserter, ",\"num_gpus\":{}", topology.gpus);
+  if (topology.nodes > 0) fmt::format_to(inserter, ",\"num_nodes\":{}", topology.nodes);
 }
 
 }  // namespace eplb

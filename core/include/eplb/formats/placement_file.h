@@ -26,10 +26,13 @@ Result<Placement> ReadPlacementFile(const std::string& path, int num_experts = 0
 Result<Placement> ParsePlacementJson(std::string_view text, const std::string& name,
                                      int num_experts = 0, RecordedTopology* topology = nullptr);
 
-// {"phy2log": [[...]], "log2phy": [[[...]]], "logcnt": [[...]]}, then `num_gpus` and
-// `num_nodes` when `topology` has them; log2phy rows list each expert's slots in ascending
-// order, padded with -1 to the largest replica count.
-nlohmann::ordered_json PlacementToJson(const Placement& placement,
-                                       const RecordedTopology& topology = {});
+// The members of a placement's JSON object, appended to `out` as compact JSON text (the same
+// bytes nlohmann's dump() writes): "phy2log":[[...]],"log2phy":[[[...]]],"logcnt":[[...]], then
+// "num_gpus" and "num_nodes" when `topology` has them; log2phy rows list each expert's slots in
+// ascending order, padded with -1 to the largest replica count. Written as text, not built as a
+// document: on DeepSeek-V3's shape a document of 170,000 values took most of `eplb rebalance`'s
+// time to build and free.
+void AppendPlacementJsonMembers(std::string& out, const Placement& placement,
+                                const RecordedTopology& topology = {});
 
 }  // namespace eplb
