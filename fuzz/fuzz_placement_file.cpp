@@ -2,6 +2,7 @@
 // num_experts, and TensorRT-LLM's moe_load_balancer.yaml.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "eplb/formats/placement_file.h"
@@ -10,7 +11,14 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   auto placement = eplb::ParsePlacementJson(text, "fuzz.json", 0);
-  if (placement.ok()) (void)eplb::PlacementToJson(*placement).dump();
+  if (placement.ok()) {
+    // What eplb writes of a placement it read reads back as the same placement.
+    std::string written = "{";
+    eplb::AppendPlacementJsonMembers(written, *placement);
+    written += "}";
+    auto again = eplb::ParsePlacementJson(written, "written.json", placement->num_experts());
+    if (!again.ok() || !(*again == *placement)) __builtin_trap();
+  }
   (void)eplb::ParsePlacementJson(text, "fuzz.json", 16);
   // yaml-cpp under ASan takes ~50 ms for the 64 KiB JSON seeds; the YAML reader's own checks
   // are exercised as well by small inputs, which keeps the suite's time bounded.

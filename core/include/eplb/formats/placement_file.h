@@ -30,7 +30,7 @@ Result<Placement> ParsePlacementJson(std::string_view text, const std::string& n
 // bytes nlohmann's dump() writes): "phy2log":[[...]],"log2phy":[[[...]]],"logcnt":[[...]], then
 // "num_gpus" and "num_nodes" when `topology` has them; log2phy rows list each expert's slots in
 // ascending order, padded with -1 to the largest replica count. Written as text, not built as a
-// document: on DeepSeek-V3's shape a document of 170,000 values took most of `eplb rebalance`'s
+// document: on DeepSeek-V3's shape a document of ~150,000 values took most of `eplb rebalance`'s
 // time to build and free.
 void AppendPlacementJsonMembers(std::string& out, const Placement& placement,
                                 const RecordedTopology& topology = {});
