@@ -22,32 +22,35 @@ double ReplicaDispatcher::Split(std::span<const double> load, std::span<const in
                                 std::vector<double>& slot_tokens) {
   const int experts = static_cast<int>(load.size());
   slot_tokens.assign(row.size(), 0.0);
-  // Each expert's live slots, ascending (so a GPU's slots of one expert lie together).
-  first_slot_.assign(static_cast<size_t>(experts) + 1, 0);
   const auto live = [&](size_t s) {
     return row[s] != kEmptySlot && (lost.empty() || !lost[s / static_cast<size_t>(slots_per_gpu)]);
   };
+  // Each expert's live slots: counted first (first_slot_[e + 1]), then, for the modes that
+  // split unevenly, listed ascending (so a GPU's slots of one expert lie together).
+  first_slot_.assign(static_cast<size_t>(experts) + 1, 0);
   for (size_t s = 0; s < row.size(); ++s) {
     if (live(s)) ++first_slot_[static_cast<size_t>(row[s]) + 1];
+  }
+  double unserved = 0;
+  for (int e = 0; e < experts; ++e) {
+    if (first_slot_[e + 1] == 0) unserved += load[e];
+  }
+  if (mode_ == Dispatch::kEven) {
+    // One division per expert, not per slot: the same quotients, so the same sums.
+    share_.resize(static_cast<size_t>(experts));
+    for (int e = 0; e < experts; ++e) {
+      share_[e] = first_slot_[e + 1] > 0 ? load[e] / first_slot_[e + 1] : 0.0;
+    }
+    for (size_t s = 0; s < row.size(); ++s) {
+      if (live(s)) slot_tokens[s] = share_[row[s]];
+    }
+    return unserved;
   }
   for (int e = 0; e < experts; ++e) first_slot_[e + 1] += first_slot_[e];
   slots_.resize(static_cast<size_t>(first_slot_[experts]));
   cursor_.assign(first_slot_.begin(), first_slot_.end() - 1);  // each expert's next free entry
   for (size_t s = 0; s < row.size(); ++s) {
     if (live(s)) slots_[static_cast<size_t>(cursor_[row[s]]++)] = static_cast<int>(s);
-  }
-  double unserved = 0;
-  for (int e = 0; e < experts; ++e) {
-    if (first_slot_[e] == first_slot_[e + 1]) unserved += load[e];
-  }
-  if (mode_ == Dispatch::kEven) {
-    for (int e = 0; e < experts; ++e) {
-      const int count = first_slot_[e + 1] - first_slot_[e];
-      for (int i = first_slot_[e]; i < first_slot_[e + 1]; ++i) {
-        slot_tokens[slots_[i]] = load[e] / count;
-      }
-    }
-    return unserved;
   }
   odds_.resize(slots_.size());
   if (mode_ == Dispatch::kRandom) {

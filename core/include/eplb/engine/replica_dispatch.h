@@ -82,6 +82,7 @@ class ReplicaDispatcher {
   std::mt19937_64 random_;
   // Per layer: each expert's live slots, as offsets into slots_ (CSR).
   std::vector<int> first_slot_, slots_;
+  std::vector<double> share_;      // even: each expert's load / live replicas
   std::vector<double> odds_;       // per entry of slots_: its fraction of the expert's load
   std::vector<double> gpu_level_;  // lp: each GPU's assignments so far
   std::vector<int> order_;         // lp: replicated experts, hottest first
