@@ -37,61 +37,6 @@ int ReportError(const std::string& command, const Status& status) {
   return ExitCodeFor(status);
 }
 
-int RunCommandLine(int argc, char** argv, std::span<const AddCommand> commands,
-                   const std::function<void(CLI::App&)>& extend) {
-  CLI::App app{"eplb: expert-parallel load balancing for Mixture-of-Experts models", "eplb"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", ToolVersion());
-  Action action;
-  for (AddCommand add : commands) add(app, action);
-  if (extend) extend(app);
-  // CLI11 would call an unknown word "an extra argument" or ask for a subcommand.
-  if (argc >= 2 && argv[1][0] != '-' &&
-      app.get_subcommands([&](CLI::App* sub) { return sub->get_name() == argv[1]; }).empty()) {
-    std::vector<std::string> names;
-    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
-      names.push_back(sub->get_name());
-    fmt::print(stderr, "eplb: unknown command '{}'; the commands are: {} (eplb --help)\n", argv[1],
-               fmt::join(names, ", "));
-    return kExitBadInput;
-  }
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? kExitOk : kExitBadInput;
-  }
-  if (!action) return kExitBadInput;
-  // Expected failures are Statuses; this is the last guard, so that nothing ends in an abort
-  // (memory running out despite the sizing checks, a library's exception).
-  try {
-    return action();
-  } catch (const std::bad_alloc&) {
-    fmt::print(stderr, "eplb: error: out of memory; the run is larger than this machine allows\n");
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "eplb: internal error: {}\n", e.what());
-  }
-  return kExitFailed;
-}
-
-namespace {
-
-CLI::Validator NumberCheck(double min, bool strictly_above) {
-  const std::string what = fmt::format("{} {}", strictly_above ? "above" : "at least", min);
-  return CLI::Validator(
-      [=](std::string& text) -> std::string {
-        double v = 0;
-        if (!ParseCsvDouble(text, v)) return fmt::format("'{}' is not a number", text);
-        if (v < min || (strictly_above && v <= min)) {
-          return fmt::format("{} is too small; it must be {}", text, what);
-        }
-        return {};
-      },
-      "NUMBER " + std::string(strictly_above ? "> " : ">= ") + fmt::format("{}", min));
-}
-
-}  // namespace
-
 Status CheckDistinct(const std::vector<std::string>& items, const std::string& option) {
   for (size_t i = 0; i < items.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
@@ -104,13 +49,6 @@ Status CheckDistinct(const std::vector<std::string>& items, const std::string& o
   return Status::Ok();
 }
 
-CLI::Validator AtLeast(double min) {
-  return NumberCheck(min, false);
-}
-CLI::Validator Positive() {
-  return NumberCheck(0, true);
-}
-
 Result<Scenario> LoadScenarioArg(const std::string& path,
                                  const std::vector<std::string>& overrides) {
   if (path.empty())
@@ -118,11 +56,11 @@ Result<Scenario> LoadScenarioArg(const std::string& path,
   return LoadScenarioFile(path, overrides);
 }
 
-void AddScenarioOptions(CLI::App* command, std::string& scenario_path,
+void AddScenarioOptions(Command& command, std::string& scenario_path,
                         std::vector<std::string>& overrides) {
-  command->add_option("scenario", scenario_path,
-                      "Scenario file (YAML); default: the built-in DeepSeek-V3 prefill EP32");
-  command->add_option("--set", overrides, "Override a scenario field: key.path=value (repeatable)");
+  command.Option("scenario", &scenario_path,
+                 "Scenario file (YAML); default: the built-in DeepSeek-V3 prefill EP32");
+  command.Option("--set", &overrides, "Override a scenario field: key.path=value (repeatable)");
 }
 
 std::vector<std::string> SplitList(const std::string& list) {
@@ -174,10 +112,10 @@ void PrintRunSummary(const RunResult& run, const std::string& dir, std::FILE* ou
   fmt::print(out, "  run folder     {}\n", dir);
 }
 
-void AddJsonFlag(CLI::App* command, bool& json) {
-  command->add_flag("--json", json,
-                    "Print the folder's JSON document on stdout (the lines for people go to "
-                    "stderr)");
+void AddJsonFlag(Command& command, bool& json) {
+  command.Flag("--json", &json,
+               "Print the folder's JSON document on stdout (the lines for people go to "
+               "stderr)");
 }
 
 Status PrintJsonFile(const std::string& path) {

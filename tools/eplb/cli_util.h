@@ -1,15 +1,11 @@
-// Helpers shared by the eplb subcommands: exit codes, error reporting, the scenario argument,
-// and the command-line front end every eplb executable runs.
+// Helpers shared by the eplb subcommands: exit codes, error reporting, the scenario argument.
 #pragma once
 
 #include <cstdio>
-#include <functional>
-#include <span>
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
+#include "command.h"
 #include "eplb/base/status.h"
 #include "eplb/engine/run_result.h"
 #include "eplb/engine/scenario.h"
@@ -28,31 +24,16 @@ int ExitCodeFor(const Status& status);
 // Prints "eplb <command>: error: <message>" on stderr and returns ExitCodeFor(status).
 int ReportError(const std::string& command, const Status& status);
 
-// Option checks whose messages read as people write ranges ("--jobs is -1; it must be at least
-// 0"), in place of CLI11's numeric ranges that print the largest double.
-CLI::Validator AtLeast(double min);
-CLI::Validator Positive();
-
 // OK when no item of a list option is given twice; otherwise an error naming `option` and the
 // item (two runs of one policy would write one folder, a key varied twice would hide one).
 Status CheckDistinct(const std::vector<std::string>& items, const std::string& option);
-
-// What a parsed command does; returns the exit code.
-using Action = std::function<int()>;
-// Adds one subcommand to the app; its callback sets the action.
-using AddCommand = void (*)(CLI::App& app, Action& action);
-
-// Parses the command line with the given subcommands and runs the chosen one: the main() of
-// every eplb executable (eplb, eplb-sim, eplb-device, eplb-validate).
-int RunCommandLine(int argc, char** argv, std::span<const AddCommand> commands,
-                   const std::function<void(CLI::App&)>& extend = {});
 
 // The scenario file at `path` (or the built-in default when empty) with `overrides` applied.
 Result<Scenario> LoadScenarioArg(const std::string& path,
                                  const std::vector<std::string>& overrides);
 
 // The positional SCENARIO and the repeatable --set every scenario command takes.
-void AddScenarioOptions(CLI::App* command, std::string& scenario_path,
+void AddScenarioOptions(Command& command, std::string& scenario_path,
                         std::vector<std::string>& overrides);
 
 // The summary lines of a finished run and where its folder is, on `out`.
@@ -60,7 +41,7 @@ void PrintRunSummary(const RunResult& run, const std::string& dir, std::FILE* ou
 
 // --json, for the commands that write a folder: the folder's document (summary.json,
 // comparison.json, sweep.json) on stdout for scripts, the lines for people on stderr.
-void AddJsonFlag(CLI::App* command, bool& json);
+void AddJsonFlag(Command& command, bool& json);
 // Copies the document at `path` to stdout.
 Status PrintJsonFile(const std::string& path);
 // Where a command's lines for people go: stderr when stdout carries --json's document.

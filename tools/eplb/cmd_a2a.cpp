@@ -79,18 +79,18 @@ int RunA2a(const A2aArgs& a) {
 
 }  // namespace
 
-void AddA2aCommand(CLI::App& app, Action& action) {
+void AddA2aCommand(CommandLine& line) {
   auto args = std::make_shared<A2aArgs>();
-  CLI::App* sub = app.add_subcommand(
+  Command& sub = line.Add(
       "a2a", "Simulate one MoE layer's dispatch and combine, printed as DeepEP reports them");
   AddScenarioOptions(sub, args->scenario, args->overrides);
-  sub->add_option("--tokens", args->tokens,
-                  "Tokens per GPU (default: 4096 for normal and bulk, 128 for low-latency)")
-      ->check(Positive());
-  sub->add_option("--mode", args->mode,
-                  "bulk, normal or low-latency (default: the scenario's compute.all_to_all)");
-  sub->add_flag("--json", args->json, "Print the result as JSON");
-  sub->callback([&action, args] { action = [args] { return RunA2a(*args); }; });
+  sub.Option("--tokens", &args->tokens,
+             "Tokens per GPU (default: 4096 for normal and bulk, 128 for low-latency)")
+      .Check(Positive());
+  sub.Option("--mode", &args->mode,
+             "bulk, normal or low-latency (default: the scenario's compute.all_to_all)");
+  sub.Flag("--json", &args->json, "Print the result as JSON");
+  sub.SetAction([args] { return RunA2a(*args); });
 }
 
 }  // namespace eplb::cli

@@ -158,28 +158,28 @@ int RunCompare(const CompareArgs& args) {
 
 }  // namespace
 
-void AddCompareCommand(CLI::App& app, Action& action) {
+void AddCompareCommand(CommandLine& line) {
   auto args = std::make_shared<CompareArgs>();
-  CLI::App* sub = app.add_subcommand(kCompareName, kCompareAbout);
+  Command& sub = line.Add(kCompareName, kCompareAbout);
   AddScenarioOptions(sub, args->scenario_path, args->overrides);
-  sub->add_option("--policies", args->policies, "Comma-separated policies")->capture_default_str();
-  sub->add_option("--out", args->out, "Folder to write (default: runs/compare-<scenario name>)");
+  sub.Option("--policies", &args->policies, "Comma-separated policies").ShowDefault();
+  sub.Option("--out", &args->out, "Folder to write (default: runs/compare-<scenario name>)");
   AddNoTraceFlag(sub, args->folder);
   AddJsonFlag(sub, args->json);
-  sub->add_option("--seeds", args->seeds,
-                  "Comma-separated seeds: each policy runs once per seed, and the report shows "
-                  "means with the spread over seeds (default: the scenario's run.seed)");
-  sub->add_flag("--time-axis", args->report.time_axis,
-                "Plot against simulated seconds instead of steps");
-  sub->add_option("--map-layer", args->report.map_layer,
-                  "Layer of the load maps (tokens per GPU and expert)")
-      ->capture_default_str()
-      ->check(AtLeast(0));
-  sub->add_option("--map-step", args->report.map_step, "Step of the load maps (default: the last)")
-      ->check(AtLeast(-1));
-  sub->add_option("--jobs", args->jobs, "Simulations at once (default: one per core)")
-      ->check(AtLeast(0));
-  sub->callback([&action, args] { action = [args] { return RunCompare(*args); }; });
+  sub.Option("--seeds", &args->seeds,
+             "Comma-separated seeds: each policy runs once per seed, and the report shows "
+             "means with the spread over seeds (default: the scenario's run.seed)");
+  sub.Flag("--time-axis", &args->report.time_axis,
+           "Plot against simulated seconds instead of steps");
+  sub.Option("--map-layer", &args->report.map_layer,
+             "Layer of the load maps (tokens per GPU and expert)")
+      .ShowDefault()
+      .Check(AtLeast(0));
+  sub.Option("--map-step", &args->report.map_step, "Step of the load maps (default: the last)")
+      .Check(AtLeast(-1));
+  sub.Option("--jobs", &args->jobs, "Simulations at once (default: one per core)")
+      .Check(AtLeast(0));
+  sub.SetAction([args] { return RunCompare(*args); });
 }
 
 }  // namespace eplb::cli

@@ -42,19 +42,18 @@ int RunDeviceRun(const DeviceArgs& a) {
 
 }  // namespace
 
-void AddDeviceRunCommand(CLI::App& app, Action& action) {
+void AddDeviceRunCommand(CommandLine& line) {
   auto args = std::make_shared<DeviceArgs>();
-  CLI::App* sub = app.add_subcommand(kDeviceRunName, kDeviceRunAbout);
+  Command& sub = line.Add(kDeviceRunName, kDeviceRunAbout);
   AddDeviceOptions(sub, *args, /*allow_mpi=*/true);
-  sub->add_option("--out", args->out, "Run folder to write (default: runs/<scenario>-device)");
-  sub->add_option("--fail-rank", args->fail_rank,
-                  "Lose this rank at step --at (a gpu_lost fault): its transfers fail, the "
-                  "rearrangement in flight is cancelled (NCCL: communicators aborted), recovery "
-                  "reloads what only it held, and every layer is checked on the GPU")
-      ->check(CLI::NonNegativeNumber);
-  sub->add_option("--at", args->fail_at, "The step --fail-rank loses its rank at")
-      ->check(CLI::NonNegativeNumber);
-  sub->callback([&action, args] { action = [args] { return RunDeviceRun(*args); }; });
+  sub.Option("--out", &args->out, "Run folder to write (default: runs/<scenario>-device)");
+  sub.Option("--fail-rank", &args->fail_rank,
+             "Lose this rank at step --at (a gpu_lost fault): its transfers fail, the "
+             "rearrangement in flight is cancelled (NCCL: communicators aborted), recovery "
+             "reloads what only it held, and every layer is checked on the GPU")
+      .Check(AtLeast(0));
+  sub.Option("--at", &args->fail_at, "The step --fail-rank loses its rank at").Check(AtLeast(0));
+  sub.SetAction([args] { return RunDeviceRun(*args); });
 }
 
 }  // namespace eplb::cli

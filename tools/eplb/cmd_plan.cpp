@@ -194,46 +194,45 @@ int RunPlan(const PlanArgs& args) {
 
 }  // namespace
 
-void AddPlanCommand(CLI::App& app, Action& action) {
+void AddPlanCommand(CommandLine& line) {
   auto args = std::make_shared<PlanArgs>();
-  CLI::App* sub = app.add_subcommand(
-      "plan", "Plan and schedule the expert transfers that move one placement to another");
-  sub->add_option("--old", args->old_path, "Placement in force (JSON with 'phy2log')")->required();
-  sub->add_option("--new", args->new_path, "Placement to reach (JSON with 'phy2log')")->required();
-  sub->add_option("--gpus", args->gpus,
-                  "GPUs in all (required unless the placement files record num_gpus)")
-      ->check(Positive());
-  sub->add_option("--nodes", args->nodes,
-                  "Nodes (required unless the placement files record num_nodes)")
-      ->check(Positive());
-  sub->add_option("--sender-rule", args->sender_rule, "Who sends each expert")
-      ->check(CLI::IsMember({"vllm", "local"}))
-      ->capture_default_str();
-  sub->add_option("--schedule", args->schedule, "How transfers are cut into rounds")
-      ->check(CLI::IsMember({"single-batch", "greedy-pairs", "best"}))
-      ->capture_default_str();
-  sub->add_option("--expert-bytes", args->expert_bytes, "Bytes of one expert in one layer")
-      ->check(Positive())
-      ->capture_default_str();
-  sub->add_option("--nvlink-bw", args->nvlink_gbps, "NVLink GB/s (10^9 B/s) per direction per GPU")
-      ->check(Positive())
-      ->capture_default_str();
-  sub->add_option("--nic-bw", args->nic_gbps, "NIC GB/s (10^9 B/s) per direction per GPU")
-      ->check(Positive())
-      ->capture_default_str();
-  sub->add_option("--nvlink-latency-us", args->nvlink_latency_us, "NVLink start-up latency (µs)")
-      ->check(AtLeast(0))
-      ->capture_default_str();
-  sub->add_option("--nic-latency-us", args->nic_latency_us, "NIC start-up latency (µs)")
-      ->check(AtLeast(0))
-      ->capture_default_str();
-  sub->add_flag(
-      "--preserve-slots", args->preserve_slots,
-      "Keep experts that stay on a GPU in their old slots (vLLM's preserve_intragpu_slots)");
-  sub->add_option("--format", args->format, "Output format")
-      ->check(CLI::IsMember({"json", "table"}))
-      ->capture_default_str();
-  sub->callback([&action, args] { action = [args] { return RunPlan(*args); }; });
+  Command& sub =
+      line.Add("plan", "Plan and schedule the expert transfers that move one placement to another");
+  sub.Option("--old", &args->old_path, "Placement in force (JSON with 'phy2log')").Required();
+  sub.Option("--new", &args->new_path, "Placement to reach (JSON with 'phy2log')").Required();
+  sub.Option("--gpus", &args->gpus,
+             "GPUs in all (required unless the placement files record num_gpus)")
+      .Check(Positive());
+  sub.Option("--nodes", &args->nodes,
+             "Nodes (required unless the placement files record num_nodes)")
+      .Check(Positive());
+  sub.Option("--sender-rule", &args->sender_rule, "Who sends each expert")
+      .Check(OneOf({"vllm", "local"}))
+      .ShowDefault();
+  sub.Option("--schedule", &args->schedule, "How transfers are cut into rounds")
+      .Check(OneOf({"single-batch", "greedy-pairs", "best"}))
+      .ShowDefault();
+  sub.Option("--expert-bytes", &args->expert_bytes, "Bytes of one expert in one layer")
+      .Check(Positive())
+      .ShowDefault();
+  sub.Option("--nvlink-bw", &args->nvlink_gbps, "NVLink GB/s (10^9 B/s) per direction per GPU")
+      .Check(Positive())
+      .ShowDefault();
+  sub.Option("--nic-bw", &args->nic_gbps, "NIC GB/s (10^9 B/s) per direction per GPU")
+      .Check(Positive())
+      .ShowDefault();
+  sub.Option("--nvlink-latency-us", &args->nvlink_latency_us, "NVLink start-up latency (µs)")
+      .Check(AtLeast(0))
+      .ShowDefault();
+  sub.Option("--nic-latency-us", &args->nic_latency_us, "NIC start-up latency (µs)")
+      .Check(AtLeast(0))
+      .ShowDefault();
+  sub.Flag("--preserve-slots", &args->preserve_slots,
+           "Keep experts that stay on a GPU in their old slots (vLLM's preserve_intragpu_slots)");
+  sub.Option("--format", &args->format, "Output format")
+      .Check(OneOf({"json", "table"}))
+      .ShowDefault();
+  sub.SetAction([args] { return RunPlan(*args); });
 }
 
 }  // namespace eplb::cli

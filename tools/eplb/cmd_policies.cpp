@@ -47,12 +47,12 @@ int RunPolicies(bool json) {
 
 }  // namespace
 
-void AddPoliciesCommand(CLI::App& app, Action& action) {
+void AddPoliciesCommand(CommandLine& line) {
   auto json = std::make_shared<bool>(false);
-  CLI::App* sub =
-      app.add_subcommand("policies", "List every rebalancing policy with its options and defaults");
-  sub->add_flag("--json", *json, "Print the list as JSON");
-  sub->callback([&action, json] { action = [json] { return RunPolicies(*json); }; });
+  Command& sub =
+      line.Add("policies", "List every rebalancing policy with its options and defaults");
+  sub.Flag("--json", json.get(), "Print the list as JSON");
+  sub.SetAction([json] { return RunPolicies(*json); });
 }
 
 }  // namespace eplb::cli

@@ -58,29 +58,27 @@ int RunPublished(const PublishedArgs& a) {
   return kExitOk;
 }
 
-void AddPublishedOptions(CLI::App* sub, PublishedArgs& args) {
-  sub->add_flag("--published", args.published,
-                "Simulate every published figure of scenarios/published/figures.yaml and "
-                "print simulated against published (no GPU needed)");
-  sub->add_option("--figures", args.figures,
-                  "With --published: the figures file (default: the shipped one)");
+void AddPublishedOptions(Command& sub, PublishedArgs& args) {
+  sub.Flag("--published", &args.published,
+           "Simulate every published figure of scenarios/published/figures.yaml and "
+           "print simulated against published (no GPU needed)");
+  sub.Option("--figures", &args.figures,
+             "With --published: the figures file (default: the shipped one)");
 }
 
-void AddPublishedCommand(CLI::App& app, Action& action) {
+void AddPublishedCommand(CommandLine& line) {
   auto args = std::make_shared<PublishedArgs>();
-  CLI::App* sub = app.add_subcommand(kValidateName, kValidateAbout);
+  Command& sub = line.Add(kValidateName, kValidateAbout);
   AddPublishedOptions(sub, *args);
-  sub->add_option("--out", args->out, "Folder to write (default: runs/published)");
-  sub->add_flag("--json", args->json, "Print published.json on stdout");
-  sub->callback([&action, args] {
-    action = [args] {
-      if (!args->published) {
-        return ReportError(kValidateName,
-                           Status::InvalidArgument("give --published here; a device validation "
-                                                   "runs in eplb-validate"));
-      }
-      return RunPublished(*args);
-    };
+  sub.Option("--out", &args->out, "Folder to write (default: runs/published)");
+  sub.Flag("--json", &args->json, "Print published.json on stdout");
+  sub.SetAction([args] {
+    if (!args->published) {
+      return ReportError(kValidateName,
+                         Status::InvalidArgument("give --published here; a device validation "
+                                                 "runs in eplb-validate"));
+    }
+    return RunPublished(*args);
   });
 }
 

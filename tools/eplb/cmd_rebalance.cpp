@@ -219,53 +219,52 @@ int RunRebalance(const RebalanceArgs& args) {
 
 }  // namespace
 
-void AddRebalanceCommand(CLI::App& app, Action& action) {
+void AddRebalanceCommand(CommandLine& line) {
   auto args = std::make_shared<RebalanceArgs>();
-  CLI::App* sub = app.add_subcommand(
-      "rebalance", "Run a rebalancing policy on a load matrix and print the new placement");
-  sub->add_option("--policy", args->policy, "Policy name (eplb policies lists them)")
-      ->capture_default_str();
-  sub->add_option("--option", args->options,
-                  "A policy option NAME=VALUE (repeatable; eplb policies lists each policy's)");
-  sub->add_option("--load", args->load_path,
-                  "Recorded load: CSV (a line per layer, or long step,layer,expert,tokens), JSON "
-                  "([layer][expert] or [step][layer][expert], or under 'load', 'logical_count', "
-                  "'steps'), an SGLang or vLLM .pt dump, or TensorRT-LLM's statistics folder; "
-                  "steps reach time-aware policies as chunks")
-      ->required();
-  sub->add_option("--experts", args->experts,
-                  "Logical experts of the model: a load of another width is refused")
-      ->check(Positive());
-  sub->add_option("--physical-map", args->physical_map_path,
-                  "The load counts physical slots (vLLM's windows): fold them to logical experts "
-                  "through this placement (JSON with 'phy2log' or 'physical_to_logical_map')");
-  sub->add_option("--replicas", args->replicas,
-                  "Physical expert slots per layer (a multiple of --gpus)")
-      ->required();
-  sub->add_option("--groups", args->groups, "Expert groups of the model")->capture_default_str();
-  sub->add_option("--nodes", args->nodes,
-                  "Nodes (required with --groups > 1, where it changes the placement; 1 otherwise)")
-      ->check(Positive());
-  sub->add_option("--gpus", args->gpus, "GPUs in all (a multiple of --nodes)")->required();
-  sub->add_option("--current", args->current_path, "Placement in force (JSON with 'phy2log')");
-  sub->add_option("--lost-ranks", args->lost_ranks,
-                  "GPUs lost or drained, e.g. 3,5: their slots stay empty (deepseek, "
-                  "replicate-lpt, timeseries and fault-tolerant place around them)")
-      ->delimiter(',');
-  sub->add_option("--format", args->format,
-                  "Output format: json (ours), table, or an engine's own file: sglang (for "
-                  "--init-expert-location), vllm (its EPLB state's maps), trtllm "
-                  "(moe_load_balancer.yaml)")
-      ->check(CLI::IsMember({"json", "table", "sglang", "vllm", "trtllm"}))
-      ->capture_default_str();
-  sub->add_option("--layer", args->layer, "With --format table: show only this layer")
-      ->check(AtLeast(0));
-  sub->add_option("--first-layer", args->first_layer,
-                  "With --format trtllm: the model's layer index of the first MoE layer (3 for "
-                  "DeepSeek-V3/R1, whose first three layers are dense)")
-      ->check(AtLeast(0))
-      ->capture_default_str();
-  sub->callback([&action, args] { action = [args] { return RunRebalance(*args); }; });
+  Command& sub = line.Add("rebalance",
+                          "Run a rebalancing policy on a load matrix and print the new placement");
+  sub.Option("--policy", &args->policy, "Policy name (eplb policies lists them)").ShowDefault();
+  sub.Option("--option", &args->options,
+             "A policy option NAME=VALUE (repeatable; eplb policies lists each policy's)");
+  sub.Option("--load", &args->load_path,
+             "Recorded load: CSV (a line per layer, or long step,layer,expert,tokens), JSON "
+             "([layer][expert] or [step][layer][expert], or under 'load', 'logical_count', "
+             "'steps'), an SGLang or vLLM .pt dump, or TensorRT-LLM's statistics folder; "
+             "steps reach time-aware policies as chunks")
+      .Required();
+  sub.Option("--experts", &args->experts,
+             "Logical experts of the model: a load of another width is refused")
+      .Check(Positive());
+  sub.Option("--physical-map", &args->physical_map_path,
+             "The load counts physical slots (vLLM's windows): fold them to logical experts "
+             "through this placement (JSON with 'phy2log' or 'physical_to_logical_map')");
+  sub.Option("--replicas", &args->replicas,
+             "Physical expert slots per layer (a multiple of --gpus)")
+      .Required();
+  sub.Option("--groups", &args->groups, "Expert groups of the model").ShowDefault();
+  sub.Option("--nodes", &args->nodes,
+             "Nodes (required with --groups > 1, where it changes the placement; 1 otherwise)")
+      .Check(Positive());
+  sub.Option("--gpus", &args->gpus, "GPUs in all (a multiple of --nodes)").Required();
+  sub.Option("--current", &args->current_path, "Placement in force (JSON with 'phy2log')");
+  sub.Option("--lost-ranks", &args->lost_ranks,
+             "GPUs lost or drained, e.g. 3,5: their slots stay empty (deepseek, "
+             "replicate-lpt, timeseries and fault-tolerant place around them)")
+      .SplitOn(',');
+  sub.Option("--format", &args->format,
+             "Output format: json (ours), table, or an engine's own file: sglang (for "
+             "--init-expert-location), vllm (its EPLB state's maps), trtllm "
+             "(moe_load_balancer.yaml)")
+      .Check(OneOf({"json", "table", "sglang", "vllm", "trtllm"}))
+      .ShowDefault();
+  sub.Option("--layer", &args->layer, "With --format table: show only this layer")
+      .Check(AtLeast(0));
+  sub.Option("--first-layer", &args->first_layer,
+             "With --format trtllm: the model's layer index of the first MoE layer (3 for "
+             "DeepSeek-V3/R1, whose first three layers are dense)")
+      .Check(AtLeast(0))
+      .ShowDefault();
+  sub.SetAction([args] { return RunRebalance(*args); });
 }
 
 }  // namespace eplb::cli

@@ -56,14 +56,14 @@ int RunRun(const RunArgs& args) {
 
 }  // namespace
 
-void AddRunCommand(CLI::App& app, Action& action) {
+void AddRunCommand(CommandLine& line) {
   auto args = std::make_shared<RunArgs>();
-  CLI::App* sub = app.add_subcommand(kRunName, kRunAbout);
+  Command& sub = line.Add(kRunName, kRunAbout);
   AddScenarioOptions(sub, args->scenario_path, args->overrides);
-  sub->add_option("--out", args->out, "Run folder to write (default: runs/<scenario name>)");
+  sub.Option("--out", &args->out, "Run folder to write (default: runs/<scenario name>)");
   AddNoTraceFlag(sub, args->folder);
   AddJsonFlag(sub, args->json);
-  sub->callback([&action, args] { action = [args] { return RunRun(*args); }; });
+  sub.SetAction([args] { return RunRun(*args); });
 }
 
 }  // namespace eplb::cli

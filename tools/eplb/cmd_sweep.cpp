@@ -306,21 +306,19 @@ int RunSweep(const SweepArgs& args) {
 
 }  // namespace
 
-void AddSweepCommand(CLI::App& app, Action& action) {
+void AddSweepCommand(CommandLine& line) {
   auto args = std::make_shared<SweepArgs>();
-  CLI::App* sub = app.add_subcommand(kSweepName, kSweepAbout);
+  Command& sub = line.Add(kSweepName, kSweepAbout);
   AddScenarioOptions(sub, args->scenario_path, args->overrides);
-  sub->add_option("--vary", args->vary, "key.path=v1,v2,... (repeatable; the cross product runs)")
-      ->required();
-  sub->add_option("--policies", args->policies,
-                  "Comma-separated policies (default: the scenario's)");
-  sub->add_option("--out", args->out, "Folder to write (default: runs/sweep-<scenario name>)");
+  sub.Option("--vary", &args->vary, "key.path=v1,v2,... (repeatable; the cross product runs)")
+      .Required();
+  sub.Option("--policies", &args->policies, "Comma-separated policies (default: the scenario's)");
+  sub.Option("--out", &args->out, "Folder to write (default: runs/sweep-<scenario name>)");
   AddNoTraceFlag(sub, args->folder);
   AddJsonFlag(sub, args->json);
-  sub->add_option("--jobs", args->jobs,
-                  "Simulations at once on this machine (default: one per core)")
-      ->check(AtLeast(0));
-  sub->callback([&action, args] { action = [args] { return RunSweep(*args); }; });
+  sub.Option("--jobs", &args->jobs, "Simulations at once on this machine (default: one per core)")
+      .Check(AtLeast(0));
+  sub.SetAction([args] { return RunSweep(*args); });
 }
 
 }  // namespace eplb::cli

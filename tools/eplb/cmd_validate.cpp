@@ -97,23 +97,21 @@ int RunValidate(const DeviceArgs& a) {
 
 }  // namespace
 
-void AddValidateCommand(CLI::App& app, Action& action) {
+void AddValidateCommand(CommandLine& line) {
   auto args = std::make_shared<DeviceArgs>();
   auto published = std::make_shared<PublishedArgs>();
-  CLI::App* sub = app.add_subcommand(kValidateName, kValidateAbout);
+  Command& sub = line.Add(kValidateName, kValidateAbout);
   AddPublishedOptions(sub, *published);
   AddDeviceOptions(sub, *args, /*allow_mpi=*/false);  // validate runs in one process
-  sub->add_option("--steps", args->steps,
-                  "Steps of the device run (default: through the first rearrangement)")
-      ->check(Positive());
-  sub->add_option("--out", args->out,
-                  "Folder to write: measured/, simulated/, validation.json, validation.txt "
-                  "(default: runs/<scenario>-validate)");
-  sub->callback([&action, args, published] {
+  sub.Option("--steps", &args->steps,
+             "Steps of the device run (default: through the first rearrangement)")
+      .Check(Positive());
+  sub.Option("--out", &args->out,
+             "Folder to write: measured/, simulated/, validation.json, validation.txt "
+             "(default: runs/<scenario>-validate)");
+  sub.SetAction([args, published] {
     published->out = args->out;
-    action = [args, published] {
-      return published->published ? RunPublished(*published) : RunValidate(*args);
-    };
+    return published->published ? RunPublished(*published) : RunValidate(*args);
   });
 }
 

@@ -5,9 +5,8 @@
 
 #include <string>
 
-#include <CLI/CLI.hpp>
-
 #include "cli_util.h"
+#include "command.h"
 
 namespace eplb::cli {
 
@@ -38,21 +37,21 @@ struct PublishedArgs {
   bool json = false;
 };
 int RunPublished(const PublishedArgs& args);
-void AddPublishedOptions(CLI::App* command, PublishedArgs& args);
+void AddPublishedOptions(Command& command, PublishedArgs& args);
 
 // In eplb itself (the core alone).
-void AddA2aCommand(CLI::App& app, Action& action);
-void AddPublishedCommand(CLI::App& app, Action& action);
-void AddRebalanceCommand(CLI::App& app, Action& action);
-void AddPlanCommand(CLI::App& app, Action& action);
-void AddPoliciesCommand(CLI::App& app, Action& action);
+void AddA2aCommand(CommandLine& line);
+void AddPublishedCommand(CommandLine& line);
+void AddRebalanceCommand(CommandLine& line);
+void AddPlanCommand(CommandLine& line);
+void AddPoliciesCommand(CommandLine& line);
 // In eplb-sim (SimGrid).
-void AddRunCommand(CLI::App& app, Action& action);
-void AddCompareCommand(CLI::App& app, Action& action);
-void AddSweepCommand(CLI::App& app, Action& action);
+void AddRunCommand(CommandLine& line);
+void AddCompareCommand(CommandLine& line);
+void AddSweepCommand(CommandLine& line);
 // In eplb-device (CUDA, NCCL, MPI).
-void AddDeviceRunCommand(CLI::App& app, Action& action);
+void AddDeviceRunCommand(CommandLine& line);
 // In eplb-validate (CUDA, NCCL, MPI and SimGrid).
-void AddValidateCommand(CLI::App& app, Action& action);
+void AddValidateCommand(CommandLine& line);
 
 }  // namespace eplb::cli

@@ -27,36 +27,36 @@ std::vector<std::string> RankOverrides(const DeviceArgs& a, const Scenario& s) {
 
 }  // namespace
 
-void AddDeviceOptions(CLI::App* sub, DeviceArgs& a, bool allow_mpi) {
+void AddDeviceOptions(Command& sub, DeviceArgs& a, bool allow_mpi) {
   AddScenarioOptions(sub, a.scenario_path, a.overrides);
-  sub->add_option("--ranks", a.ranks,
-                  "Ranks (GPUs of the scenario's cluster) to run; default: the scenario's")
-      ->check(Positive());
-  auto* v = sub->add_flag("--virtual", a.force_virtual,
-                          "Run every rank on one GPU (virtual ranks; the default when there are "
-                          "fewer GPUs than ranks)");
-  auto* n =
-      sub->add_flag("--nccl", a.force_nccl,
-                    "One rank per GPU through NCCL, in this process (the default when possible)");
-  n->excludes(v);
+  sub.Option("--ranks", &a.ranks,
+             "Ranks (GPUs of the scenario's cluster) to run; default: the scenario's")
+      .Check(Positive());
+  OptionSpec& v = sub.Flag("--virtual", &a.force_virtual,
+                           "Run every rank on one GPU (virtual ranks; the default when there are "
+                           "fewer GPUs than ranks)");
+  OptionSpec& n =
+      sub.Flag("--nccl", &a.force_nccl,
+               "One rank per GPU through NCCL, in this process (the default when possible)");
+  n.Excludes(v);
   if (allow_mpi) {
-    sub->add_flag("--mpi", a.mpi,
-                  "One rank per process and GPU: run as mpirun -np RANKS eplb device-run --mpi")
-        ->excludes(v)
-        ->excludes(n);
+    sub.Flag("--mpi", &a.mpi,
+             "One rank per process and GPU: run as mpirun -np RANKS eplb device-run --mpi")
+        .Excludes(v)
+        .Excludes(n);
   }
-  sub->add_option("--device", a.device, "First GPU to use")->check(AtLeast(0));
-  sub->add_option("--expert-bytes", a.expert_bytes,
-                  "Bytes per expert on the GPU (multiple of 8); default: the scenario's, lowered "
-                  "to fit --memory-fraction of the free GPU memory")
-      ->check(Positive());
-  sub->add_option("--memory-fraction", a.memory_fraction,
-                  "Share of the free GPU memory the weights may take (default 0.8)");
-  sub->add_option("--step-scale", a.step_scale,
-                  "An emulated inference step lasts the step model's time times this (default 1)")
-      ->check(Positive());
-  sub->add_flag("--no-check", a.no_check,
-                "Skip the weights check after each commit (the final check still runs)");
+  sub.Option("--device", &a.device, "First GPU to use").Check(AtLeast(0));
+  sub.Option("--expert-bytes", &a.expert_bytes,
+             "Bytes per expert on the GPU (multiple of 8); default: the scenario's, lowered "
+             "to fit --memory-fraction of the free GPU memory")
+      .Check(Positive());
+  sub.Option("--memory-fraction", &a.memory_fraction,
+             "Share of the free GPU memory the weights may take (default 0.8)");
+  sub.Option("--step-scale", &a.step_scale,
+             "An emulated inference step lasts the step model's time times this (default 1)")
+      .Check(Positive());
+  sub.Flag("--no-check", &a.no_check,
+           "Skip the weights check after each commit (the final check still runs)");
 }
 
 Result<device::DeviceRunOptions> DeviceOptions(const DeviceArgs& a, const Scenario& s) {

@@ -8,8 +8,7 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
+#include "command.h"
 #include "device_run.h"
 #include "eplb/base/status.h"
 #include "eplb/engine/eplb_loop.h"
@@ -36,7 +35,7 @@ struct DeviceArgs {
   int fail_at = -1;
 };
 
-void AddDeviceOptions(CLI::App* sub, DeviceArgs& a, bool allow_mpi);
+void AddDeviceOptions(Command& sub, DeviceArgs& a, bool allow_mpi);
 // The scenario with --set and --ranks applied.
 Result<Scenario> LoadDeviceScenario(const DeviceArgs& a);
 // Virtual, NCCL or MPI mode and the other device options, from the flags and the GPUs present.

@@ -6,5 +6,5 @@
 
 int main(int argc, char** argv) {
   constexpr std::array<eplb::cli::AddCommand, 1> commands = {eplb::cli::AddDeviceRunCommand};
-  return eplb::cli::RunCommandLine(argc, argv, commands);
+  return eplb::cli::RunCommands(argc, argv, commands);
 }

@@ -99,15 +99,16 @@ int main(int argc, char** argv) {
       if (!r.executable.empty() && argv[1] == r.command) Dispatch(r, argv);
     }
   }
-  std::vector<eplb::cli::AddCommand> here = {
-      eplb::cli::AddRebalanceCommand, eplb::cli::AddPlanCommand, eplb::cli::AddPoliciesCommand,
-      eplb::cli::AddA2aCommand};
-  if (published) here.push_back(eplb::cli::AddPublishedCommand);
-  return eplb::cli::RunCommandLine(argc, argv, here, [published](CLI::App& app) {
-    // The other parts' commands, listed in --help; they never get here (Dispatch).
-    for (const Runner& r : kRunners) {
-      if (r.executable.empty() || (published && r.command == cli::kValidateName)) continue;
-      app.add_subcommand(std::string(r.command), std::string(r.about));
-    }
-  });
+  cli::CommandLine line;
+  for (cli::AddCommand add : {cli::AddRebalanceCommand, cli::AddPlanCommand,
+                              cli::AddPoliciesCommand, cli::AddA2aCommand}) {
+    add(line);
+  }
+  if (published) cli::AddPublishedCommand(line);
+  // The other parts' commands, listed in --help; they never get here (Dispatch).
+  for (const Runner& r : kRunners) {
+    if (r.executable.empty() || (published && r.command == cli::kValidateName)) continue;
+    line.Add(std::string(r.command), std::string(r.about));
+  }
+  return line.Run(argc, argv);
 }

@@ -11,5 +11,5 @@ int main(int argc, char** argv) {
   eplb::InstallInterruptHandler();
   constexpr std::array<eplb::cli::AddCommand, 3> commands = {
       eplb::cli::AddRunCommand, eplb::cli::AddCompareCommand, eplb::cli::AddSweepCommand};
-  return eplb::cli::RunCommandLine(argc, argv, commands);
+  return eplb::cli::RunCommands(argc, argv, commands);
 }

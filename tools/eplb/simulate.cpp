@@ -18,8 +18,8 @@ Status SimulateToFolder(const Scenario& scenario, const std::string& dir,
   return WriteRunFolder(dir, *run, options);
 }
 
-void AddNoTraceFlag(CLI::App* command, RunFolderOptions& options) {
-  command->add_flag_function(
+void AddNoTraceFlag(Command& command, RunFolderOptions& options) {
+  command.Flag(
       "--no-trace", [&options](int64_t) { options.trace = false; },
       "Leave out trace.json (two events per expert transfer: the largest file of a run folder, "
       "read only by trace viewers)");

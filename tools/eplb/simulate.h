@@ -6,8 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include <CLI/CLI.hpp>
-
+#include "command.h"
 #include "eplb/base/status.h"
 #include "eplb/engine/scenario.h"
 #include "eplb/io/run_folder.h"
@@ -21,6 +20,6 @@ Status SimulateToFolder(const Scenario& scenario, const std::string& dir,
                         std::atomic<int64_t>* steps_done = nullptr);
 
 // --no-trace, for the commands that write run folders.
-void AddNoTraceFlag(CLI::App* command, RunFolderOptions& options);
+void AddNoTraceFlag(Command& command, RunFolderOptions& options);
 
 }  // namespace eplb::cli

@@ -5,5 +5,5 @@
 
 int main(int argc, char** argv) {
   constexpr std::array<eplb::cli::AddCommand, 1> commands = {eplb::cli::AddValidateCommand};
-  return eplb::cli::RunCommandLine(argc, argv, commands);
+  return eplb::cli::RunCommands(argc, argv, commands);
 }
