@@ -163,6 +163,7 @@ Result<RunResult> RunOnDevice(const Scenario& requested, const DeviceRunOptions&
   result.rearrangements = loop.rearrangements();
   result.commits = loop.commits();
   result.skipped_rearrangements = loop.skipped_rearrangements();
+  result.held_rearrangements = loop.held_rearrangements();
   result.layer_balance = loop.layer_balance();
   {
     std::lock_guard lock(transfers_mu);

@@ -53,6 +53,7 @@ Result<RunResult> RunSimulation(const Scenario& scenario,
     result.rearrangements = loop.rearrangements();
     result.commits = loop.commits();
     result.skipped_rearrangements = loop.skipped_rearrangements();
+    result.held_rearrangements = loop.held_rearrangements();
     result.layer_balance = loop.layer_balance();
   });
   engine.run();

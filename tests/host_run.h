@@ -62,6 +62,7 @@ inline Result<HostRun> RunOnHost(const Scenario& scenario, size_t expert_bytes =
   r.rearrangements = loop.rearrangements();
   r.commits = loop.commits();
   r.skipped_rearrangements = loop.skipped_rearrangements();
+  r.held_rearrangements = loop.held_rearrangements();
   r.layer_balance = loop.layer_balance();
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.peak_rss_bytes = PeakRssBytes();

@@ -82,11 +82,12 @@ void PrintRunSummary(const RunResult& run, const std::string& dir, std::FILE* ou
   fmt::print(out, "  balancedness   mean {:.4f}, min {:.4f}; imbalance ratio mean {:.4f}\n",
              s.balancedness.mean, s.balancedness.min, s.imbalance_ratio.mean);
   const auto& r = s.rearrangements;
-  fmt::print(out,
-             "  rearrangements {} started, {} completed, {} skipped; makespan mean {:.3f} s "
-             "(schedule predicted {:.3f} s, bound {:.3f} s)\n",
-             r.started, r.completed, r.skipped, r.makespan_s_mean, r.predicted_makespan_s_mean,
-             r.lower_bound_s_mean);
+  fmt::print(
+      out,
+      "  rearrangements {} started, {} completed, {} skipped, {} held; makespan mean {:.3f} s "
+      "(schedule predicted {:.3f} s, bound {:.3f} s)\n",
+      r.started, r.completed, r.skipped, r.held, r.makespan_s_mean, r.predicted_makespan_s_mean,
+      r.lower_bound_s_mean);
   fmt::print(out,
              "  moved          {:.1f} GB over NVLink, {:.1f} GB over NICs in {} transfers; "
              "steps slowed {:.3f} s, stalled {:.3f} s\n",

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -75,13 +76,19 @@ EplbLoop::EplbLoop(const Scenario& scenario, Workload& workload, RearrangementBa
                         std::vector<int32_t>(rearranger_->placement().phy2log(e.layer).begin(),
                                              rearranger_->placement().phy2log(e.layer).end())});
     bytes_pending_ -= layer_bytes_[e.layer];
-    if (rearranger_->committed_layers() == static_cast<int>(rearranger_->plans().size())) {
+    if (rearranger_->committed_layers() == static_cast<int>(rearranger_->plans().size()) &&
+        !chunk_target_) {
       rearrangements_.back().end_s = e.time_s;
     }
   });
   const size_t cells = static_cast<size_t>(scenario.model.layers) * scenario.model.experts;
-  window_steps_.assign(cells * scenario.eplb.window_size, 0.0f);
+  if (scenario.eplb.statistics == EplbSpec::Statistics::kWindow)
+    window_steps_.assign(cells * scenario.eplb.window_size, 0.0f);
   window_sum_ = LoadMatrix::Zero(scenario.model.layers, scenario.model.experts);
+  if (scenario.eplb.min_balancedness <= 1 &&
+      scenario.eplb.balancedness_gate == EplbSpec::BalancednessGate::kStepMean) {
+    step_gate_.assign(static_cast<size_t>(scenario.eplb.window_size), 0.0);
+  }
 }
 
 EplbLoop::~EplbLoop() {
@@ -89,10 +96,16 @@ EplbLoop::~EplbLoop() {
 }
 
 const Placement& EplbLoop::placement() const {
-  return rearrangements_.empty() ? initial_ : rearranger_->placement();
+  return rearranger_started_ ? rearranger_->placement() : initial_;
 }
 
 void EplbLoop::AddToWindow(const LoadMatrix& load) {
+  if (scenario_.eplb.statistics == EplbSpec::Statistics::kDecayed) {
+    window_sum_ *= scenario_.eplb.decay;
+    window_sum_ += load;
+    decayed_weight_ = decayed_weight_ * scenario_.eplb.decay + 1;
+    return;
+  }
   const size_t cells = static_cast<size_t>(load.size());
   float* slot = window_steps_.data() + static_cast<size_t>(window_next_) * cells;
   const double* in = load.data();
@@ -105,22 +118,98 @@ void EplbLoop::AddToWindow(const LoadMatrix& load) {
   window_filled_ = std::min(window_filled_ + 1, scenario_.eplb.window_size);
 }
 
+double EplbLoop::GateBalancedness(const LoadMatrix& window, const Placement& current) const {
+  if (scenario_.eplb.balancedness_gate == EplbSpec::BalancednessGate::kStepMean) {
+    return step_gate_filled_ > 0 ? step_gate_sum_ / step_gate_filled_ : 1.0;
+  }
+  const std::vector<double> layers =
+      LayerBalancedness(GpuLoads(window, current, topology_, lost_list_), excluded_);
+  if (layers.empty()) return 1.0;
+  if (scenario_.eplb.balancedness_gate == EplbSpec::BalancednessGate::kWindowMin) {
+    return *std::min_element(layers.begin(), layers.end());
+  }
+  double sum = 0;
+  for (double b : layers) sum += b;
+  return sum / static_cast<double>(layers.size());
+}
+
+void EplbLoop::AccountPlans(RearrangementRecord& rec) {
+  layer_bytes_.assign(static_cast<size_t>(scenario_.model.layers), 0);
+  int64_t bytes = 0;
+  for (size_t i = 0; i < rearranger_->plans().size(); ++i) {
+    const LayerPlan& plan = rearranger_->plans()[i];
+    const Schedule& s = rearranger_->schedules()[i];
+    ++rec.layers;
+    rec.transfers += static_cast<int64_t>(plan.transfers.size());
+    for (int c = 0; c < kNumLinkClasses; ++c) rec.bytes[c] += plan.bytes[c];
+    rec.bytes_reloaded += plan.reload_bytes;
+    rec.reloads += static_cast<int64_t>(plan.reloads.size());
+    layer_bytes_[plan.layer] = plan.bytes[0] + plan.bytes[1] + plan.reload_bytes;
+    bytes += layer_bytes_[plan.layer];
+    rec.predicted_makespan_s += s.makespan_s;
+  }
+  rec.lower_bound_s += rearranger_->lower_bound_s();
+  bytes_pending_ = bytes;
+}
+
+Status EplbLoop::MoveNextChunk(double& stalled_s) {
+  const int layers = scenario_.model.layers;
+  const int first = chunk_next_layer_;
+  const int end = std::min(layers, first + scenario_.eplb.layers_per_chunk);
+  // The target's layers below `upto`, the base's from it on.
+  auto mix = [&](int upto) {
+    const int slots = chunk_base_->num_slots();
+    std::vector<int32_t> flat;
+    flat.reserve(static_cast<size_t>(layers) * static_cast<size_t>(slots));
+    for (int l = 0; l < layers; ++l) {
+      const auto row = (l < upto ? *chunk_target_ : *chunk_base_).phy2log(l);
+      flat.insert(flat.end(), row.begin(), row.end());
+    }
+    return Placement::Create(chunk_base_->num_experts(), slots, std::move(flat));
+  };
+  EPLB_ASSIGN_OR_RETURN(Placement from, mix(first));
+  EPLB_ASSIGN_OR_RETURN(Placement to, mix(end));
+  chunk_next_layer_ = end;
+  if (end == layers) {
+    chunk_target_.reset();
+    chunk_base_.reset();
+  }
+  EPLB_RETURN_IF_ERROR(rearranger_->Start(from, to, lost_list_));
+  rearranger_started_ = true;
+  RearrangementRecord& rec = rearrangements_.back();
+  AccountPlans(rec);
+  const double t = backend_.Now();
+  EPLB_RETURN_IF_ERROR(rearranger_->CommitAll().status());
+  stalled_s += backend_.Now() - t;
+  if (end == layers && rec.end_s < 0) rec.end_s = backend_.Now();
+  return Status::Ok();
+}
+
 Status EplbLoop::Rearrange(int step, RearrangeReason reason, const Placement* forced) {
-  if (rearranger_->in_progress()) {
+  if (rearranger_->in_progress() || chunk_target_) {
     ++skipped_;
     return Status::Ok();
   }
   const Placement current = placement();
   // Float accumulation leaves crumbs around zero; the policy needs non-negative loads.
   const LoadMatrix window = window_sum_.cwiseMax(0.0);
-  // The window in consecutive chunks of steps, oldest first, for policies that look at time.
+  if (reason == RearrangeReason::kInterval && scenario_.eplb.min_balancedness <= 1 &&
+      GateBalancedness(window, current) >= scenario_.eplb.min_balancedness) {
+    ++held_;
+    return Status::Ok();
+  }
+  const bool decayed = scenario_.eplb.statistics == EplbSpec::Statistics::kDecayed;
+  // The window in consecutive chunks of steps, oldest first, for policies that look at time;
+  // decayed statistics keep no steps apart, and are one chunk.
   constexpr int kChunks = 16;
-  const int filled = std::max(1, window_filled_);
+  const int filled = decayed ? std::max(1, static_cast<int>(std::lround(decayed_weight_)))
+                             : std::max(1, window_filled_);
   const int per_chunk = std::max(1, (filled + kChunks - 1) / kChunks);
   const size_t cells = static_cast<size_t>(window.size());
   const int size = scenario_.eplb.window_size;
   std::vector<LoadMatrix> chunks;
-  for (int first = 0; first < filled; first += per_chunk) {
+  if (decayed) chunks.push_back(window);
+  for (int first = 0; !decayed && first < filled; first += per_chunk) {
     LoadMatrix chunk = LoadMatrix::Zero(window.rows(), window.cols());
     for (int i = first; i < std::min(filled, first + per_chunk); ++i) {
       const int slot = ((window_next_ - filled + i) % size + size) % size;
@@ -172,22 +261,23 @@ Status EplbLoop::Rearrange(int step, RearrangeReason reason, const Placement* fo
       r.window_load.push_back(static_cast<float>(window(l, e)));
   }
   rearrangements_.push_back(r);
-  EPLB_RETURN_IF_ERROR(rearranger_->Start(current, next, lost_list_));
-  RearrangementRecord& rec = rearrangements_.back();
-  layer_bytes_.assign(static_cast<size_t>(scenario_.model.layers), 0);
-  for (size_t i = 0; i < rearranger_->plans().size(); ++i) {
-    const LayerPlan& plan = rearranger_->plans()[i];
-    const Schedule& s = rearranger_->schedules()[i];
-    ++rec.layers;
-    rec.transfers += static_cast<int64_t>(plan.transfers.size());
-    for (int c = 0; c < kNumLinkClasses; ++c) rec.bytes[c] += plan.bytes[c];
-    rec.bytes_reloaded += plan.reload_bytes;
-    rec.reloads += static_cast<int64_t>(plan.reloads.size());
-    layer_bytes_[plan.layer] = plan.bytes[0] + plan.bytes[1] + plan.reload_bytes;
-    rec.predicted_makespan_s += s.makespan_s;
+  if (decayed) {  // TensorRT-LLM clears its statistics once they have been used
+    window_sum_.setZero();
+    decayed_weight_ = 0;
   }
-  rec.lower_bound_s = rearranger_->lower_bound_s();
-  bytes_pending_ = rec.bytes[0] + rec.bytes[1] + rec.bytes_reloaded;
+  const int layers = scenario_.model.layers, per = scenario_.eplb.layers_per_chunk;
+  if (reason == RearrangeReason::kInterval && !scenario_.eplb.use_async && per > 0 &&
+      per < layers) {
+    // The chunks move from the next step boundary on (Run).
+    chunk_base_ = current;
+    chunk_target_ = next;
+    chunk_next_layer_ = 0;
+    return Status::Ok();
+  }
+  EPLB_RETURN_IF_ERROR(rearranger_->Start(current, next, lost_list_));
+  rearranger_started_ = true;
+  RearrangementRecord& rec = rearrangements_.back();
+  AccountPlans(rec);
   if (rec.layers == 0) rec.end_s = rec.start_s;
   return Status::Ok();
 }
@@ -222,6 +312,17 @@ Status EplbLoop::Run() {
     AddToWindow(load);
     const bool contended = rearranger_->in_progress();
     model_.Cost(load, placement(), cost);
+    if (!step_gate_.empty()) {
+      double sum = 0;
+      for (size_t l = 0; l < cost.layer_mean.size(); ++l)
+        sum += (cost.layer_mean[l] + 1e-5) / (cost.layer_max[l] + 1e-5);
+      const double b = cost.layer_mean.empty() ? 1.0 : sum / double(cost.layer_mean.size());
+      double& oldest = step_gate_[static_cast<size_t>(step_gate_next_)];
+      step_gate_sum_ += b - (step_gate_filled_ == static_cast<int>(step_gate_.size()) ? oldest : 0);
+      oldest = b;
+      step_gate_next_ = (step_gate_next_ + 1) % static_cast<int>(step_gate_.size());
+      step_gate_filled_ = std::min(step_gate_filled_ + 1, static_cast<int>(step_gate_.size()));
+    }
     {
       const size_t first = static_cast<size_t>(step / span_steps_) * static_cast<size_t>(layers);
       for (size_t l = 0; l < cost.layer_mean.size(); ++l) {
@@ -241,6 +342,7 @@ Status EplbLoop::Run() {
     auto committed = rearranger_->OnStepBoundary();
     if (!committed.ok()) return committed.status().WithContext(fmt::format("step {}: ", step));
     rec.stalled_s += backend_.Now() - boundary;
+    if (chunk_target_) EPLB_RETURN_IF_ERROR(MoveNextChunk(rec.stalled_s));
     if (++counter >= interval) {
       counter = 0;
       EPLB_RETURN_IF_ERROR(Rearrange(step));
@@ -308,10 +410,12 @@ Status EplbLoop::ApplyFaults(int step, double& stalled_s) {
   }
   model_.SetRanks(lost_, serving_);
 
-  if (rearranger_->in_progress()) {
+  if (rearranger_->in_progress() || chunk_target_) {
     // Its transfers with the lost ranks fail (or, for a scale, it is superseded): cancelled,
     // its committed layers stay new and the others old.
     rearranger_->Cancel();
+    chunk_target_.reset();
+    chunk_base_.reset();
     rearrangements_.back().cancelled = true;
     bytes_pending_ = 0;
   }

@@ -34,6 +34,9 @@ constexpr NameTable<AllToAllMode, 3> kAllToAllModes{"compute.all_to_all",
                                                     {"bulk", "normal", "low-latency"}};
 constexpr NameTable<InferenceStage, 2> kStages{"compute.stage", {"prefill", "decode"}};
 constexpr NameTable<Dispatch, 3> kDispatchModes{"eplb.dispatch", {"even", "random", "lp"}};
+constexpr NameTable<EplbSpec::Statistics, 2> kStatistics{"eplb.statistics", {"window", "decayed"}};
+constexpr NameTable<EplbSpec::BalancednessGate, 3> kGates{
+    "eplb.balancedness_gate", {"window_min", "window_mean", "step_mean"}};
 
 }  // namespace
 
@@ -57,6 +60,18 @@ const char* DispatchName(Dispatch d) {
 }
 Result<Dispatch> ParseDispatch(const std::string& n) {
   return kDispatchModes.Parse(n);
+}
+const char* StatisticsName(EplbSpec::Statistics s) {
+  return kStatistics.Name(s);
+}
+Result<EplbSpec::Statistics> ParseStatistics(const std::string& n) {
+  return kStatistics.Parse(n);
+}
+const char* BalancednessGateName(EplbSpec::BalancednessGate g) {
+  return kGates.Name(g);
+}
+Result<EplbSpec::BalancednessGate> ParseBalancednessGate(const std::string& n) {
+  return kGates.Parse(n);
 }
 const char* ComputeModelName(ComputeModel m) {
   return kComputeModels.Name(m);

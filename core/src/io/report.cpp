@@ -193,6 +193,11 @@ std::string Table(const std::vector<nlohmann::ordered_json>& rows,
     return r.contains("rank_faults") && r["rank_faults"].template get<double>() > 0;
   });
   if (recovered) columns.insert(columns.end(), kRecoveryColumns.begin(), kRecoveryColumns.end());
+  // Shown when a balance gate (eplb.min_balancedness) held a rearrangement.
+  const bool held = std::any_of(rows.begin(), rows.end(), [](const auto& r) {
+    return r.contains("rearrangements_held") && r["rearrangements_held"].template get<double>() > 0;
+  });
+  if (held) columns.push_back({"rearrangements_held", "rearr. held", 1, "{:.0f}"});
   std::string out = R"(<div class="wide"><table id="summary"><tr>)";
   for (const auto& l : lead) out += "<th>" + svg::Escape(l) + "</th>";
   for (const Column& c : columns) out += "<th>" + svg::Escape(c.heading) + "</th>";
@@ -227,6 +232,7 @@ const char* kDefinitions = R"(<dl>
 <dt>makespan</dt><dd>from a rearrangement's start to its last layer's commit (layers commit at step boundaries).</dd>
 <dt>slowed, stalled</dt><dd>Σ (step time − the same step on idle links); Σ time step boundaries blocked (stop-the-world rearrangements).</dd>
 <dt>policy ms</dt><dd>wall time of one policy call.</dd>
+<dt>rearr. held</dt><dd>shown when the scenario has a balance gate (eplb.min_balancedness): rearrangements due at an interval and not started, the placement in force being balanced enough.</dd>
 <dt>recovery s, tokens dropped / stalled, reloaded / copied GB</dt><dd>shown when the scenario loses GPUs or scales: mean time from such a fault to its recovery's last commit; Σ tokens routed to experts with no live replica until then (eplb.lost_tokens: drop), or held while serving waited (wait); Σ expert weights read from the backup (experts only the lost GPUs held) and copied from live replicas (summary.json's faults[].recovery).</dd>
 <dt>tokens lost, a GPU / node fails</dt><dd>what losing one GPU (or one node) would cost the placement the run ended with, averaged over which one: the share of the last window's tokens routed to experts left with no replica, lost or stalled until reloaded; <em>reload GB</em>: those experts' weights, what recovery from a host-memory backup or storage must reload after a node fails (model/survivability.h).</dd></dl>)";
 
@@ -296,6 +302,7 @@ nlohmann::ordered_json ComparisonRow(const LabelledRun& labelled) {
           {"step_time_mean_s", s.step_time_s.mean},
           {"step_time_p99_s", s.step_time_s.p99},
           {"rearrangements", rearrangements.size()},
+          {"rearrangements_held", s.rearrangements.held},
           {"bytes_per_rearrangement", bytes / n},
           {"transfers_per_rearrangement", static_cast<double>(s.transfers) / n},
           {"rearrangement_makespan_s", s.rearrangements.makespan_s_mean},

@@ -75,6 +75,7 @@ Json SummaryJson(const RunSummary& s) {
            {{"started", r.started},
             {"completed", r.completed},
             {"skipped", r.skipped},
+            {"held", r.held},
             {"makespan_s_mean", r.makespan_s_mean},
             {"predicted_makespan_s_mean", r.predicted_makespan_s_mean},
             {"lower_bound_s_mean", r.lower_bound_s_mean},
@@ -170,6 +171,10 @@ Result<RunSummary> ParseSummary(const std::string& text, const std::string& file
         r.Get({"wall_s"}, s.wall_s),
         r.Get({"peak_rss_bytes"}, s.peak_rss_bytes)}) {
     EPLB_RETURN_IF_ERROR(st);
+  }
+  // Written since the balance gate exists; a folder from before held none.
+  if (root.contains("rearrangements") && root["rearrangements"].contains("held")) {
+    EPLB_RETURN_IF_ERROR(r.Get({"rearrangements", "held"}, re.held));
   }
   // Written since faults exist; a folder from before has none.
   if (root.contains("faults")) {
@@ -487,6 +492,7 @@ Result<RunFolder> ReadRunFolder(const std::string& dir) {
   EPLB_ASSIGN_OR_RETURN(run.scenario, LoadScenarioFile(p + "scenario.yaml"));
   run.backend = folder.summary.backend;
   run.skipped_rearrangements = static_cast<int>(folder.summary.rearrangements.skipped);
+  run.held_rearrangements = static_cast<int>(folder.summary.rearrangements.held);
   run.wall_s = folder.summary.wall_s;
   run.peak_rss_bytes = folder.summary.peak_rss_bytes;
 

@@ -185,6 +185,7 @@ RunSummary Summarize(const RunResult& run) {
     out.faults.push_back(e);
   }
   r.skipped = run.skipped_rearrangements;
+  r.held = run.held_rearrangements;
   const double started = std::max<double>(1, static_cast<double>(r.started));
   const double done = std::max<double>(1, static_cast<double>(r.completed));
   r.makespan_s_mean = makespan / done;

@@ -136,6 +136,13 @@ void Validate(Scenario& s, Reader& r) {
     r.FailAt("eplb.policy", fmt::format("eplb.policy is '{}'; {}", s.eplb.policy,
                                         MakePolicy(s.eplb.policy).status().message()));
   }
+  if (s.eplb.layers_per_chunk > 0 && s.eplb.use_async) {
+    r.FailAt("eplb.layers_per_chunk",
+             fmt::format("eplb.layers_per_chunk is {} but eplb.use_async is true; chunks move "
+                         "stop-the-world, one per step (SGLang, ATOM): set eplb.use_async: false, "
+                         "or eplb.layers_per_step for the async protocol",
+                         s.eplb.layers_per_chunk));
+  }
   if (s.compute.mtp_draft_tokens > 0 && s.compute.stage != InferenceStage::kDecode) {
     r.FailAt("compute.mtp_draft_tokens",
              fmt::format("compute.mtp_draft_tokens is {} but compute.stage is prefill; "
@@ -310,6 +317,14 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
     MapReader e = top.Sub("eplb");
     e.Int("window_size", s.eplb.window_size, 1, 1 << 20);
     e.Int("step_interval", s.eplb.step_interval, 1);
+    std::string statistics = StatisticsName(s.eplb.statistics);
+    e.String("statistics", statistics, {"window", "decayed"});
+    s.eplb.statistics = *ParseStatistics(statistics);
+    e.Double("decay", s.eplb.decay, 0, 1, true);
+    e.Double("min_balancedness", s.eplb.min_balancedness, 0, 2);
+    std::string gate = BalancednessGateName(s.eplb.balancedness_gate);
+    e.String("balancedness_gate", gate, {"window_min", "window_mean", "step_mean"});
+    s.eplb.balancedness_gate = *ParseBalancednessGate(gate);
     e.Int("num_redundant_experts", s.eplb.num_redundant_experts, 0, kMaxExperts);
     e.String("policy", s.eplb.policy);
     std::string dispatch = DispatchName(s.eplb.dispatch);
@@ -318,6 +333,7 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
     e.Bool("use_async", s.eplb.use_async);
     e.Int("layers_per_step", s.eplb.layers_per_step, 1, 100000);
     e.Int("staging_layers", s.eplb.staging_layers, 1, 100000);
+    e.Int("layers_per_chunk", s.eplb.layers_per_chunk, 0, 100000);
     std::string rule = SenderRuleName(s.eplb.sender_rule),
                 sched = ScheduleStrategyName(s.eplb.schedule);
     e.String("sender_rule", rule, {"vllm", "local"});
@@ -472,12 +488,17 @@ std::string ScenarioToYaml(const Scenario& s) {
   out << YAML::EndSeq << YAML::Key << "trace" << YAML::Value << s.workload.trace << YAML::EndMap;
   out << YAML::Key << "eplb" << YAML::Value << YAML::BeginMap << YAML::Key << "window_size"
       << YAML::Value << s.eplb.window_size << YAML::Key << "step_interval" << YAML::Value
-      << s.eplb.step_interval << YAML::Key << "num_redundant_experts" << YAML::Value
-      << s.eplb.num_redundant_experts << YAML::Key << "policy" << YAML::Value << s.eplb.policy
-      << YAML::Key << "dispatch" << YAML::Value << DispatchName(s.eplb.dispatch) << YAML::Key
-      << "use_async" << YAML::Value << s.eplb.use_async << YAML::Key << "layers_per_step"
-      << YAML::Value << s.eplb.layers_per_step << YAML::Key << "staging_layers" << YAML::Value
-      << s.eplb.staging_layers << YAML::Key << "sender_rule" << YAML::Value
+      << s.eplb.step_interval << YAML::Key << "statistics" << YAML::Value
+      << StatisticsName(s.eplb.statistics) << YAML::Key << "decay" << YAML::Value
+      << Shortest(s.eplb.decay) << YAML::Key << "min_balancedness" << YAML::Value
+      << Shortest(s.eplb.min_balancedness) << YAML::Key << "balancedness_gate" << YAML::Value
+      << BalancednessGateName(s.eplb.balancedness_gate) << YAML::Key << "num_redundant_experts"
+      << YAML::Value << s.eplb.num_redundant_experts << YAML::Key << "policy" << YAML::Value
+      << s.eplb.policy << YAML::Key << "dispatch" << YAML::Value << DispatchName(s.eplb.dispatch)
+      << YAML::Key << "use_async" << YAML::Value << s.eplb.use_async << YAML::Key
+      << "layers_per_step" << YAML::Value << s.eplb.layers_per_step << YAML::Key << "staging_layers"
+      << YAML::Value << s.eplb.staging_layers << YAML::Key << "layers_per_chunk" << YAML::Value
+      << s.eplb.layers_per_chunk << YAML::Key << "sender_rule" << YAML::Value
       << SenderRuleName(s.eplb.sender_rule) << YAML::Key << "schedule" << YAML::Value
       << ScheduleStrategyName(s.eplb.schedule) << YAML::Key << "preserve_slots" << YAML::Value
       << s.eplb.preserve_slots << YAML::Key << "migration_weight" << YAML::Value

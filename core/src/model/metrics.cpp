@@ -91,4 +91,14 @@ double ImbalanceRatio(const LoadMatrix& gpu_loads, std::span<const int> excluded
                           : ImbalanceRatio(KeepColumns(gpu_loads, excluded));
 }
 
+std::vector<double> LayerBalancedness(const LoadMatrix& gpu_loads, std::span<const int> excluded) {
+  const LoadMatrix kept = excluded.empty() ? gpu_loads : KeepColumns(gpu_loads, excluded);
+  std::vector<double> out(static_cast<size_t>(kept.rows()));
+  for (Eigen::Index layer = 0; layer < kept.rows(); ++layer) {
+    const double max = kept.row(layer).maxCoeff();
+    out[static_cast<size_t>(layer)] = max > 0 ? kept.row(layer).mean() / max : 1.0;
+  }
+  return out;
+}
+
 }  // namespace eplb

@@ -5,6 +5,15 @@
 // layer per step boundary) or stop-the-world. A rearrangement due while one is still in
 // flight is skipped and counted.
 //
+// What engines add to that trigger, each a scenario field (scenario.h's EplbSpec):
+//   statistics: decayed   the policy gets each step's load decayed per step since the last
+//                         rearrangement, not the window (TensorRT-LLM's online statistics);
+//   min_balancedness      an interval's rearrangement is held, and counted, while the placement
+//                         in force is balanced at least that well (ROCm ATOM, SGLang #8345);
+//   layers_per_chunk      stop-the-world in chunks: from the step after the policy ran, one
+//                         chunk of layers moves at each step boundary, which waits for it
+//                         (SGLang, ATOM). Recovery and scale move every layer at once.
+//
 // Faults (scenario.h) that change the GPUs: at a gpu_lost or node_lost fault's step the backend
 // loses the ranks (their transfers fail), a rearrangement in flight is cancelled (every layer
 // stays wholly old or wholly new), and recovery starts at once: the policy places over the live
@@ -21,6 +30,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "eplb/engine/scenario.h"
@@ -112,6 +122,7 @@ class EplbLoop {
   const std::vector<RearrangementRecord>& rearrangements() const { return rearrangements_; }
   const std::vector<CommitRecord>& commits() const { return commits_; }
   int skipped_rearrangements() const { return skipped_; }
+  int held_rearrangements() const { return held_; }
   std::vector<LayerBalanceSpan> layer_balance() const;
   const Placement& placement() const;
   Rearranger& rearranger() { return *rearranger_; }
@@ -126,6 +137,13 @@ class EplbLoop {
   Status ApplyFaults(int step, double& stalled_s);
   void ApplySlowdowns(int step);
   void AddToWindow(const LoadMatrix& load);
+  // The balancedness the balance gate compares with EplbSpec::min_balancedness.
+  double GateBalancedness(const LoadMatrix& window, const Placement& current) const;
+  // Adds the plans the rearranger just started to `record`, and counts their bytes as pending.
+  void AccountPlans(RearrangementRecord& record);
+  // Chunked stop-the-world: moves the next chunk of layers toward chunk_target_, waiting for
+  // it (adds the wait to `stalled_s`).
+  Status MoveNextChunk(double& stalled_s);
 
   const Scenario& scenario_;
   Workload& workload_;
@@ -136,6 +154,7 @@ class EplbLoop {
   Slowdowns slowdowns_;  // the faults in force (step_model.h)
   std::unique_ptr<Policy> policy_;
   std::unique_ptr<Rearranger> rearranger_;
+  bool rearranger_started_ = false;  // it holds the placement in force once it has started
   Placement initial_;
   // Per rank: gone for good; serving (live, and among the scale's GPUs). excluded_: the ranks
   // policies place around (lost or not serving), lost_list_: those the planner leaves out.
@@ -149,6 +168,19 @@ class EplbLoop {
   LoadMatrix window_sum_;
   int window_filled_ = 0;
   int window_next_ = 0;
+  double decayed_weight_ = 0;  // decayed statistics: Σ decay^j over the steps summed
+
+  // The step_mean gate: each of the last window_size steps' balancedness, and their sum.
+  std::vector<double> step_gate_;
+  double step_gate_sum_ = 0;
+  int step_gate_filled_ = 0;
+  int step_gate_next_ = 0;
+
+  // Chunked stop-the-world: where the rearrangement goes, where it came from, and the first
+  // layer not yet moved; no target when none is under way.
+  std::optional<Placement> chunk_target_;
+  std::optional<Placement> chunk_base_;
+  int chunk_next_layer_ = 0;
 
   int64_t bytes_pending_ = 0;
   std::vector<int64_t> layer_bytes_;  // per layer, bytes of the rearrangement in flight
@@ -157,6 +189,7 @@ class EplbLoop {
   std::vector<RearrangementRecord> rearrangements_;
   std::vector<CommitRecord> commits_;
   int skipped_ = 0;
+  int held_ = 0;
   // Per span of steps and layer: Σ mean and Σ max GPU tokens (layer_balance()).
   int span_steps_ = 1;
   std::vector<double> span_mean_, span_max_;

@@ -24,6 +24,7 @@ struct RunResult {
   std::vector<TransferRecord> transfers;
   std::vector<LayerBalanceSpan> layer_balance;  // empty when not recorded (older run folders)
   int skipped_rearrangements = 0;
+  int held_rearrangements = 0;  // by the balance gate (eplb.min_balancedness)
   double wall_s = 0;
   int64_t peak_rss_bytes = 0;
 };

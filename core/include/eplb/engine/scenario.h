@@ -149,12 +149,36 @@ struct WorkloadSpec {
 struct EplbSpec {
   int window_size = 1000;
   int step_interval = 3000;
+  // What the policy is given (engine/eplb_loop.h): `window`, the sum of the last window_size
+  // steps' loads (vLLM, SGLang, ROCm ATOM); `decayed`, each step's load decayed by `decay` per
+  // step since, reset by each rearrangement (TensorRT-LLM's online statistics:
+  // loadFactor = loadFactor × decayFactor + count, decayFactor 0.95, cleared after an update).
+  enum class Statistics { kWindow, kDecayed };
+  Statistics statistics = Statistics::kWindow;
+  double decay = 0.95;
+  // The balance gate: at an interval, rebalance only while the placement in force has a
+  // balancedness below this (ROCm ATOM's rebalance_min_balancedness, SGLang's
+  // --eplb-min-rebalancing-utilization-threshold); otherwise the rearrangement is held. Which
+  // balancedness is `balancedness_gate`'s. Balancedness is at most 1: the default, ATOM's 2,
+  // never holds.
+  double min_balancedness = 2;
+  // window_min, window_mean: each layer's mean/max GPU load over the window (statistics),
+  // the least or the mean over layers (ATOM's rebalance_balancedness_agg); step_mean: each
+  // step's mean over layers of (mean + 1e-5) / (max + 1e-5) GPU tokens, averaged over the last
+  // window_size steps (SGLang #8345).
+  enum class BalancednessGate { kWindowMin, kWindowMean, kStepMean };
+  BalancednessGate balancedness_gate = BalancednessGate::kWindowMin;
   int num_redundant_experts = 32;
   std::string policy = "deepseek";
   Dispatch dispatch = Dispatch::kEven;
   bool use_async = true;
   int layers_per_step = 1;
   int staging_layers = 1;
+  // Stop the world in chunks (use_async false): this many layers move at each step boundary,
+  // which waits for them, one chunk per step until every layer has moved (SGLang's
+  // --eplb-rebalance-layers-per-chunk, ATOM's rebalance_layers_per_chunk); 0: every layer at
+  // one boundary.
+  int layers_per_chunk = 0;
   SenderRule sender_rule = SenderRule::kLocal;
   ScheduleStrategy schedule = ScheduleStrategy::kBest;
   bool preserve_slots = false;
@@ -172,6 +196,10 @@ struct EplbSpec {
   enum class Recovery { kRebalance, kRepair };
   Recovery recovery = Recovery::kRebalance;
 };
+const char* StatisticsName(EplbSpec::Statistics s);
+Result<EplbSpec::Statistics> ParseStatistics(const std::string& name);
+const char* BalancednessGateName(EplbSpec::BalancednessGate g);
+Result<EplbSpec::BalancednessGate> ParseBalancednessGate(const std::string& name);
 
 // A fault: something that goes wrong with the cluster while it serves (step_model.h and the
 // simulator say what each does). Steps count from 0; a fault lasts over [step, until).

@@ -81,7 +81,8 @@ struct RunSummary {
   } imbalance_ratio;
   struct {
     int64_t started = 0, completed = 0, skipped = 0;
-    double makespan_s_mean = 0;            // last commit − start, over completed ones
+    int64_t held = 0;            // not started: the placement in force passed the balance gate
+    double makespan_s_mean = 0;  // last commit − start, over completed ones
     double predicted_makespan_s_mean = 0;  // the schedules' prediction, same ones
     double lower_bound_s_mean = 0;         // the schedules' lower bound, same ones
     double policy_ms_mean = 0;             // over started ones

@@ -6,9 +6,12 @@
 //                 1.0 is perfect; 1/G means one GPU does all the work. 1.0 when there is no load.
 //   imbalance     TensorRT-LLM's definition: (max_g − mean_g) / mean_g per layer, averaged over
 //   ratio         the layers that carry load. 0.0 is perfect; 0.0 when there is no load.
+//   layer         mean_g(load_g) / max_g(load_g) of one layer; 1.0 when it has no load. ROCm
+//   balancedness  ATOM's rebalance gate takes the least or the mean of them over the layers.
 #pragma once
 
 #include <span>
+#include <vector>
 
 #include "eplb/model/load.h"
 #include "eplb/model/placement.h"
@@ -31,5 +34,6 @@ LoadMatrix GpuLoads(const LoadMatrix& load, const Placement& placement, const To
 // mean or the max.
 double Balancedness(const LoadMatrix& gpu_loads, std::span<const int> excluded);
 double ImbalanceRatio(const LoadMatrix& gpu_loads, std::span<const int> excluded);
+std::vector<double> LayerBalancedness(const LoadMatrix& gpu_loads, std::span<const int> excluded);
 
 }  // namespace eplb
