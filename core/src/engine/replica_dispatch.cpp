@@ -39,7 +39,9 @@ double ReplicaDispatcher::Split(std::span<const double> load, std::span<const in
     // One division per expert, not per slot: the same quotients, so the same sums.
     share_.resize(static_cast<size_t>(experts));
     for (int e = 0; e < experts; ++e) {
-      share_[e] = first_slot_[e + 1] > 0 ? load[e] / first_slot_[e + 1] : 0.0;
+      // Most experts have one replica, and x / 1 is x: no division for them.
+      const int count = first_slot_[e + 1];
+      share_[e] = count == 1 ? load[e] : count > 0 ? load[e] / count : 0.0;
     }
     for (size_t s = 0; s < row.size(); ++s) {
       if (live(s)) slot_tokens[s] = share_[row[s]];
