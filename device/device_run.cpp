@@ -12,6 +12,7 @@
 #include "cuda_check.h"
 #include "eplb/base/file_io.h"
 #include "eplb/engine/eplb_loop.h"
+#include "eplb/engine/run_loop.h"
 #include "eplb/engine/workload.h"
 #include "mpi_session.h"
 #include "nvtx.h"
@@ -122,59 +123,50 @@ Result<RunResult> RunOnDevice(const Scenario& requested, const DeviceRunOptions&
   if (!backend.ok()) return backend.status();
   DeviceBackend& device = **backend;
 
-  RunResult result;
-  result.scenario = *scenario;
-  result.backend = fmt::format("device ({} ranks on {})", DeviceModeName(options.mode),
-                               DescribeDevice(device.device_of(mpi::Rank())));
-  std::mutex transfers_mu;
-  device.on_transfer.Connect([&](const TransferRecord& t) {
-    std::lock_guard lock(transfers_mu);
-    result.transfers.push_back(t);
-  });
   DeviceStepRunner runner(device, options.step_scale);
-  EplbLoop loop(*scenario, **workload, device, runner);
-  EPLB_RETURN_IF_ERROR(device.Fill(loop.placement()));
-  loop.rearranger().on_layer_committed.Connect([](const LayerEvent&) { NvtxMark("commit"); });
-  if (options.check_commits) {
-    loop.rearranger().on_layer_committed.Connect([&](const LayerEvent& e) {
-      const Status s = device.Verify(loop.rearranger().placement(), e.layer);
-      if (!s.ok())
-        runner.Fail(s.WithContext(fmt::format("after the commit of layer {}: ", e.layer)));
-    });
-  }
+  RunHooks hooks;
+  hooks.started = wall_start;
   // Marked when the loop reports the step at whose boundary the rearrangement started.
   size_t rearrangements = 0;
-  loop.on_step = [&, report = std::move(on_step)](const StepRecord& step) {
-    if (loop.rearrangements().size() > rearrangements) {
-      rearrangements = loop.rearrangements().size();
-      NvtxMark("rearrangement");
+  hooks.before = [&](EplbLoop& loop) {
+    EPLB_RETURN_IF_ERROR(device.Fill(loop.placement()));
+    loop.rearranger().on_layer_committed.Connect([](const LayerEvent&) { NvtxMark("commit"); });
+    if (options.check_commits) {
+      loop.rearranger().on_layer_committed.Connect([&](const LayerEvent& e) {
+        const Status s = device.Verify(loop.rearranger().placement(), e.layer);
+        if (!s.ok())
+          runner.Fail(s.WithContext(fmt::format("after the commit of layer {}: ", e.layer)));
+      });
     }
-    if (report) report(step);
+    loop.on_step = [&, report = std::move(on_step)](const StepRecord& step) {
+      if (loop.rearrangements().size() > rearrangements) {
+        rearrangements = loop.rearrangements().size();
+        NvtxMark("rearrangement");
+      }
+      if (report) report(step);
+    };
+    return Status::Ok();
   };
-  EPLB_RETURN_IF_ERROR(loop.Run());
-  EPLB_RETURN_IF_ERROR(runner.pending());
-  // The whole placement, once more, at the end, on every process's ranks.
-  const Status final_check = device.Verify(loop.placement());
-  if (!device.AllOk(final_check.ok())) {
-    return final_check.ok() ? Status::Internal("the final weights check failed in another process")
-                            : final_check.WithContext("at the end of the run: ");
-  }
-  result.steps = loop.steps();
-  result.rearrangements = loop.rearrangements();
-  result.commits = loop.commits();
-  result.skipped_rearrangements = loop.skipped_rearrangements();
-  result.held_rearrangements = loop.held_rearrangements();
-  result.layer_balance = loop.layer_balance();
-  {
-    std::lock_guard lock(transfers_mu);
-    // Under MPI each process measured its own receives; rank 0 writes them all.
-    result.transfers = mpi::GatherTransfers(result.transfers);
-    std::sort(
-        result.transfers.begin(), result.transfers.end(),
-        [](const TransferRecord& a, const TransferRecord& b) { return a.start_s < b.start_s; });
-  }
-  result.wall_s = Seconds(wall_start);
-  result.peak_rss_bytes = PeakRssBytes();
+  hooks.after = [&](EplbLoop& loop) {
+    EPLB_RETURN_IF_ERROR(runner.pending());
+    // The whole placement, once more, at the end, on every process's ranks.
+    const Status final_check = device.Verify(loop.placement());
+    if (!device.AllOk(final_check.ok())) {
+      return final_check.ok()
+                 ? Status::Internal("the final weights check failed in another process")
+                 : final_check.WithContext("at the end of the run: ");
+    }
+    return Status::Ok();
+  };
+  EPLB_ASSIGN_OR_RETURN(RunResult result,
+                        RunLoop(*scenario, **workload, device, runner,
+                                fmt::format("device ({} ranks on {})", DeviceModeName(options.mode),
+                                            DescribeDevice(device.device_of(mpi::Rank()))),
+                                hooks));
+  // Under MPI each process measured its own receives; rank 0 writes them all.
+  result.transfers = mpi::GatherTransfers(result.transfers);
+  std::sort(result.transfers.begin(), result.transfers.end(),
+            [](const TransferRecord& a, const TransferRecord& b) { return a.start_s < b.start_s; });
   return result;
 }
 

@@ -6,7 +6,7 @@
 #include <xbt/log.h>
 #include <simgrid/s4u.hpp>
 
-#include "eplb/base/file_io.h"
+#include "eplb/engine/run_loop.h"
 #include "eplb/engine/workload.h"
 #include "sim_backend.h"
 
@@ -40,35 +40,23 @@ Result<RunResult> RunSimulation(const Scenario& scenario,
   const StepModel model(scenario);
   SimStepRunner runner(platform, model);
 
-  RunResult result;
-  result.scenario = scenario;
-  result.backend = "simgrid";
-  backend.on_transfer.Connect([&](const TransferRecord& t) { result.transfers.push_back(t); });
-  Status status;
+  Result<RunResult> result = Status::Internal("the simulation's inference actor never ran");
+  RunHooks hooks;
+  hooks.on_step = std::move(on_step);
+  hooks.started = wall_start;
   sg4::Actor::create("inference", platform.host(0), [&] {
-    EplbLoop loop(scenario, **workload, backend, runner);
-    loop.on_step = on_step;
-    status = loop.Run();
-    result.steps = loop.steps();
-    result.rearrangements = loop.rearrangements();
-    result.commits = loop.commits();
-    result.skipped_rearrangements = loop.skipped_rearrangements();
-    result.held_rearrangements = loop.held_rearrangements();
-    result.layer_balance = loop.layer_balance();
+    result = RunLoop(scenario, **workload, backend, runner, "simgrid", hooks);
   });
   engine.run();
-  if (!status.ok()) return status;
-  if (result.steps.size() != static_cast<size_t>(scenario.run.steps)) {
+  if (!result.ok()) return result.status();
+  if (result->steps.size() != static_cast<size_t>(scenario.run.steps)) {
     // SimGrid ends a simulation in which no actor can go on (a deadlock, or a clock that
     // stopped advancing) without an error of its own.
     return Status::Internal(fmt::format(
         "the simulation stopped after {} of {} steps at t = {} s: SimGrid found no actor able "
         "to go on; please report this scenario",
-        result.steps.size(), scenario.run.steps, sg4::Engine::get_clock()));
+        result->steps.size(), scenario.run.steps, sg4::Engine::get_clock()));
   }
-  result.wall_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  result.peak_rss_bytes = PeakRssBytes();
   return result;
 }
 

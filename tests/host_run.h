@@ -3,7 +3,6 @@
 #pragma once
 
 #include <chrono>
-#include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
@@ -11,6 +10,7 @@
 
 #include "eplb/base/file_io.h"
 #include "eplb/engine/eplb_loop.h"
+#include "eplb/engine/run_loop.h"
 #include "eplb/engine/run_result.h"
 #include "eplb/engine/workload.h"
 #include "eplb/migrate/host_backend.h"
@@ -40,33 +40,24 @@ inline Result<HostRun> RunOnHost(const Scenario& scenario, size_t expert_bytes =
   const Topology topology = scenario.topology();
   HostBackend backend(topology, scenario.model.layers, scenario.model.layers, expert_bytes);
   HostRun out;
-  RunResult& r = out.result;
-  r.scenario = scenario;
-  r.backend = "host";
-  std::mutex mu;
-  backend.on_transfer.Connect([&](const TransferRecord& t) {
-    std::lock_guard lock(mu);
-    r.transfers.push_back(t);
-  });
   SleepingStepRunner runner;
-  EplbLoop loop(scenario, **workload, backend, runner);
-  backend.Fill(loop.placement());
-  loop.rearranger().on_layer_committed.Connect([&](const LayerEvent& e) {
-    if (!out.commits_verified.ok()) return;
-    const Status v = backend.Verify(loop.rearranger().placement());
-    if (!v.ok()) out.commits_verified = v.WithContext(fmt::format("after layer {}: ", e.layer));
-  });
-  const auto start = std::chrono::steady_clock::now();
-  if (const Status s = loop.Run(); !s.ok()) return s;
-  r.steps = loop.steps();
-  r.rearrangements = loop.rearrangements();
-  r.commits = loop.commits();
-  r.skipped_rearrangements = loop.skipped_rearrangements();
-  r.held_rearrangements = loop.held_rearrangements();
-  r.layer_balance = loop.layer_balance();
-  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  r.peak_rss_bytes = PeakRssBytes();
-  out.verified = backend.Verify(loop.placement());
+  RunHooks hooks;
+  hooks.before = [&](EplbLoop& loop) {
+    backend.Fill(loop.placement());
+    loop.rearranger().on_layer_committed.Connect([&](const LayerEvent& e) {
+      if (!out.commits_verified.ok()) return;
+      const Status v = backend.Verify(loop.rearranger().placement());
+      if (!v.ok()) out.commits_verified = v.WithContext(fmt::format("after layer {}: ", e.layer));
+    });
+    return Status::Ok();
+  };
+  hooks.after = [&](EplbLoop& loop) {
+    out.verified = backend.Verify(loop.placement());
+    return Status::Ok();
+  };
+  auto run = RunLoop(scenario, **workload, backend, runner, "host", hooks);
+  if (!run.ok()) return run.status();
+  out.result = std::move(run).value();
   return out;
 }
 
