@@ -100,6 +100,24 @@ DeviceBackend::DeviceBackend(const Topology& topology, const DeviceConfig& confi
 
 Result<std::unique_ptr<DeviceBackend>> DeviceBackend::Create(const Topology& topology,
                                                              const DeviceConfig& config) {
+  auto backend = CreateLocal(topology, config);
+  // Under MPI every process reaches the collectives that follow (the communicator's set-up, the
+  // barrier) or none does: a process that failed here tells the others, instead of leaving them
+  // waiting for it.
+  if (config.mode == DeviceMode::kMpi && mpi::Initialized() &&
+      mpi::AllMin(backend.ok() ? 1 : 0) == 0) {
+    return backend.ok() ? Status::Unavailable(
+                              "another process failed to set up its GPU (its error is in its own "
+                              "log)")
+                        : backend.status();
+  }
+  if (!backend.ok()) return backend.status();
+  EPLB_RETURN_IF_ERROR((*backend)->Connect());
+  return backend;
+}
+
+Result<std::unique_ptr<DeviceBackend>> DeviceBackend::CreateLocal(const Topology& topology,
+                                                                  const DeviceConfig& config) {
   if (topology.expert_bytes() <= 0 || topology.expert_bytes() % 8 != 0) {
     return Status::InvalidArgument(
         fmt::format("expert bytes is {}; the device backend needs a positive multiple of 8",
@@ -232,6 +250,10 @@ Status DeviceBackend::Init() {
     EPLB_CUDA(cudaMalloc(&s.step_scratch, sizeof(*s.step_scratch)), at);
     EPLB_CUDA(cudaMemset(s.sink, 0, sizeof(*s.sink)), at);
   }
+  return Status::Ok();
+}
+
+Status DeviceBackend::Connect() {
   EPLB_RETURN_IF_ERROR(CreateComms());
   if (config_.mode == DeviceMode::kMpi) {
     // One time origin for every process, as near as a barrier allows.
@@ -254,12 +276,36 @@ Status DeviceBackend::CreateComms() {
     }
   }
   if (config_.mode == DeviceMode::kMpi) {
+    // Every process reaches each collective on every path: process 0 sends, with the id,
+    // whether it could make one, and every process says whether it can join before the
+    // communicator's (collective) initialisation.
     const int r = mpi::Rank();
-    ncclUniqueId id{};
-    if (r == 0) EPLB_NCCL(ncclGetUniqueId(&id), At(r));
-    mpi::Broadcast(&id, sizeof(id), 0);
-    EPLB_CUDA(cudaSetDevice(ranks_[r]->device), At(r));
-    EPLB_RETURN_IF_ERROR(CreateRankComm(id, topology_.num_ranks(), r, &ranks_[r]->comm));
+    struct {
+      ncclUniqueId id;
+      int ok;
+    } root{};
+    Status mine = Status::Ok();
+    if (r == 0) {
+      const ncclResult_t made = ncclGetUniqueId(&root.id);
+      root.ok = made == ncclSuccess ? 1 : 0;
+      if (made != ncclSuccess) mine = NcclStatus(made, "ncclGetUniqueId(&id)", At(r));
+    }
+    mpi::Broadcast(&root, sizeof(root), 0);
+    if (mine.ok() && root.ok == 0) {
+      mine = Status::Unavailable(
+          "process 0 could not make NCCL's unique id (its error is in its own log)");
+    }
+    if (mine.ok()) {
+      const cudaError_t set = cudaSetDevice(ranks_[r]->device);
+      if (set != cudaSuccess) mine = CudaStatus(set, "cudaSetDevice", At(r));
+    }
+    if (mpi::AllMin(mine.ok() ? 1 : 0) == 0) {
+      return mine.ok() ? Status::Unavailable(
+                             "another process could not join the NCCL communicator (its error "
+                             "is in its own log)")
+                       : mine;
+    }
+    EPLB_RETURN_IF_ERROR(CreateRankComm(root.id, topology_.num_ranks(), r, &ranks_[r]->comm));
     ranks_[r]->comm_aborted = false;
   }
 #endif

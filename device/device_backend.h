@@ -131,7 +131,12 @@ class DeviceBackend final : public RearrangementBackend {
  private:
   struct RankState;
   DeviceBackend(const Topology& topology, const DeviceConfig& config);
+  // This process's part of Create: the checks, the devices and the memory; no collective.
+  static Result<std::unique_ptr<DeviceBackend>> CreateLocal(const Topology& topology,
+                                                            const DeviceConfig& config);
   Status Init();
+  // The communicators and, under MPI, the common time origin: collective.
+  Status Connect();
   uint64_t*& live(int layer, int slot) { return live_[static_cast<size_t>(layer) * slots_ + slot]; }
   uint64_t*& staged(int buffer, int slot) {
     return staging_[static_cast<size_t>(buffer) * slots_ + slot];
