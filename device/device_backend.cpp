@@ -315,8 +315,15 @@ Status DeviceBackend::CreateComms() {
 DeviceBackend::~DeviceBackend() {
   JoinWorkers();
   // Teardown cannot report: free what exists, ignoring errors of a device already lost. Every
-  // stream drains first: a copy or a step still running may use any buffer.
-  (void)Synchronize();
+  // stream drains first, each whatever the others' errors (Synchronize stops at the first): a
+  // copy or a step still running may use any buffer.
+  for (const auto& state : ranks_) {
+    if (!state) continue;  // another process's rank, or one a failed set-up never reached
+    cudaSetDevice(state->device);
+    for (cudaStream_t stream : {state->main, state->local, state->lane[0], state->lane[1]}) {
+      if (stream != nullptr) cudaStreamSynchronize(stream);
+    }
+  }
   for (auto& state : ranks_) {
     if (!state) continue;
     RankState& s = *state;

@@ -41,6 +41,15 @@ Status CreateLocalComms(std::span<const int> devices, std::span<ncclComm_t> comm
   // one thread needs ncclGroupStart/End).
   EPLB_NCCL(ncclGroupStart(), "");
   Status status;
+  int made = 0;  // ranks whose communicator NCCL began to make
+  // A failure part way leaves no communicator behind: those begun are aborted.
+  const auto abandon = [&](Status why) {
+    for (int r = 0; r < made; ++r) {
+      if (comms[r] != nullptr) ncclCommAbort(comms[r]);
+      comms[r] = nullptr;
+    }
+    return why;
+  };
   for (int r = 0; r < ranks && status.ok(); ++r) {
     ncclConfig_t config = NonBlocking();
     const cudaError_t set = cudaSetDevice(devices[r]);
@@ -51,13 +60,19 @@ Status CreateLocalComms(std::span<const int> devices, std::span<ncclComm_t> comm
     const ncclResult_t init = ncclCommInitRankConfig(&comms[r], ranks, id, r, &config);
     if (init != ncclSuccess && init != ncclInProgress) {
       status = NcclStatus(init, "ncclCommInitRankConfig", fmt::format("rank {}: ", r));
+    } else {
+      made = r + 1;
     }
   }
   const ncclResult_t end = ncclGroupEnd();  // always closed, even after an error
-  if (!status.ok()) return status;
-  if (end != ncclSuccess && end != ncclInProgress) return NcclStatus(end, "ncclGroupEnd", "");
+  if (!status.ok()) return abandon(status);
+  if (end != ncclSuccess && end != ncclInProgress) {
+    return abandon(NcclStatus(end, "ncclGroupEnd", ""));
+  }
   for (int r = 0; r < ranks; ++r) {
-    EPLB_RETURN_IF_ERROR(Settle(comms[r], fmt::format("rank {}: ", r)));
+    if (Status settled = Settle(comms[r], fmt::format("rank {}: ", r)); !settled.ok()) {
+      return abandon(settled);
+    }
   }
   return Status::Ok();
 }
