@@ -61,6 +61,14 @@ finish() {
   rm -rf "$work"
   exit $status
 }
+# A kill (the device tool's limit, Ctrl-C) still leaves the table and the archive of what ran:
+# bash runs this once the step in the foreground has ended, which its own timeout bounds.
+on_kill() {
+  trap - TERM INT HUP
+  fail "check" "killed after $((SECONDS - start)) s; the steps above ran, the rest did not"
+  finish
+}
+trap on_kill TERM INT HUP
 
 # 1. Preflight --------------------------------------------------------------------------------
 gpu=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -1)
@@ -100,11 +108,14 @@ if [ -x "$build/bundle/bin/eplb" ]; then
   note "programs" "$bin (bundle)"
 else
   if [ ! -x "$build/tools/eplb" ] || [ ! -x "$build/tests/device_test" ]; then
-    echo "== build ($build, sm_90)"
+    # Within the budget too: a build that cannot finish in time leaves the rest to report.
+    build_s=$(left)
+    [ "$build_s" -ge 1 ] || build_s=1  # timeout 0 would mean none
+    echo "== build ($build, sm_90, timeout ${build_s}s)"
     if ! { cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-      -DEPLB_WITH_GUI=OFF && cmake --build "$build" -j "$(nproc)" --target eplb device_test \
-      eplb_bench_device; } >"$logs/build.log" 2>&1; then
-      fail "build" "see build.log"
+      -DEPLB_WITH_GUI=OFF && timeout --kill-after=10 "$build_s" cmake --build "$build" \
+      -j "$(nproc)" --target eplb device_test eplb_bench_device; } >"$logs/build.log" 2>&1; then
+      fail "build" "failed or out of time after $((SECONDS - start)) s; see build.log"
       finish
     fi
   fi
