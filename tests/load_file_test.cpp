@@ -1,9 +1,11 @@
 // Load and placement files: formats and error messages.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "eplb/formats/load_file.h"
 #include "eplb/formats/placement_file.h"
+#include "eplb/io/placement_files.h"
 #include "test_util.h"
 
 namespace eplb {
@@ -116,6 +118,45 @@ TEST(PlacementFile, RoundTripsAndValidates) {
   EXPECT_EQ(ParsePlacementJson(R"([[0,1]])", "p.json").status().message(),
             "p.json: expected a JSON object with key 'phy2log' or 'physical_to_logical_map' "
             "(layers × slots)");
+}
+
+// What `eplb rebalance --format sglang|vllm|trtllm` writes reads back as the same placement,
+// TensorRT-LLM's layers keyed from the first MoE layer's index.
+TEST(PlacementFile, EngineFilesReadBackAsThePlacement) {
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 20; ++trial) {
+    const int experts = 4 + static_cast<int>(rng() % 12);
+    const int slots = experts + static_cast<int>(rng() % 9);
+    const Placement p =
+        testing::RandomPlacement(rng, 1 + static_cast<int>(rng() % 5), slots, experts);
+    const std::string json = EnginePlacementFile(EngineFormat::kSglang, p);
+    EXPECT_EQ(json, nlohmann::json::parse(json).dump() + "\n");
+    auto sglang = ParsePlacementJson(json, "sglang.json");
+    ASSERT_TRUE(sglang.ok()) << sglang.status().message();
+    EXPECT_EQ(*sglang, p);
+    const auto vllm = nlohmann::json::parse(EnginePlacementFile(EngineFormat::kVllm, p));
+    ASSERT_EQ(vllm["physical_to_logical_map"],
+              nlohmann::json::parse(json)["physical_to_logical_map"]);
+    for (int l = 0; l < p.num_layers(); ++l) {
+      for (int e = 0; e < experts; ++e) {
+        const auto replicas = p.replicas(l, e);
+        EXPECT_EQ(vllm["logical_replica_count"][l][e], replicas.size());
+        const auto& row = vllm["logical_to_physical_map"][l][e];
+        ASSERT_EQ(row.size(), static_cast<size_t>(slots - experts + 1));
+        for (size_t i = 0; i < row.size(); ++i) {
+          EXPECT_EQ(row[i].get<int>(), i < replicas.size() ? replicas[i] : -1);
+        }
+      }
+    }
+    const std::string yaml = EnginePlacementFile(EngineFormat::kTrtllm, p, 3);
+    EXPECT_NE(yaml.find("initial_global_assignments:\n  3: ["), std::string::npos) << yaml;
+    EXPECT_NE(yaml.find(fmt::format("num_slots: {}\nlayer_updates_per_iter: 0\n", slots)),
+              std::string::npos)
+        << yaml;
+    auto trtllm = ParseTrtllmPlacement(yaml, "moe_load_balancer.yaml", experts);
+    ASSERT_TRUE(trtllm.ok()) << trtllm.status().message();
+    EXPECT_EQ(*trtllm, p);
+  }
 }
 
 // vLLM's and SGLang's name for phy2log reads the same, and one file may not give both.

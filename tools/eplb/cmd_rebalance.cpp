@@ -39,51 +39,6 @@ struct RebalanceArgs {
   std::vector<int> lost_ranks;       // GPUs to place around
 };
 
-// The engines' own files for a placement:
-//   sglang  {"physical_to_logical_map": ...}, all SGLang's --init-expert-location reads (it
-//           passes the object's keys to its expert-location constructor as arguments)
-//   vllm    vLLM's EPLB state: physical_to_logical_map, logical_to_physical_map padded with -1
-//           to num_redundant_experts + 1, logical_replica_count
-//   trtllm  TensorRT-LLM's moe_load_balancer.yaml: num_slots, initial_global_assignments keyed
-//           by the model's layer index (--first-layer for MoE layer 0), layer_updates_per_iter
-std::string EngineFile(const std::string& format, const Placement& placement, int first_layer) {
-  std::vector<std::vector<int32_t>> rows;
-  for (int l = 0; l < placement.num_layers(); ++l) {
-    rows.emplace_back(placement.phy2log(l).begin(), placement.phy2log(l).end());
-  }
-  if (format == "trtllm") {
-    std::string out = "initial_global_assignments:\n";
-    for (int l = 0; l < placement.num_layers(); ++l) {
-      out += fmt::format("  {}: [{}]\n", first_layer + l, fmt::join(rows[l], ", "));
-    }
-    out += fmt::format("num_slots: {}\nlayer_updates_per_iter: 0\n", placement.num_slots());
-    return out;
-  }
-  nlohmann::ordered_json out;
-  out["physical_to_logical_map"] = rows;
-  if (format == "vllm") {
-    const int width = placement.num_slots() - placement.num_experts() + 1;
-    nlohmann::ordered_json log2phy = nlohmann::ordered_json::array(),
-                           count = nlohmann::ordered_json::array();
-    for (int l = 0; l < placement.num_layers(); ++l) {
-      nlohmann::ordered_json layer = nlohmann::ordered_json::array(),
-                             counts = nlohmann::ordered_json::array();
-      for (int e = 0; e < placement.num_experts(); ++e) {
-        const auto slots = placement.replicas(l, e);
-        std::vector<int32_t> row(slots.begin(), slots.end());
-        row.resize(static_cast<size_t>(width), -1);
-        layer.push_back(row);
-        counts.push_back(slots.size());
-      }
-      log2phy.push_back(std::move(layer));
-      count.push_back(std::move(counts));
-    }
-    out["logical_to_physical_map"] = std::move(log2phy);
-    out["logical_replica_count"] = std::move(count);
-  }
-  return out.dump() + "\n";
-}
-
 void PrintTable(const RebalanceArgs& args, const Placement& placement, const Topology& topology,
                 const LoadMatrix& gpu_loads, const LoadMatrix& before_loads, bool had_current,
                 double elapsed_ms, std::span<const int> lost) {
@@ -189,7 +144,10 @@ int RunRebalance(const RebalanceArgs& args) {
 
   const LoadMatrix gpu_loads = GpuLoads(*load, *placement, *topology);
   if (args.format == "sglang" || args.format == "vllm" || args.format == "trtllm") {
-    fmt::print("{}", EngineFile(args.format, *placement, args.first_layer));
+    const EngineFormat format = args.format == "sglang" ? EngineFormat::kSglang
+                                : args.format == "vllm" ? EngineFormat::kVllm
+                                                        : EngineFormat::kTrtllm;
+    fmt::print("{}", EnginePlacementFile(format, *placement, args.first_layer));
     return kExitOk;
   }
   if (args.format == "table") {

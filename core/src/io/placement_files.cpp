@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 
 #include "eplb/base/file_io.h"
 #include "io/yaml_document.h"
@@ -91,6 +92,49 @@ Result<Placement> ReadAnyPlacementFile(const std::string& path, int num_experts,
   EPLB_ASSIGN_OR_RETURN(const std::string text, ReadTextFile(path));
   if (topology != nullptr) *topology = {};
   return ParseTrtllmPlacement(text, path, num_experts);
+}
+
+std::string EnginePlacementFile(EngineFormat format, const Placement& placement, int first_layer) {
+  if (format == EngineFormat::kTrtllm) {
+    YAML::Emitter out;
+    out << YAML::BeginMap << YAML::Key << "initial_global_assignments" << YAML::Value
+        << YAML::BeginMap;
+    for (int l = 0; l < placement.num_layers(); ++l) {
+      out << YAML::Key << first_layer + l << YAML::Value << YAML::Flow << YAML::BeginSeq;
+      for (int32_t expert : placement.phy2log(l)) out << expert;
+      out << YAML::EndSeq;
+    }
+    out << YAML::EndMap << YAML::Key << "num_slots" << YAML::Value << placement.num_slots()
+        << YAML::Key << "layer_updates_per_iter" << YAML::Value << 0 << YAML::EndMap;
+    return std::string(out.c_str()) + "\n";
+  }
+  std::vector<std::vector<int32_t>> rows;
+  for (int l = 0; l < placement.num_layers(); ++l) {
+    rows.emplace_back(placement.phy2log(l).begin(), placement.phy2log(l).end());
+  }
+  nlohmann::ordered_json out;
+  out["physical_to_logical_map"] = rows;
+  if (format == EngineFormat::kVllm) {
+    const int width = placement.num_slots() - placement.num_experts() + 1;
+    nlohmann::ordered_json log2phy = nlohmann::ordered_json::array(),
+                           count = nlohmann::ordered_json::array();
+    for (int l = 0; l < placement.num_layers(); ++l) {
+      nlohmann::ordered_json layer = nlohmann::ordered_json::array(),
+                             counts = nlohmann::ordered_json::array();
+      for (int e = 0; e < placement.num_experts(); ++e) {
+        const auto slots = placement.replicas(l, e);
+        std::vector<int32_t> row(slots.begin(), slots.end());
+        row.resize(static_cast<size_t>(width), -1);
+        layer.push_back(row);
+        counts.push_back(slots.size());
+      }
+      log2phy.push_back(std::move(layer));
+      count.push_back(std::move(counts));
+    }
+    out["logical_to_physical_map"] = std::move(log2phy);
+    out["logical_replica_count"] = std::move(count);
+  }
+  return out.dump() + "\n";
 }
 
 }  // namespace eplb
