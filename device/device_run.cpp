@@ -3,14 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
-#include <mutex>
 #include <thread>
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
 #include "cuda_check.h"
-#include "eplb/base/file_io.h"
 #include "eplb/engine/eplb_loop.h"
 #include "eplb/engine/run_loop.h"
 #include "eplb/engine/workload.h"

@@ -1,12 +1,10 @@
 #include "cli_util.h"
 
 #include <cstdio>
-#include <new>
 #include <sstream>
 
 #include <fmt/format.h>
 
-#include "eplb/base/csv.h"
 #include "eplb/base/file_io.h"
 #include "eplb/base/interrupt.h"
 #include "eplb/io/run_folder.h"

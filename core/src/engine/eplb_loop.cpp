@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <numeric>
 
 #include <fmt/format.h>
 
@@ -85,7 +86,7 @@ EplbLoop::EplbLoop(const Scenario& scenario, Workload& workload, RearrangementBa
   if (scenario.eplb.statistics == EplbSpec::Statistics::kWindow)
     window_steps_.assign(cells * scenario.eplb.window_size, 0.0f);
   window_sum_ = LoadMatrix::Zero(scenario.model.layers, scenario.model.experts);
-  if (scenario.eplb.min_balancedness <= 1 &&
+  if (scenario.eplb.gated() &&
       scenario.eplb.balancedness_gate == EplbSpec::BalancednessGate::kStepMean) {
     step_gate_.assign(static_cast<size_t>(scenario.eplb.window_size), 0.0);
   }
@@ -128,9 +129,7 @@ double EplbLoop::GateBalancedness(const LoadMatrix& window, const Placement& cur
   if (scenario_.eplb.balancedness_gate == EplbSpec::BalancednessGate::kWindowMin) {
     return *std::min_element(layers.begin(), layers.end());
   }
-  double sum = 0;
-  for (double b : layers) sum += b;
-  return sum / static_cast<double>(layers.size());
+  return std::accumulate(layers.begin(), layers.end(), 0.0) / static_cast<double>(layers.size());
 }
 
 void EplbLoop::AccountPlans(RearrangementRecord& rec) {
@@ -193,7 +192,7 @@ Status EplbLoop::Rearrange(int step, RearrangeReason reason, const Placement* fo
   const Placement current = placement();
   // Float accumulation leaves crumbs around zero; the policy needs non-negative loads.
   const LoadMatrix window = window_sum_.cwiseMax(0.0);
-  if (reason == RearrangeReason::kInterval && scenario_.eplb.min_balancedness <= 1 &&
+  if (reason == RearrangeReason::kInterval && scenario_.eplb.gated() &&
       GateBalancedness(window, current) >= scenario_.eplb.min_balancedness) {
     ++held_;
     return Status::Ok();

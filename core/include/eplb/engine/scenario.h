@@ -162,6 +162,7 @@ struct EplbSpec {
   // balancedness is `balancedness_gate`'s. Balancedness is at most 1: the default, ATOM's 2,
   // never holds.
   double min_balancedness = 2;
+  bool gated() const { return min_balancedness <= 1; }  // the gate can hold a rearrangement
   // window_min, window_mean: each layer's mean/max GPU load over the window (statistics),
   // the least or the mean over layers (ATOM's rebalance_balancedness_agg); step_mean: each
   // step's mean over layers of (mean + 1e-5) / (max + 1e-5) GPU tokens, averaged over the last
