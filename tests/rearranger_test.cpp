@@ -187,6 +187,38 @@ void RunToCompletion(const Case& c, uint64_t seed) {
     EXPECT_GE(steps, static_cast<int>((expected.size() + c.options.layers_per_step - 1) /
                                       c.options.layers_per_step));
   }
+  // What each rank held staged at once: every layer it wrote, never more than the budget; one
+  // layer at a time with one staging buffer, and all of them together when stop-the-world has
+  // room for them.
+  const std::vector<int64_t> peaks = rearranger.TakeStagingPeaks();
+  ASSERT_EQ(peaks.size(), static_cast<size_t>(topo.num_ranks()));
+  const int64_t budget = c.options.max_staging_bytes;
+  std::vector<int64_t> largest(peaks.size(), 0), all(peaks.size(), 0);
+  bool binds = false;  // some rank cannot hold every layer at once
+  for (int r = 0; r < topo.num_ranks(); ++r) {
+    for (const LayerPlan& p : rearranger.plans()) {
+      // The topology's expert size, not the host buffers': the protocol counts the model's bytes.
+      const int64_t bytes = static_cast<int64_t>(p.written_slots[r].size()) * topo.expert_bytes();
+      largest[r] = std::max(largest[r], bytes);
+      all[r] += bytes;
+    }
+    binds = binds || (budget > 0 && all[r] > budget);
+  }
+  for (int r = 0; r < topo.num_ranks(); ++r) {
+    SCOPED_TRACE(::testing::Message() << "rank " << r);
+    EXPECT_GE(peaks[r], largest[r]);
+    EXPECT_LE(peaks[r], all[r]);
+    if (budget > 0) {
+      EXPECT_LE(peaks[r], budget);
+    }
+    if (!c.options.sync && c.options.staging_layers == 1) {
+      EXPECT_EQ(peaks[r], largest[r]);
+    }
+    if (c.options.sync && !binds) {
+      EXPECT_EQ(peaks[r], all[r]);
+    }
+  }
+  EXPECT_EQ(rearranger.TakeStagingPeaks(), std::vector<int64_t>(peaks.size(), 0));
 }
 
 RearrangerOptions Options(int per_step, int staging, bool sync, SenderRule rule,
@@ -215,6 +247,30 @@ TEST(Rearranger, SeveralLayersPerStepAndStagingBuffers) {
 TEST(Rearranger, SyncModeCommitsEverythingAtOnce) {
   RunToCompletion(
       {2, 4, 3, 5, 17, Options(1, 1, true, SenderRule::kLocal, ScheduleStrategy::kBest)}, 4);
+}
+
+// A staging budget of one to three layers' worth of a rank's slots (the most a layer can write
+// on a rank), async with several buffers and stop-the-world: each rank stays within it, and
+// stop-the-world still commits every layer at the one boundary.
+TEST(Rearranger, AStagingBudgetBoundsWhatEachRankHoldsStaged) {
+  std::mt19937_64 rng(25);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int nodes = 1 + static_cast<int>(rng() % 2), gpn = 1 + static_cast<int>(rng() % 4);
+    const int per = 1 + static_cast<int>(rng() % 4), layers = 2 + static_cast<int>(rng() % 6);
+    const int experts = std::max(1, nodes * gpn * per - static_cast<int>(rng() % 3));
+    Case c{nodes,
+           gpn,
+           per,
+           layers,
+           experts,
+           Options(1 + static_cast<int>(rng() % 3), 1 + static_cast<int>(rng() % 4), rng() % 3 == 0,
+                   rng() % 2 ? SenderRule::kLocal : SenderRule::kVllm,
+                   static_cast<ScheduleStrategy>(rng() % 3))};
+    c.options.max_staging_bytes =
+        MakeTopology(nodes, gpn, per).expert_bytes() * per * (1 + static_cast<int64_t>(rng() % 3));
+    SCOPED_TRACE(::testing::Message() << "trial " << trial);
+    RunToCompletion(c, rng());
+  }
 }
 
 TEST(Rearranger, RandomConfigurations) {
@@ -500,6 +556,14 @@ TEST(Rearranger, RejectsBadOptionsAndOverlappingStarts) {
   Rearranger sync(backend, topo, Options(1, 1, true, SenderRule::kLocal, ScheduleStrategy::kBest));
   ASSERT_FALSE(a == b);
   EXPECT_NE(sync.Start(a, b).message().find("sync mode stages all"), std::string::npos);
+  RearrangerOptions tight = Options(1, 1, false, SenderRule::kLocal, ScheduleStrategy::kBest);
+  tight.max_staging_bytes = topo.expert_bytes() - 1;  // less than any written slot
+  Rearranger no_room(backend, topo, tight);
+  EXPECT_NE(no_room.Start(a, b).message().find("but the staging budget is " +
+                                               std::to_string(topo.expert_bytes() - 1) +
+                                               " bytes per rank"),
+            std::string::npos)
+      << no_room.Start(a, b).message();
   Rearranger ok(backend, topo, Options(1, 1, false, SenderRule::kLocal, ScheduleStrategy::kBest));
   backend.Fill(a);
   ASSERT_TRUE(ok.Start(a, b).ok());

@@ -37,12 +37,36 @@ Status Rearranger::Start(const Placement& current, const Placement& target,
         plans->size(), backend_.staging_buffers()));
   }
 
+  const int ranks = topology_.num_ranks();
+  std::vector<std::vector<int64_t>> staging_bytes(plans->size());
+  for (size_t i = 0; i < plans->size(); ++i) {
+    const LayerPlan& plan = (*plans)[i];
+    staging_bytes[i].resize(static_cast<size_t>(ranks));
+    for (int rank = 0; rank < ranks; ++rank) {
+      const int64_t bytes =
+          static_cast<int64_t>(plan.written_slots[rank].size()) * topology_.expert_bytes();
+      staging_bytes[i][static_cast<size_t>(rank)] = bytes;
+      if (options_.max_staging_bytes > 0 && bytes > options_.max_staging_bytes) {
+        return Status::InvalidArgument(fmt::format(
+            "layer {} stages {} bytes on rank {} but the staging budget is {} bytes per rank",
+            plan.layer, bytes, rank, options_.max_staging_bytes));
+      }
+    }
+  }
+  budget_binds_ = false;
+  if (options_.max_staging_bytes > 0) {
+    for (int rank = 0; rank < ranks; ++rank) {
+      int64_t all = 0;
+      for (const auto& layer : staging_bytes) all += layer[static_cast<size_t>(rank)];
+      budget_binds_ = budget_binds_ || all > options_.max_staging_bytes;
+    }
+  }
   plans_ = std::move(plans).value();
+  staging_bytes_ = std::move(staging_bytes);
   placement_ = current;
   target_ = target;
   staging_layers_ =
       options_.sync ? std::max<int>(1, static_cast<int>(plans_.size())) : options_.staging_layers;
-  const int ranks = topology_.num_ranks();
   schedules_.clear();
   lost_.assign(static_cast<size_t>(ranks), 0);
   for (int r : lost_ranks) lost_[static_cast<size_t>(r)] = 1;
@@ -74,6 +98,9 @@ Status Rearranger::Start(const Placement& current, const Placement& target,
     }
   }
   lanes_done_.assign(plans_.size(), std::vector<int>(static_cast<size_t>(ranks), 0));
+  begun_.assign(plans_.size(), std::vector<char>(static_cast<size_t>(ranks), 0));
+  staged_now_.assign(static_cast<size_t>(ranks), 0);
+  staging_peak_.resize(static_cast<size_t>(ranks), 0);
   ranks_ready_.assign(plans_.size(), 0);
   local_ranks_ = 0;
   for (int rank = 0; rank < ranks; ++rank)
@@ -110,10 +137,33 @@ double Rearranger::lower_bound_s() const {
   return TransferLowerBound(all, topology_);
 }
 
-bool Rearranger::WaitForBuffer(size_t index) {
+bool Rearranger::WaitForBuffer(size_t index, int rank) {
+  const size_t r = static_cast<size_t>(rank);
   std::unique_lock lock(*monitor_);
-  while (!cancelled_ && static_cast<int>(index) >= committed_ + staging_layers_) monitor_->Wait();
-  return !cancelled_;
+  if (begun_[index][r]) return !cancelled_;  // another lane of the rank began it
+  const int64_t bytes = staging_bytes_[index][r];
+  const auto admits = [&] {
+    if (static_cast<int>(index) >= committed_ + staging_layers_) return false;
+    // The oldest uncommitted layer always fits: Start checked every layer alone.
+    return options_.max_staging_bytes <= 0 || static_cast<int>(index) == committed_ ||
+           staged_now_[r] + bytes <= options_.max_staging_bytes;
+  };
+  while (!cancelled_ && !begun_[index][r] && !admits()) monitor_->Wait();
+  if (cancelled_) return false;
+  if (!begun_[index][r]) {
+    begun_[index][r] = 1;
+    staged_now_[r] += bytes;
+    staging_peak_[r] = std::max(staging_peak_[r], staged_now_[r]);
+  }
+  return true;
+}
+
+std::vector<int64_t> Rearranger::TakeStagingPeaks() {
+  std::unique_lock lock(*monitor_);
+  std::vector<int64_t> peaks(static_cast<size_t>(topology_.num_ranks()), 0);
+  for (size_t r = 0; r < staging_peak_.size() && r < peaks.size(); ++r) peaks[r] = staging_peak_[r];
+  staging_peak_.assign(peaks.size(), 0);
+  return peaks;
 }
 
 void Rearranger::Fail(const Status& status) {
@@ -129,7 +179,7 @@ void Rearranger::Fail(const Status& status) {
 void Rearranger::RunWorker(int rank, int first_lane, int lanes) {
   const bool merged = lanes > 1;
   for (size_t i = 0; i < plans_.size(); ++i) {
-    if (!WaitForBuffer(i)) return;
+    if (!WaitForBuffer(i, rank)) return;
     const LayerPlan& plan = plans_[i];
     const StagingTarget target{rank, plan.layer, static_cast<int>(i % staging_layers_)};
     const auto& schedule = schedules_[i].lanes;
@@ -215,6 +265,9 @@ Status Rearranger::CommitLocked(size_t index) {
     const StagingTarget target{rank, plan.layer, static_cast<int>(index % staging_layers_)};
     EPLB_RETURN_IF_ERROR(backend_.CommitLayer(target, plan.written_slots[rank]));
   }
+  for (size_t r = 0; r < staged_now_.size(); ++r) {
+    if (begun_[index][r]) staged_now_[r] -= staging_bytes_[index][r];
+  }
   placement_ = placement_->WithLayerFrom(*target_, plan.layer);
   ++committed_;
   on_layer_committed(LayerEvent{plan.layer, backend_.Now()});
@@ -223,6 +276,9 @@ Status Rearranger::CommitLocked(size_t index) {
 
 Result<std::vector<int>> Rearranger::OnStepBoundary() {
   if (!in_progress_) return std::vector<int>{};
+  // A staging budget may not hold every layer at once: commit each as it is staged, the
+  // foreground blocked all the same.
+  if (options_.sync && budget_binds_) return CommitAll();
   if (options_.sync) {
     // Stop the world: wait for every layer to be staged.
     std::unique_lock lock(*monitor_);

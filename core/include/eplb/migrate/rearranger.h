@@ -47,6 +47,11 @@ struct RearrangerOptions {
   // Stop the world: stage every layer, then commit them all at one step boundary, blocking
   // the foreground until then. Needs a staging buffer per changing layer.
   bool sync = false;
+  // Bytes a rank may hold staged at once: the layers it has begun and not yet committed, each
+  // its written slots × expert bytes (0: no limit but staging_layers). A rank begins a layer
+  // only when it fits; stop-the-world then commits each layer as soon as it is staged, inside
+  // the same blocked step boundary. Every layer must fit alone.
+  int64_t max_staging_bytes = 0;
   SenderRule sender_rule = SenderRule::kLocal;
   ScheduleStrategy schedule = ScheduleStrategy::kBest;
 };
@@ -104,6 +109,9 @@ class Rearranger {
   // busiest rank's bytes on each link class over its bandwidth, plus one latency.
   double lower_bound_s() const;
   int committed_layers() const { return committed_; }
+  // Per rank: the most bytes it held staged at once since the last call, which resets them.
+  // Ranks of other processes read 0. Call between rearrangements (none in progress).
+  std::vector<int64_t> TakeStagingPeaks();
 
   Signal<void(const RoundEvent&)> on_round;
   Signal<void(const LayerEvent&)> on_layer_staged;
@@ -113,7 +121,9 @@ class Rearranger {
   void RunWorker(int rank, int first_lane, int lanes);
   // After a rank's rounds of layer `index`: its local copies, then the rank is ready.
   bool FinishRank(int rank, size_t index);
-  bool WaitForBuffer(size_t index);  // false when cancelled
+  // Waits until `rank` may begin layer `index` (a staging buffer free, its bytes within the
+  // budget), and counts them as staged; false when cancelled.
+  bool WaitForBuffer(size_t index, int rank);
   void Fail(const Status& status);
   Status CommitLocked(size_t index);
   // OnStepBoundary's commits, of `limit` staged layers at most.
@@ -142,8 +152,13 @@ class Rearranger {
   };
   std::vector<std::array<std::vector<std::vector<FlowRef>>, kNumLinkClasses>> flows_of_rank_;
   int staging_layers_ = 1;
+  std::vector<std::vector<int64_t>> staging_bytes_;  // [layer index][rank]: written × expert
+  bool budget_binds_ = false;  // some rank cannot hold every layer staged at once
 
   // Guarded by monitor_.
+  std::vector<std::vector<char>> begun_;      // [layer index][rank]: counted in staged_now_
+  std::vector<int64_t> staged_now_;           // per rank: begun, not committed
+  std::vector<int64_t> staging_peak_;         // per rank, since TakeStagingPeaks
   std::vector<std::vector<int>> lanes_done_;  // [layer index][rank]
   std::vector<int> ranks_ready_;              // [layer index]: local ranks staged
   int local_ranks_ = 0;                       // ranks this process executes
