@@ -482,7 +482,7 @@ TEST_F(CliTest, CompareWritesAReportWhoseNumbersAreTheJsons) {
       ++values;
     }
   }
-  EXPECT_EQ(values, 4u * 18u);
+  EXPECT_EQ(values, 4u * 20u);
   // The trade-off scatter: one dot per policy at its row's bytes and balance after rearrangement.
   for (const auto& row : doc["policies"]) {
     const std::string label = row["label"];
@@ -542,7 +542,7 @@ TEST_F(CliTest, CompareWritesAReportWhoseNumbersAreTheJsons) {
   }
   // Each figure is also a standalone SVG file, the same chart with its style inside.
   for (const char* figure : {"balancedness", "step-time", "balance-vs-bytes",
-                             "bytes-per-rearrangement", "step-time-cdf"}) {
+                             "bytes-per-rearrangement", "step-time-cdf", "peak-memory"}) {
     const std::string svg = testing::ReadFile(out + "/figures/" + figure + ".svg");
     ASSERT_FALSE(svg.empty()) << figure;
     EXPECT_EQ(svg.rfind("<?xml", 0), 0u) << figure;

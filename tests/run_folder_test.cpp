@@ -253,7 +253,7 @@ TEST(RunFolder, TheColumnTableDefinesEveryCsvHeader) {
     ASSERT_TRUE(text.ok());
     EXPECT_EQ(text->substr(0, text->find('\n')), header);
   }
-  EXPECT_EQ(csv_files, 4);
+  EXPECT_EQ(csv_files, 5);
   // And the writer writes no file the table does not describe.
   const auto written = std::distance(fs::directory_iterator(tmp / "run"), fs::directory_iterator());
   EXPECT_EQ(static_cast<size_t>(written), RunFolderFiles().size());

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "eplb/base/interrupt.h"
+#include "eplb/engine/gpu_memory.h"
 #include "eplb/model/metrics.h"
 #include "eplb/model/recovery.h"
 #include "eplb/model/slot_preservation.h"
@@ -68,6 +69,7 @@ EplbLoop::EplbLoop(const Scenario& scenario, Workload& workload, RearrangementBa
   o.layers_per_step = scenario.eplb.layers_per_step;
   o.staging_layers = scenario.eplb.staging_layers;
   o.sync = !scenario.eplb.use_async;
+  o.max_staging_bytes = static_cast<int64_t>(GpuMemoryOf(scenario).staging_budget);
   o.sender_rule = scenario.eplb.sender_rule;
   o.schedule = scenario.eplb.schedule;
   rearranger_ = std::make_unique<Rearranger>(backend, topology_, o);
@@ -259,6 +261,10 @@ Status EplbLoop::Rearrange(int step, RearrangeReason reason, const Placement* fo
     for (int e = 0; e < window.cols(); ++e)
       r.window_load.push_back(static_cast<float>(window(l, e)));
   }
+  // The one before is over (finished or cancelled): what it staged is its own.
+  if (!rearrangements_.empty()) {
+    rearrangements_.back().staging_peak_bytes = rearranger_->TakeStagingPeaks();
+  }
   rearrangements_.push_back(r);
   if (decayed) {  // TensorRT-LLM clears its statistics once they have been used
     window_sum_.setZero();
@@ -357,6 +363,9 @@ Status EplbLoop::Run() {
     if (on_step) on_step(rec);
   }
   rearranger_->Cancel();
+  if (!rearrangements_.empty()) {
+    rearrangements_.back().staging_peak_bytes = rearranger_->TakeStagingPeaks();
+  }
   return Status::Ok();
 }
 

@@ -21,11 +21,15 @@ namespace {
 // SMs: the H100 SXM5 has 132 (NVIDIA H100 Tensor Core GPU Architecture whitepaper, "H100 SXM5
 // ... 132 SMs"), which the H800 and H200 keep; the B200 148 (as CUDA reports it: DeepGEMM and
 // DeepEP size their grids from this count).
+// Memory: H100 SXM5 and H800 SXM5 80 GB HBM3; H200 141 GB HBM3e; B200 180 GB (DGX B200: 1,440 GB
+// over 8 GPUs). Read as 10^9 bytes, which understates the parts slightly (GB on the datasheets is
+// close to GiB), so a plan that fits here fits there.
 constexpr std::array<GpuSpec, 4> kPresets = {{
-    {"H800", 1979, 989, 3350, 200, 50, 132, "NVIDIA H800 product brief; DeepSeek-V3 report §3.1"},
-    {"H100", 1979, 989, 3350, 450, 50, 132, "NVIDIA H100 Tensor Core GPU datasheet (SXM5)"},
-    {"H200", 1979, 989, 4800, 450, 50, 132, "NVIDIA H200 Tensor Core GPU datasheet (SXM)"},
-    {"B200", 4500, 2250, 8000, 900, 50, 148, "NVIDIA DGX B200 datasheet (per GPU)"},
+    {"H800", 1979, 989, 3350, 200, 50, 132, 80,
+     "NVIDIA H800 product brief; DeepSeek-V3 report §3.1"},
+    {"H100", 1979, 989, 3350, 450, 50, 132, 80, "NVIDIA H100 Tensor Core GPU datasheet (SXM5)"},
+    {"H200", 1979, 989, 4800, 450, 50, 132, 141, "NVIDIA H200 Tensor Core GPU datasheet (SXM)"},
+    {"B200", 4500, 2250, 8000, 900, 50, 148, 180, "NVIDIA DGX B200 datasheet (per GPU)"},
 }};
 
 }  // namespace

@@ -6,12 +6,14 @@
 #include <vector>
 
 #include "eplb/base/file_io.h"
+#include "eplb/engine/gpu_memory.h"
 
 namespace eplb {
 
 Result<RunResult> RunLoop(const Scenario& scenario, Workload& workload,
                           RearrangementBackend& backend, StepRunner& runner,
                           std::string backend_name, const RunHooks& hooks) {
+  EPLB_RETURN_IF_ERROR(CheckGpuMemory(scenario));
   // Shared with the observer, which stays connected to the backend after this returns.
   struct Transfers {
     std::mutex mu;

@@ -160,6 +160,8 @@ const std::vector<Column> kColumns = {
     {"slowed_s", "slowed s", 1, "{:.2f}"},
     {"stalled_s", "stalled s", 1, "{:.2f}"},
     {"policy_ms", "policy ms", 1, "{:.1f}"},
+    {"peak_memory_bytes", "peak GB / GPU", 1e-9, "{:.1f}"},
+    {"staging_peak_bytes", "staged GB", 1e-9, "{:.2f}"},
     {"gpu_failure_tokens_lost", "tokens lost, a GPU fails %", 100, "{:.2f}"},
     {"node_failure_tokens_lost", "a node fails %", 100, "{:.2f}"},
     {"node_failure_reload_bytes", "reload GB", 1e-9, "{:.1f}"},
@@ -232,6 +234,7 @@ const char* kDefinitions = R"(<dl>
 <dt>makespan</dt><dd>from a rearrangement's start to its last layer's commit (layers commit at step boundaries).</dd>
 <dt>slowed, stalled</dt><dd>Σ (step time − the same step on idle links); Σ time step boundaries blocked (stop-the-world rearrangements).</dd>
 <dt>policy ms</dt><dd>wall time of one policy call.</dd>
+<dt>peak GB / GPU, staged GB</dt><dd>the fullest any GPU was during a rearrangement: its resident memory (dense and expert weights with the redundant slots, KV cache, and the 1 − cluster.memory_utilization reserve) plus the most it held staged at once; staged: that most (layers begun and not committed, each its written slots × model.expert_bytes; engine/gpu_memory.h).</dd>
 <dt>rearr. held</dt><dd>shown when the scenario has a balance gate (eplb.min_balancedness): rearrangements due at an interval and not started, the placement in force being balanced enough.</dd>
 <dt>recovery s, tokens dropped / stalled, reloaded / copied GB</dt><dd>shown when the scenario loses GPUs or scales: mean time from such a fault to its recovery's last commit; Σ tokens routed to experts with no live replica until then (eplb.lost_tokens: drop), or held while serving waited (wait); Σ expert weights read from the backup (experts only the lost GPUs held) and copied from live replicas (summary.json's faults[].recovery).</dd>
 <dt>tokens lost, a GPU / node fails</dt><dd>what losing one GPU (or one node) would cost the placement the run ended with, averaged over which one: the share of the last window's tokens routed to experts left with no replica, lost or stalled until reloaded; <em>reload GB</em>: those experts' weights, what recovery from a host-memory backup or storage must reload after a node fails (model/survivability.h).</dd></dl>)";
@@ -309,6 +312,8 @@ nlohmann::ordered_json ComparisonRow(const LabelledRun& labelled) {
           {"slowed_s", s.slowed_s},
           {"stalled_s", s.stalled_s},
           {"policy_ms", s.rearrangements.policy_ms_mean},
+          {"peak_memory_bytes", s.gpu_memory.peak},
+          {"staging_peak_bytes", s.gpu_memory.staging_peak},
           {"gpu_failure_tokens_lost", gpu.tokens_lost_mean},
           {"node_failure_tokens_lost", node.tokens_lost_mean},
           {"node_failure_reload_bytes", node.reload_bytes_mean},
@@ -393,7 +398,7 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
                               const std::vector<LabelledRun>& runs, const ReportOptions& options,
                               std::vector<Figure>* figures) {
   const std::vector<nlohmann::ordered_json> rows = ComparisonRows(runs);
-  std::vector<svg::Series> balance, step, cdf, bytes, tradeoff;
+  std::vector<svg::Series> balance, step, cdf, bytes, memory, tradeoff;
   std::vector<std::string> groups;
   std::vector<double> marks;
   size_t most = 0, seeds = 1;
@@ -437,15 +442,22 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
     if (!pooled_ms.empty()) c.points.push_back({pooled_ms.back(), 1.0});
     cdf.push_back(std::move(c));
     svg::Series b{label, {}};
+    svg::Series m{label, {}};
     svg::Series t{label, {}};
     t.line = false;
     for (const LabelledRun* r : group) {
       const auto& rearrangements = r->folder.run.rearrangements;
+      const double resident = r->folder.summary.gpu_memory.resident;
       for (size_t i = 0; i < rearrangements.size(); ++i) {
         const RearrangementRecord& rr = rearrangements[i];
         if (b.points.size() <= i) b.points.push_back({static_cast<double>(i), 0.0});
+        if (m.points.size() <= i) m.points.push_back({static_cast<double>(i), 0.0});
         b.points[i].second += static_cast<double>(rr.bytes[0] + rr.bytes[1]) / 1e9 /
                               static_cast<double>(group.size());
+        int64_t staged = 0;
+        for (int64_t g : rr.staging_peak_bytes) staged = std::max(staged, g);
+        m.points[i].second +=
+            (resident + static_cast<double>(staged)) / 1e9 / static_cast<double>(group.size());
         marks.push_back(options.time_axis ? rr.start_s : static_cast<double>(rr.step));
       }
       most = std::max(most, rearrangements.size());
@@ -454,6 +466,7 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
                           row["following_balancedness"].get<double>()});
     }
     bytes.push_back(std::move(b));
+    memory.push_back(std::move(m));
     tradeoff.push_back(std::move(t));
   }
   std::sort(marks.begin(), marks.end());
@@ -504,10 +517,15 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
       {"bytes-per-rearrangement",
        svg::BarChart({"Bytes moved per rearrangement", "rearrangement", "GB"}, groups, bytes)},
       {"step-time-cdf", svg::LineChart({"CDF of step time", "ms", "fraction of steps"}, cdf)},
+      {"peak-memory",
+       svg::BarChart({"Peak GPU memory per rearrangement", "rearrangement", "GB"}, groups, memory)},
   };
-  const char* titles[] = {"Balancedness over the run", "Step time over the run",
-                          "Balance against bytes moved", "Bytes moved per rearrangement",
-                          "CDF of step time"};
+  const char* titles[] = {"Balancedness over the run",
+                          "Step time over the run",
+                          "Balance against bytes moved",
+                          "Bytes moved per rearrangement",
+                          "CDF of step time",
+                          "Peak GPU memory per rearrangement"};
   const char* captions[] = {
       ("Balancedness of each step; grey dashed lines mark where rearrangements start, dotted "
        "purple ones where the workload's popularity shifts (its phases); red shading where the "
@@ -515,7 +533,11 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
       "Step time as the backend ran it, migrations' contention and faults included.",
       ("Each policy's balance on the steps after its rearrangements against the bytes it moved "
        "for them: up and to the left is better."),
-      "Bytes moved by each rearrangement.", "Distribution of step time."};
+      "Bytes moved by each rearrangement.",
+      "Distribution of step time.",
+      ("The fullest GPU during each rearrangement: its resident memory (weights, redundant slots, "
+       "KV cache, reserve) and the most it held staged at once (engine/gpu_memory.h)."),
+  };
   std::string body =
       "<p>Scenario <b>" + svg::Escape(scenario_name) + "</b>, " +
       (seeds > 1 ? fmt::format("run {} times per policy, once per seed: numbers are means over "

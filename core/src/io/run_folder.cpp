@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "eplb/base/file_io.h"
+#include "eplb/engine/gpu_memory.h"
 #include "eplb/formats/json.h"
 #include "eplb/io/scenario_file.h"
 #include "eplb/model/load.h"
@@ -80,6 +81,16 @@ Json SummaryJson(const RunSummary& s) {
             {"predicted_makespan_s_mean", r.predicted_makespan_s_mean},
             {"lower_bound_s_mean", r.lower_bound_s_mean},
             {"policy_ms_mean", r.policy_ms_mean}}},
+          {"gpu_memory",
+           {{"capacity_bytes", s.gpu_memory.capacity},
+            {"resident_bytes", s.gpu_memory.resident},
+            {"dense_weights_bytes", s.gpu_memory.dense_weights},
+            {"expert_weights_bytes", s.gpu_memory.expert_weights},
+            {"kv_cache_bytes", s.gpu_memory.kv_cache},
+            {"reserved_bytes", s.gpu_memory.reserved},
+            {"staging_budget_bytes", s.gpu_memory.staging_budget},
+            {"staging_peak_bytes", s.gpu_memory.staging_peak},
+            {"peak_bytes", s.gpu_memory.peak}}},
           {"bytes_moved", {{"nvlink", s.bytes_moved_nvlink}, {"nic", s.bytes_moved_nic}}},
           {"transfers", s.transfers},
           {"wall_s", s.wall_s},
@@ -175,6 +186,21 @@ Result<RunSummary> ParseSummary(const std::string& text, const std::string& file
   // Written since the balance gate exists; a folder from before held none.
   if (root.contains("rearrangements") && root["rearrangements"].contains("held")) {
     EPLB_RETURN_IF_ERROR(r.Get({"rearrangements", "held"}, re.held));
+  }
+  // Written since GPU memory is modelled; a folder from before has none.
+  if (root.contains("gpu_memory")) {
+    auto& m = s.gpu_memory;
+    for (Status st : {r.Get({"gpu_memory", "capacity_bytes"}, m.capacity),
+                      r.Get({"gpu_memory", "resident_bytes"}, m.resident),
+                      r.Get({"gpu_memory", "dense_weights_bytes"}, m.dense_weights),
+                      r.Get({"gpu_memory", "expert_weights_bytes"}, m.expert_weights),
+                      r.Get({"gpu_memory", "kv_cache_bytes"}, m.kv_cache),
+                      r.Get({"gpu_memory", "reserved_bytes"}, m.reserved),
+                      r.Get({"gpu_memory", "staging_budget_bytes"}, m.staging_budget),
+                      r.Get({"gpu_memory", "staging_peak_bytes"}, m.staging_peak),
+                      r.Get({"gpu_memory", "peak_bytes"}, m.peak)}) {
+      EPLB_RETURN_IF_ERROR(st);
+    }
   }
   // Written since faults exist; a folder from before has none.
   if (root.contains("faults")) {
@@ -435,10 +461,14 @@ Status WriteRunFolder(const std::string& dir, const RunResult& run,
                       const RunFolderOptions& options) {
   std::vector<run_folder::RearrangementRow> rows;
   const std::vector<double> following = FollowingBalancedness(run);
+  const double resident = GpuMemoryOf(run.scenario).resident();
   for (size_t i = 0; i < run.rearrangements.size(); ++i) {
     run_folder::RearrangementRow row;
     static_cast<RearrangementRecord&>(row) = run.rearrangements[i];
     row.following_balancedness = following[i];
+    for (int64_t b : row.staging_peak_bytes)
+      row.staging_peak_max_bytes = std::max(row.staging_peak_max_bytes, b);
+    row.peak_memory_bytes = static_cast<int64_t>(resident) + row.staging_peak_max_bytes;
     rows.push_back(std::move(row));
   }
   return WriteFolderAtomically(dir, "run", [&](const std::string& partial) {
@@ -450,6 +480,7 @@ Status WriteRunFolder(const std::string& dir, const RunResult& run,
         {"placements.jsonl", [&] { return PlacementsJsonl(run); }},
         {"loads.jsonl", [&] { return LoadsJsonl(run); }},
         {"layer_balancedness.csv", [&] { return run_folder::LayerBalanceCsv(run.layer_balance); }},
+        {"gpu_memory.csv", [&] { return run_folder::GpuMemoryCsv(run.rearrangements, resident); }},
         {"trace.json", [&] { return PerfettoTraceJson(run); }},
         // The summary last: a folder without it was never finished.
         {"summary.json", [&] { return SummaryJson(Summarize(run)).dump(2) + "\n"; }}};
@@ -525,6 +556,12 @@ Result<RunFolder> ReadRunFolder(const std::string& dir) {
                           run_folder::ParseLayerBalanceCsv(spans, p + "layer_balancedness.csv",
                                                            run.scenario.model.layers,
                                                            static_cast<int>(run.steps.size())));
+  }
+  // Likewise gpu_memory.csv, checked against rearrangements.csv.
+  if (fs::exists(p + "gpu_memory.csv")) {
+    EPLB_ASSIGN_OR_RETURN(const std::string memory, ReadTextFile(p + "gpu_memory.csv"));
+    EPLB_RETURN_IF_ERROR(run_folder::ParseGpuMemoryCsv(
+        memory, p + "gpu_memory.csv", run.scenario.num_gpus(), run.rearrangements));
   }
   return folder;
 }

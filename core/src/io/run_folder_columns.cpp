@@ -190,6 +190,36 @@ const std::vector<Field<RearrangementRow>>& RearrangementFields() {
           {"bytes_reloaded", "bytes",
            "experts no live GPU held, read from the backup (cluster.backup)"},
           Format::kInt64, /*added_later=*/true),
+      Col<R, &R::staging_peak_max_bytes>(
+          {"staging_peak_bytes", "bytes",
+           "the most any GPU held staged at once: layers begun and not committed, each its "
+           "written slots × model.expert_bytes (engine/gpu_memory.h)"},
+          Format::kInt64, /*added_later=*/true),
+      Col<R, &R::peak_memory_bytes>(
+          {"peak_memory_bytes", "bytes",
+           "resident memory per GPU + staging_peak_bytes: the fullest any GPU was "
+           "(engine/gpu_memory.h)"},
+          Format::kInt64, /*added_later=*/true),
+  };
+  return fields;
+}
+
+const std::vector<Field<GpuMemoryRow>>& GpuMemoryFields() {
+  using R = GpuMemoryRow;
+  static const std::vector<Field<R>> fields = {
+      Col<R, &R::rearrangement>(
+          {"rearrangement", "", "its line in rearrangements.csv, counting from 0"}, Format::kInt32),
+      Col<R, &R::step>({"step", "", "the step after which it started"}, Format::kInt32),
+      Col<R, &R::rank>({"rank", "", "the GPU"}, Format::kInt32),
+      Col<R, &R::staging_peak_bytes>(
+          {"staging_peak_bytes", "bytes",
+           "the most the GPU held staged at once during the rearrangement (0: it staged nothing, "
+           "or another process ran it)"},
+          Format::kInt64),
+      Col<R, &R::peak_memory_bytes>(
+          {"peak_memory_bytes", "bytes",
+           "resident memory per GPU (summary.json gpu_memory) + staging_peak_bytes"},
+          Format::kInt64),
   };
   return fields;
 }
@@ -335,6 +365,19 @@ std::string TransfersCsv(const std::vector<TransferRecord>& transfers) {
 std::string RearrangementsCsv(const std::vector<RearrangementRow>& rows) {
   return WriteCsv(RearrangementFields(), rows);
 }
+std::string GpuMemoryCsv(const std::vector<RearrangementRecord>& rearrangements,
+                         double resident_bytes) {
+  std::vector<GpuMemoryRow> rows;
+  for (size_t i = 0; i < rearrangements.size(); ++i) {
+    const RearrangementRecord& r = rearrangements[i];
+    for (size_t rank = 0; rank < r.staging_peak_bytes.size(); ++rank) {
+      const int64_t staged = r.staging_peak_bytes[rank];
+      rows.push_back({static_cast<int>(i), r.step, static_cast<int>(rank), staged,
+                      static_cast<int64_t>(resident_bytes) + staged});
+    }
+  }
+  return WriteCsv(GpuMemoryFields(), rows);
+}
 std::string LayerBalanceCsv(const std::vector<LayerBalanceSpan>& spans) {
   std::vector<LayerBalanceRow> rows;
   for (const LayerBalanceSpan& span : spans) {
@@ -437,6 +480,52 @@ Result<std::vector<RearrangementRow>> ParseRearrangementsCsv(std::string_view te
       });
 }
 
+Status ParseGpuMemoryCsv(std::string_view text, const std::string& name, int gpus,
+                         std::vector<RearrangementRecord>& rearrangements) {
+  const int count = static_cast<int>(rearrangements.size());
+  int last = -1, next_rank = 0;
+  auto rows = ParseCsv<GpuMemoryRow>(GpuMemoryFields(), text, name, [&](const GpuMemoryRow& r) {
+    if (next_rank == 0) {
+      if (r.rearrangement <= last || r.rearrangement >= count) {
+        return fmt::format("rearrangement {} where one of {}..{} comes next", r.rearrangement,
+                           last + 1, count - 1);
+      }
+      last = r.rearrangement;
+    } else if (r.rearrangement != last) {
+      return fmt::format("rearrangement {} where rank {} of rearrangement {} comes next",
+                         r.rearrangement, next_rank, last);
+    }
+    if (r.rank != next_rank) {
+      return fmt::format("rank {} where rank {} comes next (0..{} per rearrangement)", r.rank,
+                         next_rank, gpus - 1);
+    }
+    next_rank = next_rank + 1 == gpus ? 0 : next_rank + 1;
+    if (r.step != rearrangements[static_cast<size_t>(r.rearrangement)].step) {
+      return fmt::format("step {} but rearrangements.csv has rearrangement {} at step {}", r.step,
+                         r.rearrangement,
+                         rearrangements[static_cast<size_t>(r.rearrangement)].step);
+    }
+    if (std::string wrong = Negative("staging_peak_bytes", double(r.staging_peak_bytes));
+        !wrong.empty())
+      return wrong;
+    if (r.peak_memory_bytes < r.staging_peak_bytes) {
+      return fmt::format("peak_memory_bytes {} is below staging_peak_bytes {}", r.peak_memory_bytes,
+                         r.staging_peak_bytes);
+    }
+    return std::string();
+  });
+  if (!rows.ok()) return rows.status();
+  if (next_rank != 0) {
+    return Status::InvalidArgument(
+        fmt::format("{}: rearrangement {} has {} of the {} ranks", name, last, next_rank, gpus));
+  }
+  for (const GpuMemoryRow& r : *rows) {
+    rearrangements[static_cast<size_t>(r.rearrangement)].staging_peak_bytes.push_back(
+        r.staging_peak_bytes);
+  }
+  return Status::Ok();
+}
+
 Result<std::vector<LayerBalanceSpan>> ParseLayerBalanceCsv(std::string_view text,
                                                            const std::string& name, int layers,
                                                            int steps) {
@@ -482,7 +571,8 @@ std::span<const RunFolderFile> RunFolderFiles() {
   static const std::vector<RunFolderColumn> transfers = Docs(TransferFields());
   static const std::vector<RunFolderColumn> rearrangements = Docs(RearrangementFields());
   static const std::vector<RunFolderColumn> layer_balance = Docs(LayerBalanceFields());
-  static const std::array<RunFolderFile, 10> files = {{
+  static const std::vector<RunFolderColumn> gpu_memory = Docs(GpuMemoryFields());
+  static const std::array<RunFolderFile, 11> files = {{
       {"scenario.yaml", "the resolved scenario, every field written out", {}},
       {"metrics.csv", "one line per step", metrics},
       {"transfers.csv", "one line per expert transfer", transfers},
@@ -494,6 +584,8 @@ std::span<const RunFolderFile> RunFolderFiles() {
       {"loads.jsonl", "one line per rearrangement: the window's load (tokens) its policy saw", {}},
       {"layer_balancedness.csv",
        "per span of steps (at most 200 spans) and layer, the layer's balancedness", layer_balance},
+      {"gpu_memory.csv", "per rearrangement and GPU, the GPU's staging and memory at its fullest",
+       gpu_memory},
       {"trace.json", "Chrome/Perfetto trace events of steps, transfers and commits", {}},
       {"summary.json", "the run's summary numbers (RunSummary)", {}},
       {"manifest.tsv",

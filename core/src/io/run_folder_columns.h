@@ -15,6 +15,18 @@ namespace eplb::run_folder {
 // A rearrangements.csv line: the record and the balance of the steps it served.
 struct RearrangementRow : RearrangementRecord {
   double following_balancedness = 1;
+  // Over ranks: the most any GPU held staged, and that GPU's memory then (gpu_memory.csv).
+  int64_t staging_peak_max_bytes = 0;
+  int64_t peak_memory_bytes = 0;
+};
+
+// A gpu_memory.csv line: one GPU during one rearrangement (engine/gpu_memory.h).
+struct GpuMemoryRow {
+  int rearrangement = 0;  // its line in rearrangements.csv, from 0
+  int step = 0;
+  int rank = 0;
+  int64_t staging_peak_bytes = 0;
+  int64_t peak_memory_bytes = 0;
 };
 
 // A layer_balancedness.csv line: one layer over one span of steps (eplb_loop.h).
@@ -29,6 +41,9 @@ std::string MetricsCsv(const std::vector<StepRecord>& steps);
 std::string LayerBalanceCsv(const std::vector<LayerBalanceSpan>& spans);
 std::string TransfersCsv(const std::vector<TransferRecord>& transfers);
 std::string RearrangementsCsv(const std::vector<RearrangementRow>& rows);
+// A line per rearrangement that recorded its staging, and rank; `resident_bytes` per GPU.
+std::string GpuMemoryCsv(const std::vector<RearrangementRecord>& rearrangements,
+                         double resident_bytes);
 
 // `name` (the file's path) prefixes errors, with the line.
 Result<std::vector<StepRecord>> ParseMetricsCsv(std::string_view text, const std::string& name);
@@ -38,6 +53,10 @@ Result<std::vector<TransferRecord>> ParseTransfersCsv(std::string_view text,
                                                       int experts, int gpus);
 Result<std::vector<RearrangementRow>> ParseRearrangementsCsv(std::string_view text,
                                                              const std::string& name);
+// Fills each rearrangement's staging_peak_bytes from the lines (rearrangement and rank in
+// order, every rank of `gpus` once per rearrangement that has lines).
+Status ParseGpuMemoryCsv(std::string_view text, const std::string& name, int gpus,
+                         std::vector<RearrangementRecord>& rearrangements);
 // Spans in order, each with every layer once in order, within `steps` and `layers`.
 Result<std::vector<LayerBalanceSpan>> ParseLayerBalanceCsv(std::string_view text,
                                                            const std::string& name, int layers,

@@ -4,6 +4,7 @@
 #include <limits>
 #include <vector>
 
+#include "eplb/engine/gpu_memory.h"
 #include "eplb/io/run_folder.h"
 
 namespace eplb {
@@ -148,6 +149,19 @@ RunSummary Summarize(const RunResult& run) {
     }
   }
   r.started = static_cast<int64_t>(run.rearrangements.size());
+  const GpuMemory memory = GpuMemoryOf(run.scenario);
+  auto& m = out.gpu_memory;
+  m.capacity = memory.capacity;
+  m.resident = memory.resident();
+  m.dense_weights = memory.dense_weights;
+  m.expert_weights = memory.expert_weights;
+  m.kv_cache = memory.kv_cache;
+  m.reserved = memory.reserved;
+  m.staging_budget = memory.staging_budget;
+  for (const RearrangementRecord& rec : run.rearrangements) {
+    for (int64_t b : rec.staging_peak_bytes) m.staging_peak = std::max(m.staging_peak, b);
+  }
+  m.peak = m.resident + static_cast<double>(m.staging_peak);
   const int ran = static_cast<int>(run.steps.size());
   for (const FaultSpec& f : run.scenario.faults) {
     if (f.step >= ran) continue;

@@ -31,6 +31,7 @@ constexpr int kMaxGpus = 65536;        // nodes × gpus_per_node
 constexpr int kMaxExperts = 1 << 20;
 constexpr double kMaxGbps = 1e6;          // 1 PB/s: any link, with room to spare
 constexpr double kMaxMicroseconds = 1e9;  // 1000 s for a latency or a step's part
+constexpr double kMaxMemoryGb = 1e6;      // 1 PB: any GPU's memory, with room to spare
 
 // Reads YAML maps strictly: remembers where each field was, and reports the first error with
 // the file, line, column and field.

@@ -252,6 +252,9 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
     c.Double("storage_read_gbps", s.cluster.storage_read_gbps, 0, kMaxGbps, true);
     c.Double("storage_read_latency_us", s.cluster.storage_read_latency_us, 0, 1e9);
     c.Int("initial_gpus", s.cluster.initial_gpus, 0, kMaxGpus);
+    c.Double("gpu_memory_gb", s.cluster.gpu_memory_gb, 0, kMaxMemoryGb);
+    c.Double("kv_cache_gb", s.cluster.kv_cache_gb, 0, kMaxMemoryGb);
+    c.Double("memory_utilization", s.cluster.memory_utilization, 0, 1, true);
     c.Finish();
   }
   {
@@ -353,6 +356,11 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
     e.Finish();
   }
   {
+    MapReader m = top.Sub("migration");
+    m.Double("max_staging_gb", s.migration.max_staging_gb, 0, kMaxMemoryGb);
+    m.Finish();
+  }
+  {
     const YAML::Node faults = top.Take("faults");
     if (faults && !faults.IsNull()) {
       if (!faults.IsSequence()) {
@@ -451,7 +459,10 @@ std::string ScenarioToYaml(const Scenario& s) {
       << Shortest(s.cluster.host_read_latency_us) << YAML::Key << "storage_read_gbps" << YAML::Value
       << Shortest(s.cluster.storage_read_gbps) << YAML::Key << "storage_read_latency_us"
       << YAML::Value << Shortest(s.cluster.storage_read_latency_us) << YAML::Key << "initial_gpus"
-      << YAML::Value << s.cluster.initial_gpus << YAML::EndMap;
+      << YAML::Value << s.cluster.initial_gpus << YAML::Key << "gpu_memory_gb" << YAML::Value
+      << Shortest(s.cluster.gpu_memory_gb) << YAML::Key << "kv_cache_gb" << YAML::Value
+      << Shortest(s.cluster.kv_cache_gb) << YAML::Key << "memory_utilization" << YAML::Value
+      << Shortest(s.cluster.memory_utilization) << YAML::EndMap;
   const ComputeSpec& k = s.compute;
   out << YAML::Key << "compute" << YAML::Value << YAML::BeginMap << YAML::Key << "model"
       << YAML::Value << ComputeModelName(k.model) << YAML::Key << "attention_us" << YAML::Value
@@ -507,6 +518,8 @@ std::string ScenarioToYaml(const Scenario& s) {
       << (s.eplb.lost_tokens == EplbSpec::LostTokens::kDrop ? "drop" : "wait") << YAML::Key
       << "recovery" << YAML::Value
       << (s.eplb.recovery == EplbSpec::Recovery::kRepair ? "repair" : "rebalance") << YAML::EndMap;
+  out << YAML::Key << "migration" << YAML::Value << YAML::BeginMap << YAML::Key << "max_staging_gb"
+      << YAML::Value << Shortest(s.migration.max_staging_gb) << YAML::EndMap;
   out << YAML::Key << "faults" << YAML::Value << YAML::BeginSeq;
   for (const FaultSpec& f : s.faults) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "kind" << YAML::Value

@@ -90,6 +90,9 @@ struct RearrangementRecord {
       1;  // no placement can beat it on that window (balance_bound.h)
   // The window's load the policy was given: tokens per (layer, logical expert), row-major.
   std::vector<float> window_load;
+  // Per rank: the most bytes it held staged at once (engine/gpu_memory.h); empty when not
+  // recorded (older run folders), 0 for ranks another process ran.
+  std::vector<int64_t> staging_peak_bytes;
 };
 
 // Balancedness per layer over consecutive steps: the run cut into at most kLayerBalanceBuckets

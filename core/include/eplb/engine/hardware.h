@@ -19,6 +19,7 @@ struct GpuSpec {
   double nvlink_gbps = 0;  // NVLink per GPU per direction (half the "bidirectional" figure)
   double nic_gbps = 0;     // the rail NIC per GPU of the reference system, per direction
   int sms = 0;             // streaming multiprocessors: what compute shares with SM-driven copies
+  double memory_gb = 0;    // HBM capacity, the datasheet's GB read as 10^9 bytes
   std::string_view source;
 };
 

@@ -71,6 +71,13 @@ struct ClusterSpec {
   // GPUs serving at the start: ranks 0..initial_gpus−1 (0: all of them); the others wait for a
   // `scale` fault to add them.
   int initial_gpus = 0;
+  // Each GPU's memory (engine/gpu_memory.h): its capacity, 10^9 bytes (0: compute.gpu's
+  // preset); its KV cache, 10^9 bytes (0: what the step's batch needs); and the fraction of the
+  // capacity the engine's weights, KV cache and staging may use, the rest left to the CUDA
+  // context, communication buffers and activations (vLLM's --gpu-memory-utilization, 0.9).
+  double gpu_memory_gb = 0;
+  double kv_cache_gb = 0;
+  double memory_utilization = 0.9;
 };
 
 // The time of one inference step (see step_model.h).
@@ -232,6 +239,14 @@ struct FaultSpec {
   }
 };
 
+// How expert weights move (engine/gpu_memory.h).
+struct MigrationSpec {
+  // Bytes a GPU may hold staged for a rearrangement at once, 10^9 bytes (0: all it has left
+  // after the resident terms). The rearranger begins a layer on a GPU only while the layers it
+  // has begun and not committed fit.
+  double max_staging_gb = 0;
+};
+
 struct RunSpec {
   int steps = 30000;
   uint64_t seed = 1;
@@ -246,12 +261,14 @@ struct Scenario {
   ComputeSpec compute;
   WorkloadSpec workload;
   EplbSpec eplb;
+  MigrationSpec migration;
   std::vector<FaultSpec> faults;
   RunSpec run;
 
   int num_gpus() const { return cluster.nodes * cluster.gpus_per_node; }
   int initial_gpus() const { return cluster.initial_gpus > 0 ? cluster.initial_gpus : num_gpus(); }
   int num_slots() const { return model.experts + eplb.num_redundant_experts; }
+  int slots_per_gpu() const { return num_slots() / num_gpus(); }
   // Tokens a step runs through the model: workload.tokens_per_step (sequences, in decode) times
   // 1 + compute.mtp_draft_tokens.
   double tokens_per_forward() const {

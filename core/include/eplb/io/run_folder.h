@@ -14,6 +14,8 @@
 //                      the window's load (tokens) its policy was given
 //   layer_balancedness.csv  per span of steps (at most 200) and layer, the layer's balancedness
 //                      (columns: RunFolderFiles())
+//   gpu_memory.csv     per rearrangement and GPU, the most it held staged and its memory then
+//                      (columns: RunFolderFiles(); engine/gpu_memory.h)
 //   trace.json         Chrome/Perfetto trace events: a process per GPU with its transfers (async
 //                      slices on its receive side), and a "cluster" process with the steps,
 //                      balance counters, and rearrangement and commit marks. Written, not read;
@@ -87,6 +89,14 @@ struct RunSummary {
     double lower_bound_s_mean = 0;         // the schedules' lower bound, same ones
     double policy_ms_mean = 0;             // over started ones
   } rearrangements;
+  // Per GPU (engine/gpu_memory.h), bytes: the scenario's terms, and the fullest any GPU was
+  // during a rearrangement (resident + the most it held staged; resident when none staged).
+  struct {
+    double capacity = 0, resident = 0, dense_weights = 0, expert_weights = 0, kv_cache = 0,
+           reserved = 0, staging_budget = 0;
+    int64_t staging_peak = 0;
+    double peak = 0;
+  } gpu_memory;
   int64_t bytes_moved_nvlink = 0;
   int64_t bytes_moved_nic = 0;
   int64_t transfers = 0;
