@@ -291,6 +291,15 @@ bool PlacementView::event(QEvent* event) {
                   .arg(slot_load_[slot], 0, 'f', 0)
                   .arg(gpu_load_[g], 0, 'f', 0);
     }
+    // What the GPU holds, and its fullest during the latest rearrangement (engine/gpu_memory.h).
+    const std::vector<double> peaks = run_->PeakMemoryAt(step_);
+    text += tr("\nGPU memory: %1 GB resident of %2 GB")
+                .arg(run_->gpu_resident_bytes() / 1e9, 0, 'f', 1)
+                .arg(run_->gpu_capacity_bytes() / 1e9, 0, 'f', 1);
+    if (static_cast<size_t>(g) < peaks.size()) {
+      text += tr("; %1 GB at its fullest in the latest rearrangement")
+                  .arg(peaks[static_cast<size_t>(g)] / 1e9, 0, 'f', 2);
+    }
     QToolTip::showText(help->globalPos(), text, this);
     return true;
   }

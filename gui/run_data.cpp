@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "eplb/engine/gpu_memory.h"
 #include "eplb/io/run_folder.h"
 
 namespace eplb::viewer {
@@ -23,6 +24,9 @@ Result<std::shared_ptr<const RunData>> RunData::Load(const std::string& dir) {
   run->nodes_ = scenario.cluster.nodes;
   run->gpus_per_node_ = scenario.cluster.gpus_per_node;
   run->slots_per_gpu_ = scenario.num_slots() / scenario.num_gpus();
+  const GpuMemory memory = GpuMemoryOf(scenario);
+  run->gpu_capacity_bytes_ = memory.capacity;
+  run->gpu_resident_bytes_ = memory.resident();
 
   if (r.steps.empty()) {
     return Status::InvalidArgument(fmt::format("{}/metrics.csv: no steps", dir));
@@ -41,7 +45,7 @@ Result<std::shared_ptr<const RunData>> RunData::Load(const std::string& dir) {
       run->transfers_.begin(), run->transfers_.end(),
       [](const TransferRow& a, const TransferRow& b) { return a.start_s < b.start_s; });
   for (const RearrangementRecord& re : r.rearrangements) {
-    run->rearrangements_.push_back({re.step, re.start_s, re.end_s});
+    run->rearrangements_.push_back({re.step, re.start_s, re.end_s, re.staging_peak_bytes});
     if (folder.has_loads) {
       LoadSnapshot snapshot{re.step, {}};
       for (int l = 0; l < run->layers_; ++l) {
@@ -111,6 +115,18 @@ const std::vector<int32_t>& RunData::PlacementAt(int layer, int step) const {
                                    [](int s, const CommitRow& c) { return s < c.step; });
   if (it == commits.begin()) return rows_[initial_row_[layer]];
   return rows_[std::prev(it)->row];
+}
+
+std::vector<double> RunData::PeakMemoryAt(int step) const {
+  const RearrangementRow* latest = nullptr;
+  for (const RearrangementRow& r : rearrangements_) {
+    if (r.step <= step) latest = &r;
+  }
+  std::vector<double> peaks;
+  if (latest == nullptr) return peaks;
+  for (int64_t staged : latest->staging_peak_bytes)
+    peaks.push_back(gpu_resident_bytes_ + static_cast<double>(staged));
+  return peaks;
 }
 
 std::vector<float> RunData::LoadAt(int layer, int step) const {

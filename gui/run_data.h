@@ -39,7 +39,8 @@ struct CommitRow {
 struct RearrangementRow {
   int step;
   double start_s;
-  double end_s;  // −1 if it never finished
+  double end_s;                             // −1 if it never finished
+  std::vector<int64_t> staging_peak_bytes;  // per GPU; empty when not recorded
 };
 
 // A fault of the scenario while it held: the GPUs it hit, in the backend's time.
@@ -96,12 +97,20 @@ class RunData {
   // the first rearrangement's before it; empty when the run has none.
   std::vector<float> LoadAt(int layer, int step) const;
 
+  // Each GPU's memory (engine/gpu_memory.h), bytes: its capacity, what it holds while serving,
+  // and per GPU the fullest it was (resident + the most it held staged) during the latest
+  // rearrangement at or before `step`; empty before the first or when the folder has none.
+  double gpu_capacity_bytes() const { return gpu_capacity_bytes_; }
+  double gpu_resident_bytes() const { return gpu_resident_bytes_; }
+  std::vector<double> PeakMemoryAt(int step) const;
+
  private:
   std::string dir_, name_, backend_, policy_;
   int layers_ = 0, experts_ = 0, nodes_ = 0, gpus_per_node_ = 0, slots_per_gpu_ = 0;
   std::vector<double> step_start_s_, step_s_, balancedness_;
   std::vector<TransferRow> transfers_;
   double longest_transfer_s_ = 0;
+  double gpu_capacity_bytes_ = 0, gpu_resident_bytes_ = 0;
   std::vector<RearrangementRow> rearrangements_;
   std::vector<FaultSpan> faults_;
   std::vector<int> lost_from_step_;         // per GPU: the step it was lost at, or INT_MAX

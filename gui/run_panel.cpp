@@ -1,5 +1,7 @@
 #include "run_panel.h"
 
+#include <algorithm>
+
 #include <QSplitter>
 #include <QVBoxLayout>
 
@@ -10,8 +12,13 @@ RunPanel::RunPanel(std::shared_ptr<const RunData> run, QWidget* parent)
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(2, 2, 2, 2);
   title_ = new QLabel(this);
+  double peak = run_->gpu_resident_bytes();
+  for (const RearrangementRow& r : run_->rearrangements()) {
+    for (int64_t staged : r.staging_peak_bytes)
+      peak = std::max(peak, run_->gpu_resident_bytes() + static_cast<double>(staged));
+  }
   title_->setText(tr("<b>%1</b> · policy <b>%2</b> — %3 · %4 layers × %5 experts on %6 GPUs (%7 "
-                     "nodes) · %8 steps, %9 transfers · %10")
+                     "nodes) · %8 steps, %9 transfers · peak GPU memory %11 of %12 GB · %10")
                       .arg(QString::fromStdString(run_->name()))
                       .arg(QString::fromStdString(run_->policy()))
                       .arg(QString::fromStdString(run_->backend()))
@@ -21,7 +28,9 @@ RunPanel::RunPanel(std::shared_ptr<const RunData> run, QWidget* parent)
                       .arg(run_->nodes())
                       .arg(run_->steps())
                       .arg(run_->transfers().size())
-                      .arg(QString::fromStdString(run_->dir())));
+                      .arg(QString::fromStdString(run_->dir()))
+                      .arg(peak / 1e9, 0, 'f', 1)
+                      .arg(run_->gpu_capacity_bytes() / 1e9, 0, 'f', 1));
   title_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   title_->setToolTip(QString::fromStdString(run_->dir()));
   // The title may be cut rather than widen the window past its --size (two panels side by side).

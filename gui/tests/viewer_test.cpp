@@ -90,6 +90,33 @@ class ViewerTest : public QObject {
     ExpectRow(view, run, initial);
   }
 
+  // Each GPU's memory: what it holds, and its fullest during the latest rearrangement.
+  void GpuMemoryFollowsTheRearrangements() {
+    MainWindow w;
+    QVERIFY(OpenTestRun(w));
+    const RunData& run = w.panel()->run();
+    QCOMPARE(run.gpu_capacity_bytes(), 141e9);   // tiny runs on the H200 preset
+    QVERIFY(run.gpu_resident_bytes() > 15.6e9);  // the dense weights and more
+    QVERIFY(!run.rearrangements().empty());
+    const int first = run.rearrangements().front().step;
+    QVERIFY(run.PeakMemoryAt(first - 1).empty());
+    const std::vector<double> peaks = run.PeakMemoryAt(first);
+    QCOMPARE(static_cast<int>(peaks.size()), run.gpus());
+    double most = 0;
+    for (size_t g = 0; g < peaks.size(); ++g) {
+      const int64_t staged = run.rearrangements().front().staging_peak_bytes[g];
+      QCOMPARE(peaks[g], run.gpu_resident_bytes() + static_cast<double>(staged));
+      most = std::max(most, peaks[g]);
+    }
+    QVERIFY(most > run.gpu_resident_bytes());  // some GPU staged a layer
+    for (const auto& r : run.rearrangements()) {
+      for (int64_t staged : r.staging_peak_bytes)
+        most = std::max(most, run.gpu_resident_bytes() + static_cast<double>(staged));
+    }
+    QVERIFY(w.panel()->title().contains(
+        QString("peak GPU memory %1 of 141.0 GB").arg(most / 1e9, 0, 'f', 1)));
+  }
+
   void PlayAdvancesFrames() {
     MainWindow w;
     QVERIFY(OpenTestRun(w));
