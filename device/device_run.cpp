@@ -161,8 +161,10 @@ Result<RunResult> RunOnDevice(const Scenario& requested, const DeviceRunOptions&
                                 fmt::format("device ({} ranks on {})", DeviceModeName(options.mode),
                                             DescribeDevice(device.device_of(mpi::Rank()))),
                                 hooks));
-  // Under MPI each process measured its own receives; rank 0 writes them all.
+  // Under MPI each process measured its own receives and its own ranks' staging; rank 0 writes
+  // them all (every process has the same rearrangements: the loop runs in lockstep).
   result.transfers = mpi::GatherTransfers(result.transfers);
+  for (RearrangementRecord& r : result.rearrangements) mpi::AllMax(r.staging_peak_bytes);
   std::sort(result.transfers.begin(), result.transfers.end(),
             [](const TransferRecord& a, const TransferRecord& b) { return a.start_s < b.start_s; });
   return result;

@@ -73,6 +73,12 @@ void Broadcast(void* data, size_t bytes, int root) {
   if (g_initialized) MPI_Bcast(data, static_cast<int>(bytes), MPI_BYTE, root, MPI_COMM_WORLD);
 }
 
+void AllMax(std::vector<int64_t>& values) {
+  if (!g_initialized || g_size == 1 || values.empty()) return;
+  MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_INT64_T, MPI_MAX,
+                MPI_COMM_WORLD);
+}
+
 std::vector<TransferRecord> GatherTransfers(const std::vector<TransferRecord>& mine) {
   if (!g_initialized || g_size == 1) return mine;
   // As plain bytes: TransferRecord is trivially copyable and every process is this binary.
@@ -114,6 +120,7 @@ int AllMin(int value) {
 }
 void Barrier() {}
 void Broadcast(void*, size_t, int) {}
+void AllMax(std::vector<int64_t>&) {}
 std::vector<TransferRecord> GatherTransfers(const std::vector<TransferRecord>& mine) {
   return mine;
 }

@@ -28,6 +28,8 @@ int LocalRank();  // among the processes on this node, for choosing the GPU
 int AllMin(int value);
 void Barrier();
 void Broadcast(void* data, size_t bytes, int root);
+// Element by element, the largest of every process's `values` (all the same length), in place.
+void AllMax(std::vector<int64_t>& values);
 // Every process's transfers, in rank 0's result (others get theirs back unchanged).
 std::vector<TransferRecord> GatherTransfers(const std::vector<TransferRecord>& mine);
 

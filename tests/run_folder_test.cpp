@@ -351,6 +351,21 @@ TEST(RunFolder, DamagedFilesAreErrorsNamingFileAndLine) {
       {"layer-balance-above-1", "layer_balancedness.csv",
        "first_step,last_step,layer,balancedness\n0,0,0,1.5\n",
        "layer_balancedness.csv:2: balancedness 1.5 is outside [0, 1]"},
+      {"memory-rank-skipped", "gpu_memory.csv",
+       "rearrangement,step,rank,staging_peak_bytes,peak_memory_bytes\n0,24,1,0,0\n",
+       "gpu_memory.csv:2: rank 1 where rank 0 comes next"},
+      {"memory-beyond-rearrangements", "gpu_memory.csv",
+       "rearrangement,step,rank,staging_peak_bytes,peak_memory_bytes\n7,24,0,0,0\n",
+       "gpu_memory.csv:2: rearrangement 7 where one of 0..2 comes next"},
+      {"memory-wrong-step", "gpu_memory.csv",
+       "rearrangement,step,rank,staging_peak_bytes,peak_memory_bytes\n0,25,0,0,0\n",
+       "gpu_memory.csv:2: step 25 but rearrangements.csv has rearrangement 0 at step 24"},
+      {"memory-not-resident-plus-staged", "gpu_memory.csv",
+       "rearrangement,step,rank,staging_peak_bytes,peak_memory_bytes\n0,24,0,5,5\n",
+       "gpu_memory.csv:2: peak_memory_bytes 5 is not the scenario's resident"},
+      {"memory-ranks-cut", "gpu_memory.csv",
+       "rearrangement,step,rank,staging_peak_bytes,peak_memory_bytes\n",
+       "gpu_memory.csv: its largest staging_peak_bytes is 0 but summary.json"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

@@ -64,6 +64,8 @@ class RunResult:
     metrics: one row per step (metrics.csv: step, time_s, step_s, balancedness, ...).
     transfers: one row per executed expert transfer (transfers.csv).
     rearrangements: one row per rearrangement (rearrangements.csv).
+    gpu_memory: one row per rearrangement and GPU (gpu_memory.csv: its staging and memory at
+        its fullest); None for folders written before it existed.
     The columns are those of the run folder the README describes.
     """
 
@@ -74,6 +76,8 @@ class RunResult:
         self.metrics = _read_csv(os.path.join(folder, "metrics.csv"))
         self.transfers = _read_csv(os.path.join(folder, "transfers.csv"))
         self.rearrangements = _read_csv(os.path.join(folder, "rearrangements.csv"))
+        memory = os.path.join(folder, "gpu_memory.csv")
+        self.gpu_memory = _read_csv(memory) if os.path.exists(memory) else None
 
     def placements(self):
         """Every layer placement the run committed, in order: dicts with step (-1: the initial

@@ -225,6 +225,12 @@ class Scenarios(unittest.TestCase):
         self.assertTrue(((result.metrics["balancedness"] > 0) &
                          (result.metrics["balancedness"] <= 1)).all())
         self.assertGreaterEqual(len(result.rearrangements.get("step", [])), 1)
+        # Each GPU's peak in each rearrangement: 4 GPUs per rearrangement, resident + staged.
+        memory = result.gpu_memory
+        self.assertEqual(len(memory["rank"]), 4 * len(result.rearrangements["step"]))
+        resident = result.summary["gpu_memory"]["resident_bytes"]
+        self.assertTrue((abs(memory["peak_memory_bytes"] - memory["staging_peak_bytes"] -
+                             resident) <= 1).all())
         placements = result.placements()
         self.assertEqual(placements[0]["step"], -1)
         self.assertFalse(os.path.exists(os.path.join(result.folder, "trace.json")))

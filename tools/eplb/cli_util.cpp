@@ -91,6 +91,11 @@ void PrintRunSummary(const RunResult& run, const std::string& dir, std::FILE* ou
              "steps slowed {:.3f} s, stalled {:.3f} s\n",
              static_cast<double>(s.bytes_moved_nvlink) / 1e9,
              static_cast<double>(s.bytes_moved_nic) / 1e9, s.transfers, s.slowed_s, s.stalled_s);
+  fmt::print(out,
+             "  GPU memory     {:.1f} GB resident of {:.1f} GB; at most {:.2f} GB staged, peak "
+             "{:.1f} GB\n",
+             s.gpu_memory.resident / 1e9, s.gpu_memory.capacity / 1e9,
+             static_cast<double>(s.gpu_memory.staging_peak) / 1e9, s.gpu_memory.peak / 1e9);
   for (const RunSummary::FaultEffect& f : s.faults) {
     if (f.changes_ranks) {
       const std::string recovered = f.recovery_s >= 0

@@ -26,7 +26,8 @@ GpuMemory GpuMemoryOf(const Scenario& s) {
   if (s.cluster.kv_cache_gb > 0) {
     m.kv_cache = s.cluster.kv_cache_gb * 1e9;
   } else {
-    const double per_gpu = double(s.workload.tokens_per_step) / s.num_gpus();
+    // The step's batch over the GPUs serving at the start (cluster.initial_gpus).
+    const double per_gpu = double(s.workload.tokens_per_step) / s.initial_gpus();
     const double positions =
         s.compute.stage == InferenceStage::kDecode ? per_gpu * s.compute.kv_length : per_gpu;
     m.kv_cache = positions * s.model.kv_bytes_per_token;

@@ -461,14 +461,14 @@ Status WriteRunFolder(const std::string& dir, const RunResult& run,
                       const RunFolderOptions& options) {
   std::vector<run_folder::RearrangementRow> rows;
   const std::vector<double> following = FollowingBalancedness(run);
-  const double resident = GpuMemoryOf(run.scenario).resident();
+  const int64_t resident = run_folder::ResidentBytes(run.scenario);
   for (size_t i = 0; i < run.rearrangements.size(); ++i) {
     run_folder::RearrangementRow row;
     static_cast<RearrangementRecord&>(row) = run.rearrangements[i];
     row.following_balancedness = following[i];
     for (int64_t b : row.staging_peak_bytes)
       row.staging_peak_max_bytes = std::max(row.staging_peak_max_bytes, b);
-    row.peak_memory_bytes = static_cast<int64_t>(resident) + row.staging_peak_max_bytes;
+    row.peak_memory_bytes = resident + row.staging_peak_max_bytes;
     rows.push_back(std::move(row));
   }
   return WriteFolderAtomically(dir, "run", [&](const std::string& partial) {
@@ -560,8 +560,21 @@ Result<RunFolder> ReadRunFolder(const std::string& dir) {
   // Likewise gpu_memory.csv, checked against rearrangements.csv.
   if (fs::exists(p + "gpu_memory.csv")) {
     EPLB_ASSIGN_OR_RETURN(const std::string memory, ReadTextFile(p + "gpu_memory.csv"));
-    EPLB_RETURN_IF_ERROR(run_folder::ParseGpuMemoryCsv(
-        memory, p + "gpu_memory.csv", run.scenario.num_gpus(), run.rearrangements));
+    EPLB_RETURN_IF_ERROR(
+        run_folder::ParseGpuMemoryCsv(memory, p + "gpu_memory.csv", run.scenario.num_gpus(),
+                                      run_folder::ResidentBytes(run.scenario), run.rearrangements));
+    // The fullest GPU is the one summary.json names (when it records GPU memory at all).
+    int64_t most = 0;
+    for (const RearrangementRecord& r : run.rearrangements) {
+      for (int64_t b : r.staging_peak_bytes) most = std::max(most, b);
+    }
+    const auto& memory_summary = folder.summary.gpu_memory;
+    if (memory_summary.capacity > 0 && most != memory_summary.staging_peak) {
+      return Status::InvalidArgument(
+          fmt::format("{}gpu_memory.csv: its largest staging_peak_bytes is {} but summary.json "
+                      "gpu_memory.staging_peak_bytes is {}",
+                      p, most, memory_summary.staging_peak));
+    }
   }
   return folder;
 }

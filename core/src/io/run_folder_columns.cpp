@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "eplb/base/csv.h"
+#include "eplb/engine/gpu_memory.h"
 #include "eplb/io/run_folder.h"
 
 namespace eplb::run_folder {
@@ -365,15 +366,21 @@ std::string TransfersCsv(const std::vector<TransferRecord>& transfers) {
 std::string RearrangementsCsv(const std::vector<RearrangementRow>& rows) {
   return WriteCsv(RearrangementFields(), rows);
 }
+int64_t ResidentBytes(const Scenario& scenario) {
+  // Every run checked that the model fits its GPUs; a folder's scenario may not have been run.
+  const double resident = GpuMemoryOf(scenario).resident();
+  return resident > 0 && resident < 1e18 ? std::llround(resident) : 0;
+}
+
 std::string GpuMemoryCsv(const std::vector<RearrangementRecord>& rearrangements,
-                         double resident_bytes) {
+                         int64_t resident_bytes) {
   std::vector<GpuMemoryRow> rows;
   for (size_t i = 0; i < rearrangements.size(); ++i) {
     const RearrangementRecord& r = rearrangements[i];
     for (size_t rank = 0; rank < r.staging_peak_bytes.size(); ++rank) {
       const int64_t staged = r.staging_peak_bytes[rank];
-      rows.push_back({static_cast<int>(i), r.step, static_cast<int>(rank), staged,
-                      static_cast<int64_t>(resident_bytes) + staged});
+      rows.push_back(
+          {static_cast<int>(i), r.step, static_cast<int>(rank), staged, resident_bytes + staged});
     }
   }
   return WriteCsv(GpuMemoryFields(), rows);
@@ -481,7 +488,7 @@ Result<std::vector<RearrangementRow>> ParseRearrangementsCsv(std::string_view te
 }
 
 Status ParseGpuMemoryCsv(std::string_view text, const std::string& name, int gpus,
-                         std::vector<RearrangementRecord>& rearrangements) {
+                         int64_t resident_bytes, std::vector<RearrangementRecord>& rearrangements) {
   const int count = static_cast<int>(rearrangements.size());
   int last = -1, next_rank = 0;
   auto rows = ParseCsv<GpuMemoryRow>(GpuMemoryFields(), text, name, [&](const GpuMemoryRow& r) {
@@ -508,9 +515,11 @@ Status ParseGpuMemoryCsv(std::string_view text, const std::string& name, int gpu
     if (std::string wrong = Negative("staging_peak_bytes", double(r.staging_peak_bytes));
         !wrong.empty())
       return wrong;
-    if (r.peak_memory_bytes < r.staging_peak_bytes) {
-      return fmt::format("peak_memory_bytes {} is below staging_peak_bytes {}", r.peak_memory_bytes,
-                         r.staging_peak_bytes);
+    if (r.staging_peak_bytes > (int64_t{1} << 60) ||
+        r.peak_memory_bytes != resident_bytes + r.staging_peak_bytes) {
+      return fmt::format(
+          "peak_memory_bytes {} is not the scenario's resident {} + staging_peak_bytes {}",
+          r.peak_memory_bytes, resident_bytes, r.staging_peak_bytes);
     }
     return std::string();
   });

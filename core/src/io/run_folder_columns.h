@@ -41,9 +41,11 @@ std::string MetricsCsv(const std::vector<StepRecord>& steps);
 std::string LayerBalanceCsv(const std::vector<LayerBalanceSpan>& spans);
 std::string TransfersCsv(const std::vector<TransferRecord>& transfers);
 std::string RearrangementsCsv(const std::vector<RearrangementRow>& rows);
+// A GPU's resident memory (engine/gpu_memory.h) as the folder writes it: whole bytes.
+int64_t ResidentBytes(const Scenario& scenario);
 // A line per rearrangement that recorded its staging, and rank; `resident_bytes` per GPU.
 std::string GpuMemoryCsv(const std::vector<RearrangementRecord>& rearrangements,
-                         double resident_bytes);
+                         int64_t resident_bytes);
 
 // `name` (the file's path) prefixes errors, with the line.
 Result<std::vector<StepRecord>> ParseMetricsCsv(std::string_view text, const std::string& name);
@@ -54,9 +56,10 @@ Result<std::vector<TransferRecord>> ParseTransfersCsv(std::string_view text,
 Result<std::vector<RearrangementRow>> ParseRearrangementsCsv(std::string_view text,
                                                              const std::string& name);
 // Fills each rearrangement's staging_peak_bytes from the lines (rearrangement and rank in
-// order, every rank of `gpus` once per rearrangement that has lines).
+// order, every rank of `gpus` once per rearrangement that has lines, each peak the GPU's
+// `resident_bytes` + its staging).
 Status ParseGpuMemoryCsv(std::string_view text, const std::string& name, int gpus,
-                         std::vector<RearrangementRecord>& rearrangements);
+                         int64_t resident_bytes, std::vector<RearrangementRecord>& rearrangements);
 // Spans in order, each with every layer once in order, within `steps` and `layers`.
 Result<std::vector<LayerBalanceSpan>> ParseLayerBalanceCsv(std::string_view text,
                                                            const std::string& name, int layers,

@@ -7,7 +7,8 @@
 //   dense weights    model.dense_params × compute.gemm_bytes
 //   expert weights   model.layers × slots per GPU × model.expert_bytes: the redundant slots too
 //   KV cache         cluster.kv_cache_gb, or what the step's batch needs: in decode each of the
-//                    GPU's sequences (workload.tokens_per_step / GPUs) holds compute.kv_length
+//                    GPU's sequences (workload.tokens_per_step / the GPUs serving at the start)
+//                    holds compute.kv_length
 //                    positions; in prefill each of its tokens one position; × kv_bytes_per_token
 //   reserved         (1 − cluster.memory_utilization) × capacity: left to what is neither
 //                    weights nor KV cache (CUDA context, NCCL and DeepEP buffers, activations);

@@ -16,6 +16,10 @@
 //   window_balancedness_bound                          mean over rearrangements: the best possible
 //                                                      balancedness on the window (balance_bound.h)
 //   window_gap_to_bound                                bound − window_balancedness_after
+//   peak_memory_bytes, staging_peak_bytes              summary.json's gpu_memory peak and
+//                                                      staging_peak: the fullest GPU during a
+//                                                      rearrangement (engine/gpu_memory.h); 0 for
+//                                                      folders written before memory was recorded
 #pragma once
 
 #include <string>
