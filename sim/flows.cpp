@@ -18,8 +18,12 @@ sg4::Mailbox* NewMailbox(const char* kind) {
   return sg4::Mailbox::by_name(std::string(kind) + std::to_string(next++));
 }
 
-sg4::CommPtr Put(sg4::Mailbox* mailbox, uint64_t bytes) {
-  return mailbox->put_async(&payload_marker, bytes);
+sg4::CommPtr Put(sg4::Mailbox* mailbox, uint64_t bytes, double max_bytes_per_s = 0) {
+  if (max_bytes_per_s <= 0) return mailbox->put_async(&payload_marker, bytes);
+  sg4::CommPtr comm = mailbox->put_init(&payload_marker, bytes);
+  comm->set_rate(max_bytes_per_s);
+  comm->start();
+  return comm;
 }
 
 // Waits for every one of `comms`, cancelled ones included; true when any was cancelled. Unlike
@@ -65,7 +69,7 @@ Courier::Courier() : shared_(std::make_shared<Shared>()) {
         // The receiver's get is already posted, so the put matches at once and the flow is
         // routed from the host the courier stands on now.
         sg4::this_actor::set_host(f.src);
-        puts.push_back(Put(shared->mailbox, f.bytes));
+        puts.push_back(Put(shared->mailbox, f.bytes, f.max_bytes_per_s));
       }
       // Waited on, so that SimGrid forgets them as they end (an actor's unwaited activities
       // stay listed with it, and scanning them made a run twice as slow). Those the receiver

@@ -25,6 +25,7 @@ struct HostFlow {
   simgrid::s4u::Host* src;
   simgrid::s4u::Host* dst;
   uint64_t bytes;
+  double max_bytes_per_s = 0;  // the most the flow carries whatever the links allow (0: no cap)
 };
 
 // Brings flows into one receiving actor's host. The courier is a helper actor that, for each

@@ -30,10 +30,12 @@ class SimMonitor final : public Monitor {
 
 }  // namespace
 
-SimBackend::SimBackend(const Platform& platform, int staging_buffers, double hbm_bytes_per_s)
+SimBackend::SimBackend(const Platform& platform, int staging_buffers, double hbm_bytes_per_s,
+                       const TransportCost& transport)
     : platform_(platform),
       staging_buffers_(staging_buffers),
       hbm_bytes_per_s_(hbm_bytes_per_s),
+      transport_(transport),
       lost_(static_cast<size_t>(platform.topology().num_ranks()), 0) {}
 
 double SimBackend::Now() {
@@ -75,6 +77,11 @@ void SimBackend::JoinWorkers() {
   workers_.clear();
 }
 
+Status SimBackend::BeginLayer(const StagingTarget&) {
+  if (transport_.per_layer_s > 0) sg4::this_actor::sleep_for(transport_.per_layer_s);
+  return Status::Ok();
+}
+
 Status SimBackend::ExecuteRound(const StagingTarget& target, const Round& round,
                                 std::span<const Transfer> transfers) {
   // Receivers start their flows; senders' ports are shared through the network model.
@@ -87,12 +94,17 @@ Status SimBackend::ExecuteRound(const StagingTarget& target, const Round& round,
     if (f.dst_rank == target.rank) mine.push_back(&f);
   }
   if (mine.empty()) return Status::Ok();
-  sg4::this_actor::sleep_for(platform_.topology().link(round.link).latency_s);
+  // The messages' CPU work comes one after another before the bytes move (a transport's
+  // per-message cost), then the link's start-up.
+  size_t messages = 0;
+  for (const Flow* f : mine) messages += f->transfers.size();
+  sg4::this_actor::sleep_for(platform_.topology().link(round.link).latency_s +
+                             transport_.per_message_s * static_cast<double>(messages));
   std::vector<HostFlow> flows;
   flows.reserve(mine.size());
   for (const Flow* f : mine)
     flows.push_back({platform_.host(f->src_rank), platform_.host(f->dst_rank),
-                     static_cast<uint64_t>(f->bytes)});
+                     static_cast<uint64_t>(f->bytes), transport_.flow_bytes_per_s});
   const std::vector<sg4::CommPtr> comms = CourierOfThisActor().Receive(flows);
   if (comms.size() != flows.size()) {
     return Status::Unavailable(

@@ -18,6 +18,7 @@
 #include "eplb/engine/eplb_loop.h"
 #include "eplb/engine/step_model.h"
 #include "eplb/migrate/backend.h"
+#include "eplb/migrate/transport.h"
 #include "flows.h"
 #include "platform.h"
 
@@ -25,13 +26,17 @@ namespace eplb::sim {
 
 class SimBackend final : public RearrangementBackend {
  public:
-  SimBackend(const Platform& platform, int staging_buffers, double hbm_bytes_per_s);
+  // `transport`: what moving the weights costs beyond the links (migrate/transport.h).
+  SimBackend(const Platform& platform, int staging_buffers, double hbm_bytes_per_s,
+             const TransportCost& transport = {});
 
   double Now() override;
   std::unique_ptr<Monitor> NewMonitor() override;
   void StartWorker(int rank, std::function<void()> body) override;
   void JoinWorkers() override;
   int staging_buffers() const override { return staging_buffers_; }
+  // The transport's per-layer cost, on the worker.
+  Status BeginLayer(const StagingTarget& target) override;
   Status ExecuteRound(const StagingTarget& target, const Round& round,
                       std::span<const Transfer> transfers) override;
   Status CopyLocal(const StagingTarget& target, std::span<const LocalCopy> copies) override;
@@ -53,6 +58,7 @@ class SimBackend final : public RearrangementBackend {
   const Platform& platform_;
   int staging_buffers_;
   double hbm_bytes_per_s_;
+  TransportCost transport_;
   std::vector<simgrid::s4u::ActorPtr> workers_;
   // The courier that brings each worker actor its flows (flows.h), by actor id.
   std::unordered_map<aid_t, Courier*> couriers_;

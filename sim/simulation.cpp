@@ -36,7 +36,8 @@ Result<RunResult> RunSimulation(const Scenario& scenario,
   backup.storage_latency_s = scenario.cluster.storage_read_latency_us * 1e-6;
   const Platform platform(topology, scenario.cluster.pcie_gbps * 1e9, backup);
   // Stop-the-world stages every layer at once; async needs only its staging depth.
-  SimBackend backend(platform, scenario.model.layers, scenario.cluster.hbm_gbps * 1e9);
+  SimBackend backend(platform, scenario.model.layers, scenario.cluster.hbm_gbps * 1e9,
+                     CostOf(scenario.migration.transport));
   const StepModel model(scenario);
   SimStepRunner runner(platform, model);
 

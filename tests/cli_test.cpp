@@ -582,6 +582,44 @@ TEST_F(CliTest, SweepOverDispatchModesRecordsEachMode) {
   EXPECT_NE(imbalance["lp"], imbalance["random"]);
 }
 
+// Each weight transport on the same run (migrate/transport.h): the same placements and bytes,
+// each priced by what it uses. Stop-the-world, so each stall is a rearrangement's whole time.
+TEST_F(CliTest, SweepOverTransportsPricesEachOne) {
+  const std::string out = (dir_ / "transports").string();
+  const CliRun r = Eplb(std::string("sweep ") + EPLB_SCENARIO_DIR +
+                        "/tiny.yaml --vary migration.transport=nccl,nixl,gloo,host_pool --set "
+                        "eplb.use_async=false --set run.steps=250 --no-trace --out " +
+                        out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(testing::ReadFile(out + "/sweep.json"));
+  ASSERT_EQ(doc["points"].size(), 4u);
+  std::map<std::string, nlohmann::json> by;
+  for (const auto& p : doc["points"]) by[p["migration.transport"].get<std::string>()] = p;
+  ASSERT_EQ(by.size(), 4u);
+  const auto stalled = [&](const char* t) { return by[t]["stalled_s"].get<double>(); };
+  const auto moved = [&](const char* t) { return by[t]["bytes_per_rearrangement"].get<double>(); };
+  // The policy sees the same loads whatever moves the weights.
+  for (const char* t : {"nixl", "gloo", "host_pool"}) {
+    EXPECT_EQ(by[t]["rearrangements"], by["nccl"]["rearrangements"]) << t;
+    EXPECT_EQ(by[t]["balancedness_mean"], by["nccl"]["balancedness_mean"]) << t;
+  }
+  EXPECT_GT(moved("nccl"), 0);
+  EXPECT_EQ(moved("nixl"), moved("nccl"));
+  EXPECT_EQ(moved("gloo"), moved("nccl"));
+  EXPECT_EQ(moved("host_pool"), 0);  // from host memory: nothing crosses NVLink or a NIC
+  // NIXL adds 0.45 ms per layer before each rank's reads, layer after layer.
+  EXPECT_GT(stalled("nixl"), stalled("nccl") + 3 * 0.45e-3);
+  // gloo: 1 MiB experts at 2.4 GB/s (0.44 ms each) against ~40 GB/s NVLink.
+  EXPECT_GT(stalled("gloo"), 5 * stalled("nccl"));
+  // host_pool reads at 25 GB/s per GPU from host memory, slower than NVLink here.
+  EXPECT_GT(stalled("host_pool"), stalled("nccl"));
+  for (int i = 0; i < 4; ++i) {
+    const std::string yaml = testing::ReadFile(fmt::format("{}/points/{}/scenario.yaml", out, i));
+    const std::string t = doc["points"][i]["migration.transport"].get<std::string>();
+    EXPECT_NE(yaml.find("transport: " + t), std::string::npos) << t;
+  }
+}
+
 TEST_F(CliTest, SweepRunsTheCrossProduct) {
   const std::string out = (dir_ / "sweep").string();
   const CliRun r =

@@ -437,6 +437,64 @@ TEST(SimModel, NoRearrangementBeatsItsBoundStoppingTheWorld) {
       {"cluster.nodes=4", "eplb.num_redundant_experts=8", "eplb.use_async=false"});
 }
 
+// Transports (migrate/transport.h) on the simulator, one run per test (one engine per process).
+// host_pool: no GPU-to-GPU transfer at all; every written slot is a reload from host memory,
+// and each rearrangement lasts at least its busiest rank's reloads at cluster.host_read_gbps.
+TEST(SimTransport, HostPoolReadsEveryWrittenSlotFromHostMemory) {
+  auto scenario = LoadScenarioFile(std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml",
+                                   {"migration.transport=host_pool", "run.steps=260"});
+  ASSERT_TRUE(scenario.ok()) << scenario.status().message();
+  auto run = sim::RunSimulation(*scenario);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_TRUE(run->transfers.empty());
+  int completed = 0;
+  for (const RearrangementRecord& r : run->rearrangements) {
+    EXPECT_EQ(r.bytes[0] + r.bytes[1], 0);
+    if (r.layers == 0) continue;
+    ASSERT_GE(r.end_s, 0);
+    ++completed;
+    EXPECT_EQ(r.transfers, 0);
+    EXPECT_GT(r.reloads, 0);
+    EXPECT_GT(r.bytes_reloaded, 0);
+    // The busiest GPU reads at least the mean share over its PCIe at 25 GB/s.
+    EXPECT_GE(r.end_s - r.start_s,
+              static_cast<double>(r.bytes_reloaded) / scenario->num_gpus() / 25e9 * (1 - 1e-9));
+  }
+  EXPECT_EQ(completed, 3);
+}
+
+// gloo: each flow at most 2.4 GB/s and each message 0.2 ms, so a rearrangement lasts at least
+// its largest expert transfer at that rate plus a message's cost.
+TEST(SimTransport, GlooCapsEachFlowAndChargesEachMessage) {
+  auto scenario = LoadScenarioFile(std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml",
+                                   {"migration.transport=gloo", "run.steps=260"});
+  ASSERT_TRUE(scenario.ok()) << scenario.status().message();
+  auto run = sim::RunSimulation(*scenario);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  ASSERT_FALSE(run->transfers.empty());
+  for (const TransferRecord& t : run->transfers) {
+    // A flow alone on its links would take bytes / 2.4 GB/s; it may share them, never beat it.
+    EXPECT_GE(t.end_s - t.start_s, static_cast<double>(t.bytes) / 2.4e9 * (1 - 1e-9));
+  }
+}
+
+// nixl: 0.45 ms per layer and rank before its reads, so a rearrangement of L layers, one staging
+// buffer, lasts at least L × 0.45 ms.
+TEST(SimTransport, NixlPaysItsPerLayerCostOnEveryLayer) {
+  auto scenario = LoadScenarioFile(std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml",
+                                   {"migration.transport=nixl", "run.steps=260"});
+  ASSERT_TRUE(scenario.ok()) << scenario.status().message();
+  auto run = sim::RunSimulation(*scenario);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  int completed = 0;
+  for (const RearrangementRecord& r : run->rearrangements) {
+    if (r.layers == 0 || r.end_s < 0) continue;
+    ++completed;
+    EXPECT_GE(r.end_s - r.start_s, r.layers * 0.45e-3 * (1 - 1e-9)) << "step " << r.step;
+  }
+  EXPECT_GT(completed, 1);
+}
+
 // The flow helpers (flows.h) issue mailbox communications instead of Comm::sendto_async; every
 // flow must take exactly what sendto gives it, alone and sharing ports with other helpers' flows.
 TEST(SimModel, CourierAndPortActorsTimeFlowsAsSendtoDoes) {

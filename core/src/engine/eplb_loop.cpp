@@ -69,7 +69,11 @@ EplbLoop::EplbLoop(const Scenario& scenario, Workload& workload, RearrangementBa
   o.layers_per_step = scenario.eplb.layers_per_step;
   o.staging_layers = scenario.eplb.staging_layers;
   o.sync = !scenario.eplb.use_async;
-  o.max_staging_bytes = static_cast<int64_t>(GpuMemoryOf(scenario).staging_budget);
+  o.transfers_from_host = CostOf(scenario.migration.transport).from_host;
+  // A run checked its scenario first (CheckGpuMemory); a loop built on an unchecked one, with no
+  // headroom, stages without a limit rather than not at all.
+  const double budget = GpuMemoryOf(scenario).staging_budget;
+  o.max_staging_bytes = budget >= 1 && budget < 9e18 ? std::llround(budget) : 0;
   o.sender_rule = scenario.eplb.sender_rule;
   o.schedule = scenario.eplb.schedule;
   rearranger_ = std::make_unique<Rearranger>(backend, topology_, o);

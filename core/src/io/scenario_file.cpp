@@ -164,6 +164,13 @@ void Validate(Scenario& s, Reader& r) {
                     "brings at most a step's tokens (valid: 0 to {})",
                     s.workload.sequence_tokens, s.tokens_per_forward(), s.tokens_per_forward()));
   }
+  if (s.migration.transport == Transport::kHostPool &&
+      s.cluster.backup == ClusterSpec::Backup::kStorage) {
+    r.FailAt("migration.transport",
+             "migration.transport is 'host_pool', which reads the weights from host memory, but "
+             "cluster.backup is 'storage'; set cluster.backup to 'host' or choose another "
+             "transport");
+  }
   if (s.workload.kind == "trace" && s.workload.trace.empty()) {
     r.FailAt("workload.kind", "workload.kind is 'trace' but workload.trace names no file");
   }
@@ -358,6 +365,9 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
   {
     MapReader m = top.Sub("migration");
     m.Double("max_staging_gb", s.migration.max_staging_gb, 0, kMaxMemoryGb);
+    std::string transport = TransportName(s.migration.transport);
+    m.String("transport", transport, {"nccl", "nixl", "gloo", "host_pool"});
+    s.migration.transport = *ParseTransport(transport);
     m.Finish();
   }
   {
@@ -519,7 +529,8 @@ std::string ScenarioToYaml(const Scenario& s) {
       << "recovery" << YAML::Value
       << (s.eplb.recovery == EplbSpec::Recovery::kRepair ? "repair" : "rebalance") << YAML::EndMap;
   out << YAML::Key << "migration" << YAML::Value << YAML::BeginMap << YAML::Key << "max_staging_gb"
-      << YAML::Value << Shortest(s.migration.max_staging_gb) << YAML::EndMap;
+      << YAML::Value << Shortest(s.migration.max_staging_gb) << YAML::Key << "transport"
+      << YAML::Value << TransportName(s.migration.transport) << YAML::EndMap;
   out << YAML::Key << "faults" << YAML::Value << YAML::BeginSeq;
   for (const FaultSpec& f : s.faults) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "kind" << YAML::Value

@@ -37,6 +37,18 @@ Status Rearranger::Start(const Placement& current, const Placement& target,
         plans->size(), backend_.staging_buffers()));
   }
 
+  if (options_.transfers_from_host) {
+    for (LayerPlan& plan : *plans) {
+      for (const Transfer& t : plan.transfers) {
+        plan.reloads.push_back(Reload{t.dst_rank, t.expert, t.dst_slot, t.bytes});
+        plan.reload_bytes += t.bytes;
+      }
+      plan.transfers.clear();
+      for (int64_t& b : plan.bytes) b = 0;
+      std::stable_sort(plan.reloads.begin(), plan.reloads.end(),
+                       [](const Reload& a, const Reload& b) { return a.rank < b.rank; });
+    }
+  }
   const int ranks = topology_.num_ranks();
   std::vector<std::vector<int64_t>> staging_bytes(plans->size());
   for (size_t i = 0; i < plans->size(); ++i) {
@@ -182,6 +194,9 @@ void Rearranger::RunWorker(int rank, int first_lane, int lanes) {
     if (!WaitForBuffer(i, rank)) return;
     const LayerPlan& plan = plans_[i];
     const StagingTarget target{rank, plan.layer, static_cast<int>(i % staging_layers_)};
+    if (const Status s = backend_.BeginLayer(target); !s.ok()) {
+      return Fail(s.WithContext(fmt::format("rank {}, layer {}: ", rank, plan.layer)));
+    }
     const auto& schedule = schedules_[i].lanes;
     // The rank's flows of each lane in round order; a cursor per lane walks them together.
     size_t next[kNumLinkClasses] = {};

@@ -12,6 +12,7 @@
 #include "eplb/base/status.h"
 #include "eplb/migrate/schedule.h"
 #include "eplb/migrate/transfer_plan.h"
+#include "eplb/migrate/transport.h"
 #include "eplb/model/topology.h"
 
 namespace eplb {
@@ -245,6 +246,8 @@ struct MigrationSpec {
   // after the resident terms). The rearranger begins a layer on a GPU only while the layers it
   // has begun and not committed fit.
   double max_staging_gb = 0;
+  // How the weights travel (migrate/transport.h): nccl, nixl, gloo or host_pool.
+  Transport transport = Transport::kNccl;
 };
 
 struct RunSpec {

@@ -4,7 +4,8 @@
 // Start() plans and schedules each layer whose placement changes, then starts one background
 // worker per (rank, link lane), or per rank with both lanes' rounds merged round by round when
 // the backend MergesLanes(). Workers go through the changing layers in order. For each layer a
-// worker waits for a free staging buffer, executes its lane's rounds into it, and the last lane
+// worker waits for a free staging buffer and for room in its rank's staging budget
+// (RearrangerOptions::max_staging_bytes), executes its lane's rounds into it, and the last lane
 // of a rank to finish does the rank's local copies and marks the rank ready.
 //
 // The foreground (the inference loop) calls OnStepBoundary() between steps. A layer is
@@ -45,13 +46,17 @@ struct RearrangerOptions {
   // Layers each rank can stage ahead of the commits; at most the backend's staging buffers.
   int staging_layers = 1;
   // Stop the world: stage every layer, then commit them all at one step boundary, blocking
-  // the foreground until then. Needs a staging buffer per changing layer.
+  // the foreground until then. Needs a staging buffer per changing layer (even when the budget
+  // below keeps them from all being staged at once).
   bool sync = false;
   // Bytes a rank may hold staged at once: the layers it has begun and not yet committed, each
   // its written slots × expert bytes (0: no limit but staging_layers). A rank begins a layer
   // only when it fits; stop-the-world then commits each layer as soon as it is staged, inside
   // the same blocked step boundary. Every layer must fit alone.
   int64_t max_staging_bytes = 0;
+  // Every written slot is read from the backup in host memory instead of from another GPU
+  // (a host memory pool: TensorRT-LLM): transfers become reloads (migrate/transport.h).
+  bool transfers_from_host = false;
   SenderRule sender_rule = SenderRule::kLocal;
   ScheduleStrategy schedule = ScheduleStrategy::kBest;
 };

@@ -1,0 +1,51 @@
+// Weight transports: how engines move expert weights between GPUs (`migration.transport`), and
+// what each costs beyond its bytes' time on the links. The simulator prices these
+// (sim/sim_backend.h); real backends pay them for real.
+//
+//   nccl       point-to-point sends and receives in one group per layer (vLLM's torch_nccl and
+//              pynccl, SGLang). GPU to GPU over NVLink or the NIC at the links' rates; each
+//              message's start-up is the link's latency (3 µs: nccl-tests' small-message
+//              sendrecv on H100). Runs on SMs that compute loses (not priced: the step model does
+//              not see them).
+//   nixl       one-sided RDMA reads (vLLM's default when NIXL is installed). Copy engines, at the
+//              links' rates; per layer a CPU barrier before the reads (one gloo operation,
+//              0.2 ms) and completion polling every 0.5 ms (0.25 ms on average); per message
+//              UCX's cuda_ipc overhead (7 µs).
+//   gloo       staged through host memory (vLLM's torch_gloo): each expert copied to the host,
+//              sent by gloo over TCP and copied back. Each flow at most gloo's rate (2.4 GB/s)
+//              and each message 0.2 ms of CPU work, one after another on the receiving rank.
+//   host_pool  every written slot read from a copy of the weights in host memory, no GPU-to-GPU
+//              traffic (TensorRT-LLM's host memory pool copied in by CPU threads over C2C or
+//              PCIe): priced as reloads at cluster.host_read_gbps.
+//
+// Sources: vLLM's vllm/distributed/eplb/ communicators (one execute() per layer; NIXL's
+// monitored_barrier and time.sleep(0.0005) polling); nccl-tests (#1487: ~3 µs for a small
+// send/recv between two H100s over NVLink); UCX's cost model as `ucx_info -d` prints it (vLLM
+// #26382: cuda_ipc "latency: 1000 nsec, overhead: 7000 ns"); torchft #199's gloo over TCP (19.3
+// Gb/s at 40 MB; about 5,000 small operations per second); TensorRT-LLM's tech blog 4 (host
+// memory pool, in-place updates).
+//
+// Thread-safety: immutable values.
+#pragma once
+
+#include <string>
+
+#include "eplb/base/status.h"
+
+namespace eplb {
+
+enum class Transport { kNccl, kNixl, kGloo, kHostPool };
+const char* TransportName(Transport transport);
+Result<Transport> ParseTransport(const std::string& name);
+
+struct TransportCost {
+  double per_layer_s = 0;       // per layer and rank, before its transfers
+  double per_message_s = 0;     // per expert a rank receives, one after another
+  double flow_bytes_per_s = 0;  // the most one flow carries (0: the links decide)
+  bool from_host = false;       // written slots read from host memory, not from GPUs
+  bool uses_sms = false;        // copies run on SMs (documented; not priced)
+};
+
+TransportCost CostOf(Transport transport);
+
+}  // namespace eplb

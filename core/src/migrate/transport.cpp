@@ -1,0 +1,50 @@
+#include "eplb/migrate/transport.h"
+
+#include <fmt/format.h>
+
+namespace eplb {
+
+const char* TransportName(Transport transport) {
+  switch (transport) {
+    case Transport::kNccl:
+      return "nccl";
+    case Transport::kNixl:
+      return "nixl";
+    case Transport::kGloo:
+      return "gloo";
+    case Transport::kHostPool:
+      return "host_pool";
+  }
+  return "?";
+}
+
+Result<Transport> ParseTransport(const std::string& name) {
+  for (Transport t : {Transport::kNccl, Transport::kNixl, Transport::kGloo, Transport::kHostPool}) {
+    if (name == TransportName(t)) return t;
+  }
+  return Status::InvalidArgument(
+      fmt::format("transport '{}' is not one of nccl, nixl, gloo, host_pool", name));
+}
+
+TransportCost CostOf(Transport transport) {
+  TransportCost c;
+  switch (transport) {
+    case Transport::kNccl:
+      c.uses_sms = true;
+      break;
+    case Transport::kNixl:
+      c.per_layer_s = 0.2e-3 + 0.25e-3;  // a gloo barrier; half of the 0.5 ms polling period
+      c.per_message_s = 7e-6;            // UCX cuda_ipc overhead per message
+      break;
+    case Transport::kGloo:
+      c.per_message_s = 0.2e-3;    // ~5,000 gloo operations per second
+      c.flow_bytes_per_s = 2.4e9;  // 19.3 Gb/s at 40 MB
+      break;
+    case Transport::kHostPool:
+      c.from_host = true;
+      break;
+  }
+  return c;
+}
+
+}  // namespace eplb
