@@ -35,6 +35,20 @@ TEST(Scenario, DefaultsDescribeDeepSeekV3PrefillEp32) {
   EXPECT_EQ(ScenarioToYaml(*empty).substr(0, 200), ScenarioToYaml(*s).substr(0, 200));
 }
 
+// The migration section: a transport by name, and the host pool only with a host backup.
+TEST(Scenario, MigrationFieldsNameTheirValidValues) {
+  EXPECT_EQ(Err("migration: {transport: nixl, max_staging_gb: 2}\n"), "ok");
+  EXPECT_EQ(Err("migration: {transport: rdma}\n"),
+            "s.yaml:1:24: migration.transport is 'rdma'; valid values: nccl, nixl, gloo, "
+            "host_pool");
+  EXPECT_NE(Err("migration: {transport: host_pool}\ncluster: {backup: storage}\n")
+                .find("migration.transport is 'host_pool', which reads the weights from host "
+                      "memory, but cluster.backup is 'storage'"),
+            std::string::npos);
+  EXPECT_NE(Err("migration: {max_staging_gb: -1}\n").find("migration.max_staging_gb"),
+            std::string::npos);
+}
+
 TEST(Scenario, SharedSwitchAndFabricLimitEachGpusShare) {
   auto s =
       ParseScenario("", "t", {"cluster.nvswitch_gbps=1800", "cluster.fabric_oversubscription=3"});
