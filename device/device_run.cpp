@@ -70,6 +70,14 @@ int64_t SlotBuffersPerGpu(const Scenario& scenario, DeviceMode mode) {
 
 Result<Scenario> DeviceScenario(const Scenario& scenario, const DeviceRunOptions& options) {
   Scenario s = scenario;
+  // The GPU backend moves weights its own way (NCCL, or CUDA peer copies); the other transports
+  // are what-ifs that the simulator prices (migrate/transport.h).
+  if (s.migration.transport != Transport::kNccl) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: migration.transport is '{}', but device-run moves the weights over NCCL or CUDA peer "
+        "copies; set it to 'nccl' (the simulator prices the other transports)",
+        s.source, TransportName(s.migration.transport)));
+  }
   if (options.expert_bytes > 0) {
     if (options.expert_bytes % 8 != 0) {
       return Status::InvalidArgument(fmt::format(

@@ -100,6 +100,17 @@ Status SimBackend::ExecuteRound(const StagingTarget& target, const Round& round,
   for (const Flow* f : mine) messages += f->transfers.size();
   sg4::this_actor::sleep_for(platform_.topology().link(round.link).latency_s +
                              transport_.per_message_s * static_cast<double>(messages));
+  // What happened meanwhile: a flow that never started cannot be aborted in flight.
+  if (aborted_) {
+    return Status::Cancelled(
+        fmt::format("rank {}, layer {}: the transfers were aborted", target.rank, target.layer));
+  }
+  for (const Flow* f : mine) {
+    for (int r : {f->src_rank, f->dst_rank}) {
+      if (lost_[static_cast<size_t>(r)])
+        return Status::Unavailable(fmt::format("rank {} is lost: its transfers failed", r));
+    }
+  }
   std::vector<HostFlow> flows;
   flows.reserve(mine.size());
   for (const Flow* f : mine)
@@ -131,6 +142,10 @@ Status SimBackend::CopyLocal(const StagingTarget&, std::span<const LocalCopy> co
 Status SimBackend::ReloadFromBackup(const StagingTarget& target, std::span<const Reload> reloads) {
   if (reloads.empty()) return Status::Ok();
   sg4::this_actor::sleep_for(platform_.backup().latency_s());
+  if (aborted_ || lost_[static_cast<size_t>(target.rank)]) {
+    return Status::Cancelled(
+        fmt::format("rank {}, layer {}: the reloads were aborted", target.rank, target.layer));
+  }
   std::vector<HostFlow> flows;
   for (const Reload& r : reloads) {
     flows.push_back({platform_.backup_host(target.rank), platform_.host(target.rank),
@@ -148,7 +163,13 @@ void SimBackend::LoseRank(int rank) {
   for (auto& [pid, courier] : couriers_) courier->AbortIfInvolves(platform_.host(rank));
 }
 
+Status SimBackend::BeginRearrangement() {
+  aborted_ = false;
+  return Status::Ok();
+}
+
 void SimBackend::AbortTransfers() {
+  aborted_ = true;
   for (auto& [pid, courier] : couriers_) courier->Abort();
 }
 

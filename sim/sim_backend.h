@@ -46,8 +46,10 @@ class SimBackend final : public RearrangementBackend {
   // The workers' flows in flight from or to the rank are cancelled (their rounds fail), and so
   // is every later flow that names it.
   void LoseRank(int rank) override;
-  // Cancels every worker's flows in flight (a communicator abort).
+  // Cancels every worker's flows in flight (a communicator abort), and any a worker would start
+  // until the next rearrangement begins.
   void AbortTransfers() override;
+  Status BeginRearrangement() override;
   void SetLinkSlowdown(int rank, LinkClass link, double factor) override {
     platform_.SetLinkSlowdown(rank, link, factor);
   }
@@ -64,6 +66,7 @@ class SimBackend final : public RearrangementBackend {
   std::unordered_map<aid_t, Courier*> couriers_;
   std::unordered_map<aid_t, std::unique_ptr<Courier>> own_couriers_;
   std::vector<char> lost_;  // per rank
+  bool aborted_ = false;    // since the last AbortTransfers, until BeginRearrangement
 };
 
 class SimStepRunner final : public StepRunner {

@@ -189,7 +189,8 @@ const std::vector<Field<RearrangementRow>>& RearrangementFields() {
           Format::kInt32, /*added_later=*/true),
       Col<R, &B::bytes_reloaded>(
           {"bytes_reloaded", "bytes",
-           "experts no live GPU held, read from the backup (cluster.backup)"},
+           "experts read from the backup (cluster.backup): those no live GPU held, and with "
+           "migration.transport host_pool every expert a GPU would have received"},
           Format::kInt64, /*added_later=*/true),
       Col<R, &R::staging_peak_max_bytes>(
           {"staging_peak_bytes", "bytes",

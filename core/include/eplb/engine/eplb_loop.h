@@ -80,7 +80,9 @@ struct RearrangementRecord {
   int layers = 0;     // layers whose placement changed
   int64_t transfers = 0;
   int64_t bytes[kNumLinkClasses] = {0, 0};
-  int64_t bytes_reloaded = 0;  // from the backup: experts no live GPU held
+  // From the backup: experts no live GPU held, and with the host_pool transport every expert a
+  // GPU would have received from another.
+  int64_t bytes_reloaded = 0;
   int64_t reloads = 0;
   double predicted_makespan_s = 0;  // Σ over layers of the schedule's makespan
   double lower_bound_s = 0;         // no backend could move it faster (Rearranger::lower_bound_s)

@@ -136,7 +136,7 @@ class RearrangementBackend {
 
   // Worker side, called by each of `target.rank`'s workers as it begins a layer, before its
   // rounds: what the transport does once per layer (a barrier, buffer registration). The
-  // simulator prices it (migrate/transport.h); real backends do it inside their rounds.
+  // simulator prices it (migrate/transport.h); the real backends have nothing to add.
   virtual Status BeginLayer(const StagingTarget& /*target*/) { return Status::Ok(); }
   // Worker side, called from `target.rank`'s worker for each round of a lane in which that rank
   // sends or receives, in lane order. The rank's part of `round`: receive each flow whose
