@@ -68,16 +68,19 @@ int64_t SlotBuffersPerGpu(const Scenario& scenario, DeviceMode mode) {
   return (scenario.model.layers + StagingBuffers(scenario)) * per_rank * ranks_per_gpu;
 }
 
-Result<Scenario> DeviceScenario(const Scenario& scenario, const DeviceRunOptions& options) {
-  Scenario s = scenario;
+Status CheckDeviceTransport(const Scenario& scenario) {
   // The GPU backend moves weights its own way (NCCL, or CUDA peer copies); the other transports
   // are what-ifs that the simulator prices (migrate/transport.h).
-  if (s.migration.transport != Transport::kNccl) {
-    return Status::InvalidArgument(fmt::format(
-        "{}: migration.transport is '{}', but device-run moves the weights over NCCL or CUDA peer "
-        "copies; set it to 'nccl' (the simulator prices the other transports)",
-        s.source, TransportName(s.migration.transport)));
-  }
+  if (scenario.migration.transport == Transport::kNccl) return Status::Ok();
+  return Status::InvalidArgument(fmt::format(
+      "{}: migration.transport is '{}', but device-run moves the weights over NCCL or CUDA peer "
+      "copies; set it to 'nccl' (the simulator prices the other transports)",
+      scenario.source, TransportName(scenario.migration.transport)));
+}
+
+Result<Scenario> DeviceScenario(const Scenario& scenario, const DeviceRunOptions& options) {
+  EPLB_RETURN_IF_ERROR(CheckDeviceTransport(scenario));
+  Scenario s = scenario;
   if (options.expert_bytes > 0) {
     if (options.expert_bytes % 8 != 0) {
       return Status::InvalidArgument(fmt::format(

@@ -34,8 +34,12 @@ int64_t FitExpertBytes(int64_t wanted, int64_t slot_buffers, size_t free_bytes, 
 // sharing the GPU.
 int64_t SlotBuffersPerGpu(const Scenario& scenario, DeviceMode mode);
 
+// OK when the device can move the weights as `scenario` says: over NCCL or CUDA peer copies, its
+// only way (migration.transport nccl); the other transports are the simulator's what-ifs.
+Status CheckDeviceTransport(const Scenario& scenario);
+
 // The scenario as it will run on the device: expert bytes chosen per `options`. Fails when the
-// GPU cannot hold it.
+// GPU cannot hold it or moves weights another way (CheckDeviceTransport).
 Result<Scenario> DeviceScenario(const Scenario& scenario, const DeviceRunOptions& options);
 
 // Runs `scenario` (as DeviceScenario gives it) and collects the run folder's records; the run's

@@ -809,6 +809,9 @@ TEST_F(CliTest, DeviceCommandsRejectBadOptions) {
       {"mpi and virtual", "device-run " + tiny + " --mpi --virtual", "excludes --mpi"},
       {"validate is one process", "validate " + tiny + " --mpi", "--mpi"},
       {"bad ranks", "device-run " + tiny + " --ranks 0", "--ranks"},
+      {"a simulated transport", "device-run " + tiny + " --set migration.transport=nixl",
+       "migration.transport is 'nixl', but device-run moves the weights over NCCL or CUDA peer "
+       "copies"},
       {"ranks that do not divide the slots", "validate " + tiny + " --ranks 7", "--ranks 7: "},
   });
 #else
