@@ -15,6 +15,9 @@
 #include "eplb/engine/workload.h"
 #include "eplb/io/run_folder.h"
 #include "eplb/io/scenario_file.h"
+#include "eplb/migrate/schedule.h"
+#include "eplb/migrate/transfer_plan.h"
+#include "eplb/migrate/transport.h"
 #include "eplb/policy/policy.h"
 #include "io/yaml_document.h"
 
@@ -22,15 +25,16 @@ namespace eplb {
 
 namespace {
 
-constexpr std::array<const char*, 9> kMeasures = {"dispatch_gbps",
-                                                  "combine_gbps",
-                                                  "dispatch_us",
-                                                  "combine_us",
-                                                  "prefill_input_tokens_per_node_s",
-                                                  "decode_output_tokens_per_node_s",
-                                                  "decode_output_tokens_per_user_s",
-                                                  "speedup",
-                                                  "imbalance_ratio"};
+constexpr std::array<const char*, 10> kMeasures = {"dispatch_gbps",
+                                                   "combine_gbps",
+                                                   "dispatch_us",
+                                                   "combine_us",
+                                                   "prefill_input_tokens_per_node_s",
+                                                   "decode_output_tokens_per_node_s",
+                                                   "decode_output_tokens_per_user_s",
+                                                   "speedup",
+                                                   "imbalance_ratio",
+                                                   "rearrangement_stall_s"};
 constexpr int kServingSteps = 32;  // steps the policy sees, then steps measured
 
 bool IsAllToAll(const std::string& measure) {
@@ -213,6 +217,79 @@ Result<Serving> ServeScenario(const Scenario& s) {
   return out;
 }
 
+// One stop-the-world rearrangement's stall, priced as the schedule predicts it (schedule.h):
+// the scenario's policy moves the experts from vLLM's initial placement to its placement of the
+// first steps' load, layer after layer. Each layer takes its transfers' makespan on the links as
+// the transport uses them, or its reloads from host memory, then the busiest GPU's local copies,
+// plus the transport's per-layer cost and its per-message cost on the busiest receiver
+// (migrate/transport.h).
+struct Stall {
+  double total_s = 0, links_s = 0, fixed_s = 0, messages_s = 0, copies_s = 0;
+  int layers = 0;
+  double bytes = 0;
+};
+
+Result<Stall> PriceStall(const Scenario& s) {
+  EPLB_ASSIGN_OR_RETURN(std::unique_ptr<Workload> workload, MakeWorkload(s));
+  EPLB_ASSIGN_OR_RETURN(std::unique_ptr<Policy> policy, MakePolicy(s.eplb.policy));
+  const TransportCost transport = CostOf(s.migration.transport);
+  TopologyConfig links = s.topology().config();
+  if (transport.flow_bytes_per_s > 0) {
+    for (LinkSpec* l : {&links.nvlink, &links.nic}) {
+      l->bandwidth_bytes_per_s = std::min(l->bandwidth_bytes_per_s, transport.flow_bytes_per_s);
+    }
+  }
+  EPLB_ASSIGN_OR_RETURN(const Topology topology, Topology::Create(links));
+  LoadMatrix step(s.model.layers, s.model.experts), window(s.model.layers, s.model.experts);
+  window.setZero();
+  for (int i = 0; i < kServingSteps; ++i) {
+    workload->Next(step);
+    window += step;
+  }
+  EPLB_ASSIGN_OR_RETURN(const Placement initial,
+                        Placement::Initial(s.model.layers, s.model.experts, s.num_slots()));
+  PolicyInput input{window, topology, &initial, s.model.groups};
+  EPLB_ASSIGN_OR_RETURN(const Placement target, policy->Rebalance(input));
+  EPLB_ASSIGN_OR_RETURN(const std::vector<LayerPlan> plans,
+                        PlanMigration(initial, target, topology, s.eplb.sender_rule));
+  const int gpus = s.num_gpus();
+  const double expert = static_cast<double>(s.model.expert_bytes);
+  Stall out;
+  for (const LayerPlan& plan : plans) {
+    std::vector<double> received(static_cast<size_t>(gpus), 0.0), messages(received),
+        copies(received);
+    for (const Transfer& t : plan.transfers) {
+      received[static_cast<size_t>(t.dst_rank)] += static_cast<double>(t.bytes);
+      messages[static_cast<size_t>(t.dst_rank)] += 1;
+    }
+    for (const LocalCopy& c : plan.local_copies) copies[static_cast<size_t>(c.rank)] += expert;
+    double links_s = 0;
+    if (transport.from_host) {
+      for (const Reload& r : plan.reloads) {
+        received[static_cast<size_t>(r.rank)] += static_cast<double>(r.bytes);
+      }
+      const double most = *std::max_element(received.begin(), received.end());
+      links_s = most / (s.cluster.host_read_gbps * 1e9) + s.cluster.host_read_latency_us * 1e-6;
+    } else {
+      links_s = ScheduleTransfers(plan.transfers, topology, s.eplb.schedule).makespan_s;
+    }
+    const double messages_s =
+        transport.from_host
+            ? 0.0
+            : transport.per_message_s * *std::max_element(messages.begin(), messages.end());
+    const double copies_s =
+        *std::max_element(copies.begin(), copies.end()) / (s.cluster.hbm_gbps * 1e9);
+    out.links_s += links_s;
+    out.messages_s += messages_s;
+    out.copies_s += copies_s;
+    out.fixed_s += transport.per_layer_s;
+    out.total_s += links_s + messages_s + copies_s + transport.per_layer_s;
+    out.bytes += static_cast<double>(plan.bytes[0] + plan.bytes[1] + plan.reload_bytes);
+    ++out.layers;
+  }
+  return out;
+}
+
 struct ErrorSummary {
   double mean_abs_pct = 0;
   int within_15 = 0;
@@ -277,6 +354,14 @@ Result<FigureResult> EvaluateFigure(const PublishedFigure& f) {
     if (f.measure == "combine_gbps") r.simulated = a.combine_gbps;
     if (f.measure == "dispatch_us") r.simulated = a.dispatch_s * 1e6;
     if (f.measure == "combine_us") r.simulated = a.combine_s * 1e6;
+  } else if (f.measure == "rearrangement_stall_s") {
+    EPLB_ASSIGN_OR_RETURN(const Stall stall, PriceStall(*scenario));
+    r.simulated = stall.total_s;
+    r.breakdown = fmt::format(
+        "{} layers moving {:.4g} GB: links {:.4g} ms + transport per layer {:.4g} ms + per "
+        "message {:.4g} ms + local copies {:.4g} ms ({})",
+        stall.layers, stall.bytes / 1e9, stall.links_s * 1e3, stall.fixed_s * 1e3,
+        stall.messages_s * 1e3, stall.copies_s * 1e3, TransportName(scenario->migration.transport));
   } else {
     EPLB_ASSIGN_OR_RETURN(const Serving serving, ServeScenario(*scenario));
     const double step_s = serving.step_s;

@@ -22,6 +22,13 @@
 //                                 under the set-up's placement, averaged over MoE layers and the
 //                                 measured steps (StepCost::imbalance_ratio); `eplb.policy=static`
 //                                 is the load before EPLB
+//   rearrangement_stall_s         one stop-the-world rearrangement, s: the policy moves the
+//                                 experts from vLLM's initial placement to its placement of the
+//                                 first steps' load, each layer priced as the schedule predicts
+//                                 it (the links as migration.transport uses them, or its reloads
+//                                 from host memory; the busiest GPU's local copies; the
+//                                 transport's per-layer and per-message costs), layer after
+//                                 layer. The simulator, which overlaps layers, may be faster
 // A serving figure's step time is the mean over 32 steps of the scenario's workload, after its
 // policy placed the experts by the 32 steps before (the engines run EPLB).
 //
