@@ -620,6 +620,25 @@ TEST_F(CliTest, SweepOverTransportsPricesEachOne) {
   }
 }
 
+// NCCL's kernels hold SMs while a rearrangement is in flight (migration.sms): the steps that
+// overlap it compute on the rest, and that shows as time the migration slowed steps by.
+TEST_F(CliTest, MigrationSmsSlowTheStepsThatOverlapARearrangement) {
+  const std::string out = (dir_ / "sms").string();
+  const CliRun r = Eplb(std::string("sweep ") + EPLB_SCENARIO_DIR +
+                        "/tiny.yaml --vary migration.sms=0,66 --set run.steps=250 --no-trace "
+                        "--out " +
+                        out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(testing::ReadFile(out + "/sweep.json"));
+  ASSERT_EQ(doc["points"].size(), 2u);
+  std::map<int, nlohmann::json> by;
+  for (const auto& p : doc["points"]) by[p["migration.sms"].get<int>()] = p;
+  EXPECT_EQ(by[66]["balancedness_mean"], by[0]["balancedness_mean"]);
+  // Half of the H200's 132 SMs: compute twice as long on the steps with layers in flight.
+  EXPECT_GT(by[66]["slowed_s"].get<double>(), by[0]["slowed_s"].get<double>() + 1e-3);
+  EXPECT_GT(by[66]["step_time_mean_s"].get<double>(), by[0]["step_time_mean_s"].get<double>());
+}
+
 TEST_F(CliTest, SweepRunsTheCrossProduct) {
   const std::string out = (dir_ / "sweep").string();
   const CliRun r =

@@ -47,6 +47,13 @@ TEST(Scenario, MigrationFieldsNameTheirValidValues) {
             std::string::npos);
   EXPECT_NE(Err("migration: {max_staging_gb: -1}\n").find("migration.max_staging_gb"),
             std::string::npos);
+  EXPECT_NE(Err("migration: {transport: nixl, sms: 8}\n")
+                .find("migration.sms is 8 but migration.transport 'nixl' moves the weights on "
+                      "copy engines or the CPU, not on SMs; valid: 0"),
+            std::string::npos);
+  EXPECT_NE(Err("migration: {sms: 132}\n").find("compute must keep at least one (valid: 0 to 131)"),
+            std::string::npos);
+  EXPECT_EQ(Err("migration: {sms: 8}\n"), "ok");
 }
 
 TEST(Scenario, SharedSwitchAndFabricLimitEachGpusShare) {

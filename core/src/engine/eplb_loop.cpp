@@ -9,6 +9,7 @@
 
 #include "eplb/base/interrupt.h"
 #include "eplb/engine/gpu_memory.h"
+#include "eplb/engine/hardware.h"
 #include "eplb/model/metrics.h"
 #include "eplb/model/recovery.h"
 #include "eplb/model/slot_preservation.h"
@@ -70,6 +71,12 @@ EplbLoop::EplbLoop(const Scenario& scenario, Workload& workload, RearrangementBa
   o.staging_layers = scenario.eplb.staging_layers;
   o.sync = !scenario.eplb.use_async;
   o.transfers_from_host = CostOf(scenario.migration.transport).from_host;
+  if (const GpuSpec* gpu = FindGpuPreset(scenario.compute.gpu);
+      gpu != nullptr && scenario.migration.sms > 0 &&
+      CostOf(scenario.migration.transport).uses_sms) {
+    const double left = gpu->sms - scenario.compute.normal_sms;
+    migration_sm_slowdown_ = left / std::max(1.0, left - scenario.migration.sms);
+  }
   // A run checked its scenario first (CheckGpuMemory); a loop built on an unchecked one, with no
   // headroom, stages without a limit rather than not at all.
   const double budget = GpuMemoryOf(scenario).staging_budget;
@@ -343,6 +350,12 @@ Status EplbLoop::Run() {
                    cost.total_s(), cost.balancedness, cost.imbalance_ratio,
                    bytes_pending_, fault_stall_s,     cost.tokens_lost,
                    serving_live_};
+    // An SM-driven transport's kernels hold migration.sms of every GPU's SMs while a
+    // rearrangement is in flight: compute runs on the rest (the idle step above does not).
+    if (contended && migration_sm_slowdown_ > 1) {
+      cost.compute_s *= migration_sm_slowdown_;
+      cost.attention_s *= migration_sm_slowdown_;
+    }
     if (const Status s = runner_.RunStep(cost, contended); !s.ok()) {
       return s.WithContext(fmt::format("step {}: ", step));
     }

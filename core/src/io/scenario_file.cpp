@@ -164,6 +164,20 @@ void Validate(Scenario& s, Reader& r) {
                     "brings at most a step's tokens (valid: 0 to {})",
                     s.workload.sequence_tokens, s.tokens_per_forward(), s.tokens_per_forward()));
   }
+  if (s.migration.sms > 0 && !CostOf(s.migration.transport).uses_sms) {
+    r.FailAt("migration.sms",
+             fmt::format("migration.sms is {} but migration.transport '{}' moves the weights on "
+                         "copy engines or the CPU, not on SMs; valid: 0",
+                         s.migration.sms, TransportName(s.migration.transport)));
+  } else if (const GpuSpec* gpu = FindGpuPreset(s.compute.gpu);
+             gpu != nullptr && s.migration.sms > 0 &&
+             s.migration.sms + s.compute.normal_sms >= gpu->sms) {
+    r.FailAt("migration.sms",
+             fmt::format("migration.sms is {} and compute.normal_sms {}, but the {} has {} SMs; "
+                         "compute must keep at least one (valid: 0 to {})",
+                         s.migration.sms, s.compute.normal_sms, gpu->name, gpu->sms,
+                         gpu->sms - s.compute.normal_sms - 1));
+  }
   if (s.migration.transport == Transport::kHostPool &&
       s.cluster.backup == ClusterSpec::Backup::kStorage) {
     r.FailAt("migration.transport",
@@ -368,6 +382,7 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
     std::string transport = TransportName(s.migration.transport);
     m.String("transport", transport, {"nccl", "nixl", "gloo", "host_pool"});
     s.migration.transport = *ParseTransport(transport);
+    m.Int("sms", s.migration.sms, 0, 1000);
     m.Finish();
   }
   {
@@ -530,7 +545,8 @@ std::string ScenarioToYaml(const Scenario& s) {
       << (s.eplb.recovery == EplbSpec::Recovery::kRepair ? "repair" : "rebalance") << YAML::EndMap;
   out << YAML::Key << "migration" << YAML::Value << YAML::BeginMap << YAML::Key << "max_staging_gb"
       << YAML::Value << Shortest(s.migration.max_staging_gb) << YAML::Key << "transport"
-      << YAML::Value << TransportName(s.migration.transport) << YAML::EndMap;
+      << YAML::Value << TransportName(s.migration.transport) << YAML::Key << "sms" << YAML::Value
+      << s.migration.sms << YAML::EndMap;
   out << YAML::Key << "faults" << YAML::Value << YAML::BeginSeq;
   for (const FaultSpec& f : s.faults) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "kind" << YAML::Value

@@ -187,6 +187,7 @@ class EplbLoop {
   std::optional<Placement> chunk_base_;
   int chunk_next_layer_ = 0;
 
+  double migration_sm_slowdown_ = 1;  // compute's time × this while a migration holds SMs
   int64_t bytes_pending_ = 0;
   std::vector<int64_t> layer_bytes_;  // per layer, bytes of the rearrangement in flight
   int current_step_ = 0;

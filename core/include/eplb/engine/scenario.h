@@ -248,6 +248,10 @@ struct MigrationSpec {
   double max_staging_gb = 0;
   // How the weights travel (migrate/transport.h): nccl, nixl, gloo or host_pool.
   Transport transport = Transport::kNccl;
+  // SMs an SM-driven transport's kernels (nccl) hold on every GPU while a rearrangement is in
+  // flight; compute gets the rest, as with compute.normal_sms. 0: not priced. vLLM caps NCCL at
+  // 8 CTAs (NCCL_MAX_CTAS=8) when async EPLB runs beside DeepEP's low-latency kernels.
+  int sms = 0;
 };
 
 struct RunSpec {

@@ -6,8 +6,8 @@
 //   nccl       point-to-point sends and receives in one group per layer (vLLM's torch_nccl and
 //              pynccl, SGLang). GPU to GPU over NVLink or the NIC at the links' rates; each
 //              message's start-up is the link's latency (3 µs: nccl-tests' small-message
-//              sendrecv on H100). Runs on SMs that compute loses (not priced: the step model does
-//              not see them).
+//              sendrecv on H100). Runs on SMs that compute loses: migration.sms of them while a
+//              rearrangement is in flight (0, the default, leaves them unpriced).
 //   nixl       one-sided RDMA reads (vLLM's default when NIXL is installed). Copy engines, at the
 //              links' rates; per layer a CPU barrier before the reads (one gloo operation,
 //              0.2 ms: an underestimate, as vLLM's monitored_barrier grows with the ranks) and
