@@ -209,13 +209,22 @@ run_step 180 benchmark "$bench" --benchmark_counters_tabular=true \
   --benchmark_out="$logs/bench.json" --benchmark_out_format=json
 rc=$?
 counter() { grep -Eo "\"$1\": [-0-9.e+]+" "$logs/bench.json" 2>/dev/null | head -1 | awk '{print $2}'; }
-if [ $rc -eq 0 ] && ! grep -q '^BM_PlainCopy/8192' "$logs/benchmark.log"; then
-  fail "device benchmark" "no results ($(grep -m1 -i 'error\|skip' "$logs/benchmark.log"))"
+# Every benchmark gates: one that stopped (SkipWithError) still prints its name and exits 0, so
+# the JSON's error_occurred and the three names decide.
+stopped=$(grep -c '"error_occurred": true' "$logs/bench.json" 2>/dev/null)
+absent=$(for b in BM_PlainCopy/8192 BM_LayerMigration BM_StepSlowdown; do
+  grep -q "\"name\": \"$b" "$logs/bench.json" 2>/dev/null || printf ' %s' "$b"
+done)
+if [ $rc -eq 0 ] && { [ "${stopped:-0}" -gt 0 ] || [ -n "$absent" ]; }; then
+  fail "device benchmark" "${stopped:-0} stopped ($(grep -m1 -Eo '"error_message": "[^"]*"' \
+    "$logs/bench.json" 2>/dev/null))${absent:+; no result for$absent}"
 elif [ $rc -eq 0 ]; then
   note "plain D2D copy, 8 GiB" "$(grep -E '^BM_PlainCopy/8192' "$logs/benchmark.log" | grep -Eo '[0-9.]+[GT]i?/s' | head -1)"
   note "layer migration, 32 virtual ranks" "$(grep -E '^BM_LayerMigration' "$logs/benchmark.log" | grep -Eo '[0-9.]+[GT]i?/s' | head -1)"
   note "  / plain copy of as many bytes (goal ≥ 0.9)" "$(counter vs_plain_copy)"
   note "emulated step slowdown during migration" "$(counter slowdown)"
+  note "  HBM read by the emulated steps, idle / during migration (GB/s)" \
+    "$(counter idle_read_GBps) / $(counter busy_read_GBps)"
 else
   fail "device benchmark" "exit $rc"
 fi

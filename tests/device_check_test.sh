@@ -19,6 +19,9 @@ grep -q "^GPU  *FAILED: no GPU" "$out/summary.txt" || fail "the summary does not
 grep -q "^GPU tests, virtual ranks  *FAILED: .* skipped" "$out/summary.txt" ||
   fail "skipped GPU tests were not counted as a failure"
 grep -q "^check: FAILED" "$out/summary.txt" || fail "the summary's verdict is not FAILED"
+# Benchmarks that stop (no GPU) print their names and exit 0: they must still fail the step.
+grep -Eq "^device benchmark +FAILED: [1-9][0-9]* stopped" "$out/summary.txt" ||
+  fail "stopped benchmarks were not counted as a failure"
 # Listed to a file first: with pipefail, grep -q ending early would fail tar with SIGPIPE.
 tar -tzf "$out/check.tar.gz" >"$out/listing" || fail "the archive cannot be read"
 grep -q "check/virtual-tests.log" "$out/listing" || fail "the archive lacks the logs"

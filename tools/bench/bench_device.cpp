@@ -8,7 +8,10 @@
 //                       local copies; vs_plain_copy = that / a plain copy of as many bytes
 //                       measured in the same run (goal ≥ 0.9)
 //   BM_StepSlowdown     emulated 1 ms inference steps while a 4-layer migration runs, against
-//                       the same steps on an idle GPU: slowdown = mean step time with / without
+//                       the same steps on an idle GPU: slowdown = mean step time with / without;
+//                       idle_read_GBps and busy_read_GBps = the weights a step reads (every slot
+//                       of every layer) / its mean time, the HBM bandwidth the step reached: the
+//                       slowdown means something only when the idle steps are bound by it
 //
 // Without a GPU every benchmark stops with the reason.
 #include <chrono>
@@ -145,6 +148,10 @@ void BM_StepSlowdown(benchmark::State& state) {
   state.counters["idle_step_ms"] = idle / idle_n * 1e3;
   state.counters["busy_step_ms"] = busy / std::max(1, busy_n) * 1e3;
   state.counters["slowdown"] = (busy / std::max(1, busy_n)) / (idle / idle_n);
+  const double step_bytes = static_cast<double>(topo.num_slots()) * layers *
+                            static_cast<double>(topo.expert_bytes());
+  state.counters["idle_read_GBps"] = step_bytes / (idle / idle_n) / 1e9;
+  state.counters["busy_read_GBps"] = step_bytes / (busy / std::max(1, busy_n)) / 1e9;
 }
 BENCHMARK(BM_StepSlowdown)->Unit(benchmark::kMillisecond)->Iterations(3);
 
