@@ -148,8 +148,8 @@ void BM_StepSlowdown(benchmark::State& state) {
   state.counters["idle_step_ms"] = idle / idle_n * 1e3;
   state.counters["busy_step_ms"] = busy / std::max(1, busy_n) * 1e3;
   state.counters["slowdown"] = (busy / std::max(1, busy_n)) / (idle / idle_n);
-  const double step_bytes = static_cast<double>(topo.num_slots()) * layers *
-                            static_cast<double>(topo.expert_bytes());
+  const double step_bytes =
+      static_cast<double>(topo.num_slots()) * layers * static_cast<double>(topo.expert_bytes());
   state.counters["idle_read_GBps"] = step_bytes / (idle / idle_n) / 1e9;
   state.counters["busy_read_GBps"] = step_bytes / (busy / std::max(1, busy_n)) / 1e9;
 }
