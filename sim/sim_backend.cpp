@@ -77,6 +77,14 @@ void SimBackend::JoinWorkers() {
   workers_.clear();
 }
 
+Status SimBackend::CheckRanksLive(const Flow& flow) const {
+  for (int r : {flow.src_rank, flow.dst_rank}) {
+    if (lost_[static_cast<size_t>(r)])
+      return Status::Unavailable(fmt::format("rank {} is lost: its transfers failed", r));
+  }
+  return Status::Ok();
+}
+
 Status SimBackend::BeginLayer(const StagingTarget&) {
   if (transport_.per_layer_s > 0) sg4::this_actor::sleep_for(transport_.per_layer_s);
   return Status::Ok();
@@ -87,10 +95,7 @@ Status SimBackend::ExecuteRound(const StagingTarget& target, const Round& round,
   // Receivers start their flows; senders' ports are shared through the network model.
   std::vector<const Flow*> mine;
   for (const Flow& f : round.flows) {
-    for (int r : {f.src_rank, f.dst_rank}) {
-      if (lost_[static_cast<size_t>(r)])
-        return Status::Unavailable(fmt::format("rank {} is lost: its transfers failed", r));
-    }
+    EPLB_RETURN_IF_ERROR(CheckRanksLive(f));
     if (f.dst_rank == target.rank) mine.push_back(&f);
   }
   if (mine.empty()) return Status::Ok();
@@ -105,12 +110,7 @@ Status SimBackend::ExecuteRound(const StagingTarget& target, const Round& round,
     return Status::Cancelled(
         fmt::format("rank {}, layer {}: the transfers were aborted", target.rank, target.layer));
   }
-  for (const Flow* f : mine) {
-    for (int r : {f->src_rank, f->dst_rank}) {
-      if (lost_[static_cast<size_t>(r)])
-        return Status::Unavailable(fmt::format("rank {} is lost: its transfers failed", r));
-    }
-  }
+  for (const Flow* f : mine) EPLB_RETURN_IF_ERROR(CheckRanksLive(*f));
   std::vector<HostFlow> flows;
   flows.reserve(mine.size());
   for (const Flow* f : mine)

@@ -56,6 +56,8 @@ class SimBackend final : public RearrangementBackend {
 
  private:
   Courier& CourierOfThisActor();
+  // Unavailable when the flow's sender or receiver is lost.
+  Status CheckRanksLive(const Flow& flow) const;
 
   const Platform& platform_;
   int staging_buffers_;

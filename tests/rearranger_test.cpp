@@ -249,25 +249,34 @@ TEST(Rearranger, SyncModeCommitsEverythingAtOnce) {
       {2, 4, 3, 5, 17, Options(1, 1, true, SenderRule::kLocal, ScheduleStrategy::kBest)}, 4);
 }
 
+// A random shape and options: 1..max_nodes nodes, min_layers..min_layers+5 layers,
+// 1..max_staging staging buffers, stop-the-world one time in sync_one_in.
+Case RandomCase(std::mt19937_64& rng, int max_nodes, int min_layers, int max_staging,
+                int sync_one_in) {
+  const int nodes = 1 + static_cast<int>(rng() % max_nodes), gpn = 1 + static_cast<int>(rng() % 4);
+  const int per = 1 + static_cast<int>(rng() % 4),
+            layers = min_layers + static_cast<int>(rng() % 6);
+  const int experts = std::max(1, nodes * gpn * per - static_cast<int>(rng() % 3));
+  return Case{nodes,
+              gpn,
+              per,
+              layers,
+              experts,
+              Options(1 + static_cast<int>(rng() % 3), 1 + static_cast<int>(rng() % max_staging),
+                      rng() % sync_one_in == 0, rng() % 2 ? SenderRule::kLocal : SenderRule::kVllm,
+                      static_cast<ScheduleStrategy>(rng() % 3))};
+}
+
 // A staging budget of one to three layers' worth of a rank's slots (the most a layer can write
 // on a rank), async with several buffers and stop-the-world: each rank stays within it, and
 // stop-the-world still commits every layer at the one boundary.
 TEST(Rearranger, AStagingBudgetBoundsWhatEachRankHoldsStaged) {
   std::mt19937_64 rng(25);
   for (int trial = 0; trial < 40; ++trial) {
-    const int nodes = 1 + static_cast<int>(rng() % 2), gpn = 1 + static_cast<int>(rng() % 4);
-    const int per = 1 + static_cast<int>(rng() % 4), layers = 2 + static_cast<int>(rng() % 6);
-    const int experts = std::max(1, nodes * gpn * per - static_cast<int>(rng() % 3));
-    Case c{nodes,
-           gpn,
-           per,
-           layers,
-           experts,
-           Options(1 + static_cast<int>(rng() % 3), 1 + static_cast<int>(rng() % 4), rng() % 3 == 0,
-                   rng() % 2 ? SenderRule::kLocal : SenderRule::kVllm,
-                   static_cast<ScheduleStrategy>(rng() % 3))};
+    Case c = RandomCase(rng, 2, 2, 4, 3);
     c.options.max_staging_bytes =
-        MakeTopology(nodes, gpn, per).expert_bytes() * per * (1 + static_cast<int64_t>(rng() % 3));
+        MakeTopology(c.nodes, c.gpus_per_node, c.per_rank).expert_bytes() * c.per_rank *
+        (1 + static_cast<int64_t>(rng() % 3));
     SCOPED_TRACE(::testing::Message() << "trial " << trial);
     RunToCompletion(c, rng());
   }
@@ -298,17 +307,7 @@ TEST(Rearranger, RandomConfigurations) {
 TEST(Rearranger, MergedLanesKeepEveryPairOfRanksInStep) {
   std::mt19937_64 rng(15);
   for (int trial = 0; trial < 30; ++trial) {
-    const int nodes = 1 + static_cast<int>(rng() % 3), gpn = 1 + static_cast<int>(rng() % 4);
-    const int per = 1 + static_cast<int>(rng() % 4), layers = 1 + static_cast<int>(rng() % 6);
-    const int experts = std::max(1, nodes * gpn * per - static_cast<int>(rng() % 3));
-    Case c{nodes,
-           gpn,
-           per,
-           layers,
-           experts,
-           Options(1 + static_cast<int>(rng() % 3), 1 + static_cast<int>(rng() % 3), rng() % 5 == 0,
-                   rng() % 2 ? SenderRule::kLocal : SenderRule::kVllm,
-                   static_cast<ScheduleStrategy>(rng() % 3))};
+    Case c = RandomCase(rng, 3, 1, 3, 5);
     c.merge_lanes = true;
     SCOPED_TRACE(::testing::Message() << "trial " << trial);
     RunToCompletion(c, rng());

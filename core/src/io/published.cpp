@@ -184,20 +184,26 @@ std::string Breakdown(const Serving& s) {
       c.dispatch_s * 1e3, c.combine_s * 1e3, c.dispatch_hidden_s * 1e3, c.combine_hidden_s * 1e3);
 }
 
-Result<Serving> ServeScenario(const Scenario& s) {
-  EPLB_ASSIGN_OR_RETURN(std::unique_ptr<Workload> workload, MakeWorkload(s));
+// The placement the scenario's policy gives the load of the workload's first kServingSteps steps,
+// from vLLM's initial one (`initial`); `workload` moves on past those steps.
+Result<Placement> PolicyPlacement(const Scenario& s, Workload& workload, const Placement& initial) {
   EPLB_ASSIGN_OR_RETURN(std::unique_ptr<Policy> policy, MakePolicy(s.eplb.policy));
-  const Topology topology = s.topology();
   LoadMatrix step(s.model.layers, s.model.experts), window(s.model.layers, s.model.experts);
   window.setZero();
   for (int i = 0; i < kServingSteps; ++i) {
-    workload->Next(step);
+    workload.Next(step);
     window += step;
   }
+  PolicyInput input{window, s.topology(), &initial, s.model.groups};
+  return policy->Rebalance(input);
+}
+
+Result<Serving> ServeScenario(const Scenario& s) {
+  EPLB_ASSIGN_OR_RETURN(std::unique_ptr<Workload> workload, MakeWorkload(s));
   EPLB_ASSIGN_OR_RETURN(const Placement initial,
                         Placement::Initial(s.model.layers, s.model.experts, s.num_slots()));
-  PolicyInput input{window, topology, &initial, s.model.groups};
-  EPLB_ASSIGN_OR_RETURN(const Placement placement, policy->Rebalance(input));
+  EPLB_ASSIGN_OR_RETURN(const Placement placement, PolicyPlacement(s, *workload, initial));
+  LoadMatrix step(s.model.layers, s.model.experts);
   StepModel model(s);
   StepCost cost;
   Serving out;
@@ -231,7 +237,6 @@ struct Stall {
 
 Result<Stall> PriceStall(const Scenario& s) {
   EPLB_ASSIGN_OR_RETURN(std::unique_ptr<Workload> workload, MakeWorkload(s));
-  EPLB_ASSIGN_OR_RETURN(std::unique_ptr<Policy> policy, MakePolicy(s.eplb.policy));
   const TransportCost transport = CostOf(s.migration.transport);
   TopologyConfig links = s.topology().config();
   if (transport.flow_bytes_per_s > 0) {
@@ -240,16 +245,9 @@ Result<Stall> PriceStall(const Scenario& s) {
     }
   }
   EPLB_ASSIGN_OR_RETURN(const Topology topology, Topology::Create(links));
-  LoadMatrix step(s.model.layers, s.model.experts), window(s.model.layers, s.model.experts);
-  window.setZero();
-  for (int i = 0; i < kServingSteps; ++i) {
-    workload->Next(step);
-    window += step;
-  }
   EPLB_ASSIGN_OR_RETURN(const Placement initial,
                         Placement::Initial(s.model.layers, s.model.experts, s.num_slots()));
-  PolicyInput input{window, topology, &initial, s.model.groups};
-  EPLB_ASSIGN_OR_RETURN(const Placement target, policy->Rebalance(input));
+  EPLB_ASSIGN_OR_RETURN(const Placement target, PolicyPlacement(s, *workload, initial));
   EPLB_ASSIGN_OR_RETURN(const std::vector<LayerPlan> plans,
                         PlanMigration(initial, target, topology, s.eplb.sender_rule));
   const int gpus = s.num_gpus();

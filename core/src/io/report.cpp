@@ -454,10 +454,8 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
         if (m.points.size() <= i) m.points.push_back({static_cast<double>(i), 0.0});
         b.points[i].second += static_cast<double>(rr.bytes[0] + rr.bytes[1]) / 1e9 /
                               static_cast<double>(group.size());
-        int64_t staged = 0;
-        for (int64_t g : rr.staging_peak_bytes) staged = std::max(staged, g);
-        m.points[i].second +=
-            (resident + static_cast<double>(staged)) / 1e9 / static_cast<double>(group.size());
+        m.points[i].second += (resident + static_cast<double>(rr.most_staged_bytes())) / 1e9 /
+                              static_cast<double>(group.size());
         marks.push_back(options.time_axis ? rr.start_s : static_cast<double>(rr.step));
       }
       most = std::max(most, rearrangements.size());

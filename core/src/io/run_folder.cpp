@@ -466,8 +466,7 @@ Status WriteRunFolder(const std::string& dir, const RunResult& run,
     run_folder::RearrangementRow row;
     static_cast<RearrangementRecord&>(row) = run.rearrangements[i];
     row.following_balancedness = following[i];
-    for (int64_t b : row.staging_peak_bytes)
-      row.staging_peak_max_bytes = std::max(row.staging_peak_max_bytes, b);
+    row.staging_peak_max_bytes = row.most_staged_bytes();
     row.peak_memory_bytes = resident + row.staging_peak_max_bytes;
     rows.push_back(std::move(row));
   }
@@ -565,9 +564,8 @@ Result<RunFolder> ReadRunFolder(const std::string& dir) {
                                       run_folder::ResidentBytes(run.scenario), run.rearrangements));
     // The fullest GPU is the one summary.json names (when it records GPU memory at all).
     int64_t most = 0;
-    for (const RearrangementRecord& r : run.rearrangements) {
-      for (int64_t b : r.staging_peak_bytes) most = std::max(most, b);
-    }
+    for (const RearrangementRecord& r : run.rearrangements)
+      most = std::max(most, r.most_staged_bytes());
     const auto& memory_summary = folder.summary.gpu_memory;
     if (memory_summary.capacity > 0 && most != memory_summary.staging_peak) {
       return Status::InvalidArgument(

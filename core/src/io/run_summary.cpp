@@ -158,9 +158,8 @@ RunSummary Summarize(const RunResult& run) {
   m.kv_cache = memory.kv_cache;
   m.reserved = memory.reserved;
   m.staging_budget = memory.staging_budget;
-  for (const RearrangementRecord& rec : run.rearrangements) {
-    for (int64_t b : rec.staging_peak_bytes) m.staging_peak = std::max(m.staging_peak, b);
-  }
+  for (const RearrangementRecord& rec : run.rearrangements)
+    m.staging_peak = std::max(m.staging_peak, rec.most_staged_bytes());
   m.peak = m.resident + static_cast<double>(m.staging_peak);
   const int ran = static_cast<int>(run.steps.size());
   for (const FaultSpec& f : run.scenario.faults) {

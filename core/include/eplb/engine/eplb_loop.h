@@ -28,6 +28,7 @@
 // backend, an actor for the simulator). Thread-safety: not thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -95,6 +96,12 @@ struct RearrangementRecord {
   // Per rank: the most bytes it held staged at once (engine/gpu_memory.h); empty when not
   // recorded (older run folders), 0 for ranks another process ran.
   std::vector<int64_t> staging_peak_bytes;
+  // The most any GPU held staged (0 when not recorded).
+  int64_t most_staged_bytes() const {
+    return staging_peak_bytes.empty()
+               ? 0
+               : *std::max_element(staging_peak_bytes.begin(), staging_peak_bytes.end());
+  }
 };
 
 // Balancedness per layer over consecutive steps: the run cut into at most kLayerBalanceBuckets
