@@ -17,18 +17,22 @@
 #
 # The programs come from build-device/bundle (device/bundle.sh, carried over), else an existing
 # build in $BUILD_DIR (default build-device), else a fresh sm_90 build into it.
-# CHECK_BUDGET_S (default 540) bounds the whole check; steps that no longer fit are reported as
-# not run.
+# CHECK_BUDGET_S (default 360) bounds the whole check, so that with the machine's start a rerun
+# after a fix still fits in the 15 minutes a session gets; each step's timeout is its share of
+# those 6 minutes, and steps that no longer fit are reported as not run. A failed preflight (no
+# GPU, a library or program missing) stops the check there: every GPU step would only fail
+# slowly. CHECK_AFTER_PREFLIGHT_FAILURE=run runs them anyway (the no-GPU test of the gating).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build-device}
 out=${OUT:-out-check}
-budget=${CHECK_BUDGET_S:-540}
+budget=${CHECK_BUDGET_S:-360}
 work=$(mktemp -d "${TMPDIR:-/tmp}/eplb-check.XXXXXX")
 logs=$work/check
 mkdir -p "$out" "$logs"
 start=$SECONDS
 status=0
+preflight_ok=1
 summary=()
 note() {  # name, result
   summary+=("$(printf '%-46s %s' "$1" "$2")")
@@ -74,7 +78,8 @@ trap on_kill TERM INT HUP
 gpu=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -1)
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 if [ "${gpus:-0}" -lt 1 ]; then
-  fail "GPU" "no GPU (nvidia-smi: ${gpu:-not found}); every GPU step below fails"
+  fail "GPU" "no GPU (nvidia-smi: ${gpu:-not found})"
+  preflight_ok=0
 else
   note "GPU" "$gpus × $gpu"
 fi
@@ -134,8 +139,14 @@ missing=$(for p in "$bin/eplb" "$bin/eplb-device" "$device_test" "$bench"; do
 done | sort -u | tr '\n' ' ')
 if [ -n "$missing" ]; then
   fail "preflight: libraries and programs" "missing $missing(NCCL from the wheel: ${nccl_dir:-not found})"
+  preflight_ok=0
 else
   note "preflight: libraries and programs" "all found (NCCL: ${nccl_dir:-no wheel, the linked one})"
+fi
+
+if [ $preflight_ok -eq 0 ] && [ "${CHECK_AFTER_PREFLIGHT_FAILURE:-}" != run ]; then
+  fail "GPU steps (tests, sanitizer, runs, benchmark, validate)" "not run: the preflight failed"
+  finish
 fi
 
 # 2–4. GPU tests -------------------------------------------------------------------------------
@@ -158,15 +169,15 @@ gpu_tests() {  # label, log name, seconds, gtest filter
     note "$label" "$passed passed"
   fi
 }
-gpu_tests "GPU tests, virtual ranks" virtual-tests 240 \
+gpu_tests "GPU tests, virtual ranks" virtual-tests 70 \
   'DeviceSizing.*:DeviceBackend.*-*Nccl*'
-gpu_tests "GPU tests, NCCL (one rank per GPU)" nccl-tests 150 '*Nccl*'
+gpu_tests "GPU tests, NCCL (one rank per GPU)" nccl-tests 40 '*Nccl*'
 if [ "${gpus:-0}" -lt 2 ]; then
   note "  not testable with $gpus GPU" "multi-rank NCCL, real NVLink; MPI runs 1 process"
 fi
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 if [ -x "$sanitizer" ]; then
-  run_step 180 sanitizer "$sanitizer" --tool memcheck --error-exitcode 3 "$device_test" \
+  run_step 60 sanitizer "$sanitizer" --tool memcheck --error-exitcode 3 "$device_test" \
     --gtest_filter='DeviceBackend.TheForegroundNeverReadsAStagedBufferEarly'
   rc=$?
   if [ $rc -eq 0 ] && grep -q '^\[       OK \]' "$logs/sanitizer.log"; then
@@ -179,7 +190,7 @@ else
 fi
 
 # 5. A short device run ----------------------------------------------------------------------
-run_step 150 device-run "$bin/eplb" device-run --virtual --set run.steps=600 \
+run_step 45 device-run "$bin/eplb" device-run --virtual --set run.steps=600 \
   --set eplb.step_interval=200 --set eplb.window_size=100 --step-scale 0.1 \
   --out "$logs/device-run"
 rc=$?
@@ -192,7 +203,7 @@ fi
 # 5b. A rank lost mid-rearrangement: cancelled, recovered (H2D reloads), every layer checked ----
 # The second rearrangement starts after step 249 (the first after 49) and commits a layer per
 # step; rank 5 is lost 10 layers into it.
-run_step 150 device-fail "$bin/eplb" device-run --virtual --set run.steps=600 \
+run_step 45 device-fail "$bin/eplb" device-run --virtual --set run.steps=600 \
   --set eplb.step_interval=200 --set eplb.window_size=100 --step-scale 0.1 \
   --fail-rank 5 --at 260 --out "$logs/device-fail"
 rc=$?
@@ -205,7 +216,7 @@ else
 fi
 
 # 6. Benchmark -------------------------------------------------------------------------------
-run_step 180 benchmark "$bench" --benchmark_counters_tabular=true \
+run_step 60 benchmark "$bench" --benchmark_counters_tabular=true \
   --benchmark_out="$logs/bench.json" --benchmark_out_format=json
 rc=$?
 counter() { grep -Eo "\"$1\": [-0-9.e+]+" "$logs/bench.json" 2>/dev/null | head -1 | awk '{print $2}'; }
@@ -230,7 +241,7 @@ else
 fi
 
 # 7. Validate, if time remains ---------------------------------------------------------------
-run_step 150 validate "$bin/eplb" validate --virtual --set eplb.step_interval=200 \
+run_step 40 validate "$bin/eplb" validate --virtual --set eplb.step_interval=200 \
   --set eplb.window_size=100 --step-scale 0.1 --out "$logs/validate"
 rc=$?
 if [ $rc -eq 0 ]; then

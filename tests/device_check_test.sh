@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# device/check.sh on a machine without a GPU: the preflight and the packing run, and every GPU
-# step is a failure of the check, never a pass (a skipped GPU test counts as failed).
+# device/check.sh on a machine without a GPU: the preflight fails and ends the check with its
+# table and archive; forced on past it, every GPU step is a failure of the check, never a pass (a
+# skipped GPU test counts as failed).
 # Usage: device_check_test.sh SOURCE_DIR BUILD_DIR
 set -uo pipefail
 src=$1 build=$2
@@ -10,12 +11,27 @@ if nvidia-smi -L >/dev/null 2>&1; then
 fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
+fail() { echo "FAIL: $*"; cat "$out/stdout"; exit 1; }
+
+# By default a failed preflight ends the check at once: the GPU steps are reported as not run.
 OUT=$out BUILD_DIR=$build CHECK_BUDGET_S=240 bash "$src/device/check.sh" >"$out/stdout" 2>&1
 rc=$?
-fail() { echo "FAIL: $*"; cat "$out/stdout"; exit 1; }
+[ $rc -ne 0 ] || fail "the check passed without a GPU"
+grep -q "^GPU  *FAILED: no GPU" "$out/summary.txt" || fail "the summary does not say there is no GPU"
+grep -q "^GPU steps .* FAILED: not run: the preflight failed" "$out/summary.txt" ||
+  fail "the GPU steps ran after a failed preflight"
+grep -q "^GPU tests, virtual ranks" "$out/summary.txt" && fail "a GPU test ran after a failed preflight"
+grep -q "^check: FAILED" "$out/summary.txt" || fail "the summary's verdict is not FAILED"
+[ -s "$out/check.tar.gz" ] || fail "no archive after a failed preflight"
+rm -f "$out/summary.txt" "$out/check.tar.gz"
+
+# Forced past the preflight, every GPU step still fails: a skipped test or a stopped benchmark
+# is never a pass.
+OUT=$out BUILD_DIR=$build CHECK_BUDGET_S=240 CHECK_AFTER_PREFLIGHT_FAILURE=run \
+  bash "$src/device/check.sh" >"$out/stdout" 2>&1
+rc=$?
 [ $rc -ne 0 ] || fail "the check passed without a GPU"
 [ -s "$out/summary.txt" ] || fail "no summary.txt"
-grep -q "^GPU  *FAILED: no GPU" "$out/summary.txt" || fail "the summary does not say there is no GPU"
 grep -q "^GPU tests, virtual ranks  *FAILED: .* skipped" "$out/summary.txt" ||
   fail "skipped GPU tests were not counted as a failure"
 grep -q "^check: FAILED" "$out/summary.txt" || fail "the summary's verdict is not FAILED"
@@ -27,4 +43,4 @@ tar -tzf "$out/check.tar.gz" >"$out/listing" || fail "the archive cannot be read
 grep -q "check/virtual-tests.log" "$out/listing" || fail "the archive lacks the logs"
 [ "$(ls "$out" | grep -cv -e stdout -e listing)" -eq 2 ] ||
   fail "more than summary.txt and check.tar.gz in \$OUT"
-echo "ok: the check fails without a GPU, with its table and archive"
+echo "ok: the check stops after a failed preflight, and fails without a GPU when forced on"
