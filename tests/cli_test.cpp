@@ -1,6 +1,8 @@
 // End-to-end runs of the `eplb` command line: outputs and every error path.
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -375,22 +377,43 @@ TEST_F(CliTest, NoTraceLeavesOutOnlyTheTrace) {
 }
 
 // Every shipped scenario runs a short number of steps with a rearrangement in them.
-TEST_F(CliTest, EveryShippedScenarioRuns) {
-  int ran = 0;
+// Every shipped scenario, each its own test, so that ctest runs them side by side.
+std::vector<std::string> ShippedScenarios() {
+  std::vector<std::string> paths;
   for (const auto& entry : fs::directory_iterator(EPLB_SCENARIO_DIR)) {
-    if (entry.path().extension() != ".yaml") continue;
-    const std::string out = (dir_ / entry.path().stem()).string();
-    const CliRun r = Eplb(
-        "run " + entry.path().string() +
-        " --set run.steps=120 --set eplb.step_interval=40 --set eplb.window_size=20 --out " + out);
-    ASSERT_EQ(r.code, 0) << entry.path() << ": " << r.err;
-    const auto summary = nlohmann::json::parse(testing::ReadFile(out + "/summary.json"));
-    EXPECT_EQ(summary["steps"], 120) << entry.path();
-    EXPECT_GE(summary["rearrangements"]["started"].get<int>(), 1) << entry.path();
-    ++ran;
+    if (entry.path().extension() == ".yaml") paths.push_back(entry.path().string());
   }
-  EXPECT_GE(ran, 6);
+  std::sort(paths.begin(), paths.end());
+  return paths;
 }
+
+TEST(ShippedScenarios, AreFound) {
+  EXPECT_GE(ShippedScenarios().size(), 6u);
+}
+
+class ShippedScenario : public CliTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(ShippedScenario, Runs) {
+  const fs::path scenario = GetParam();
+  const std::string out = (dir_ / scenario.stem()).string();
+  const CliRun r = Eplb("run " + scenario.string() +
+                        " --set run.steps=120 --set eplb.step_interval=40 --set "
+                        "eplb.window_size=20 --out " +
+                        out);
+  ASSERT_EQ(r.code, 0) << scenario << ": " << r.err;
+  const auto summary = nlohmann::json::parse(testing::ReadFile(out + "/summary.json"));
+  EXPECT_EQ(summary["steps"], 120) << scenario;
+  EXPECT_GE(summary["rearrangements"]["started"].get<int>(), 1) << scenario;
+}
+
+INSTANTIATE_TEST_SUITE_P(Every, ShippedScenario, ::testing::ValuesIn(ShippedScenarios()),
+                         [](const ::testing::TestParamInfo<std::string>& param) {
+                           std::string name = fs::path(param.param).stem().string();
+                           for (char& c : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
+                           return name;
+                         });
 
 TEST_F(CliTest, RunErrorsLeaveNoFolder) {
   const std::string bad = Write("bad.yaml", "cluster:\n  nodes: 2\n  gpu_per_node: 8\n");
