@@ -129,6 +129,12 @@ Result<PublishedFigure> ReadFigure(const YAML::Node& node, const std::string& pa
                                                At(path, node["measure"]), where, f.measure,
                                                fmt::join(kMeasures, ", ")));
   }
+  if (f.measure == "speedup" && f.published == 1) {
+    return Status::InvalidArgument(
+        fmt::format("{}: {}.published is 1, no gain; a speedup's error is on its gain, "
+                    "published − 1, so it must differ from 1",
+                    At(path, node["published"]), where));
+  }
   if ((f.measure == "speedup") != node["versus"].IsDefined()) {
     return Status::InvalidArgument(fmt::format(
         "{}: {} {}; `versus:` (the second set-up's settings) goes with measure speedup alone",
@@ -392,8 +398,13 @@ Result<FigureResult> EvaluateFigure(const PublishedFigure& f) {
       r.breakdown += "; versus: " + Breakdown(versus);
     }
   }
-  r.error_pct = 100 * (r.simulated - f.published) / f.published;
+  r.error_pct = ErrorPct(f, r.simulated);
   return r;
+}
+
+double ErrorPct(const PublishedFigure& f, double simulated) {
+  const double base = f.measure == "speedup" ? f.published - 1 : f.published;
+  return 100 * (simulated - f.published) / base;
 }
 
 bool FigureResult::within_tolerance() const {

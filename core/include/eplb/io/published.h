@@ -17,7 +17,8 @@
 //   speedup                       a ratio of two set-ups: the throughput of the figure's set-up
 //                                 over that of the set-up with the `versus:` settings added
 //                                 (× the other's step time / this one's), e.g. a policy over
-//                                 `static`, or perfect balance over a policy
+//                                 `static`, or perfect balance over a policy; its error is on
+//                                 the gain (FigureResult::error_pct), so published ≠ 1
 //   imbalance_ratio               TensorRT-LLM's (max_g − mean_g) / mean_g of the tokens per GPU
 //                                 under the set-up's placement, averaged over MoE layers and the
 //                                 measured steps (StepCost::imbalance_ratio); `eplb.policy=static`
@@ -68,12 +69,18 @@ struct PublishedFigure {
 struct FigureResult {
   PublishedFigure figure;
   double simulated = 0;
-  double error_pct = 0;  // 100 × (simulated − published) / published
+  // 100 × (simulated − published) / published; for speedup, the error on the gain,
+  // 100 × (simulated − published) / (published − 1), so that a ratio near 1 cannot hide a gain
+  // several times too small (1.007 against 1.036 is −2.8% on the ratio, −81% on the gain).
+  double error_pct = 0;
   // Serving measures: where the mean step goes (compute: attention and MoE; the dispatch and
   // combine that compute does not hide), in words; empty for the all-to-all measures.
   std::string breakdown;
   bool within_tolerance() const;
 };
+
+// FigureResult::error_pct of `simulated` against `f`.
+double ErrorPct(const PublishedFigure& f, double simulated);
 
 // Reads a figures file; errors name the file, line, field and what is valid.
 Result<std::vector<PublishedFigure>> LoadPublishedFigures(const std::string& path);
