@@ -42,9 +42,9 @@ std::vector<int> SurvivableCounts(std::span<const double> load, int slots, bool 
   return counts;
 }
 
-class Packer {
+class DomainPacker {
  public:
-  Packer(const Topology& t, int experts, int per_domain, std::span<const int> lost)
+  DomainPacker(const Topology& t, int experts, int per_domain, std::span<const int> lost)
       : t_(t),
         per_domain_(per_domain),
         load_(static_cast<size_t>(t.num_ranks()), 0.0),
@@ -179,7 +179,7 @@ Result<Placement> FaultTolerantPolicy::Rebalance(const PolicyInput& input) {
     std::iota(order.begin(), order.end(), size_t{0});
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t b) { return weight[a] > weight[b]; });
-    Packer packer(t, experts, per_domain, input.lost_ranks);
+    DomainPacker packer(t, experts, per_domain, input.lost_ranks);
     for (size_t i : order) packer.Place(replicas[i], weight[i]);
     if (spread) packer.Repair();
     rows.push_back(packer.Row());
