@@ -5,10 +5,9 @@
 #include <QMouseEvent>
 #include <QPainter>
 
+#include "palette.h"
+
 namespace eplb::viewer {
-namespace {
-constexpr int kLabelW = 64, kMargin = 6;
-}
 
 MetricsStrip::MetricsStrip(QWidget* parent) : QWidget(parent) {
   setMinimumSize(320, 90);

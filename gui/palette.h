@@ -1,5 +1,6 @@
 // The viewer's colours, defined once: a stable colour per logical expert (the same expert has
-// the same colour in every view and every run) and a heat scale for loads.
+// the same colour in every view and every run) and a heat scale for loads; and the geometry the
+// views share, so that their rows line up under one another.
 #pragma once
 
 #include <QColor>
@@ -16,5 +17,8 @@ QColor LostGpuColor();
 // 0 → cool dark blue, 1 → hot yellow (a viridis-like ramp); clamped.
 QColor HeatColor(double x);
 QColor LinkColor(bool nic);
+
+// Every view's left column of row labels, and the margin around its drawing, in pixels.
+inline constexpr int kLabelW = 64, kMargin = 6;
 
 }  // namespace eplb::viewer

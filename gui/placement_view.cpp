@@ -13,7 +13,7 @@
 
 namespace eplb::viewer {
 namespace {
-constexpr int kTitleH = 22, kLegendH = 22, kLabelW = 64, kBarsW = 130, kMargin = 6;
+constexpr int kTitleH = 22, kLegendH = 22, kBarsW = 130;
 }
 
 PlacementView::PlacementView(QWidget* parent) : QWidget(parent) {

@@ -41,7 +41,7 @@ QString TimeTicks::Label(double t) const {
 }
 
 namespace {
-constexpr int kLabelW = 64, kAxisH = 18, kTitleH = 18, kMargin = 6;
+constexpr int kAxisH = 18, kTimelineTitleH = 18;
 }
 
 TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
@@ -78,8 +78,8 @@ void TimelineView::SetCursorTime(double t) {
 }
 
 QRect TimelineView::Plot() const {
-  return QRect(kLabelW, kTitleH, std::max(10, width() - kLabelW - kMargin),
-               std::max(10, height() - kTitleH - kAxisH));
+  return QRect(kLabelW, kTimelineTitleH, std::max(10, width() - kLabelW - kMargin),
+               std::max(10, height() - kTimelineTitleH - kAxisH));
 }
 
 double TimelineView::LaneHeight() const {
@@ -158,7 +158,7 @@ void TimelineView::paintEvent(QPaintEvent*) {
   const QRect plot = Plot();
   const std::vector<int> visible = run_->TransfersIn(t0_, t1_);
   p.setPen(Qt::black);
-  p.drawText(QRect(kMargin, 0, width(), kTitleH), Qt::AlignVCenter | Qt::AlignLeft,
+  p.drawText(QRect(kMargin, 0, width(), kTimelineTitleH), Qt::AlignVCenter | Qt::AlignLeft,
              tr("Transfers per GPU (upper lane: send, lower: receive) — %1 of %2 shown · "
                 "%3–%4 s · wheel: zoom, drag: pan, double click: all")
                  .arg(visible.size())
