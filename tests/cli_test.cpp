@@ -376,8 +376,8 @@ TEST_F(CliTest, NoTraceLeavesOutOnlyTheTrace) {
   EXPECT_TRUE(fs::exists(fs::path(cmp) / "report.html"));
 }
 
-// Every shipped scenario runs a short number of steps with a rearrangement in them.
-// Every shipped scenario, each its own test, so that ctest runs them side by side.
+// Every shipped scenario runs a short number of steps with a rearrangement in them, each its
+// own test, so that a failing scenario names itself.
 std::vector<std::string> ShippedScenarios() {
   std::vector<std::string> paths;
   for (const auto& entry : fs::directory_iterator(EPLB_SCENARIO_DIR)) {

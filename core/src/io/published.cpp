@@ -345,6 +345,16 @@ Result<std::vector<PublishedFigure>> ParsePublishedFigures(const std::string& te
   return figures;
 }
 
+namespace {
+
+// FigureResult::error_pct of `simulated` against `f`: a speedup's on its gain.
+double FigureErrorPct(const PublishedFigure& f, double simulated) {
+  const double base = f.measure == "speedup" ? f.published - 1 : f.published;
+  return 100 * (simulated - f.published) / base;
+}
+
+}  // namespace
+
 Result<FigureResult> EvaluateFigure(const PublishedFigure& f) {
   auto scenario = LoadScenarioFile(f.scenario, f.overrides);
   if (!scenario.ok()) {
@@ -398,13 +408,8 @@ Result<FigureResult> EvaluateFigure(const PublishedFigure& f) {
       r.breakdown += "; versus: " + Breakdown(versus);
     }
   }
-  r.error_pct = ErrorPct(f, r.simulated);
+  r.error_pct = FigureErrorPct(f, r.simulated);
   return r;
-}
-
-double ErrorPct(const PublishedFigure& f, double simulated) {
-  const double base = f.measure == "speedup" ? f.published - 1 : f.published;
-  return 100 * (simulated - f.published) / base;
 }
 
 bool FigureResult::within_tolerance() const {

@@ -79,9 +79,6 @@ struct FigureResult {
   bool within_tolerance() const;
 };
 
-// FigureResult::error_pct of `simulated` against `f`.
-double ErrorPct(const PublishedFigure& f, double simulated);
-
 // Reads a figures file; errors name the file, line, field and what is valid.
 Result<std::vector<PublishedFigure>> LoadPublishedFigures(const std::string& path);
 // The same for a figures file's `text`, named `path` in errors; scenarios resolve beside it.
