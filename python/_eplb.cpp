@@ -368,6 +368,9 @@ py::array_t<double> GpuLoadsOf(const LoadArray& load, const IndexArray& phy2log,
 }
 
 }  // namespace
+
+void BindVllmParts(py::module_& m);  // _eplb_vllm.cpp
+
 }  // namespace eplb::python
 
 PYBIND11_MODULE(_eplb, m) {
@@ -463,4 +466,5 @@ PYBIND11_MODULE(_eplb, m) {
       },
       py::arg("load"), py::arg("num_replicas"), py::arg("num_gpus"),
       "An upper bound on the balancedness any placement of `load` can reach.");
+  BindVllmParts(m);
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <limits>
 #include <random>
 #include <set>
 #include <thread>
@@ -241,6 +242,40 @@ TEST(DeepSeekPolicy, NegativeZeroLoadIsZero) {
   auto b = RebalanceDeepSeek(negative, 12, 4, 2, 4);
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(*a, *b);
+}
+
+// vLLM's DefaultEplbPolicy exposes the two steps; worked by hand. Packing {9, 1, 5, 5} in two:
+// 9 and the first 5 open the packs, the second 5 joins the lighter one, 1 fills the other.
+// Replicating {6, 2, 3} into 5 slots: 6 beats 3 (its load per replica), then 6/2 ties 3 and
+// the first index wins. A row of zeros fills the packs in order (every pack weighs the same).
+TEST(DeepSeekSteps, PackingAndReplicationByHand) {
+  const std::vector<float> pack_weight = {9, 1, 5, 5, 0, 0, 0, 0};
+  auto packing = DeepSeekBalancedPacking(pack_weight, 2, 2);
+  ASSERT_TRUE(packing.ok()) << packing.status().message();
+  EXPECT_EQ(packing->pack_index, (std::vector<int32_t>{0, 0, 1, 1, 0, 0, 1, 1}));
+  EXPECT_EQ(packing->rank_in_pack, (std::vector<int32_t>{0, 1, 0, 1, 0, 1, 0, 1}));
+
+  const std::vector<float> replicate_weight = {6, 2, 3};
+  auto replication = DeepSeekReplicateExperts(replicate_weight, 1, 5);
+  ASSERT_TRUE(replication.ok()) << replication.status().message();
+  EXPECT_EQ(replication->phy2log, (std::vector<int32_t>{0, 1, 2, 0, 0}));
+  EXPECT_EQ(replication->rank, (std::vector<int32_t>{0, 0, 0, 1, 2}));
+  EXPECT_EQ(replication->logcnt, (std::vector<int32_t>{3, 1, 1}));
+}
+
+TEST(DeepSeekSteps, RejectBadShapesAndWeightsNamingThem) {
+  const std::vector<float> four = {1, 2, 3, 4};
+  EXPECT_EQ(DeepSeekBalancedPacking(four, 1, 3).status().message(),
+            "num_packs is 3; it must be a positive divisor of the 4 items per row");
+  EXPECT_EQ(DeepSeekBalancedPacking(four, 3, 2).status().message(),
+            "weight has 4 values, which do not make 3 rows");
+  EXPECT_EQ(DeepSeekReplicateExperts(four, 1, 3).status().message(),
+            "num_phy is 3 but a row has 4 experts; every expert needs at least one slot");
+  const std::vector<float> negative = {1, 2, -3, 4};
+  EXPECT_EQ(DeepSeekReplicateExperts(negative, 2, 4).status().message(),
+            "weight[1, 0] is -3; weights must be finite and >= 0");
+  const std::vector<float> infinite = {1, std::numeric_limits<float>::infinity()};
+  EXPECT_FALSE(DeepSeekBalancedPacking(infinite, 1, 1).ok());
 }
 
 // Large calls spread layers over threads; each layer must come out as it does alone.

@@ -1,5 +1,5 @@
-"""vLLM's policy interface (vllm/distributed/eplb/policy/abstract.py, `AbstractEplbPolicy`, as
-documented for vLLM's main branch in May 2026):
+"""vLLM's policy interface (vllm/distributed/eplb/policy/, `AbstractEplbPolicy` and its
+`DefaultEplbPolicy`, as on vLLM's main branch in 2026):
 
     @classmethod
     def rebalance_experts(cls, weight, num_replicas, num_groups, num_nodes, num_ranks,
@@ -18,9 +18,20 @@ takes the place of one of vLLM's before the engine starts:
     vllm_policies.EPLB_POLICIES["default"] = eplb.vllm.policy("migration-aware")
 
 `EplbPolicy` itself serves `deepseek` as vLLM's default does: with an old placement of the same
-shape, experts that stay on a GPU keep their slots (`deepseek-preserve`, vLLM's
-preserve_intragpu_slots).
+shape, experts that stay on a GPU keep their slots (`deepseek-preserve`). It also offers the
+class methods that vLLM's default policy offers its callers and plugins, computed by eplb's core
+with DeepSeek's float32 arithmetic: `balanced_packing`, `replicate_experts`,
+`rebalance_experts_hierarchical` and `preserve_intragpu_slots` (in both the form of vLLM's main
+branch and the earlier one that carries replica ranks along). Numpy in gives numpy out, torch in
+gives torch out.
+
+vLLM asserts on bad arguments where eplb raises ValueError; every error these classes raise for
+a bad argument is an `InvalidArgument`, which is both, with eplb's message.
 """
+
+import functools
+import inspect
+import operator
 
 import numpy as np
 
@@ -38,19 +49,64 @@ _PRESERVING = {"deepseek": "deepseek-preserve"}
 _NEEDS_CURRENT = {"incremental"}
 
 
+class InvalidArgument(ValueError, AssertionError):
+    """A bad argument: a ValueError for eplb's callers, an AssertionError for vLLM's, whose
+    policy asserts on the same conditions."""
+
+
+def _vllm_errors(method):
+    """Raises the ValueErrors of `method` as InvalidArgument, keeping their message."""
+
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except InvalidArgument:
+            raise
+        except ValueError as error:
+            raise InvalidArgument(str(error)) from None
+
+    return wrapper
+
+
+def _matrix(value, dtype, name, shape):
+    array, kind = to_numpy(value, dtype, name)
+    if array.ndim != 2:
+        raise ValueError(f"{name} has shape {tuple(array.shape)}; expected {shape}")
+    return array, kind
+
+
+def _gather(values, source):
+    """values[l, source[l, s]] for every (l, s), in the type, dtype and device `values` has."""
+    if isinstance(values, np.ndarray) or not hasattr(values, "gather"):
+        return np.take_along_axis(np.asarray(values), source, axis=1)
+    import torch
+
+    return values.gather(1, torch.from_numpy(source).to(values.device))
+
+
+# The two forms of preserve_intragpu_slots: vLLM's main branch (2026) and the earlier one,
+# whose numpy and torch variants named the old placement differently.
+_P = inspect.Parameter
+_PRESERVE_MAIN = inspect.Signature(
+    [_P(name, _P.POSITIONAL_OR_KEYWORD) for name in ("phy2log", "num_ranks", "old_phy2log")])
+_PRESERVE_WITH_RANKS = inspect.Signature(
+    [_P(name, _P.POSITIONAL_OR_KEYWORD) for name in ("phy2log", "phy_replicas_idx", "num_ranks")] +
+    [_P(name, _P.POSITIONAL_OR_KEYWORD, default=None)
+     for name in ("old_phy2log", "old_global_expert_indices")])
+
+
 class EplbPolicy(_Base):
-    """vLLM's AbstractEplbPolicy, served by eplb's `policy_name` (default: deepseek)."""
+    """vLLM's DefaultEplbPolicy, served by eplb's `policy_name` (default: deepseek)."""
 
     policy_name = "deepseek"
     options = {}
 
     @classmethod
+    @_vllm_errors
     def rebalance_experts(cls, weight, num_replicas, num_groups, num_nodes, num_ranks,
                           old_global_expert_indices=None):
-        array, kind = to_numpy(weight, np.float64, "weight")
-        if array.ndim != 2:
-            raise ValueError(
-                f"weight has shape {tuple(array.shape)}; expected [layers, num_logical_experts]")
+        array, kind = _matrix(weight, np.float64, "weight", "[layers, num_logical_experts]")
         old = None
         if old_global_expert_indices is not None:
             old = to_numpy(old_global_expert_indices, np.int64, "old_global_expert_indices")[0]
@@ -68,6 +124,77 @@ class EplbPolicy(_Base):
                                   count(num_ranks, "num_ranks"), count(num_nodes, "num_nodes"),
                                   groups, name, old, 16, dict(cls.options))
         return kind.out(phy2log)
+
+    @classmethod
+    @_vllm_errors
+    def balanced_packing(cls, weight, num_packs):
+        """Each row's items [rows, n] into `num_packs` packs of n / num_packs items, heaviest
+        first into the lightest pack: (pack_index, rank_in_pack), each [rows, n], int64."""
+        array, kind = _matrix(weight, np.float32, "weight", "[rows, items]")
+        pack_index, rank_in_pack = _eplb.balanced_packing(array, count(num_packs, "num_packs"))
+        return kind.out(pack_index), kind.out(rank_in_pack)
+
+    @classmethod
+    @_vllm_errors
+    def replicate_experts(cls, weight, num_phy):
+        """`num_phy` slots for each row's experts [rows, n], each extra one to the expert with
+        the most load per replica: (phy2log [rows, num_phy], replica_idx [rows, num_phy],
+        logcnt [rows, n]), int64."""
+        array, kind = _matrix(weight, np.float32, "weight", "[rows, num_logical_experts]")
+        phy2log, replica_idx, logcnt = _eplb.replicate_experts(array, count(num_phy, "num_phy"))
+        return kind.out(phy2log), kind.out(replica_idx), kind.out(logcnt)
+
+    @classmethod
+    @_vllm_errors
+    def rebalance_experts_hierarchical(cls, weight, num_physical_experts, num_groups, num_nodes,
+                                       num_gpus):
+        """DeepSeek's hierarchical policy: (phy2log, phy_replicas_idx) [layers,
+        num_physical_experts] and logcnt [layers, num_logical_experts], int64. Global balance is
+        this with one group and one node."""
+        array, kind = _matrix(weight, np.float32, "weight", "[layers, num_logical_experts]")
+        groups, nodes = count(num_groups, "num_groups"), count(num_nodes, "num_nodes")
+        if groups % nodes != 0:
+            raise ValueError(f"num_groups is {groups}; the hierarchical policy needs a multiple "
+                             f"of num_nodes ({nodes})")
+        phy2log, replicas_idx, logcnt = _eplb.deepseek_ranked(
+            array, count(num_physical_experts, "num_physical_experts"), groups, nodes,
+            count(num_gpus, "num_gpus"))
+        return kind.out(phy2log), kind.out(replicas_idx), kind.out(logcnt)
+
+    @classmethod
+    @_vllm_errors
+    def preserve_intragpu_slots(cls, phy2log, *args, **kwargs):
+        """On each GPU, experts that stay keep their old slots; incoming ones fill the rest in
+        the order `phy2log` lists them. Called as on vLLM's main branch,
+        `(phy2log, num_ranks, old_phy2log) -> phy2log`, or in the earlier form that carries
+        each slot's replica rank along, `(phy2log, phy_replicas_idx, num_ranks, old_phy2log)
+        -> (phy2log, phy_replicas_idx)`. As vLLM's, it returns its inputs unchanged when
+        num_ranks is not a positive divisor of the slots."""
+        try:
+            bound = _PRESERVE_MAIN.bind(phy2log, *args, **kwargs)
+            with_ranks, replicas_idx = False, None
+        except TypeError:
+            bound = _PRESERVE_WITH_RANKS.bind(phy2log, *args, **kwargs)
+            with_ranks, replicas_idx = True, bound.arguments["phy_replicas_idx"]
+        arguments = bound.arguments
+        old = arguments.get("old_phy2log")
+        if old is None:
+            old = arguments.get("old_global_expert_indices")
+        if old is None:
+            raise ValueError("preserve_intragpu_slots needs the old placement (old_phy2log)")
+        num_ranks = operator.index(arguments["num_ranks"])
+        new, _ = _matrix(phy2log, np.int64, "phy2log", "[layers, slots]")
+        unchanged = num_ranks <= 0 or new.shape[1] % num_ranks != 0
+        if not unchanged:
+            source = _eplb.preserve_slots(to_numpy(old, np.int64, "old_phy2log")[0], new,
+                                          new.shape[1] // num_ranks)
+            phy2log = _gather(phy2log, source)
+            if with_ranks:
+                if tuple(np.shape(replicas_idx)) != new.shape:
+                    raise ValueError(f"phy_replicas_idx has shape {tuple(np.shape(replicas_idx))}"
+                                     f"; it must be phy2log's, {new.shape}")
+                replicas_idx = _gather(replicas_idx, source)
+        return (phy2log, replicas_idx) if with_ranks else phy2log
 
 
 def policy(name="deepseek", **options):

@@ -312,6 +312,74 @@ Result<RankedPlacement> RebalanceDeepSeekRanked(const LoadMatrix& load, int num_
   return RankedPlacement{std::move(placement), std::move(rank)};
 }
 
+namespace {
+
+// A [rows, n] weight matrix as the building blocks take it: each row copied with -0.0 made
+// +0.0 (whose bits order below every positive weight's), or the first bad value named.
+Result<std::vector<float>> CheckedWeights(std::span<const float> weight, int rows) {
+  if (rows < 1 || weight.size() % static_cast<size_t>(rows) != 0) {
+    return Status::InvalidArgument(
+        fmt::format("weight has {} values, which do not make {} rows", weight.size(), rows));
+  }
+  const size_t n = weight.size() / static_cast<size_t>(rows);
+  if (n == 0 || n > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
+    return Status::InvalidArgument(fmt::format("weight has {} columns; expected at least 1", n));
+  }
+  std::vector<float> out(weight.size());
+  for (size_t i = 0; i < weight.size(); ++i) {
+    if (!(weight[i] >= 0.0f) || weight[i] == std::numeric_limits<float>::infinity()) {
+      return Status::InvalidArgument(fmt::format(
+          "weight[{}, {}] is {}; weights must be finite and >= 0", i / n, i % n, weight[i]));
+    }
+    out[i] = weight[i] + 0.0f;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<DeepSeekPacking> DeepSeekBalancedPacking(std::span<const float> weight, int rows,
+                                                int num_packs) {
+  EPLB_ASSIGN_OR_RETURN(const std::vector<float> w, CheckedWeights(weight, rows));
+  const int n = static_cast<int>(w.size() / static_cast<size_t>(rows));
+  if (num_packs < 1 || n % num_packs != 0) {
+    return Status::InvalidArgument(fmt::format(
+        "num_packs is {}; it must be a positive divisor of the {} items per row", num_packs, n));
+  }
+  DeepSeekPacking out{std::vector<int32_t>(w.size()), std::vector<int32_t>(w.size())};
+  Scratch scratch;
+  for (int r = 0; r < rows; ++r) {
+    const size_t first = static_cast<size_t>(r) * n;
+    BalancedPacking(std::span(w).subspan(first, n), num_packs,
+                    std::span(out.pack_index).subspan(first, n),
+                    std::span(out.rank_in_pack).subspan(first, n), scratch);
+  }
+  return out;
+}
+
+Result<DeepSeekReplication> DeepSeekReplicateExperts(std::span<const float> weight, int rows,
+                                                     int num_phy) {
+  EPLB_ASSIGN_OR_RETURN(const std::vector<float> w, CheckedWeights(weight, rows));
+  const int n = static_cast<int>(w.size() / static_cast<size_t>(rows));
+  if (num_phy < n) {
+    return Status::InvalidArgument(
+        fmt::format("num_phy is {} but a row has {} experts; every expert needs at least one slot",
+                    num_phy, n));
+  }
+  const size_t slots = static_cast<size_t>(rows) * num_phy;
+  DeepSeekReplication out{std::vector<int32_t>(slots), std::vector<int32_t>(slots),
+                          std::vector<int32_t>(w.size())};
+  Scratch scratch;
+  for (int r = 0; r < rows; ++r) {
+    const size_t first = static_cast<size_t>(r) * num_phy;
+    ReplicateExperts(std::span(w).subspan(static_cast<size_t>(r) * n, n),
+                     std::span(out.phy2log).subspan(first, num_phy),
+                     std::span(out.rank).subspan(first, num_phy),
+                     std::span(out.logcnt).subspan(static_cast<size_t>(r) * n, n), scratch);
+  }
+  return out;
+}
+
 Result<Placement> RebalanceDeepSeek(const LoadMatrix& load, int num_replicas, int num_groups,
                                     int num_nodes, int num_gpus) {
   EPLB_ASSIGN_OR_RETURN(

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "eplb/model/load.h"
@@ -35,6 +36,29 @@ struct RankedPlacement {
 };
 Result<RankedPlacement> RebalanceDeepSeekRanked(const LoadMatrix& load, int num_replicas,
                                                 int num_groups, int num_nodes, int num_gpus);
+
+// The reference's two building blocks, row by row over a row-major [rows, n] float32 matrix
+// of finite, non-negative weights, for callers that compose them as vLLM's DefaultEplbPolicy
+// lets its callers do.
+//
+// balanced_packing(weight, num_packs): n must be a multiple of num_packs; each pack takes
+// n / num_packs items. Item i of a row goes to pack pack_index[i], position rank_in_pack[i].
+struct DeepSeekPacking {
+  std::vector<int32_t> pack_index;    // [rows * n]
+  std::vector<int32_t> rank_in_pack;  // [rows * n]
+};
+Result<DeepSeekPacking> DeepSeekBalancedPacking(std::span<const float> weight, int rows,
+                                                int num_packs);
+
+// replicate_experts(weight, num_phy): num_phy >= n; slot p of a row holds expert phy2log[p] as
+// its replica number rank[p]; logcnt[e] counts expert e's replicas.
+struct DeepSeekReplication {
+  std::vector<int32_t> phy2log;  // [rows * num_phy]
+  std::vector<int32_t> rank;     // [rows * num_phy]
+  std::vector<int32_t> logcnt;   // [rows * n]
+};
+Result<DeepSeekReplication> DeepSeekReplicateExperts(std::span<const float> weight, int rows,
+                                                     int num_phy);
 
 class DeepSeekPolicy final : public Policy {
  public:
