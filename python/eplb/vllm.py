@@ -18,12 +18,16 @@ takes the place of one of vLLM's before the engine starts:
     vllm_policies.EPLB_POLICIES["default"] = eplb.vllm.policy("migration-aware")
 
 `EplbPolicy` itself serves `deepseek` as vLLM's default does: with an old placement of the same
-shape, experts that stay on a GPU keep their slots (`deepseek-preserve`). It also offers the
-class methods that vLLM's default policy offers its callers and plugins, computed by eplb's core
-with DeepSeek's float32 arithmetic: `balanced_packing`, `replicate_experts`,
-`rebalance_experts_hierarchical` and `preserve_intragpu_slots` (in both the form of vLLM's main
-branch and the earlier one that carries replica ranks along). Numpy in gives numpy out, torch in
-gives torch out.
+shape, experts that stay on a GPU keep their slots (preserve_intragpu_slots after the policy).
+It also offers the class methods that vLLM's default policy offers its callers and plugins, with
+the same arguments and results as on vLLM's main branch: `balanced_packing`,
+`replicate_experts`, `rebalance_experts_hierarchical` and `preserve_intragpu_slots` (which also
+takes the earlier form that carries replica ranks along). They run in eplb's core with DeepSeek's
+float32 arithmetic and torch's order of equal weights, where vLLM's numpy port sums packs in
+float64 and sorts with numpy: where two packs or experts tie to within float32's precision, or
+loads tie exactly, the two may choose differently, with the same balance. Subclasses that
+override `balanced_packing` or `replicate_experts` do not change `rebalance_experts`, which runs
+in the core. Numpy in gives numpy out, torch in gives torch out.
 
 vLLM asserts on bad arguments where eplb raises ValueError; every error these classes raise for
 a bad argument is an `InvalidArgument`, which is both, with eplb's message.
@@ -43,8 +47,10 @@ try:  # when vLLM is installed, our classes are its AbstractEplbPolicy too
 except ImportError:
     _Base = object
 
-# The policy that takes a placement-preserving form when vLLM hands over the old placement.
-_PRESERVING = {"deepseek": "deepseek-preserve"}
+# Policies that vLLM's default follows with preserve_intragpu_slots when it hands over the old
+# placement. The old placement then need not be one eplb's policies could take (an expert
+# without a slot, -1 slots): like vLLM's, the pass only matches experts by id.
+_PRESERVED_AFTER = {"deepseek"}
 # Policies that cannot run without the placement in force.
 _NEEDS_CURRENT = {"incremental"}
 
@@ -114,15 +120,17 @@ class EplbPolicy(_Base):
             if old.shape != (array.shape[0], num_replicas):
                 old = None
         name = cls.policy_name
-        if old is not None:
-            name = _PRESERVING.get(name, name)
-        elif name in _NEEDS_CURRENT:
+        if old is None and name in _NEEDS_CURRENT:
             raise ValueError(f"policy '{name}' needs old_global_expert_indices of shape "
                              f"[{array.shape[0]}, {num_replicas}]")
-        groups = group_count(num_groups)
-        phy2log = _eplb.rebalance(array, count(num_replicas, "num_replicas"),
-                                  count(num_ranks, "num_ranks"), count(num_nodes, "num_nodes"),
-                                  groups, name, old, 16, dict(cls.options))
+        preserve_after = old is not None and name in _PRESERVED_AFTER
+        ranks = count(num_ranks, "num_ranks")
+        phy2log = _eplb.rebalance(array, count(num_replicas, "num_replicas"), ranks,
+                                  count(num_nodes, "num_nodes"), group_count(num_groups), name,
+                                  None if preserve_after else old, 16, dict(cls.options))
+        if preserve_after:
+            source = _eplb.preserve_slots(old, phy2log, num_replicas // ranks)
+            phy2log = np.take_along_axis(phy2log, source, axis=1)
         return kind.out(phy2log)
 
     @classmethod
@@ -138,28 +146,26 @@ class EplbPolicy(_Base):
     @_vllm_errors
     def replicate_experts(cls, weight, num_phy):
         """`num_phy` slots for each row's experts [rows, n], each extra one to the expert with
-        the most load per replica: (phy2log [rows, num_phy], replica_idx [rows, num_phy],
-        logcnt [rows, n]), int64."""
+        the most load per replica: (phy2log [rows, num_phy], logcnt [rows, n]), int64."""
         array, kind = _matrix(weight, np.float32, "weight", "[rows, num_logical_experts]")
-        phy2log, replica_idx, logcnt = _eplb.replicate_experts(array, count(num_phy, "num_phy"))
-        return kind.out(phy2log), kind.out(replica_idx), kind.out(logcnt)
+        phy2log, _, logcnt = _eplb.replicate_experts(array, count(num_phy, "num_phy"))
+        return kind.out(phy2log), kind.out(logcnt)
 
     @classmethod
     @_vllm_errors
     def rebalance_experts_hierarchical(cls, weight, num_physical_experts, num_groups, num_nodes,
                                        num_gpus):
-        """DeepSeek's hierarchical policy: (phy2log, phy_replicas_idx) [layers,
-        num_physical_experts] and logcnt [layers, num_logical_experts], int64. Global balance is
-        this with one group and one node."""
+        """DeepSeek's hierarchical policy: phy2log [layers, num_physical_experts], int64. Global
+        balance is this with one group and one node."""
         array, kind = _matrix(weight, np.float32, "weight", "[layers, num_logical_experts]")
         groups, nodes = count(num_groups, "num_groups"), count(num_nodes, "num_nodes")
         if groups % nodes != 0:
             raise ValueError(f"num_groups is {groups}; the hierarchical policy needs a multiple "
                              f"of num_nodes ({nodes})")
-        phy2log, replicas_idx, logcnt = _eplb.deepseek_ranked(
+        phy2log, _, _ = _eplb.deepseek_ranked(
             array, count(num_physical_experts, "num_physical_experts"), groups, nodes,
             count(num_gpus, "num_gpus"))
-        return kind.out(phy2log), kind.out(replicas_idx), kind.out(logcnt)
+        return kind.out(phy2log)
 
     @classmethod
     @_vllm_errors
