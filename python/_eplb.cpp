@@ -324,8 +324,8 @@ py::dict Plan(const IndexArray& old_phy2log, const IndexArray& new_phy2log, int 
       round.mutable_at(i) = schedules[p].round_of_transfer[t];
     }
     plan_layer.push_back(plan.layer);
-    nvlink_bytes.push_back(plan.bytes[0]);
-    nic_bytes.push_back(plan.bytes[1]);
+    nvlink_bytes.push_back(plan.bytes[eplb::LinkClass::kNvlink]);
+    nic_bytes.push_back(plan.bytes[eplb::LinkClass::kNic]);
     rounds.push_back(schedules[p].num_rounds());
     local_copies.push_back(static_cast<int64_t>(plan.local_copies.size()));
     makespan.push_back(schedules[p].makespan_s);

@@ -62,7 +62,7 @@ TEST(HostRun, AsyncAndStopTheWorldMoveTheRightBytes) {
     for (const RearrangementRecord& rr : r.rearrangements) {
       if (rr.end_s < 0) continue;  // unfinished at the end of the run: its transfers may be too
       recorded_transfers += rr.transfers;
-      recorded_bytes += rr.bytes[0] + rr.bytes[1];
+      recorded_bytes += rr.bytes.sum();
     }
     EXPECT_GE(reported_bytes, recorded_bytes);
     EXPECT_GE(static_cast<int64_t>(r.transfers.size()), recorded_transfers);
@@ -110,7 +110,7 @@ TEST(HostRun, ALostGpuIsRecoveredWithEveryLayerCheckedAfterEachCommit) {
     }
     if (repair) {
       // Only the lost experts move, from the backup: nothing is copied between GPUs.
-      EXPECT_EQ(recovery->bytes[0] + recovery->bytes[1], 0);
+      EXPECT_EQ(recovery->bytes.sum(), 0);
       EXPECT_EQ(recovery->transfers, 0);
     }
   }
@@ -181,8 +181,8 @@ TEST(RunFolder, WhatIsWrittenIsReadBackFieldByField) {
   const std::vector<double> following = FollowingBalancedness(w);
   for (size_t i = 0; i < w.rearrangements.size(); ++i) {
     const RearrangementRecord &a = w.rearrangements[i], &b = r.rearrangements[i];
-    EXPECT_EQ(std::tie(a.step, a.layers, a.transfers, a.bytes[0], a.bytes[1]),
-              std::tie(b.step, b.layers, b.transfers, b.bytes[0], b.bytes[1]));
+    EXPECT_EQ(std::tie(a.step, a.layers, a.transfers, a.bytes),
+              std::tie(b.step, b.layers, b.transfers, b.bytes));
     ExpectClose(a.start_s, b.start_s, "start_s");
     ExpectClose(a.end_s, b.end_s, "end_s");
     ExpectClose(a.predicted_makespan_s, b.predicted_makespan_s, "predicted_makespan_s");

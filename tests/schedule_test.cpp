@@ -106,8 +106,7 @@ TEST(Schedule, EveryStrategyCoversEveryTransferOnceAndRespectsPorts) {
         ASSERT_LE(s.num_rounds(), 2);
       }
       ASSERT_GE(s.makespan_s, s.lower_bound_s * (1 - 1e-12));
-      ASSERT_EQ(s.bytes[0], plan->bytes[0]);
-      ASSERT_EQ(s.bytes[1], plan->bytes[1]);
+      ASSERT_EQ(s.bytes, plan->bytes);
     }
   }
 }

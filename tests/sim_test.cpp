@@ -449,7 +449,7 @@ TEST(SimTransport, HostPoolReadsEveryWrittenSlotFromHostMemory) {
   EXPECT_TRUE(run->transfers.empty());
   int completed = 0;
   for (const RearrangementRecord& r : run->rearrangements) {
-    EXPECT_EQ(r.bytes[0] + r.bytes[1], 0);
+    EXPECT_EQ(r.bytes.sum(), 0);
     if (r.layers == 0) continue;
     ASSERT_GE(r.end_s, 0);
     ++completed;

@@ -68,8 +68,8 @@ TEST(SlotPreservation, KeepsEachGpusExpertsAndMovesFewerBytes) {
       }
       auto plain = PlanLayer(l, a.phy2log(l), b.phy2log(l), topo, SenderRule::kLocal);
       auto kept = PlanLayer(l, a.phy2log(l), p.phy2log(l), topo, SenderRule::kLocal);
-      bytes_plain += plain->bytes[0] + plain->bytes[1];
-      bytes_preserved += kept->bytes[0] + kept->bytes[1];
+      bytes_plain += plain->bytes.sum();
+      bytes_preserved += kept->bytes.sum();
       for (const auto& w : plain->written_slots) writes_plain += static_cast<int64_t>(w.size());
       for (const auto& w : kept->written_slots) writes_preserved += static_cast<int64_t>(w.size());
     }

@@ -63,10 +63,11 @@ TEST_F(StepModelTest, StragglerComputeAndDispatchByHand) {
   EXPECT_DOUBLE_EQ(cost.compute_s, 100e-6 + 10e-6 + 0.5e-6 * 10);
   // Tokens start evenly on 2 GPUs, so half of each GPU's tokens come over NVLink:
   // GPU 1 receives 10/2 = 5 assignments and GPU 0 sends 10/2 = 5, of 1000 × 2 bytes each.
-  EXPECT_DOUBLE_EQ(cost.recv[0][1], 5 * 2000.0);
-  EXPECT_DOUBLE_EQ(cost.send[0][0], 5 * 2000.0);
-  EXPECT_DOUBLE_EQ(cost.recv[0][0], 3 * 2000.0);
-  EXPECT_TRUE(cost.recv[1][0] == 0 && cost.send[1][1] == 0);  // one node: no NIC traffic
+  EXPECT_DOUBLE_EQ(cost.recv[LinkClass::kNvlink][1], 5 * 2000.0);
+  EXPECT_DOUBLE_EQ(cost.send[LinkClass::kNvlink][0], 5 * 2000.0);
+  EXPECT_DOUBLE_EQ(cost.recv[LinkClass::kNvlink][0], 3 * 2000.0);
+  EXPECT_TRUE(cost.recv[LinkClass::kNic][0] == 0 &&
+              cost.send[LinkClass::kNic][1] == 0);  // one node: no NIC traffic
   // A phase: 1 layer × 2 µs + 10,000 bytes at 1 GB/s.
   EXPECT_DOUBLE_EQ(cost.dispatch_s, 2e-6 + 10e-6);
   EXPECT_DOUBLE_EQ(cost.combine_s, cost.dispatch_s);
@@ -84,7 +85,7 @@ TEST_F(StepModelTest, AllToAllFlowsCarryEachPortsBytesInOneFlow) {
   double busiest = 0;
   for (const auto& f : dispatch) {
     EXPECT_EQ(f.link, LinkClass::kNvlink);
-    const auto& bytes = f.outbound ? cost.send[0] : cost.recv[0];
+    const auto& bytes = f.outbound ? cost.send[LinkClass::kNvlink] : cost.recv[LinkClass::kNvlink];
     EXPECT_DOUBLE_EQ(f.bytes, bytes[static_cast<size_t>(f.rank)]);
     busiest = std::max(busiest, f.bytes);
   }
@@ -94,7 +95,7 @@ TEST_F(StepModelTest, AllToAllFlowsCarryEachPortsBytesInOneFlow) {
   const auto combine = model.AllToAllFlows(cost, true);
   ASSERT_EQ(combine.size(), 4u);
   for (const auto& f : combine) {
-    const auto& bytes = f.outbound ? cost.recv[0] : cost.send[0];
+    const auto& bytes = f.outbound ? cost.recv[LinkClass::kNvlink] : cost.send[LinkClass::kNvlink];
     EXPECT_DOUBLE_EQ(f.bytes, bytes[static_cast<size_t>(f.rank)]);
   }
 }
@@ -173,7 +174,7 @@ TEST(Faults, AStragglerSlowsItsGpusWorkAndADegradedLinkItsPorts) {
   // A node's fault hits each of its GPUs; overlapping factors multiply.
   s.faults.push_back({FaultKind::kLinkDegraded, 0, 10, -1, 0, LinkClass::kNvlink, 3});
   const Slowdowns both = SlowdownsAt(s.faults, 0, model.topology());
-  EXPECT_EQ(both.link[0], (std::vector<double>{3, 12}));
+  EXPECT_EQ(both.link[LinkClass::kNvlink], (std::vector<double>{3, 12}));
   EXPECT_TRUE(SlowdownsAt(s.faults, 10, model.topology()).healthy());
 }
 
@@ -283,14 +284,14 @@ TEST(AllToAllModes, EachLayerWaitsForItsOwnBusiestPort) {
   StepModel model(*s);
   StepCost cost;
   model.Cost(load, *Placement::Create(3, {{0, 1, 0, 2}, {0, 1, 0, 2}}), cost);
-  EXPECT_DOUBLE_EQ(cost.send[0][0], 16000);
-  EXPECT_DOUBLE_EQ(cost.recv[0][1], 16000);
-  EXPECT_DOUBLE_EQ(cost.layer_busiest_bytes[0], 20000);
+  EXPECT_DOUBLE_EQ(cost.send[LinkClass::kNvlink][0], 16000);
+  EXPECT_DOUBLE_EQ(cost.recv[LinkClass::kNvlink][1], 16000);
+  EXPECT_DOUBLE_EQ(cost.layer_busiest_bytes[LinkClass::kNvlink], 20000);
   EXPECT_NEAR(cost.dispatch_s, 24e-6, 1e-15);
   // The same loads in both layers: every layer's busiest port is the step's, 4 + 20 µs again.
   load << 8, 2, 6, 8, 2, 6;
   model.Cost(load, *Placement::Create(3, {{0, 1, 0, 2}, {0, 1, 0, 2}}), cost);
-  EXPECT_DOUBLE_EQ(cost.layer_busiest_bytes[0], 20000);
+  EXPECT_DOUBLE_EQ(cost.layer_busiest_bytes[LinkClass::kNvlink], 20000);
   EXPECT_NEAR(cost.dispatch_s, 24e-6, 1e-15);
 }
 
@@ -359,13 +360,15 @@ TEST(AllToAllModes, NormalKernelsSendATokenOncePerGpuItReaches) {
   model.Cost(load, *Placement::Initial(1, 256, 256), cost);
   const double reach = 1 - std::pow(7.0 / 8, 8), token_bytes = 7168 * (1 + 4.0 / 128);
   for (int g = 0; g < 8; ++g) {
-    EXPECT_NEAR(cost.recv[0][g], tokens * reach * 7 / 8 * token_bytes, 1e-6 * cost.recv[0][g]);
-    EXPECT_NEAR(cost.send[0][g], cost.recv[0][g], 1e-6 * cost.recv[0][g]);
-    EXPECT_EQ(cost.recv[1][g], 0);
+    EXPECT_NEAR(cost.recv[LinkClass::kNvlink][g], tokens * reach * 7 / 8 * token_bytes,
+                1e-6 * cost.recv[LinkClass::kNvlink][g]);
+    EXPECT_NEAR(cost.send[LinkClass::kNvlink][g], cost.recv[LinkClass::kNvlink][g],
+                1e-6 * cost.recv[LinkClass::kNvlink][g]);
+    EXPECT_EQ(cost.recv[LinkClass::kNic][g], 0);
   }
   EXPECT_NEAR(cost.counted_nvlink_bytes, tokens * reach * token_bytes, 1e-6 * tokens);
   // The phase runs at the normal kernels' share of NVLink.
-  EXPECT_NEAR(cost.dispatch_s, 3e-6 + cost.recv[0][0] / (450e9 * 0.8 * 0.85),
+  EXPECT_NEAR(cost.dispatch_s, 3e-6 + cost.recv[LinkClass::kNvlink][0] / (450e9 * 0.8 * 0.85),
               1e-9 * cost.dispatch_s);
 }
 

@@ -45,8 +45,8 @@ TEST(TransferPlan, LocalRulePrefersASenderOnTheReceiversNode) {
   EXPECT_TRUE(Moves(*vllm).count({0, 2, 0}));
   EXPECT_TRUE(Moves(*local).count({3, 2, 0}));
   // Expert 2 moves from rank 2 to rank 3 inside node 1 either way.
-  EXPECT_EQ(local->bytes[static_cast<int>(LinkClass::kNic)], 0);
-  EXPECT_EQ(vllm->bytes[static_cast<int>(LinkClass::kNic)], topo.expert_bytes());
+  EXPECT_EQ(local->bytes[LinkClass::kNic], 0);
+  EXPECT_EQ(vllm->bytes[LinkClass::kNic], topo.expert_bytes());
 }
 
 TEST(TransferPlan, LocalRuleSpreadsReceiversOverSenders) {

@@ -36,7 +36,7 @@ struct PlanArgs {
 struct Totals {
   int rounds = 0;
   double lower_bound_s = 0, makespan_s = 0;
-  int64_t bytes[kNumLinkClasses] = {0, 0};
+  PerLink<int64_t> bytes;
   size_t transfers = 0, local_copies = 0;
 };
 
@@ -64,7 +64,7 @@ nlohmann::ordered_json LayerJson(const LayerPlan& plan, const Schedule& s) {
   return {{"layer", plan.layer},
           {"transfers", std::move(transfers)},
           {"local_copies", std::move(copies)},
-          {"bytes", {{"nvlink", s.bytes[0]}, {"nic", s.bytes[1]}}},
+          {"bytes", {{"nvlink", s.bytes[LinkClass::kNvlink]}, {"nic", s.bytes[LinkClass::kNic]}}},
           {"rounds", s.num_rounds()},
           {"lower_bound_s", s.lower_bound_s},
           {"makespan_s", s.makespan_s}};
@@ -147,7 +147,7 @@ int RunPlan(const PlanArgs& args) {
     totals.makespan_s += s.makespan_s;
     totals.transfers += plan.transfers.size();
     totals.local_copies += plan.local_copies.size();
-    for (int c = 0; c < kNumLinkClasses; ++c) totals.bytes[c] += s.bytes[c];
+    for (LinkClass link : kLinkClasses) totals.bytes[link] += s.bytes[link];
     if (args.format == "json") {
       layers.push_back(LayerJson(plan, s));
     } else {
@@ -164,8 +164,8 @@ int RunPlan(const PlanArgs& args) {
         "{} of {} layers change: {} transfers ({:.3f} GB over NVLink, {:.3f} GB over NICs), "
         "{} local copies\n",
         plans->size(), old_p->num_layers(), totals.transfers,
-        static_cast<double>(totals.bytes[0]) / 1e9, static_cast<double>(totals.bytes[1]) / 1e9,
-        totals.local_copies);
+        static_cast<double>(totals.bytes[LinkClass::kNvlink]) / 1e9,
+        static_cast<double>(totals.bytes[LinkClass::kNic]) / 1e9, totals.local_copies);
     fmt::print(
         "sender rule {}, schedule {}: {} rounds, makespan {:.3f} ms, lower bound {:.3f} ms "
         "({:.3f}x)\n",
@@ -184,7 +184,8 @@ int RunPlan(const PlanArgs& args) {
   out["sender_rule"] = SenderRuleName(*rule);
   out["schedule"] = ScheduleStrategyName(*strategy);
   out["layers"] = std::move(layers);
-  out["bytes"] = {{"nvlink", totals.bytes[0]}, {"nic", totals.bytes[1]}};
+  out["bytes"] = {{"nvlink", totals.bytes[LinkClass::kNvlink]},
+                  {"nic", totals.bytes[LinkClass::kNic]}};
   out["rounds"] = totals.rounds;
   out["lower_bound_s"] = totals.lower_bound_s;
   out["makespan_s"] = totals.makespan_s;

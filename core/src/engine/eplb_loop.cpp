@@ -153,10 +153,10 @@ void EplbLoop::AccountPlans(RearrangementRecord& rec) {
     const Schedule& s = rearranger_->schedules()[i];
     ++rec.layers;
     rec.transfers += static_cast<int64_t>(plan.transfers.size());
-    for (int c = 0; c < kNumLinkClasses; ++c) rec.bytes[c] += plan.bytes[c];
+    for (LinkClass link : kLinkClasses) rec.bytes[link] += plan.bytes[link];
     rec.bytes_reloaded += plan.reload_bytes;
     rec.reloads += static_cast<int64_t>(plan.reloads.size());
-    layer_bytes_[plan.layer] = plan.bytes[0] + plan.bytes[1] + plan.reload_bytes;
+    layer_bytes_[plan.layer] = plan.bytes.sum() + plan.reload_bytes;
     bytes += layer_bytes_[plan.layer];
     rec.predicted_makespan_s += s.makespan_s;
   }
@@ -346,10 +346,16 @@ Status EplbLoop::Run() {
         span_max_[first + l] += cost.layer_max[l];
       }
     }
-    StepRecord rec{step,           backend_.Now(),    0,
-                   cost.total_s(), cost.balancedness, cost.imbalance_ratio,
-                   bytes_pending_, fault_stall_s,     cost.tokens_lost,
-                   serving_live_};
+    StepRecord rec{.step = step,
+                   .start_s = backend_.Now(),
+                   .step_s = 0,  // once the backend has run it
+                   .idle_s = cost.total_s(),
+                   .balancedness = cost.balancedness,
+                   .imbalance_ratio = cost.imbalance_ratio,
+                   .bytes_in_flight = bytes_pending_,
+                   .stalled_s = fault_stall_s,
+                   .tokens_lost = cost.tokens_lost,
+                   .serving_gpus = serving_live_};
     // An SM-driven transport's kernels hold migration.sms of every GPU's SMs while a
     // rearrangement is in flight: compute runs on the rest (the idle step above does not).
     if (contended && migration_sm_slowdown_ > 1) {
@@ -391,10 +397,10 @@ Status EplbLoop::Run() {
 void EplbLoop::ApplySlowdowns(int step) {
   Slowdowns now = SlowdownsAt(scenario_.faults, step, topology_);
   if (now == slowdowns_) return;
-  for (int c = 0; c < kNumLinkClasses; ++c) {
-    for (size_t r = 0; r < now.link[c].size(); ++r) {
-      if (now.link[c][r] != slowdowns_.link[c][r]) {
-        backend_.SetLinkSlowdown(static_cast<int>(r), static_cast<LinkClass>(c), now.link[c][r]);
+  for (LinkClass link : kLinkClasses) {
+    for (size_t r = 0; r < now.link[link].size(); ++r) {
+      if (now.link[link][r] != slowdowns_.link[link][r]) {
+        backend_.SetLinkSlowdown(static_cast<int>(r), link, now.link[link][r]);
       }
     }
   }

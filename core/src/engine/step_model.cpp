@@ -27,11 +27,11 @@ bool Slowdowns::healthy() const {
   const auto all_one = [](const std::vector<double>& v) {
     return std::all_of(v.begin(), v.end(), [](double f) { return f == 1.0; });
   };
-  return all_one(compute) && all_one(link[0]) && all_one(link[1]);
+  return all_one(compute) && std::all_of(link.begin(), link.end(), all_one);
 }
 
 bool Slowdowns::operator==(const Slowdowns& o) const {
-  return compute == o.compute && link[0] == o.link[0] && link[1] == o.link[1];
+  return compute == o.compute && link == o.link;
 }
 
 Slowdowns SlowdownsAt(const std::vector<FaultSpec>& faults, int step, const Topology& topology) {
@@ -44,8 +44,7 @@ Slowdowns SlowdownsAt(const std::vector<FaultSpec>& faults, int step, const Topo
       continue;
     }
     const int gpn = topology.gpus_per_node();
-    for (int r = f.first_rank(gpn); r <= f.last_rank(gpn); ++r)
-      s.link[static_cast<int>(f.link)][r] *= f.factor;
+    for (int r = f.first_rank(gpn); r <= f.last_rank(gpn); ++r) s.link[f.link][r] *= f.factor;
   }
   return s;
 }
@@ -114,16 +113,16 @@ double StepModel::PhaseBandwidth(LinkClass link) const {
 
 double StepModel::PhaseTime(const StepCost& cost, double scale) const {
   double phase = 0;
-  for (int c = 0; c < kNumLinkClasses; ++c) {
-    const auto link = static_cast<LinkClass>(c);
+  for (LinkClass link : kLinkClasses) {
+    const std::vector<double>& sent = cost.send[link];
+    const std::vector<double>& received = cost.recv[link];
     // A slowed port drains its bytes as slowly as factor × as many at full bandwidth (a healthy
     // port's factor is 1, which leaves its bytes exact).
     double busiest = 0;
-    for (size_t g = 0; g < cost.send[c].size(); ++g)
-      busiest =
-          std::max(busiest, std::max(cost.send[c][g], cost.recv[c][g]) * slowdowns_.link[c][g]);
+    for (size_t g = 0; g < sent.size(); ++g)
+      busiest = std::max(busiest, std::max(sent[g], received[g]) * slowdowns_.link[link][g]);
     // Each layer's phase waits for that layer's busiest port, which can differ by layer.
-    busiest = std::max(busiest, cost.layer_busiest_bytes[c]);
+    busiest = std::max(busiest, cost.layer_busiest_bytes[link]);
     if (busiest > 0)
       phase = std::max(
           phase, layers_ * topology_.link(link).latency_s + busiest * scale / PhaseBandwidth(link));
@@ -134,31 +133,35 @@ double StepModel::PhaseTime(const StepCost& cost, double scale) const {
 StepModel::PortBytes StepModel::DirectPortBytes(int g, double t, double in_node, double all) const {
   // Each serving GPU sends its 1/Gs of every assignment; healthy, Gs = G and every node serves
   // with all its GPUs.
-  const bool ranks_changed = !lost_.empty();
-  const int Gs = ranks_changed ? serving_count_ : topology_.num_ranks();
+  const bool ranks_changed = RanksChanged();
+  const int serving = ServingRanks();
   const int n = topology_.node_of_rank(g);
   const bool source = !ranks_changed || serving_[g];
   const int node_sources =
       ranks_changed ? serving_in_node_[static_cast<size_t>(n)] : topology_.gpus_per_node();
-  const double per_assignment = dispatch_bytes_per_token_ / Gs;
+  const double per_assignment = dispatch_bytes_per_token_ / serving;
   return {source ? (in_node - t) * per_assignment : 0.0,
           t * (node_sources - (source ? 1 : 0)) * per_assignment,
           source ? (all - in_node) * per_assignment : 0.0,
-          t * (Gs - node_sources) * per_assignment};
+          t * (serving - node_sources) * per_assignment};
 }
 
 void StepModel::LayerBusiestPorts(double layer_assignments, StepCost& out) {
   const int G = topology_.num_ranks();
   std::fill(node_layer_.begin(), node_layer_.end(), 0.0);
   for (int g = 0; g < G; ++g) node_layer_[topology_.node_of_rank(g)] += gpu_layer_[g];
-  double busiest[kNumLinkClasses] = {0, 0};
+  PerLink<double> busiest;
   for (int g = 0; g < G; ++g) {
     const PortBytes p = DirectPortBytes(g, gpu_layer_[g], node_layer_[topology_.node_of_rank(g)],
                                         layer_assignments);
-    busiest[0] = std::max(busiest[0], std::max(p.nvlink_out, p.nvlink_in) * slowdowns_.link[0][g]);
-    busiest[1] = std::max(busiest[1], std::max(p.rdma_out, p.rdma_in) * slowdowns_.link[1][g]);
+    busiest[LinkClass::kNvlink] =
+        std::max(busiest[LinkClass::kNvlink],
+                 std::max(p.nvlink_out, p.nvlink_in) * slowdowns_.link[LinkClass::kNvlink][g]);
+    busiest[LinkClass::kNic] =
+        std::max(busiest[LinkClass::kNic],
+                 std::max(p.rdma_out, p.rdma_in) * slowdowns_.link[LinkClass::kNic][g]);
   }
-  for (int c = 0; c < kNumLinkClasses; ++c) out.layer_busiest_bytes[c] += busiest[c];
+  for (LinkClass link : kLinkClasses) out.layer_busiest_bytes[link] += busiest[link];
 }
 
 double StepModel::RooflineMoe(double tokens, int loaded_experts) const {
@@ -198,169 +201,205 @@ double StepModel::RooflineAttention(double tokens) const {
 }
 
 void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCost& out) {
-  const int G = topology_.num_ranks(), gpn = topology_.gpus_per_node(),
-            per = topology_.slots_per_gpu(), nodes = topology_.nodes();
-  const bool roofline = compute_.model == ComputeModel::kRoofline;
   const bool normal = compute_.all_to_all == AllToAllMode::kNormal;
-  const double mb = compute_.micro_batches, mb_share = 1.0 / mb;
-  double sum_mean = 0, sum_max = 0, imbalance = 0, all_tokens = 0, lost_assignments = 0;
-  // Lost and idle GPUs (SetRanks): tokens come from the serving GPUs only.
-  const bool ranks_changed = !lost_.empty();
-  const int Gs = ranks_changed ? serving_count_ : G;
-  int loaded_layers = 0;
-  // Over all layers: each GPU's tokens and each node's. The port bytes of the bulk and
-  // low-latency modes are linear in them, so they are formed once per step instead of per layer.
-  std::vector<double>& gpu_sum = out.recv[0];
-  gpu_sum.assign(static_cast<size_t>(G), 0.0);
-  node_tokens_.assign(static_cast<size_t>(nodes), 0.0);
-  if (normal) {
-    for (auto* v : {&out.send[0], &out.send[1], &out.recv[1]})
-      v->assign(static_cast<size_t>(G), 0.0);
-  }
-  gpu_layer_.resize(static_cast<size_t>(G));
-  node_layer_.resize(static_cast<size_t>(nodes));
-  for (double& b : out.layer_busiest_bytes) b = 0;
-  if (normal) {
-    nvlink_counted_.assign(static_cast<size_t>(G), 0.0);
-    normal_nvlink_recv_.assign(static_cast<size_t>(G), 0.0);
-  }
-  double rdma_counted = 0;
-  const int L = placement.num_layers();
-  out.layer_mean.resize(static_cast<size_t>(L));
-  out.layer_max.resize(static_cast<size_t>(L));
-  layer_compute_.resize(static_cast<size_t>(L));
-  for (int l = 0; l < L; ++l) {
-    const auto row = placement.phy2log(l);
-    // Each live replica's part of its expert's tokens (eplb.dispatch); an expert without a
-    // live replica loses its own.
-    lost_assignments += dispatcher_.Split(
-        std::span<const double>(load.row(l).data(), static_cast<size_t>(load.cols())), row, per,
-        lost_, slot_tokens_);
-    double total = 0, max = 0, slowest = 0;
-    // The GPUs the layer's mean is over: the serving ones, and idle ones while they still hold
-    // experts (after a scale-down, until its rearrangement moves them off), since those take
-    // tokens too.
-    int working = ranks_changed ? 0 : G;
-    for (int g = 0; g < G; ++g) {
-      if (ranks_changed && lost_[g]) {
-        gpu_layer_[g] = 0;
-        continue;
-      }
-      double t = 0;
-      int loaded = 0;
-      bool holds = false;
-      for (int s = g * per; s < (g + 1) * per; ++s) {
-        if (row[s] != kEmptySlot) {
-          t += slot_tokens_[s];
-          loaded += slot_tokens_[s] > 0;
-          holds = true;
-        }
-      }
-      if (ranks_changed && (serving_[g] || holds)) ++working;
-      gpu_sum[g] += t;
-      total += t;
-      max = std::max(max, t);
-      // This GPU's MoE time; a straggler's takes × its factor (1 on a healthy GPU).
-      const double moe =
-          roofline ? compute_.layer_fixed_us * 1e-6 + RooflineMoe(t * mb_share, loaded)
-                   : compute_.layer_fixed_us * 1e-6 + compute_.per_token_us * 1e-6 * t * mb_share;
-      slowest = std::max(slowest, moe * slowdowns_.compute[g]);
-      gpu_layer_[g] = t;
+  StepSums sums;
+  BeginStep(placement.num_layers(), normal, out);
+  for (int l = 0; l < placement.num_layers(); ++l) {
+    const double assignments = SplitLayer(load, placement, l, out, sums);
+    if (assignments <= 0) continue;
+    if (normal) {
+      NormalLayerPorts(assignments, out, sums);
+    } else {
+      LayerBusiestPorts(assignments, out);
     }
-    layer_compute_[l] = slowest;
-    all_tokens += total;
-    const double mean = working > 0 ? total / working : 0.0;
-    out.layer_mean[static_cast<size_t>(l)] = mean;
-    out.layer_max[static_cast<size_t>(l)] = max;
-    sum_mean += mean;
-    sum_max += max;
-    if (mean > 0) {
-      imbalance += (max - mean) / mean;
-      ++loaded_layers;
-    }
-    if (total <= 0) continue;
-    if (!normal) {
-      LayerBusiestPorts(total, out);
-      continue;
-    }
-    // DeepEP's normal kernels: per remote node reached, one RDMA copy to the GPU of the same
-    // rail, which forwards over NVLink to each GPU reached there (see the header).
-    const double k = shape_.top_k, tokens = total / k, per_source = tokens / Gs;
-    std::fill(node_layer_.begin(), node_layer_.end(), 0.0);
-    for (int g = 0; g < G; ++g) node_layer_[topology_.node_of_rank(g)] += gpu_layer_[g];
-    double nodes_reached = 0;
-    for (double& h : node_layer_) {
-      h = 1 - std::pow(1 - h / total, k);
-      nodes_reached += h;
-    }
-    if (shape_.topk_groups > 0 && shape_.topk_groups < shape_.groups) {
-      const double cap = shape_.topk_groups * std::ceil(double(nodes) / shape_.groups);
-      if (nodes_reached > cap) {
-        for (double& h : node_layer_) h *= cap / nodes_reached;
-        nodes_reached = cap;
-      }
-    }
-    for (int g = 0; g < G; ++g) gpu_layer_[g] = 1 - std::pow(1 - gpu_layer_[g] / total, k);
-    rdma_counted += per_source * nodes_reached * dispatch_bytes_per_token_;
-    double busiest[kNumLinkClasses] = {0, 0};
-    for (int n = 0; n < nodes; ++n) {
-      double node_reached = 0;
-      for (int g = n * gpn; g < (n + 1) * gpn; ++g) node_reached += gpu_layer_[g];
-      const double h = node_layer_[static_cast<size_t>(n)];
-      for (int g = n * gpn; g < (n + 1) * gpn; ++g) {
-        const double d = gpu_layer_[g], b = dispatch_bytes_per_token_;
-        const double nvlink_in = tokens * d * (gpn - 1) / gpn * b;
-        if (ranks_changed && (lost_[g] || !serving_[g])) {
-          // A lost GPU moves nothing; an idle one only receives for the experts it holds.
-          if (!lost_[g]) {
-            normal_nvlink_recv_[g] += nvlink_in;
-            busiest[0] = std::max(busiest[0], nvlink_in * slowdowns_.link[0][g]);
-          }
-          continue;
-        }
-        const double rdma_out = per_source * (nodes_reached - h) * b,
-                     rdma_in = (nodes - 1) * per_source * h * b,
-                     nvlink_out = tokens * (node_reached - d) / gpn * b;
-        out.send[1][g] += rdma_out;
-        out.recv[1][g] += rdma_in;
-        out.send[0][g] += nvlink_out;
-        normal_nvlink_recv_[g] += nvlink_in;
-        nvlink_counted_[g] += tokens * d * b;
-        busiest[0] = std::max(busiest[0], std::max(nvlink_out, nvlink_in) * slowdowns_.link[0][g]);
-        busiest[1] = std::max(busiest[1], std::max(rdma_out, rdma_in) * slowdowns_.link[1][g]);
-      }
-    }
-    for (int c = 0; c < kNumLinkClasses; ++c) out.layer_busiest_bytes[c] += busiest[c];
   }
   if (normal) {
-    gpu_sum = normal_nvlink_recv_;
-    out.counted_rdma_bytes = nodes > 1 ? rdma_counted : 0;
-    out.counted_nvlink_bytes = *std::max_element(nvlink_counted_.begin(), nvlink_counted_.end());
+    NormalStepPorts(out, sums);
   } else {
-    for (int g = 0; g < G; ++g) node_tokens_[topology_.node_of_rank(g)] += gpu_sum[g];
-    for (auto* v : {&out.send[0], &out.send[1], &out.recv[1]}) v->resize(static_cast<size_t>(G));
-    for (int g = 0; g < G; ++g) {
-      const PortBytes p =
-          DirectPortBytes(g, gpu_sum[g], node_tokens_[topology_.node_of_rank(g)], all_tokens);
-      out.send[0][g] = p.nvlink_out;
-      out.send[1][g] = p.rdma_out;
-      out.recv[1][g] = p.rdma_in;
-      out.recv[0][g] = p.nvlink_in;  // last: gpu_sum is this vector
-    }
-    // Every GPU sends its 1/G of the step's assignments, one message each.
-    out.counted_rdma_bytes = out.counted_nvlink_bytes = all_tokens / Gs * dispatch_bytes_per_token_;
+    DirectStepPorts(out, sums);
   }
   out.combine_bytes_ratio = combine_bytes_per_token_ / dispatch_bytes_per_token_;
+  StepTime(placement.num_layers(), sums, out);
+  out.balancedness = sums.max > 0 ? sums.mean / sums.max : 1.0;
+  out.imbalance_ratio = sums.loaded_layers > 0 ? sums.imbalance / sums.loaded_layers : 0.0;
+}
 
-  const double step_tokens = L > 0 ? all_tokens / (L * double(shape_.top_k)) : 0;
-  out.tokens_lost = L > 0 ? lost_assignments / (L * double(shape_.top_k)) : 0;
+void StepModel::BeginStep(int layers, bool normal, StepCost& out) {
+  const auto ranks = static_cast<size_t>(topology_.num_ranks());
+  gpu_step_.assign(ranks, 0.0);
+  node_tokens_.assign(static_cast<size_t>(topology_.nodes()), 0.0);
+  for (auto* v : {&out.send[LinkClass::kNvlink], &out.send[LinkClass::kNic],
+                  &out.recv[LinkClass::kNvlink], &out.recv[LinkClass::kNic]}) {
+    v->assign(ranks, 0.0);
+  }
+  gpu_layer_.resize(ranks);
+  node_layer_.resize(static_cast<size_t>(topology_.nodes()));
+  for (double& b : out.layer_busiest_bytes) b = 0;
+  if (normal) {
+    nvlink_counted_.assign(ranks, 0.0);
+    normal_nvlink_recv_.assign(ranks, 0.0);
+  }
+  out.layer_mean.resize(static_cast<size_t>(layers));
+  out.layer_max.resize(static_cast<size_t>(layers));
+  layer_compute_.resize(static_cast<size_t>(layers));
+}
+
+double StepModel::SplitLayer(const LoadMatrix& load, const Placement& placement, int layer,
+                             StepCost& out, StepSums& sums) {
+  const int ranks = topology_.num_ranks(), per_gpu = topology_.slots_per_gpu();
+  const bool roofline = compute_.model == ComputeModel::kRoofline;
+  const double mb_share = 1.0 / compute_.micro_batches;
+  const bool ranks_changed = RanksChanged();
+  const auto row = placement.phy2log(layer);
+  // Each live replica's part of its expert's tokens (eplb.dispatch); an expert without a live
+  // replica loses its own.
+  sums.lost_assignments += dispatcher_.Split(
+      std::span<const double>(load.row(layer).data(), static_cast<size_t>(load.cols())), row,
+      per_gpu, lost_, slot_tokens_);
+  double total = 0, busiest = 0, slowest = 0;
+  // The GPUs the layer's mean is over: the serving ones, and idle ones while they still hold
+  // experts (after a scale-down, until its rearrangement moves them off), since those take
+  // tokens too.
+  int working = ranks_changed ? 0 : ranks;
+  for (int g = 0; g < ranks; ++g) {
+    if (ranks_changed && lost_[g]) {
+      gpu_layer_[g] = 0;
+      continue;
+    }
+    double tokens = 0;
+    int loaded = 0;
+    bool holds = false;
+    for (int s = g * per_gpu; s < (g + 1) * per_gpu; ++s) {
+      if (row[s] != kEmptySlot) {
+        tokens += slot_tokens_[s];
+        loaded += slot_tokens_[s] > 0;
+        holds = true;
+      }
+    }
+    if (ranks_changed && (serving_[g] || holds)) ++working;
+    gpu_step_[g] += tokens;
+    total += tokens;
+    busiest = std::max(busiest, tokens);
+    // This GPU's MoE time; a straggler's takes × its factor (1 on a healthy GPU).
+    const double fixed = compute_.layer_fixed_us * 1e-6;
+    const double moe = roofline ? fixed + RooflineMoe(tokens * mb_share, loaded)
+                                : fixed + compute_.per_token_us * 1e-6 * tokens * mb_share;
+    slowest = std::max(slowest, moe * slowdowns_.compute[g]);
+    gpu_layer_[g] = tokens;
+  }
+  layer_compute_[static_cast<size_t>(layer)] = slowest;
+  sums.assignments += total;
+  const double mean = working > 0 ? total / working : 0.0;
+  out.layer_mean[static_cast<size_t>(layer)] = mean;
+  out.layer_max[static_cast<size_t>(layer)] = busiest;
+  sums.mean += mean;
+  sums.max += busiest;
+  if (mean > 0) {
+    sums.imbalance += (busiest - mean) / mean;
+    ++sums.loaded_layers;
+  }
+  return total;
+}
+
+void StepModel::NormalLayerPorts(double assignments, StepCost& out, StepSums& sums) {
+  // DeepEP's normal kernels: per remote node reached, one RDMA copy to the GPU of the same
+  // rail, which forwards over NVLink to each GPU reached there (see the header).
+  const int ranks = topology_.num_ranks(), gpus_per_node = topology_.gpus_per_node(),
+            nodes = topology_.nodes();
+  const bool ranks_changed = RanksChanged();
+  const double k = shape_.top_k, tokens = assignments / k, per_source = tokens / ServingRanks();
+  const double b = dispatch_bytes_per_token_;
+  // The chance that a token reaches each node, and then each GPU (1 − (1 − share)^top_k).
+  std::fill(node_layer_.begin(), node_layer_.end(), 0.0);
+  for (int g = 0; g < ranks; ++g) node_layer_[topology_.node_of_rank(g)] += gpu_layer_[g];
+  double nodes_reached = 0;
+  for (double& h : node_layer_) {
+    h = 1 - std::pow(1 - h / assignments, k);
+    nodes_reached += h;
+  }
+  if (shape_.topk_groups > 0 && shape_.topk_groups < shape_.groups) {
+    const double cap = shape_.topk_groups * std::ceil(double(nodes) / shape_.groups);
+    if (nodes_reached > cap) {
+      for (double& h : node_layer_) h *= cap / nodes_reached;
+      nodes_reached = cap;
+    }
+  }
+  for (int g = 0; g < ranks; ++g) gpu_layer_[g] = 1 - std::pow(1 - gpu_layer_[g] / assignments, k);
+  sums.rdma_counted += per_source * nodes_reached * b;
+  PerLink<double> busiest;
+  auto& nvlink_slowdown = slowdowns_.link[LinkClass::kNvlink];
+  auto& nic_slowdown = slowdowns_.link[LinkClass::kNic];
+  for (int n = 0; n < nodes; ++n) {
+    double node_reached = 0;
+    for (int g = n * gpus_per_node; g < (n + 1) * gpus_per_node; ++g) node_reached += gpu_layer_[g];
+    const double h = node_layer_[static_cast<size_t>(n)];
+    for (int g = n * gpus_per_node; g < (n + 1) * gpus_per_node; ++g) {
+      const double d = gpu_layer_[g];
+      const double nvlink_in = tokens * d * (gpus_per_node - 1) / gpus_per_node * b;
+      if (ranks_changed && (lost_[g] || !serving_[g])) {
+        // A lost GPU moves nothing; an idle one only receives for the experts it holds.
+        if (!lost_[g]) {
+          normal_nvlink_recv_[g] += nvlink_in;
+          busiest[LinkClass::kNvlink] =
+              std::max(busiest[LinkClass::kNvlink], nvlink_in * nvlink_slowdown[g]);
+        }
+        continue;
+      }
+      const double rdma_out = per_source * (nodes_reached - h) * b,
+                   rdma_in = (nodes - 1) * per_source * h * b,
+                   nvlink_out = tokens * (node_reached - d) / gpus_per_node * b;
+      out.send[LinkClass::kNic][g] += rdma_out;
+      out.recv[LinkClass::kNic][g] += rdma_in;
+      out.send[LinkClass::kNvlink][g] += nvlink_out;
+      normal_nvlink_recv_[g] += nvlink_in;
+      nvlink_counted_[g] += tokens * d * b;
+      busiest[LinkClass::kNvlink] = std::max(busiest[LinkClass::kNvlink],
+                                             std::max(nvlink_out, nvlink_in) * nvlink_slowdown[g]);
+      busiest[LinkClass::kNic] =
+          std::max(busiest[LinkClass::kNic], std::max(rdma_out, rdma_in) * nic_slowdown[g]);
+    }
+  }
+  for (LinkClass link : kLinkClasses) out.layer_busiest_bytes[link] += busiest[link];
+}
+
+void StepModel::NormalStepPorts(StepCost& out, const StepSums& sums) {
+  out.recv[LinkClass::kNvlink] = normal_nvlink_recv_;
+  out.counted_rdma_bytes = topology_.nodes() > 1 ? sums.rdma_counted : 0;
+  out.counted_nvlink_bytes = *std::max_element(nvlink_counted_.begin(), nvlink_counted_.end());
+}
+
+void StepModel::DirectStepPorts(StepCost& out, const StepSums& sums) {
+  // The port bytes of the bulk and low-latency modes are linear in each GPU's and each node's
+  // tokens, so they are formed once per step from the sums over layers.
+  const int ranks = topology_.num_ranks();
+  for (int g = 0; g < ranks; ++g) node_tokens_[topology_.node_of_rank(g)] += gpu_step_[g];
+  for (int g = 0; g < ranks; ++g) {
+    const PortBytes p =
+        DirectPortBytes(g, gpu_step_[g], node_tokens_[topology_.node_of_rank(g)], sums.assignments);
+    out.send[LinkClass::kNvlink][g] = p.nvlink_out;
+    out.recv[LinkClass::kNvlink][g] = p.nvlink_in;
+    out.send[LinkClass::kNic][g] = p.rdma_out;
+    out.recv[LinkClass::kNic][g] = p.rdma_in;
+  }
+  // Every GPU sends its 1/G of the step's assignments, one message each.
+  out.counted_rdma_bytes = out.counted_nvlink_bytes =
+      sums.assignments / ServingRanks() * dispatch_bytes_per_token_;
+}
+
+void StepModel::StepTime(int layers, const StepSums& sums, StepCost& out) {
+  const int ranks = topology_.num_ranks(), serving = ServingRanks();
+  const double mb = compute_.micro_batches, mb_share = 1.0 / mb;
+  const double assignments_per_token = layers * double(shape_.top_k);
+  const double step_tokens = layers > 0 ? sums.assignments / assignments_per_token : 0;
+  out.tokens_lost = layers > 0 ? sums.lost_assignments / assignments_per_token : 0;
   // Fewer serving GPUs share the step's attention: the simple model's per-GPU time grows by
   // G / Gs (the roofline's from the tokens each GPU gets).
-  const double simple_attention =
-      ranks_changed ? compute_.attention_us * 1e-6 * G / Gs : compute_.attention_us * 1e-6;
+  const double simple_attention = RanksChanged() ? compute_.attention_us * 1e-6 * ranks / serving
+                                                 : compute_.attention_us * 1e-6;
   const double attention =
-      slowest_gpu_ * (roofline ? RooflineAttention((step_tokens + out.tokens_lost) / Gs * mb_share)
-                               : simple_attention * mb_share);
+      slowest_gpu_ * (compute_.model == ComputeModel::kRoofline
+                          ? RooflineAttention((step_tokens + out.tokens_lost) / serving * mb_share)
+                          : simple_attention * mb_share);
   const double dispatch = PhaseTime(out, mb_share);
   const double combine = PhaseTime(out, mb_share * out.combine_bytes_ratio);
   if (compute_.micro_batches == 1) {
@@ -371,52 +410,51 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
     out.dispatch_s = dispatch;
     out.combine_s = combine;
     out.dispatch_hidden_s = out.combine_hidden_s = out.overlap_fill_s = out.sm_shared_s = 0;
-  } else {
-    // Two micro-batches: in each layer one computes while the other communicates. Prefill
-    // overlaps one's attention and MoE with the other's dispatch and combine; decode one's
-    // attention with the other's dispatch, MoE and combine, so a layer's MoE also lies on the
-    // communication's path (see the header).
-    const double comm = L > 0 ? (dispatch + combine) / L : 0;
-    const bool moe_between_phases = compute_.stage == InferenceStage::kDecode;
-    // While the other micro-batch's normal kernels run they hold normal_sms of the GPU's SMs,
-    // and this one's compute runs on the rest: compute c overlapped by communication m takes
-    // c + share × min(m, c / (1 − share)), slower for as long as the communication runs.
-    const double share = normal ? static_cast<double>(compute_.normal_sms) / gpu_->sms : 0.0;
-    double compute = 0, step = 0;
-    out.overlap_fill_s = out.sm_shared_s = 0;
-    for (int l = 0; l < L; ++l) {
-      const double moe = layer_compute_[static_cast<size_t>(l)];
-      const double c = attention / L + moe;
-      const double shared = share > 0 ? share * std::min(comm, c / (1 - share)) : 0.0;
-      const double chain = moe_between_phases ? comm + moe : comm;
-      compute += mb * (c + shared);
-      out.sm_shared_s += mb * shared;
-      step += mb * std::max(c + shared, chain);
-      if (l == 0) out.overlap_fill_s = std::min(c, chain);
-    }
-    step += out.overlap_fill_s;
-    const double exposed = std::max(0.0, step - compute);
-    out.compute_s = compute;
-    out.attention_s = mb * attention;
-    out.dispatch_s = dispatch + combine > 0 ? exposed * dispatch / (dispatch + combine) : 0;
-    out.combine_s = exposed - out.dispatch_s;
-    out.dispatch_hidden_s = mb * dispatch - out.dispatch_s;
-    out.combine_hidden_s = mb * combine - out.combine_s;
+    return;
   }
-  out.balancedness = sum_max > 0 ? sum_mean / sum_max : 1.0;
-  out.imbalance_ratio = loaded_layers > 0 ? imbalance / loaded_layers : 0.0;
+  // Two micro-batches: in each layer one computes while the other communicates. Prefill
+  // overlaps one's attention and MoE with the other's dispatch and combine; decode one's
+  // attention with the other's dispatch, MoE and combine, so a layer's MoE also lies on the
+  // communication's path (see the header).
+  const double comm = layers > 0 ? (dispatch + combine) / layers : 0;
+  const bool moe_between_phases = compute_.stage == InferenceStage::kDecode;
+  // While the other micro-batch's normal kernels run they hold normal_sms of the GPU's SMs,
+  // and this one's compute runs on the rest: compute c overlapped by communication m takes
+  // c + share × min(m, c / (1 − share)), slower for as long as the communication runs.
+  const double share = compute_.all_to_all == AllToAllMode::kNormal
+                           ? static_cast<double>(compute_.normal_sms) / gpu_->sms
+                           : 0.0;
+  double compute = 0, step = 0;
+  out.overlap_fill_s = out.sm_shared_s = 0;
+  for (int l = 0; l < layers; ++l) {
+    const double moe = layer_compute_[static_cast<size_t>(l)];
+    const double c = attention / layers + moe;
+    const double shared = share > 0 ? share * std::min(comm, c / (1 - share)) : 0.0;
+    const double chain = moe_between_phases ? comm + moe : comm;
+    compute += mb * (c + shared);
+    out.sm_shared_s += mb * shared;
+    step += mb * std::max(c + shared, chain);
+    if (l == 0) out.overlap_fill_s = std::min(c, chain);
+  }
+  step += out.overlap_fill_s;
+  const double exposed = std::max(0.0, step - compute);
+  out.compute_s = compute;
+  out.attention_s = mb * attention;
+  out.dispatch_s = dispatch + combine > 0 ? exposed * dispatch / (dispatch + combine) : 0;
+  out.combine_s = exposed - out.dispatch_s;
+  out.dispatch_hidden_s = mb * dispatch - out.dispatch_s;
+  out.combine_hidden_s = mb * combine - out.combine_s;
 }
 
 std::vector<PhaseFlow> StepModel::AllToAllFlows(const StepCost& cost, bool combine) const {
   std::vector<PhaseFlow> flows;
-  for (int c = 0; c < kNumLinkClasses; ++c) {
-    const auto link = static_cast<LinkClass>(c);
+  for (LinkClass link : kLinkClasses) {
     // Where the kernels run below the link's bandwidth, a flow carries the bytes that take as
     // long at the link's own.
     const double scale = (combine ? cost.combine_bytes_ratio : 1.0) *
                          (topology_.link(link).bandwidth_bytes_per_s / PhaseBandwidth(link));
-    const auto& out = combine ? cost.recv[c] : cost.send[c];
-    const auto& in = combine ? cost.send[c] : cost.recv[c];
+    const auto& out = combine ? cost.recv[link] : cost.send[link];
+    const auto& in = combine ? cost.send[link] : cost.recv[link];
     for (size_t g = 0; g < out.size(); ++g) {
       const int rank = static_cast<int>(g);
       if (out[g] > 0) flows.push_back({rank, link, true, out[g] * scale});

@@ -288,7 +288,7 @@ Result<Stall> PriceStall(const Scenario& s) {
     out.copies_s += copies_s;
     out.fixed_s += transport.per_layer_s;
     out.total_s += links_s + messages_s + copies_s + transport.per_layer_s;
-    out.bytes += static_cast<double>(plan.bytes[0] + plan.bytes[1] + plan.reload_bytes);
+    out.bytes += static_cast<double>(plan.bytes.sum() + plan.reload_bytes);
     ++out.layers;
   }
   return out;

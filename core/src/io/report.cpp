@@ -452,8 +452,8 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
         const RearrangementRecord& rr = rearrangements[i];
         if (b.points.size() <= i) b.points.push_back({static_cast<double>(i), 0.0});
         if (m.points.size() <= i) m.points.push_back({static_cast<double>(i), 0.0});
-        b.points[i].second += static_cast<double>(rr.bytes[0] + rr.bytes[1]) / 1e9 /
-                              static_cast<double>(group.size());
+        b.points[i].second +=
+            static_cast<double>(rr.bytes.sum()) / 1e9 / static_cast<double>(group.size());
         m.points[i].second += (resident + static_cast<double>(rr.most_staged_bytes())) / 1e9 /
                               static_cast<double>(group.size());
         marks.push_back(options.time_axis ? rr.start_s : static_cast<double>(rr.step));

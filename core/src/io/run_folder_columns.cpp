@@ -145,15 +145,15 @@ const std::vector<Field<RearrangementRow>>& RearrangementFields() {
       {{"bytes_nvlink", "bytes", "bytes moved over NVLink"},
        Format::kInt64,
        [](const R& r) {
-         return Cell{r.bytes[static_cast<int>(LinkClass::kNvlink)], 0};
+         return Cell{r.bytes[LinkClass::kNvlink], 0};
        },
-       [](R& r, const Cell& c) { r.bytes[static_cast<int>(LinkClass::kNvlink)] = c.i; }},
+       [](R& r, const Cell& c) { r.bytes[LinkClass::kNvlink] = c.i; }},
       {{"bytes_nic", "bytes", "bytes moved over NICs"},
        Format::kInt64,
        [](const R& r) {
-         return Cell{r.bytes[static_cast<int>(LinkClass::kNic)], 0};
+         return Cell{r.bytes[LinkClass::kNic], 0};
        },
-       [](R& r, const Cell& c) { r.bytes[static_cast<int>(LinkClass::kNic)] = c.i; }},
+       [](R& r, const Cell& c) { r.bytes[LinkClass::kNic] = c.i; }},
       Col<R, &B::predicted_makespan_s>(
           {"predicted_makespan_s", "s", "Σ over layers of the schedule's makespan (schedule.h)"},
           Format::kReal9),
@@ -469,15 +469,16 @@ Result<std::vector<RearrangementRow>> ParseRearrangementsCsv(std::string_view te
           return fmt::format("end_s {} is before start_s {} (and not -1, unfinished)", r.end_s,
                              r.start_s);
         }
-        for (const auto& [column, v] : {std::pair{"start_s", r.start_s},
-                                        {"policy_ms", r.policy_ms},
-                                        {"layers", static_cast<double>(r.layers)},
-                                        {"transfers", static_cast<double>(r.transfers)},
-                                        {"bytes_nvlink", static_cast<double>(r.bytes[0])},
-                                        {"bytes_nic", static_cast<double>(r.bytes[1])},
-                                        {"bytes_reloaded", static_cast<double>(r.bytes_reloaded)},
-                                        {"predicted_makespan_s", r.predicted_makespan_s},
-                                        {"lower_bound_s", r.lower_bound_s}}) {
+        for (const auto& [column, v] :
+             {std::pair{"start_s", r.start_s},
+              {"policy_ms", r.policy_ms},
+              {"layers", static_cast<double>(r.layers)},
+              {"transfers", static_cast<double>(r.transfers)},
+              {"bytes_nvlink", static_cast<double>(r.bytes[LinkClass::kNvlink])},
+              {"bytes_nic", static_cast<double>(r.bytes[LinkClass::kNic])},
+              {"bytes_reloaded", static_cast<double>(r.bytes_reloaded)},
+              {"predicted_makespan_s", r.predicted_makespan_s},
+              {"lower_bound_s", r.lower_bound_s}}) {
           if (std::string wrong = Negative(column, v); !wrong.empty()) return wrong;
         }
         for (double b : {r.window_balancedness_before, r.window_balancedness_after,

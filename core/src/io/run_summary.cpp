@@ -77,7 +77,7 @@ RunSummary::FaultEffect RecoveryEffect(const RunResult& run, const FaultSpec& f)
   }
   if (recovery != nullptr) {
     e.bytes_reloaded = recovery->bytes_reloaded;
-    e.bytes_copied = recovery->bytes[0] + recovery->bytes[1];
+    e.bytes_copied = recovery->bytes.sum();
   }
   e.until = end;
   e.end_s = recovery != nullptr && recovery->end_s >= 0
@@ -137,8 +137,8 @@ RunSummary Summarize(const RunResult& run) {
   auto& r = out.rearrangements;
   double makespan = 0, predicted = 0, bound = 0, policy_ms = 0;
   for (const RearrangementRecord& rec : run.rearrangements) {
-    out.bytes_moved_nvlink += rec.bytes[static_cast<int>(LinkClass::kNvlink)];
-    out.bytes_moved_nic += rec.bytes[static_cast<int>(LinkClass::kNic)];
+    out.bytes_moved_nvlink += rec.bytes[LinkClass::kNvlink];
+    out.bytes_moved_nic += rec.bytes[LinkClass::kNic];
     out.transfers += rec.transfers;
     policy_ms += rec.policy_ms;
     if (rec.end_s >= 0) {

@@ -256,7 +256,7 @@ Schedule ScheduleTransfers(std::span<const Transfer> transfers, const Topology& 
     for (size_t i = 0; i < transfers.size(); ++i) {
       if (transfers[i].link == link) {
         lane.push_back(static_cast<int32_t>(i));
-        s.bytes[c] += transfers[i].bytes;
+        s.bytes[link] += transfers[i].bytes;
       }
     }
     switch (strategy) {

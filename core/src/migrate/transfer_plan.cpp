@@ -236,7 +236,7 @@ Result<LayerPlan> PlanLayer(int layer, std::span<const int32_t> old_row,
       t.dst_slot = need.slot;
       t.bytes = topology.expert_bytes();
       t.link = topology.link_between(src, need.rank);
-      plan.bytes[static_cast<int>(t.link)] += t.bytes;
+      plan.bytes[t.link] += t.bytes;
       plan.transfers.push_back(t);
     }
   }

@@ -80,7 +80,7 @@ struct RearrangementRecord {
   double policy_ms;   // wall time of the policy
   int layers = 0;     // layers whose placement changed
   int64_t transfers = 0;
-  int64_t bytes[kNumLinkClasses] = {0, 0};
+  PerLink<int64_t> bytes;
   // From the backup: experts no live GPU held, and with the host_pool transport every expert a
   // GPU would have received from another.
   int64_t bytes_reloaded = 0;

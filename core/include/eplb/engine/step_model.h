@@ -127,10 +127,10 @@ struct StepCost {
   double imbalance_ratio = 0;  // likewise
   std::vector<double> layer_mean, layer_max;  // per layer: mean and busiest GPU's tokens
   // Per link class and rank, the bytes each GPU sends and receives in dispatch, over the step.
-  std::vector<double> send[kNumLinkClasses], recv[kNumLinkClasses];
+  PerLink<std::vector<double>> send, recv;
   // Per link class, Σ over layers of that layer's busiest port (its bytes × the port's link
   // slowdown): each layer's phase waits for its own busiest GPU.
-  double layer_busiest_bytes[kNumLinkClasses] = {0, 0};
+  PerLink<double> layer_busiest_bytes;
   double combine_bytes_ratio = 1;  // combine's bytes per dispatch byte
   // The bytes DeepEP's benchmarks divide by a phase's time to print its "bottleneck bandwidth",
   // for the busiest GPU (dispatch; combine's are these × combine_bytes_ratio): normal kernels
@@ -147,7 +147,7 @@ struct StepCost {
 // times slower each class of its links is (1: healthy). Factors of overlapping faults multiply.
 struct Slowdowns {
   std::vector<double> compute;
-  std::vector<double> link[kNumLinkClasses];
+  PerLink<std::vector<double>> link;
   explicit Slowdowns(int ranks = 0);
   bool healthy() const;
   bool operator==(const Slowdowns& other) const;
@@ -188,6 +188,33 @@ class StepModel {
   double RooflineAttention(double tokens) const;
 
  private:
+  // What Cost's pass over the layers adds up for the step.
+  struct StepSums {
+    double mean = 0, max = 0;     // Σ over layers of the mean and the busiest GPU's assignments
+    double imbalance = 0;         // Σ over loaded layers of (max − mean) / mean
+    int loaded_layers = 0;        // layers with a positive mean
+    double assignments = 0;       // token-expert assignments, all layers
+    double lost_assignments = 0;  // those that found no live replica
+    double rdma_counted = 0;      // normal mode: DeepEP's counted RDMA bytes (StepCost)
+  };
+  // Cost's phases, in order. BeginStep sizes and zeroes the step's buffers. SplitLayer splits
+  // one layer's load over the replicas and GPUs (gpu_layer_, gpu_step_), prices each GPU's MoE
+  // work (layer_compute_) and returns the layer's assignments. The ports of DeepEP's normal
+  // kernels are priced per layer (NormalLayerPorts, then NormalStepPorts); those of the bulk
+  // and low-latency modes over the step (LayerBusiestPorts per layer, DirectStepPorts). StepTime
+  // adds attention and the a2a phases up as one or two micro-batches overlap them.
+  void BeginStep(int layers, bool normal, StepCost& out);
+  double SplitLayer(const LoadMatrix& load, const Placement& placement, int layer, StepCost& out,
+                    StepSums& sums);
+  void NormalLayerPorts(double assignments, StepCost& out, StepSums& sums);
+  void NormalStepPorts(StepCost& out, const StepSums& sums);
+  void DirectStepPorts(StepCost& out, const StepSums& sums);
+  void StepTime(int layers, const StepSums& sums, StepCost& out);
+
+  // Whether some GPU is lost or does not serve (SetRanks), and how many serve.
+  bool RanksChanged() const { return !lost_.empty(); }
+  int ServingRanks() const { return RanksChanged() ? serving_count_ : topology_.num_ranks(); }
+
   // One micro-batch's dispatch phase, whose port bytes are `scale` × the step's.
   double PhaseTime(const StepCost& cost, double scale) const;
   // Bulk and low-latency modes, where each assignment is one message from its source GPU: GPU
@@ -209,6 +236,7 @@ class StepModel {
   double slowest_gpu_ = 1;  // the largest compute slowdown in force
   int layers_;
   double dispatch_bytes_per_token_, combine_bytes_per_token_;
+  std::vector<double> gpu_step_;                // per GPU, its assignments over all layers
   std::vector<double> node_tokens_;             // per node, over all layers
   ReplicaDispatcher dispatcher_;                // splits each expert's tokens among its replicas
   std::vector<double> slot_tokens_;             // the current layer's assignments per slot

@@ -58,7 +58,7 @@ struct Round {
 struct Schedule {
   ScheduleStrategy strategy = ScheduleStrategy::kBest;
   std::vector<Round> lanes[kNumLinkClasses];
-  int64_t bytes[kNumLinkClasses] = {0, 0};
+  PerLink<int64_t> bytes;
   // For each scheduled transfer, its round's index within its lane.
   std::vector<int32_t> round_of_transfer;
   double lower_bound_s = 0;

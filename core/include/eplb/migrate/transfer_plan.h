@@ -76,7 +76,7 @@ struct LayerPlan {
   std::vector<std::vector<int32_t>> written_slots;
   // Slots that become empty: nothing is moved, only the routing table changes.
   std::vector<int32_t> emptied_slots;
-  int64_t bytes[kNumLinkClasses] = {0, 0};
+  PerLink<int64_t> bytes;
   int64_t reload_bytes = 0;
 
   // True when the layer's placement does not change at all.

@@ -7,6 +7,8 @@
 // Thread-safety: immutable after construction; safe to share between threads.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 
 #include "eplb/base/status.h"
@@ -16,7 +18,24 @@ namespace eplb {
 // Which link a transfer between two ranks crosses.
 enum class LinkClass { kNvlink = 0, kNic = 1 };
 inline constexpr int kNumLinkClasses = 2;
+inline constexpr std::array<LinkClass, kNumLinkClasses> kLinkClasses = {LinkClass::kNvlink,
+                                                                        LinkClass::kNic};
 const char* LinkClassName(LinkClass link);
+
+// One value per link class, indexed by the class: bytes[LinkClass::kNic], not bytes[1].
+template <typename T>
+struct PerLink {
+  std::array<T, kNumLinkClasses> values{};
+
+  T& operator[](LinkClass link) { return values[static_cast<size_t>(link)]; }
+  const T& operator[](LinkClass link) const { return values[static_cast<size_t>(link)]; }
+  T sum() const { return values[0] + values[1]; }
+  auto begin() { return values.begin(); }
+  auto end() { return values.end(); }
+  auto begin() const { return values.begin(); }
+  auto end() const { return values.end(); }
+  bool operator==(const PerLink&) const = default;
+};
 
 // One direction of one link: bandwidth in bytes per second and a fixed start-up latency.
 struct LinkSpec {
