@@ -245,6 +245,7 @@ run_step 40 validate "$bin/eplb" validate --virtual --set eplb.step_interval=200
   --set eplb.window_size=100 --step-scale 0.1 --out "$logs/validate"
 rc=$?
 if [ $rc -eq 0 ]; then
+  note "validate, measured" "$(grep -E '^measured:' "$logs/validate.log")"
   note "validate, per layer" "$(grep -E '^per layer' "$logs/validate.log")"
   note "validate, per transfer" "$(grep -E '^per transfer' "$logs/validate.log")"
 elif [ $rc -eq 125 ]; then

@@ -25,6 +25,11 @@ struct DeviceBackend::RankState {
   cudaStream_t local = nullptr;
   cudaStream_t lane[kNumLinkClasses] = {};
   std::vector<cudaEvent_t> staged, consumed;  // [staging buffer]
+  // The GPU's clock on the run's: `anchor` completed at Now() = anchor_s (BeginRearrangement),
+  // so an event's time is anchor_s + cudaEventElapsedTime(anchor, event). Timing events.
+  cudaEvent_t anchor = nullptr;
+  double anchor_s = -1;                                                            // none yet
+  cudaEvent_t round_begin[kNumLinkClasses] = {}, round_end[kNumLinkClasses] = {};  // [lane]
   void* pool = nullptr;
   // Foreground slot lists on the device: checks, and the slots an emulated step reads.
   SlotRef* check_slots = nullptr;
@@ -228,6 +233,11 @@ Status DeviceBackend::Init() {
       EPLB_CUDA(cudaEventCreateWithFlags(&s.staged[b], cudaEventDisableTiming), at);
       EPLB_CUDA(cudaEventCreateWithFlags(&s.consumed[b], cudaEventDisableTiming), at);
     }
+    EPLB_CUDA(cudaEventCreate(&s.anchor), at);
+    for (int lane = 0; lane < kNumLinkClasses; ++lane) {
+      EPLB_CUDA(cudaEventCreate(&s.round_begin[lane]), at);
+      EPLB_CUDA(cudaEventCreate(&s.round_end[lane]), at);
+    }
     const size_t slot_buffers = static_cast<size_t>(config_.num_layers + buffers) * per_gpu;
     EPLB_CUDA(cudaMalloc(&s.pool, slot_buffers * expert_bytes_), at);
     auto* next = static_cast<uint8_t*>(s.pool);
@@ -338,6 +348,10 @@ DeviceBackend::~DeviceBackend() {
       for (cudaEvent_t e : *events) {
         if (e) cudaEventDestroy(e);
       }
+    }
+    for (cudaEvent_t e :
+         {s.anchor, s.round_begin[0], s.round_begin[1], s.round_end[0], s.round_end[1]}) {
+      if (e) cudaEventDestroy(e);
     }
     for (void* p : {s.pool, static_cast<void*>(s.check_slots), static_cast<void*>(s.step_slots),
                     static_cast<void*>(s.mismatch), static_cast<void*>(s.sink),
@@ -516,8 +530,14 @@ Status DeviceBackend::BeginRearrangement() {
     if (!local.ok()) break;
     const std::string at = At(r);
     local = [&]() -> Status {
-      EPLB_CUDA(cudaSetDevice(ranks_[r]->device), at);
-      EPLB_CUDA(cudaStreamSynchronize(ranks_[r]->local), at);
+      RankState& s = *ranks_[r];
+      EPLB_CUDA(cudaSetDevice(s.device), at);
+      EPLB_CUDA(cudaStreamSynchronize(s.local), at);
+      // The anchor of this rearrangement's GPU-timed transfers: on the idle local stream it
+      // completes at once, and the host notes when (to within its wake-up, a few µs).
+      EPLB_CUDA(cudaEventRecord(s.anchor, s.local), at);
+      EPLB_CUDA(cudaEventSynchronize(s.anchor), at);
+      s.anchor_s = Now();
       return Status::Ok();
     }();
   }
@@ -608,8 +628,12 @@ Status DeviceBackend::ExecuteRound(const StagingTarget& target, const Round& rou
   RankState& s = *ranks_[target.rank];
   const std::string at = At(target.rank, target.layer);
   // Merged rounds (NCCL) mix link classes: they use the first lane's stream.
-  cudaStream_t stream = s.lane[MergesLanes() ? 0 : static_cast<int>(round.link)];
+  const int lane = MergesLanes() ? 0 : static_cast<int>(round.link);
+  cudaStream_t stream = s.lane[lane];
   EPLB_CUDA(cudaStreamWaitEvent(stream, s.consumed[target.buffer], 0), at);
+  // The round's span on the GPU: from when its stream may write the staging buffer to when its
+  // last copy or receive has landed, without the host's issue and polling.
+  EPLB_CUDA(cudaEventRecord(s.round_begin[lane], stream), at);
   std::vector<const Transfer*> received;
   for (const Flow& flow : round.flows) {
     if (flow.dst_rank != target.rank) continue;
@@ -628,6 +652,7 @@ Status DeviceBackend::ExecuteRound(const StagingTarget& target, const Round& rou
                                 expert_bytes_, cudaMemcpyDeviceToDevice, stream),
                 at);
     }
+    EPLB_CUDA(cudaEventRecord(s.round_end[lane], stream), at);
     EPLB_CUDA(cudaStreamSynchronize(stream), at);
   } else {
 #ifdef EPLB_HAVE_NCCL
@@ -665,18 +690,39 @@ Status DeviceBackend::ExecuteRound(const StagingTarget& target, const Round& rou
     if (issued.ok() && end != ncclSuccess && end != ncclInProgress) {
       issued = NcclStatus(end, "ncclGroupEnd", at);
     }
+    if (issued.ok()) {
+      // A non-blocking communicator may still be enqueueing the group's kernel: the end event
+      // follows it on the stream only once ncclGroupEnd's work is issued (nccl_comm.h).
+      issued = WaitForIssue(s.comm, cancel_, &s.comm_aborted, at);
+      if (issued.ok()) {
+        const cudaError_t recorded = cudaEventRecord(s.round_end[lane], stream);
+        if (recorded != cudaSuccess) issued = CudaStatus(recorded, "cudaEventRecord", at);
+      }
+    }
     if (!issued.ok()) {
-      ncclCommAbort(s.comm);  // its state after a failed group is unknown
+      if (!s.comm_aborted) ncclCommAbort(s.comm);  // its state after a failed group is unknown
       s.comm_aborted = true;
       return issued;
     }
     EPLB_RETURN_IF_ERROR(WaitForRound(s.comm, stream, cancel_, &s.comm_aborted, at));
 #endif
   }
-  const double end = Now();
+  // The GPU's span once this rearrangement has its anchor (calibration rounds have none), else
+  // the host's, which adds issue and polling.
+  double begin_s = start, end_s = Now();
+  if (s.anchor_s >= 0) {
+    float begin_ms = 0, end_ms = 0;
+    if (cudaEventElapsedTime(&begin_ms, s.anchor, s.round_begin[lane]) == cudaSuccess &&
+        cudaEventElapsedTime(&end_ms, s.anchor, s.round_end[lane]) == cudaSuccess) {
+      begin_s = s.anchor_s + begin_ms * 1e-3;
+      end_s = s.anchor_s + end_ms * 1e-3;
+    } else {
+      (void)cudaGetLastError();  // a failed read is not the next kernel launch's error
+    }
+  }
   for (const Transfer* t : received) {
     on_transfer(TransferRecord{target.layer, t->expert, t->src_rank, t->dst_rank, t->bytes, t->link,
-                               start, end});
+                               begin_s, end_s});
   }
   return Status::Ok();
 }

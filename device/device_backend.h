@@ -14,7 +14,7 @@
 //              makes its stream wait on it before writing into b, so no transfer overwrites
 //              weights a step launched before the commit may still read
 // A round returns when its stream has drained, so the rearranger's "rank staged" is a fact
-// on the device, and the round's measured times are the transfers' times.
+// on the device.
 //
 // Modes: kVirtual puts every rank on one GPU; a receive is cudaMemcpyAsync from the sender's
 // live weights (which stay intact until every rank has staged the layer), a worker per lane.
@@ -30,9 +30,20 @@
 // Host threads wait with cudaDeviceScheduleBlockingSync (set before the GPU's context exists),
 // so waiting workers do not spin and distort what the foreground measures.
 //
+// Transfer times (on_transfer) are the GPU's: events on the lane's stream around the round's
+// copies or NCCL calls, from when the stream may write the staging buffer to when the last
+// byte has landed, put on the run's clock by an anchor event that BeginRearrangement records
+// and waits for (error: the host's wake-up after it, a few µs). They leave out the host's
+// issue, NCCL's ncclInProgress while it enqueues the group, and the 20 µs polls of a round's
+// wait; the rearranger's round events (RoundEvent) are host-timed and include them. The end
+// event follows the NCCL kernel only once NCCL has issued it (WaitForIssue), so a round shorter
+// than one poll reads as one poll. A merged round (NCCL: NVLink and RDMA flows in one group,
+// one kernel) gives all its transfers the round's span; NCCL shows no finer one. Rounds run
+// outside a rearrangement (MeasureBandwidths) are host-timed.
+//
 // Thread-safety: the RearrangementBackend calls follow that interface's contract; Fill,
 // Verify and RunEmulatedStep are foreground calls. on_transfer (backend.h) fires from worker
-// threads, with each received transfer's round's measured start and end (receiver side).
+// threads, with each received transfer's round's start and end (receiver side).
 #pragma once
 
 #include <atomic>

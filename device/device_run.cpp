@@ -205,6 +205,53 @@ Result<double> TimePlainCopy(int device, size_t bytes, int repetitions) {
   return best;
 }
 
+namespace {
+
+// Best seconds of one round in which every rank receives `per_rank` experts from its ring
+// neighbour at once (slots 0..per_rank-1 of each), host-timed across every local rank's round.
+Result<double> TimeRingRound(DeviceBackend& backend, const Topology& topology, int per_rank,
+                             int repetitions) {
+  const int ranks = topology.num_ranks(), per_gpu = topology.slots_per_gpu();
+  std::vector<Transfer> transfers;
+  Round round;
+  round.link = LinkClass::kNvlink;
+  for (int r = 0; r < ranks; ++r) {
+    const int src = (r + 1) % ranks;
+    Flow flow{src, r, 0, {}};
+    for (int i = 0; i < per_rank; ++i) {
+      flow.transfers.push_back(static_cast<int32_t>(transfers.size()));
+      Transfer t;
+      t.src_rank = src;
+      t.src_slot = src * per_gpu + i;
+      t.dst_rank = r;
+      t.dst_slot = r * per_gpu + i;
+      t.bytes = topology.expert_bytes();
+      transfers.push_back(t);
+    }
+    flow.bytes = topology.expert_bytes() * per_rank;
+    round.flows.push_back(flow);
+  }
+  double best = 1e30;
+  for (int rep = 0; rep <= repetitions; ++rep) {
+    std::vector<Status> status(static_cast<size_t>(ranks));
+    std::vector<std::thread> threads;
+    const double start = backend.Now();
+    for (int r = 0; r < ranks; ++r) {
+      if (!backend.IsLocal(r)) continue;
+      threads.emplace_back([&, r] {
+        cudaSetDevice(backend.device_of(r));
+        status[r] = backend.ExecuteRound({r, 0, 0}, round, transfers);
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (const Status& s : status) EPLB_RETURN_IF_ERROR(s);
+    if (rep > 0) best = std::min(best, backend.Now() - start);
+  }
+  return best;
+}
+
+}  // namespace
+
 Result<Bandwidths> MeasureBandwidths(DeviceBackend& backend, const Topology& topology,
                                      int repetitions) {
   Bandwidths out;
@@ -216,14 +263,11 @@ Result<Bandwidths> MeasureBandwidths(DeviceBackend& backend, const Topology& top
   const int ranks = topology.num_ranks();
   EPLB_CUDA(cudaSetDevice(device), "");
   {
-    // Plain copy and round latency on buffers of their own.
+    // Plain copy on buffers of its own.
     const size_t bytes = expert * static_cast<size_t>(per_gpu) * 8;
     auto plain = TimePlainCopy(device, bytes, repetitions);
     if (!plain.ok()) return plain.status();
-    auto tiny = TimePlainCopy(device, 8, repetitions * 20);
-    if (!tiny.ok()) return tiny.status();
     out.plain_copy_bps = static_cast<double>(bytes) / *plain;
-    out.round_latency_s = *tiny;
   }
   // Local copies: one rank copies each of its live slots into its staging buffer.
   {
@@ -240,46 +284,25 @@ Result<Bandwidths> MeasureBandwidths(DeviceBackend& backend, const Topology& top
     }
     out.local_copy_bps = static_cast<double>(expert) * per_gpu / best;
   }
-  // Peer: one round in which every rank receives all its slots from its ring neighbour.
+  // Peer: rounds in which every rank receives experts from its ring neighbour, one expert and
+  // all its slots' worth: the line through the two times is the round's start-up (intercept)
+  // and the bandwidth its bytes stream at (slope).
   if (ranks > 1) {
-    std::vector<Transfer> transfers;
-    Round round;
-    round.link = LinkClass::kNvlink;
-    for (int r = 0; r < ranks; ++r) {
-      const int src = (r + 1) % ranks;
-      Flow flow{src, r, 0, {}};
-      for (int i = 0; i < per_gpu; ++i) {
-        flow.transfers.push_back(static_cast<int32_t>(transfers.size()));
-        Transfer t;
-        t.src_rank = src;
-        t.src_slot = src * per_gpu + i;
-        t.dst_rank = r;
-        t.dst_slot = r * per_gpu + i;
-        t.bytes = topology.expert_bytes();
-        transfers.push_back(t);
+    auto full = TimeRingRound(backend, topology, per_gpu, repetitions);
+    if (!full.ok()) return full.status();
+    out.peer_bps = static_cast<double>(expert) * per_gpu / *full;
+    out.peer_stream_bps = out.peer_bps;
+    if (per_gpu > 1) {
+      auto one = TimeRingRound(backend, topology, 1, repetitions);
+      if (!one.ok()) return one.status();
+      const double slope = (*full - *one) / (per_gpu - 1);
+      if (slope > 0) {
+        out.peer_stream_bps = static_cast<double>(expert) / slope;
+        out.round_latency_s = std::max(0.0, *one - slope);
       }
-      flow.bytes = static_cast<int64_t>(expert) * per_gpu;
-      round.flows.push_back(flow);
     }
-    double best = 1e30;
-    for (int rep = 0; rep <= repetitions; ++rep) {
-      std::vector<Status> status(static_cast<size_t>(ranks));
-      std::vector<std::thread> threads;
-      const double start = backend.Now();
-      for (int r = 0; r < ranks; ++r) {
-        if (!backend.IsLocal(r)) continue;
-        threads.emplace_back([&, r] {
-          cudaSetDevice(backend.device_of(r));
-          status[r] = backend.ExecuteRound({r, 0, 0}, round, transfers);
-        });
-      }
-      for (auto& t : threads) t.join();
-      for (const Status& s : status) EPLB_RETURN_IF_ERROR(s);
-      if (rep > 0) best = std::min(best, backend.Now() - start);
-    }
-    out.peer_bps = static_cast<double>(expert) * per_gpu / best;
   } else {
-    out.peer_bps = out.local_copy_bps;
+    out.peer_bps = out.peer_stream_bps = out.local_copy_bps;
   }
   return out;
 }

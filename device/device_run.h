@@ -51,17 +51,26 @@ Result<RunResult> RunOnDevice(const Scenario& scenario, const DeviceRunOptions& 
 // best of `repetitions` after a warm-up, on buffers of its own.
 Result<double> TimePlainCopy(int device, size_t bytes, int repetitions);
 
-// Effective bandwidths on this machine, bytes per second, and the start-up time of one round.
-//   plain_copy_bps  one large cudaMemcpyAsync device to device (all slot buffers of rank 0 at
-//                   once): the GPU's copy bandwidth, the reference for the benchmark
-//   local_copy_bps  copies of one expert within one rank, back to back on one stream
-//   peer_bps        per rank, while every rank receives experts from its ring neighbour at
-//                   once (virtual ranks: copies between ranks' buffers; NCCL: send/recv)
-//   round_latency_s one round of one 8-byte transfer, issue to completion
+// Effective bandwidths on this machine, bytes per second, and the start-up time of one round,
+// each the best of `repetitions` after a warm-up, host-timed:
+//   plain_copy_bps   one large cudaMemcpyAsync device to device (all slot buffers of rank 0 at
+//                    once): the GPU's copy bandwidth, the reference for the benchmark
+//   local_copy_bps   copies of one expert within one rank, back to back on one stream
+//   peer_bps         per rank, a round in which every rank receives all its slots' experts from
+//                    its ring neighbour at once (virtual ranks: copies between ranks' buffers;
+//                    NCCL: send/recv), its bytes over its whole time
+//   round_latency_s  and peer_stream_bps: the line through that round's time and the time of
+//                    the same round with one expert per rank, t(n) = round_latency_s + n ×
+//                    expert bytes / peer_stream_bps: the start-up every round pays (issue,
+//                    NCCL's kernel launch and peer handshake, the host's wait) and the rate its
+//                    bytes then stream at, which is what the simulator's links take as latency
+//                    and bandwidth. With one slot per GPU, or times too noisy for a positive
+//                    slope, peer_stream_bps = peer_bps and round_latency_s = 0.
 struct Bandwidths {
   double plain_copy_bps = 0;
   double local_copy_bps = 0;
   double peer_bps = 0;
+  double peer_stream_bps = 0;
   double round_latency_s = 0;
 };
 Result<Bandwidths> MeasureBandwidths(DeviceBackend& backend, const Topology& topology,

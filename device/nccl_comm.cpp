@@ -87,32 +87,62 @@ Status CreateRankComm(const ncclUniqueId& id, int ranks, int rank, ncclComm_t* c
   return Settle(*comm, where);
 }
 
+namespace {
+
+// Aborts `comm` for good (the next rearrangement replaces it) and returns `status`.
+Status AbortWith(ncclComm_t comm, bool* aborted, Status status) {
+  ncclCommAbort(comm);
+  *aborted = true;
+  return status;
+}
+
+// One poll of a round's communicator: OK with *pending true while NCCL is still issuing its
+// calls, or the communicator aborted on a cancellation or an error.
+Status PollRound(ncclComm_t comm, const std::atomic<bool>& cancel, bool* aborted,
+                 const std::string& where, bool* pending) {
+  if (cancel.load(std::memory_order_acquire)) {
+    return AbortWith(comm, aborted, Status::Cancelled(where + "the rearrangement was cancelled"));
+  }
+  ncclResult_t state = ncclSuccess;
+  const ncclResult_t got = ncclCommGetAsyncError(comm, &state);
+  if (got != ncclSuccess) {
+    return AbortWith(comm, aborted, NcclStatus(got, "ncclCommGetAsyncError", where));
+  }
+  if (state != ncclSuccess && state != ncclInProgress) {
+    return AbortWith(comm, aborted, NcclStatus(state, "a send or receive", where));
+  }
+  *pending = state == ncclInProgress;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status WaitForIssue(ncclComm_t comm, const std::atomic<bool>& cancel, bool* aborted,
+                    const std::string& where) {
+  for (;;) {
+    bool pending = false;
+    EPLB_RETURN_IF_ERROR(PollRound(comm, cancel, aborted, where, &pending));
+    if (!pending) return Status::Ok();
+    std::this_thread::sleep_for(kPoll);
+  }
+}
+
 Status WaitForRound(ncclComm_t comm, cudaStream_t stream, const std::atomic<bool>& cancel,
                     bool* aborted, const std::string& where) {
-  const auto abort_with = [&](Status s) {
-    ncclCommAbort(comm);
-    *aborted = true;
-    return s;
-  };
   bool drained = false;
-  while (true) {
-    if (cancel.load(std::memory_order_acquire)) {
-      return abort_with(Status::Cancelled(where + "the rearrangement was cancelled"));
-    }
-    ncclResult_t state = ncclSuccess;
-    const ncclResult_t got = ncclCommGetAsyncError(comm, &state);
-    if (got != ncclSuccess) return abort_with(NcclStatus(got, "ncclCommGetAsyncError", where));
-    if (state != ncclSuccess && state != ncclInProgress) {
-      return abort_with(NcclStatus(state, "a send or receive", where));
-    }
+  for (;;) {
+    bool pending = false;
+    EPLB_RETURN_IF_ERROR(PollRound(comm, cancel, aborted, where, &pending));
     if (drained) return Status::Ok();  // the re-check after the stream drained
-    if (state == ncclSuccess) {
+    if (!pending) {
       const cudaError_t q = cudaStreamQuery(stream);
       if (q == cudaSuccess) {
         drained = true;
         continue;
       }
-      if (q != cudaErrorNotReady) return abort_with(CudaStatus(q, "cudaStreamQuery", where));
+      if (q != cudaErrorNotReady) {
+        return AbortWith(comm, aborted, CudaStatus(q, "cudaStreamQuery", where));
+      }
     }
     std::this_thread::sleep_for(kPoll);
   }

@@ -30,6 +30,13 @@ Status CreateLocalComms(std::span<const int> devices, std::span<ncclComm_t> comm
 // process was given (rank 0 makes it; the caller broadcasts it).
 Status CreateRankComm(const ncclUniqueId& id, int ranks, int rank, ncclComm_t* comm);
 
+// Waits until the communicator has issued its pending NCCL calls (no longer ncclInProgress):
+// a non-blocking ncclGroupEnd may return before its kernel is on the stream, and work recorded
+// on the stream after it (a timing event) must follow the kernel. Cancellation and errors abort
+// the communicator as WaitForRound's do.
+Status WaitForIssue(ncclComm_t comm, const std::atomic<bool>& cancel, bool* aborted,
+                    const std::string& where);
+
 // Waits until the communicator has no pending NCCL call (ncclInProgress), then until `stream` has
 // drained, polling both. When `cancel` turns true first, or NCCL reports an error, aborts the
 // communicator (setting *aborted) and returns Cancelled or the error. A round that returns OK has

@@ -55,9 +55,10 @@ int RunValidate(const DeviceArgs& a) {
   // The simulator with this machine's numbers. Emulated steps carry no all-to-all traffic, so
   // the simulated steps carry next to none (hidden 1); compute is scaled like the emulation.
   Scenario sim = measured->scenario;
-  const double peer_gbps = bw->peer_bps / 1e9, latency_us = bw->round_latency_s * 1e6;
-  sim.cluster.nvlink = {peer_gbps, latency_us, 1.0};
-  sim.cluster.nic = {peer_gbps, latency_us, 1.0};
+  const double peer_gbps = bw->peer_bps / 1e9, stream_gbps = bw->peer_stream_bps / 1e9,
+               latency_us = bw->round_latency_s * 1e6;
+  sim.cluster.nvlink = {stream_gbps, latency_us, 1.0};
+  sim.cluster.nic = {stream_gbps, latency_us, 1.0};
   sim.cluster.pcie_gbps = 1e6;
   sim.cluster.nvswitch_gbps = 0;
   sim.cluster.fabric_oversubscription = 1;
@@ -74,6 +75,7 @@ int RunValidate(const DeviceArgs& a) {
   json["bandwidths"] = {{"plain_copy_gbps", bw->plain_copy_bps / 1e9},
                         {"local_copy_gbps", bw->local_copy_bps / 1e9},
                         {"peer_gbps", peer_gbps},
+                        {"peer_stream_gbps", stream_gbps},
                         {"round_latency_us", latency_us}};
   json["mode"] = device::DeviceModeName(options->mode);
   json["expert_bytes"] = measured->scenario.model.expert_bytes;
@@ -86,9 +88,10 @@ int RunValidate(const DeviceArgs& a) {
   });
   if (!written.ok()) return ReportError(cmd, written);
   fmt::print(
-      "measured: plain copy {:.1f} GB/s, local copy {:.1f} GB/s, peer {:.1f} GB/s per rank, "
-      "round latency {:.1f} us ({} mode, {} bytes per expert)\n",
-      bw->plain_copy_bps / 1e9, bw->local_copy_bps / 1e9, peer_gbps, latency_us,
+      "measured: plain copy {:.1f} GB/s, local copy {:.1f} GB/s, peer {:.1f} GB/s per rank "
+      "({:.1f} GB/s streaming after a round latency of {:.1f} us; {} mode, {} bytes per "
+      "expert)\n",
+      bw->plain_copy_bps / 1e9, bw->local_copy_bps / 1e9, peer_gbps, stream_gbps, latency_us,
       device::DeviceModeName(options->mode), measured->scenario.model.expert_bytes);
   fmt::print("{}", table);
   fmt::print("validation folder {}\n", dir);
