@@ -534,10 +534,14 @@ Status DeviceBackend::BeginRearrangement() {
       EPLB_CUDA(cudaSetDevice(s.device), at);
       EPLB_CUDA(cudaStreamSynchronize(s.local), at);
       // The anchor of this rearrangement's GPU-timed transfers: on the idle local stream it
-      // completes at once, and the host notes when (to within its wake-up, a few µs).
+      // completes at once, and the host notes when. Spinning, not blocking: a blocking-sync
+      // wake-up takes tens of µs, which would shift every transfer of the rank.
       EPLB_CUDA(cudaEventRecord(s.anchor, s.local), at);
-      EPLB_CUDA(cudaEventSynchronize(s.anchor), at);
+      cudaError_t done = cudaEventQuery(s.anchor);
+      while (done == cudaErrorNotReady) done = cudaEventQuery(s.anchor);
       s.anchor_s = Now();
+      (void)cudaGetLastError();  // NotReady is no error for a kernel launch to find later
+      if (done != cudaSuccess) return CudaStatus(done, "cudaEventQuery", at);
       return Status::Ok();
     }();
   }

@@ -31,15 +31,17 @@
 // so waiting workers do not spin and distort what the foreground measures.
 //
 // Transfer times (on_transfer) are the GPU's: events on the lane's stream around the round's
-// copies or NCCL calls, from when the stream may write the staging buffer to when the last
-// byte has landed, put on the run's clock by an anchor event that BeginRearrangement records
-// and waits for (error: the host's wake-up after it, a few µs). They leave out the host's
-// issue, NCCL's ncclInProgress while it enqueues the group, and the 20 µs polls of a round's
-// wait; the rearranger's round events (RoundEvent) are host-timed and include them. The end
-// event follows the NCCL kernel only once NCCL has issued it (WaitForIssue), so a round shorter
-// than one poll reads as one poll. A merged round (NCCL: NVLink and RDMA flows in one group,
-// one kernel) gives all its transfers the round's span; NCCL shows no finer one. Rounds run
-// outside a rearrangement (MeasureBandwidths) are host-timed.
+// copies or NCCL group, put on the run's clock by an anchor event that BeginRearrangement
+// records and spins on (error: about a µs). A round's span starts when its stream may write the
+// staging buffer and the host has begun issuing it, and ends when its last byte has landed:
+// it leaves out the polling of the round's wait (kPoll, 20 µs, ~70 µs with Linux's timer
+// slack), which the rearranger's host-timed round events (RoundEvent) include. Under NCCL it
+// includes the group's issue (ncclInProgress while NCCL enqueues it; the first round with a
+// peer also connects to it, NCCL connecting lazily) and the wait for the peer's half; the end
+// event can follow the kernel only once NCCL has issued it (WaitForIssue), so a round shorter
+// than one poll reads as one poll. A merged round (NVLink and RDMA flows in one group, one
+// kernel) gives all its transfers the round's span; NCCL shows no finer one. Rounds run outside
+// a rearrangement (MeasureBandwidths) are host-timed.
 //
 // Thread-safety: the RearrangementBackend calls follow that interface's contract; Fill,
 // Verify and RunEmulatedStep are foreground calls. on_transfer (backend.h) fires from worker

@@ -1,6 +1,7 @@
 #include "device_run.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <limits>
 #include <thread>
@@ -235,14 +236,22 @@ Result<double> TimeRingRound(DeviceBackend& backend, const Topology& topology, i
   for (int rep = 0; rep <= repetitions; ++rep) {
     std::vector<Status> status(static_cast<size_t>(ranks));
     std::vector<std::thread> threads;
-    const double start = backend.Now();
+    // Every rank's thread is started and on its GPU before the clock starts, as the
+    // rearranger's workers are before their rounds.
+    std::atomic<int> ready{0};
+    std::atomic<bool> go{false};
     for (int r = 0; r < ranks; ++r) {
       if (!backend.IsLocal(r)) continue;
       threads.emplace_back([&, r] {
         cudaSetDevice(backend.device_of(r));
+        ++ready;
+        while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
         status[r] = backend.ExecuteRound({r, 0, 0}, round, transfers);
       });
     }
+    while (ready.load() < static_cast<int>(threads.size())) std::this_thread::yield();
+    const double start = backend.Now();
+    go.store(true, std::memory_order_release);
     for (auto& t : threads) t.join();
     for (const Status& s : status) EPLB_RETURN_IF_ERROR(s);
     if (rep > 0) best = std::min(best, backend.Now() - start);
@@ -295,10 +304,13 @@ Result<Bandwidths> MeasureBandwidths(DeviceBackend& backend, const Topology& top
     if (per_gpu > 1) {
       auto one = TimeRingRound(backend, topology, 1, repetitions);
       if (!one.ok()) return one.status();
-      const double slope = (*full - *one) / (per_gpu - 1);
-      if (slope > 0) {
-        out.peer_stream_bps = static_cast<double>(expert) / slope;
-        out.round_latency_s = std::max(0.0, *one - slope);
+      // A difference within the times' noise gives no slope worth the name.
+      if (*full - *one > 0.1 * *full) {
+        const double slope = (*full - *one) / (per_gpu - 1);
+        // No faster than the GPU's own copy.
+        out.peer_stream_bps = std::min(static_cast<double>(expert) / slope, out.plain_copy_bps);
+        out.round_latency_s =
+            std::max(0.0, *one - static_cast<double>(expert) / out.peer_stream_bps);
       }
     }
   } else {

@@ -64,8 +64,12 @@ Result<double> TimePlainCopy(int device, size_t bytes, int repetitions);
 //                    expert bytes / peer_stream_bps: the start-up every round pays (issue,
 //                    NCCL's kernel launch and peer handshake, the host's wait) and the rate its
 //                    bytes then stream at, which is what the simulator's links take as latency
-//                    and bandwidth. With one slot per GPU, or times too noisy for a positive
-//                    slope, peer_stream_bps = peer_bps and round_latency_s = 0.
+//                    and bandwidth (never above plain_copy_bps). With one slot per GPU, or
+//                    when the two times differ by less than a tenth (noise, not bytes),
+//                    peer_stream_bps = peer_bps and round_latency_s = 0. Each round is timed
+//                    from when every rank's thread waits at its start; the start-up includes
+//                    the host's wait for the last rank's stream, which the transfer records
+//                    (GPU-timed) leave out.
 struct Bandwidths {
   double plain_copy_bps = 0;
   double local_copy_bps = 0;

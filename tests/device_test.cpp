@@ -298,10 +298,19 @@ TEST(DeviceBackend, NcclRoundsToSelfAndAnAbortedCommunicatorIsReplaced) {
   device.JoinWorkers();
   EXPECT_EQ(cancelled.code(), Status::Code::kCancelled) << cancelled.message();
   EXPECT_EQ(reported, 0);
-  // The next rearrangement replaces the aborted communicator, and its rounds work.
+  // The next rearrangement replaces the aborted communicator, and its rounds work. Its
+  // transfers carry the GPU's span of their round, on the run's clock: within the host's.
+  ASSERT_TRUE(device.BeginRearrangement().ok());
+  TransferRecord record{};
+  device.on_transfer.Connect([&](const TransferRecord& t) { record = t; });
+  const double before = device.Now();
   const Status again = one_round();
+  const double after = device.Now();
   EXPECT_TRUE(again.ok()) << again.message();
   EXPECT_EQ(reported, 1);
+  EXPECT_LE(before - 1e-4, record.start_s);
+  EXPECT_LE(record.start_s, record.end_s);
+  EXPECT_LE(record.end_s, after + 1e-4);
 }
 
 TEST(DeviceBackend, ErrorsNameTheMemoryAndTheRank) {
