@@ -21,6 +21,11 @@ class SimMonitor final : public Monitor {
     cv_->wait(lock);
     lock.release();  // the caller still holds it
   }
+  void WaitFor(double seconds) override {  // simulated seconds
+    std::unique_lock<sg4::Mutex> lock(*mutex_, std::adopt_lock);
+    cv_->wait_for(lock, seconds);
+    lock.release();
+  }
   void NotifyAll() override { cv_->notify_all(); }
 
  private:

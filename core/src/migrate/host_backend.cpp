@@ -1,5 +1,7 @@
 #include "eplb/migrate/host_backend.h"
 
+#include <chrono>
+
 #include <algorithm>
 #include <condition_variable>
 #include <cstring>
@@ -20,6 +22,11 @@ class StdMonitor final : public Monitor {
     std::unique_lock lock(mu_, std::adopt_lock);
     cv_.wait(lock);
     lock.release();  // the caller still holds it
+  }
+  void WaitFor(double seconds) override {
+    std::unique_lock lock(mu_, std::adopt_lock);
+    cv_.wait_for(lock, std::chrono::duration<double>(seconds));
+    lock.release();
   }
   void NotifyAll() override { cv_.notify_all(); }
 

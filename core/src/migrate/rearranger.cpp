@@ -6,6 +6,13 @@
 #include <fmt/format.h>
 
 namespace eplb {
+namespace {
+
+// How often a stop-the-world wait that spans processes agrees with the others (AwaitStaged):
+// short against a layer's migration (milliseconds at least), long against an all-reduce.
+constexpr double kAgreementPoll = 0.01;
+
+}  // namespace
 
 Rearranger::Rearranger(RearrangementBackend& backend, const Topology& topology,
                        RearrangerOptions options)
@@ -115,8 +122,11 @@ Status Rearranger::Start(const Placement& current, const Placement& target,
   staging_peak_.resize(static_cast<size_t>(ranks), 0);
   ranks_ready_.assign(plans_.size(), 0);
   local_ranks_ = 0;
-  for (int rank = 0; rank < ranks; ++rank)
+  spans_processes_ = false;
+  for (int rank = 0; rank < ranks; ++rank) {
     local_ranks_ += backend_.IsLocal(rank) && !lost_[static_cast<size_t>(rank)] ? 1 : 0;
+    spans_processes_ = spans_processes_ || !backend_.IsLocal(rank);
+  }
   committed_ = 0;
   error_ = Status::Ok();
   cancelled_ = false;
@@ -297,10 +307,10 @@ Result<std::vector<int>> Rearranger::OnStepBoundary() {
   if (options_.sync) {
     // Stop the world: wait for every layer to be staged.
     std::unique_lock lock(*monitor_);
-    const auto staged_here = [&](int ready) { return ready == local_ranks_; };
-    while (!cancelled_ && !std::all_of(ranks_ready_.begin(), ranks_ready_.end(), staged_here)) {
-      monitor_->Wait();
-    }
+    AwaitStaged(lock, [&] {
+      return std::all_of(ranks_ready_.begin(), ranks_ready_.end(),
+                         [&](int ready) { return ready == local_ranks_; });
+    });
   }
   return CommitStaged(options_.sync ? static_cast<int>(plans_.size()) : options_.layers_per_step);
 }
@@ -310,14 +320,35 @@ Result<std::vector<int>> Rearranger::CommitAll() {
   while (in_progress_) {
     {
       std::unique_lock lock(*monitor_);
-      while (!cancelled_ && ranks_ready_[static_cast<size_t>(committed_)] != local_ranks_) {
-        monitor_->Wait();
-      }
+      AwaitStaged(lock,
+                  [&] { return ranks_ready_[static_cast<size_t>(committed_)] == local_ranks_; });
     }
     EPLB_ASSIGN_OR_RETURN(std::vector<int> some, CommitStaged(static_cast<int>(plans_.size())));
     all.insert(all.end(), some.begin(), some.end());
   }
   return all;
+}
+
+void Rearranger::AwaitStaged(std::unique_lock<Monitor>& lock, const std::function<bool()>& staged) {
+  if (!spans_processes_) {
+    while (!cancelled_ && !staged()) monitor_->Wait();
+    return;
+  }
+  for (;;) {
+    if (!cancelled_ && !staged()) monitor_->WaitFor(kAgreementPoll);
+    const int here = cancelled_ ? -1 : staged() ? 1 : 0;
+    lock.unlock();
+    const int agreed = backend_.AgreeOnStagedLayers(here);
+    lock.lock();
+    if (agreed < 0 && !cancelled_) {
+      if (error_.ok()) {
+        error_ = Status::Cancelled("the rearrangement failed or was cancelled in another process");
+      }
+      cancelled_ = true;
+      monitor_->NotifyAll();
+    }
+    if (agreed != 0) return;
+  }
 }
 
 Result<std::vector<int>> Rearranger::CommitStaged(int limit) {

@@ -62,12 +62,14 @@ namespace eplb {
 
 // A mutex and condition variable in one, usable with std::unique_lock. Wait() must be called
 // with the lock held; it releases it, sleeps until NotifyAll() (or spuriously) and relocks.
+// WaitFor() does the same for at most `seconds` of the backend's clock.
 class Monitor {
  public:
   virtual ~Monitor() = default;
   virtual void lock() = 0;
   virtual void unlock() = 0;
   virtual void Wait() = 0;
+  virtual void WaitFor(double seconds) = 0;
   virtual void NotifyAll() = 0;
 };
 
@@ -130,7 +132,9 @@ class RearrangementBackend {
   // rearrangement in progress, at the same boundaries in every process, with how many changing
   // layers, in order from the first uncommitted one, every local rank has staged (−1 when the
   // rearrangement failed or was cancelled here). Returns the minimum over the processes: the
-  // layers every rank has staged, or −1 if any process failed. A collective where ranks span
+  // layers every rank has staged, or −1 if any process failed. A stop-the-world boundary also
+  // calls it while it waits, every few milliseconds in every process at once, with 1 (all
+  // staged here), 0 (not yet) or −1 (Rearranger::AwaitStaged). A collective where ranks span
   // processes; the identity otherwise.
   virtual int AgreeOnStagedLayers(int staged_here) { return staged_here; }
 

@@ -25,7 +25,9 @@
 
 #include <array>
 #include <atomic>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <vector>
@@ -133,6 +135,13 @@ class Rearranger {
   Status CommitLocked(size_t index);
   // OnStepBoundary's commits, of `limit` staged layers at most.
   Result<std::vector<int>> CommitStaged(int limit);
+  // The foreground's wait for staging (stop-the-world), `lock` held: until `staged()` holds or
+  // the rearrangement is cancelled. When ranks run in other processes the wait is agreed with
+  // them every kAgreementPoll seconds (AgreeOnStagedLayers: 1 staged here, 0 not yet, -1
+  // failed), and ends in every process at once: a process whose worker failed stages nothing,
+  // and the others, were they to wait for their own ranks alone, would never reach the
+  // collective it waits in. An agreement that some process failed cancels this one too.
+  void AwaitStaged(std::unique_lock<Monitor>& lock, const std::function<bool()>& staged);
   void Finish();
 
   RearrangementBackend& backend_;
@@ -167,6 +176,7 @@ class Rearranger {
   std::vector<std::vector<int>> lanes_done_;  // [layer index][rank]
   std::vector<int> ranks_ready_;              // [layer index]: local ranks staged
   int local_ranks_ = 0;                       // ranks this process executes
+  bool spans_processes_ = false;              // some rank runs in another process (IsLocal)
   int committed_ = 0;
   Status error_;
   std::atomic<bool> cancelled_{false};
