@@ -370,6 +370,7 @@ py::array_t<double> GpuLoadsOf(const LoadArray& load, const IndexArray& phy2log,
 }  // namespace
 
 void BindVllmParts(py::module_& m);  // _eplb_vllm.cpp
+void BindFolders(py::module_& m);    // _eplb_io.cpp
 
 }  // namespace eplb::python
 
@@ -467,4 +468,5 @@ PYBIND11_MODULE(_eplb, m) {
       py::arg("load"), py::arg("num_replicas"), py::arg("num_gpus"),
       "An upper bound on the balancedness any placement of `load` can reach.");
   BindVllmParts(m);
+  BindFolders(m);
 }

@@ -6,6 +6,10 @@ scenario runner. numpy arrays and torch tensors go in; the same kind comes out.
     import eplb
     phy2log = eplb.rebalance(load, num_replicas=288, num_gpus=32, num_nodes=4, num_groups=8)
 
+Scenario runs and eplb's output folders (run, compare, sweep) come back as tables, pandas
+DataFrames when pandas is installed: eplb.run_scenario, eplb.read_run, eplb.read_comparison,
+eplb.read_sweep.
+
 The engines' own calling conventions live in submodules, each a drop-in replacement:
     eplb.deepseek.rebalance_experts   DeepSeek's eplb.py
     eplb.vllm.EplbPolicy              vLLM's AbstractEplbPolicy (vllm/distributed/eplb/policy)
@@ -18,7 +22,8 @@ import numpy as np
 
 from . import _eplb
 from ._arrays import count, group_count, log2phy_of, to_numpy
-from .scenario import RunResult, run_scenario
+from .folders import Comparison, RunResult, Sweep, read_comparison, read_run, read_sweep
+from .scenario import EplbError, run_scenario
 
 __all__ = [
     "balancedness",
@@ -26,10 +31,16 @@ __all__ = [
     "log2phy_of",
     "plan",
     "policies",
+    "read_comparison",
     "read_load",
+    "read_run",
+    "read_sweep",
     "rebalance",
     "run_scenario",
+    "Comparison",
+    "EplbError",
     "RunResult",
+    "Sweep",
 ]
 
 try:

@@ -2,18 +2,16 @@
 
 A simulation runs in its own process: SimGrid allows one simulated world per process, and a run
 of the default scenario takes seconds, so the cost of starting `eplb` does not matter here. The
-run folder it writes is read back whole (summary, per-step metrics, transfers, rearrangements).
+run folder it writes is read back whole by eplb's own reader (folders.py).
 """
 
-import csv
-import json
 import os
 import shutil
 import subprocess
 import tempfile
 import weakref
 
-import numpy as np
+from .folders import RunResult
 
 
 class EplbError(RuntimeError):
@@ -37,72 +35,15 @@ def _cli():
     raise EplbError("the eplb command was not found: set EPLB_CLI to its path, or install eplb")
 
 
-def _read_csv(path):
-    """{column: numpy array}; integer columns as int64, the rest as float64 or str."""
-    with open(path, newline="") as f:
-        rows = list(csv.reader(f))
-    if not rows:
-        return {}
-    header, body = rows[0], rows[1:]
-    columns = {}
-    for i, name in enumerate(header):
-        values = [row[i] for row in body]
-        for dtype in (np.int64, np.float64):
-            try:
-                columns[name] = np.array(values, dtype=dtype)
-                break
-            except ValueError:
-                continue
-        else:
-            columns[name] = np.array(values, dtype=object)
-    return columns
-
-
-class RunResult:
-    """A finished run: its folder, summary (summary.json) and tables as column arrays.
-
-    metrics: one row per step (metrics.csv: step, time_s, step_s, balancedness, ...).
-    transfers: one row per executed expert transfer (transfers.csv).
-    rearrangements: one row per rearrangement (rearrangements.csv).
-    gpu_memory: one row per rearrangement and GPU (gpu_memory.csv: its staging and memory at
-        its fullest); None for folders written before it existed.
-    The columns are those of the run folder the README describes.
-    """
-
-    def __init__(self, folder):
-        self.folder = folder
-        with open(os.path.join(folder, "summary.json")) as f:
-            self.summary = json.load(f)
-        self.metrics = _read_csv(os.path.join(folder, "metrics.csv"))
-        self.transfers = _read_csv(os.path.join(folder, "transfers.csv"))
-        self.rearrangements = _read_csv(os.path.join(folder, "rearrangements.csv"))
-        memory = os.path.join(folder, "gpu_memory.csv")
-        self.gpu_memory = _read_csv(memory) if os.path.exists(memory) else None
-
-    def placements(self):
-        """Every layer placement the run committed, in order: dicts with step (-1: the initial
-        placement), time_s, layer and phy2log (an int64 array of the layer's slots)."""
-        out = []
-        with open(os.path.join(self.folder, "placements.jsonl")) as f:
-            for line in f:
-                record = json.loads(line)
-                record["phy2log"] = np.array(record["phy2log"], dtype=np.int64)
-                out.append(record)
-        return out
-
-    def __repr__(self):
-        s = self.summary
-        return (f"RunResult({s.get('scenario')!r}, steps={s.get('steps')}, "
-                f"balancedness={s.get('balancedness', {}).get('mean')}, folder={self.folder!r})")
-
-
-def run_scenario(scenario=None, out=None, set=None, trace=False, timeout=None):
+def run_scenario(scenario=None, out=None, set=None, trace=False, timeout=None, frames=None):
     """Simulates `scenario` (a YAML path; None: the built-in DeepSeek-V3 prefill EP32).
 
     set: overrides as {"key.path": value} or ["key.path=value", ...], as `eplb run --set`.
     out: the run folder to write (replaced as `eplb run` replaces it); None: a temporary folder
         that lives as long as the returned result.
     trace: also write trace.json (Perfetto), which large runs make big.
+    frames: the tables as pandas DataFrames (True), dicts of numpy arrays (False), or
+        DataFrames when pandas is installed (None; folders.py).
     Raises EplbError with eplb's message when the scenario is refused or the run fails.
     """
     args = [_cli(), "run"]
@@ -124,7 +65,7 @@ def run_scenario(scenario=None, out=None, set=None, trace=False, timeout=None):
         done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
         if done.returncode != 0:
             raise EplbError(done.stderr.strip() or f"eplb run exited with {done.returncode}")
-        result = RunResult(os.fspath(out))
+        result = RunResult(os.fspath(out), frames)
     except BaseException:
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)

@@ -577,4 +577,18 @@ Result<RunFolder> ReadRunFolder(const std::string& dir) {
   return folder;
 }
 
+Result<std::vector<RunFolderTable>> ReadRunFolderTables(const std::string& dir) {
+  EPLB_RETURN_IF_ERROR(ReadRunFolder(dir).status());
+  std::vector<RunFolderTable> tables;
+  for (const RunFolderFile& file : RunFolderFiles()) {
+    if (file.columns.empty()) continue;  // not a table
+    const std::string path = dir + "/" + std::string(file.name);
+    if (!fs::exists(path)) continue;  // a table added after the folder was written
+    EPLB_ASSIGN_OR_RETURN(const std::string text, ReadTextFile(path));
+    EPLB_ASSIGN_OR_RETURN(RunFolderTable table, run_folder::ParseTable(file.name, text, path));
+    tables.push_back(std::move(table));
+  }
+  return tables;
+}
+
 }  // namespace eplb

@@ -349,6 +349,50 @@ Result<std::vector<Row>> ParseCsv(const std::vector<Field<Row>>& fields, std::st
   return rows;
 }
 
+// A table read as its columns' types, not into records: what ReadRunFolderTables returns.
+template <typename Row>
+Result<RunFolderTable> TypedTable(const std::vector<Field<Row>>& fields, std::string_view file,
+                                  std::string_view text, const std::string& name) {
+  CsvLines csv(text, name);
+  EPLB_ASSIGN_OR_RETURN(const size_t which,
+                        csv.ExpectHeaderOf({Header(fields), Header(fields, false)}));
+  size_t count = fields.size();
+  if (which == 1) {
+    count = 0;
+    while (count < fields.size() && !fields[count].added_later) ++count;
+  }
+  using Kind = RunFolderTable::Column::Kind;
+  RunFolderTable table{file, {}};
+  for (size_t i = 0; i < count; ++i) {
+    const Format f = fields[i].format;
+    const Kind kind = f == Format::kInt32 || f == Format::kInt64   ? Kind::kInteger
+                      : f == Format::kLink || f == Format::kReason ? Kind::kText
+                                                                   : Kind::kReal;
+    table.columns.push_back({fields[i].doc.name, kind, {}, {}, {}});
+  }
+  std::vector<std::string_view> values;
+  while (csv.Next(values)) {
+    EPLB_RETURN_IF_ERROR(csv.CheckFieldCount(values, count));
+    for (size_t i = 0; i < count; ++i) {
+      Cell c;
+      EPLB_RETURN_IF_ERROR(ParseCell(csv, fields[i], values[i], c));
+      RunFolderTable::Column& column = table.columns[i];
+      switch (column.kind) {
+        case Kind::kInteger:
+          column.integers.push_back(c.i);
+          break;
+        case Kind::kReal:
+          column.reals.push_back(c.d);
+          break;
+        case Kind::kText:
+          column.texts.emplace_back(values[i]);
+          break;
+      }
+    }
+  }
+  return table;
+}
+
 template <typename Row>
 std::vector<RunFolderColumn> Docs(const std::vector<Field<Row>>& fields) {
   std::vector<RunFolderColumn> out;
@@ -570,6 +614,16 @@ Result<std::vector<LayerBalanceSpan>> ParseLayerBalanceCsv(std::string_view text
     spans.back().balancedness.push_back(static_cast<float>(r.balancedness));
   }
   return spans;
+}
+
+Result<RunFolderTable> ParseTable(std::string_view file, std::string_view text,
+                                  const std::string& name) {
+  if (file == "metrics.csv") return TypedTable(MetricsFields(), file, text, name);
+  if (file == "transfers.csv") return TypedTable(TransferFields(), file, text, name);
+  if (file == "rearrangements.csv") return TypedTable(RearrangementFields(), file, text, name);
+  if (file == "layer_balancedness.csv") return TypedTable(LayerBalanceFields(), file, text, name);
+  if (file == "gpu_memory.csv") return TypedTable(GpuMemoryFields(), file, text, name);
+  return Status::NotFound(fmt::format("{}: not one of a run folder's tables", name));
 }
 
 }  // namespace eplb::run_folder

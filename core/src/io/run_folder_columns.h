@@ -9,6 +9,7 @@
 
 #include "eplb/base/status.h"
 #include "eplb/engine/run_result.h"
+#include "eplb/io/run_folder.h"
 
 namespace eplb::run_folder {
 
@@ -64,5 +65,11 @@ Status ParseGpuMemoryCsv(std::string_view text, const std::string& name, int gpu
 Result<std::vector<LayerBalanceSpan>> ParseLayerBalanceCsv(std::string_view text,
                                                            const std::string& name, int layers,
                                                            int steps);
+
+// The CSV file `file` (one of the folder's tables, by its name in RunFolderFiles) of `text` as
+// typed columns; `name` (the file's path) prefixes errors. NotFound for a file that is not a
+// table.
+Result<RunFolderTable> ParseTable(std::string_view file, std::string_view text,
+                                  const std::string& name);
 
 }  // namespace eplb::run_folder

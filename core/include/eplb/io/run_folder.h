@@ -159,6 +159,26 @@ struct RunFolder {
   bool has_loads = false;                             // loads.jsonl was there
 };
 
+// One CSV table of a run folder as typed columns, in the file's column order (RunFolderFiles),
+// for readers outside C++ (the Python module) that would otherwise parse the CSV again and
+// guess its types: integer columns as integers, reals as reals, names (a link class, a
+// rearrangement's reason) as text. A column the folder's format had not yet added is absent.
+struct RunFolderTable {
+  std::string_view file;  // "metrics.csv"
+  struct Column {
+    std::string_view name;
+    enum class Kind { kInteger, kReal, kText } kind = Kind::kReal;
+    std::vector<int64_t> integers;   // kInteger
+    std::vector<double> reals;       // kReal
+    std::vector<std::string> texts;  // kText
+  };
+  std::vector<Column> columns;
+};
+
+// The CSV tables of the run folder at `dir`, each file checked by ReadRunFolder first (errors
+// as its), in RunFolderFiles' order.
+Result<std::vector<RunFolderTable>> ReadRunFolderTables(const std::string& dir);
+
 // Reads a finished run folder and checks it whole: the manifest (every file there, of the size
 // written), each file against the scenario (layers, experts, slots, GPUs in range) and against
 // summary.json (counts of steps, transfers and rearrangements), every number finite and in its
