@@ -1,6 +1,8 @@
 // A RearrangementBackend that forwards every call to another (LevelDB's EnvWrapper): a test
-// backend overrides only the calls it changes. The inner backend's transfers are reported
-// through this one's on_transfer.
+// backend overrides only the calls it changes. The inner backend's transfers reach this one's
+// on_transfer only after ReportInnerTransfers(), which needs the inner backend to emit none
+// after this one is gone (signals keep their callbacks): several wrappers of one backend with
+// different lifetimes (the processes' backends) leave it uncalled.
 #pragma once
 
 #include "eplb/migrate/backend.h"
@@ -9,7 +11,9 @@ namespace eplb::testing {
 
 class ForwardingBackend : public RearrangementBackend {
  public:
-  explicit ForwardingBackend(RearrangementBackend& inner) : inner_(inner) {
+  explicit ForwardingBackend(RearrangementBackend& inner) : inner_(inner) {}
+
+  void ReportInnerTransfers() {
     inner_.on_transfer.Connect([this](const TransferRecord& t) { on_transfer(t); });
   }
 

@@ -1,15 +1,12 @@
-// Ranks spanning processes (the device backend under MPI), played by two threads: each runs one
-// process's rearranger over half the ranks of one HostBackend, and the two agree through a
-// two-party all-reduce. A round with a rank of the other process waits for that process, as
-// NCCL's sends and receives do, until the transfers are aborted. When one process's workers
-// fail during a stop-the-world rearrangement, both processes must stop with an error at the
-// same boundary, neither may hang in a collective the other never reaches, and every layer
-// stays old.
+// Ranks spanning processes (the device backend under MPI), played by two threads over one
+// HostBackend (process_backend.h): a round with a rank of the failed process waits for it, as
+// NCCL's sends and receives do, until the transfers are aborted. When one process's first
+// round fails, in a stop-the-world rearrangement or an async one, both processes must stop with
+// an error, neither may hang in a collective the other never reaches, and every layer stays
+// old. A hang is found by running the two in a child process with an alarm.
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <condition_variable>
-#include <mutex>
 #include <random>
 #include <thread>
 
@@ -18,8 +15,7 @@
 
 #include "eplb/migrate/host_backend.h"
 #include "eplb/migrate/rearranger.h"
-#include "eplb/migrate/thread_workers.h"
-#include "forwarding_backend.h"
+#include "process_backend.h"
 #include "test_util.h"
 
 namespace eplb {
@@ -27,84 +23,9 @@ namespace {
 
 using testing::Drift;
 using testing::MakeTopology;
+using testing::ProcessBackend;
 using testing::RandomPlacement;
-
-// MPI_Allreduce(MIN) between two parties: each call returns when both have made their call of
-// the same number.
-class TwoPartyMin {
- public:
-  int Reduce(int value) {
-    std::unique_lock lock(mu_);
-    const uint64_t generation = generation_;
-    min_ = arrived_ == 0 ? value : std::min(min_, value);
-    if (++arrived_ == 2) {
-      result_ = min_;
-      arrived_ = 0;
-      ++generation_;
-      cv_.notify_all();
-      return result_;
-    }
-    cv_.wait(lock, [&] { return generation_ != generation; });
-    return result_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  uint64_t generation_ = 0;
-  int arrived_ = 0, min_ = 0, result_ = 0;
-};
-
-class ProcessBackend final : public testing::ForwardingBackend {
- public:
-  ProcessBackend(HostBackend& weights, int first_rank, int end_rank, TwoPartyMin& agreement,
-                 bool fails)
-      : ForwardingBackend(weights),
-        first_(first_rank),
-        end_(end_rank),
-        agreement_(agreement),
-        fails_(fails) {}
-
-  bool IsLocal(int rank) const override { return rank >= first_ && rank < end_; }
-  int AgreeOnStagedLayers(int staged_here) override { return agreement_.Reduce(staged_here); }
-  // This process's workers only: the other process joins its own.
-  void StartWorker(int /*rank*/, std::function<void()> body) override {
-    workers_.Start(std::move(body));
-  }
-  void JoinWorkers() override { workers_.JoinAll(); }
-  void AbortTransfers() override {
-    std::lock_guard lock(mu_);
-    aborted_ = true;
-    cv_.notify_all();
-  }
-  Status BeginLayer(const StagingTarget& target) override {
-    if (fails_) return Status::Internal(fmt::format("rank {}: injected failure", target.rank));
-    return ForwardingBackend::BeginLayer(target);
-  }
-  Status ExecuteRound(const StagingTarget& target, const Round& round,
-                      std::span<const Transfer> transfers) override {
-    for (const Flow& flow : round.flows) {
-      const int peer = flow.src_rank == target.rank ? flow.dst_rank : flow.src_rank;
-      if ((flow.src_rank == target.rank || flow.dst_rank == target.rank) && !IsLocal(peer)) {
-        // The failed process never posts its half: only an abort ends the wait.
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, [&] { return aborted_; });
-        return Status::Cancelled(
-            fmt::format("rank {}: aborted waiting for rank {}", target.rank, peer));
-      }
-    }
-    return ForwardingBackend::ExecuteRound(target, round, transfers);
-  }
-
- private:
-  const int first_, end_;
-  TwoPartyMin& agreement_;
-  const bool fails_;
-  ThreadWorkers workers_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool aborted_ = false;
-};
+using testing::SharedGate;
 
 // Runs both processes' rearrangements and exits 0 when each stopped with its error and left every
 // layer old; a hang is the alarm's to end.
@@ -116,9 +37,10 @@ class ProcessBackend final : public testing::ForwardingBackend {
   const Placement current = RandomPlacement(rng, layers, topology.num_slots(), 8);
   const Placement target = Drift(rng, current, 0.2);
   HostBackend weights(topology, layers, layers, 4096);
-  TwoPartyMin agreement;
-  ProcessBackend failing(weights, 0, 2, agreement, /*fails=*/true);
-  ProcessBackend waiting(weights, 2, 4, agreement, /*fails=*/false);
+  weights.Fill(current);
+  SharedGate gate(2);
+  ProcessBackend failing(weights, gate, 0, 2, /*fail_at=*/0);
+  ProcessBackend waiting(weights, gate, 1, 2, /*fail_at=*/-1);
   RearrangerOptions options;
   options.sync = stop_the_world;
   options.staging_layers = layers;
@@ -137,7 +59,7 @@ class ProcessBackend final : public testing::ForwardingBackend {
   std::thread first(run, std::ref(failing), 0), second(run, std::ref(waiting), 1);
   first.join();
   second.join();
-  const bool ok = result[0].message().find("injected failure") != std::string::npos &&
+  const bool ok = result[0].message().find("GPU lost") != std::string::npos &&
                   result[1].message().find("another process") != std::string::npos && old[0] &&
                   old[1];
   if (!ok) {

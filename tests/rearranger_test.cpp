@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "eplb/migrate/host_backend.h"
+#include "process_backend.h"
 #include "test_util.h"
 
 namespace eplb {
@@ -22,7 +23,9 @@ namespace {
 using testing::Drift;
 using testing::EachLayerIsOneOf;
 using testing::MakeTopology;
+using testing::ProcessBackend;
 using testing::RandomPlacement;
+using testing::SharedGate;
 
 constexpr size_t kExpertBytes = 256;
 
@@ -344,33 +347,16 @@ TEST(Rearranger, CancellationLeavesEveryLayerWhollyOldOrNew) {
 }
 
 // A backend whose rounds fail after a while, as a lost GPU would make them.
-class FailingBackend final : public RearrangementBackend {
+class FailingBackend final : public testing::ForwardingBackend {
  public:
-  FailingBackend(HostBackend& inner, int fail_at) : inner_(inner), fail_at_(fail_at) {}
-  double Now() override { return inner_.Now(); }
-  std::unique_ptr<Monitor> NewMonitor() override { return inner_.NewMonitor(); }
-  void StartWorker(int rank, std::function<void()> body) override {
-    inner_.StartWorker(rank, std::move(body));
-  }
-  void JoinWorkers() override { inner_.JoinWorkers(); }
-  int staging_buffers() const override { return inner_.staging_buffers(); }
+  FailingBackend(HostBackend& inner, int fail_at) : ForwardingBackend(inner), fail_at_(fail_at) {}
   Status ExecuteRound(const StagingTarget& t, const Round& r,
                       std::span<const Transfer> tr) override {
     if (calls_++ == fail_at_) return Status::IoError("peer unreachable");
-    return inner_.ExecuteRound(t, r, tr);
-  }
-  Status CopyLocal(const StagingTarget& t, std::span<const LocalCopy> c) override {
-    return inner_.CopyLocal(t, c);
-  }
-  Status ReloadFromBackup(const StagingTarget& t, std::span<const Reload> r) override {
-    return inner_.ReloadFromBackup(t, r);
-  }
-  Status CommitLayer(const StagingTarget& t, std::span<const int32_t> s) override {
-    return inner_.CommitLayer(t, s);
+    return ForwardingBackend::ExecuteRound(t, r, tr);
   }
 
  private:
-  HostBackend& inner_;
   std::atomic<int> calls_{0};
   const int fail_at_;
 };
@@ -398,92 +384,6 @@ TEST(Rearranger, AWorkerErrorStopsTheRearrangementAndIsReportedOnce) {
   EXPECT_TRUE(EachLayerIsOneOf(rearranger.placement(), old_p, new_p));
   EXPECT_TRUE(host.Verify(rearranger.placement()).ok());
 }
-
-// Ranks split between "processes" as MPI would split them, here threads sharing one host
-// backend's memory: each process's backend executes its own ranks only, and the gate is the
-// minimum over the processes, met at every step boundary (a two-party barrier).
-class SharedGate {
- public:
-  explicit SharedGate(int parties) : parties_(parties) {}
-  int Agree(int value) {
-    std::unique_lock lock(mu_);
-    const int round = round_;
-    min_ = arrived_ == 0 ? value : std::min(min_, value);
-    if (++arrived_ == parties_) {
-      result_ = min_;
-      arrived_ = 0;
-      ++round_;
-      cv_.notify_all();
-    } else {
-      cv_.wait(lock, [&] { return round_ != round; });
-    }
-    ++calls_;
-    return result_;
-  }
-  int calls() {
-    std::lock_guard lock(mu_);
-    return calls_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  const int parties_;
-  int arrived_ = 0, round_ = 0, min_ = 0, result_ = 0, calls_ = 0;
-};
-
-class ProcessBackend final : public RearrangementBackend {
- public:
-  ProcessBackend(HostBackend& host, SharedGate& gate, int process, int processes, int fail_at)
-      : host_(host), gate_(gate), process_(process), processes_(processes), fail_at_(fail_at) {}
-  ~ProcessBackend() override { JoinWorkers(); }
-  bool IsLocal(int rank) const override { return rank % processes_ == process_; }
-  int AgreeOnStagedLayers(int staged_here) override { return gate_.Agree(staged_here); }
-  double Now() override { return host_.Now(); }
-  std::unique_ptr<Monitor> NewMonitor() override { return NewThreadMonitor(); }
-  // A collective, as the device backend's: every process must reach it, workers or not.
-  Status BeginRearrangement() override {
-    EXPECT_TRUE(workers_.empty()) << "a worker started before the rearrangement began";
-    ++begins_;
-    return gate_.Agree(1) == 1 ? Status::Ok() : Status::Unavailable("begin");
-  }
-  int begins() const { return begins_; }
-  void StartWorker(int rank, std::function<void()> body) override {
-    EXPECT_TRUE(IsLocal(rank)) << "worker of rank " << rank << " started in process " << process_;
-    EXPECT_EQ(begins_, 1) << "worker of rank " << rank << " started before the rearrangement began";
-    workers_.emplace_back(std::move(body));
-  }
-  void JoinWorkers() override {
-    for (auto& w : workers_) w.join();
-    workers_.clear();
-  }
-  int staging_buffers() const override { return host_.staging_buffers(); }
-  Status ExecuteRound(const StagingTarget& t, const Round& r,
-                      std::span<const Transfer> tr) override {
-    EXPECT_TRUE(IsLocal(t.rank));
-    if (calls_++ == fail_at_) return Status::IoError("GPU lost");
-    return host_.ExecuteRound(t, r, tr);
-  }
-  Status CopyLocal(const StagingTarget& t, std::span<const LocalCopy> c) override {
-    EXPECT_TRUE(IsLocal(t.rank));
-    return host_.CopyLocal(t, c);
-  }
-  Status ReloadFromBackup(const StagingTarget& t, std::span<const Reload> r) override {
-    return host_.ReloadFromBackup(t, r);
-  }
-  Status CommitLayer(const StagingTarget& t, std::span<const int32_t> s) override {
-    EXPECT_TRUE(IsLocal(t.rank)) << "commit of rank " << t.rank << " in process " << process_;
-    return host_.CommitLayer(t, s);
-  }
-
- private:
-  HostBackend& host_;
-  SharedGate& gate_;
-  const int process_, processes_, fail_at_;
-  std::atomic<int> calls_{0};
-  int begins_ = 0;
-  std::vector<std::thread> workers_;
-};
 
 // Every process commits the same layers at the same boundaries, and the shared memory ends
 // bit-exact; a failure in one process stops every process.

@@ -14,6 +14,7 @@
 #include "eplb/migrate/transfer_plan.h"
 #include "eplb/model/recovery.h"
 #include "eplb/policy/policy.h"
+#include "forwarding_backend.h"
 #include "test_util.h"
 
 namespace eplb {
@@ -149,39 +150,22 @@ TEST(Recovery, RepairChangesOnlyWhatTheLossForces) {
 }
 
 // Forwards to the host backend, and tells the foreground when the rounds are under way.
-class WatchedBackend final : public RearrangementBackend {
+class WatchedBackend final : public testing::ForwardingBackend {
  public:
-  explicit WatchedBackend(HostBackend& inner) : inner_(inner) {}
-  double Now() override { return inner_.Now(); }
-  std::unique_ptr<Monitor> NewMonitor() override { return inner_.NewMonitor(); }
-  void StartWorker(int rank, std::function<void()> body) override {
-    inner_.StartWorker(rank, std::move(body));
-  }
-  void JoinWorkers() override { inner_.JoinWorkers(); }
-  int staging_buffers() const override { return inner_.staging_buffers(); }
+  explicit WatchedBackend(HostBackend& inner) : ForwardingBackend(inner) {}
   Status ExecuteRound(const StagingTarget& t, const Round& r,
                       std::span<const Transfer> tr) override {
     ++rounds;
     // Give the foreground time to lose a rank while rounds are in flight.
     std::this_thread::sleep_for(std::chrono::microseconds(50));
-    return inner_.ExecuteRound(t, r, tr);
-  }
-  Status CopyLocal(const StagingTarget& t, std::span<const LocalCopy> c) override {
-    return inner_.CopyLocal(t, c);
+    return ForwardingBackend::ExecuteRound(t, r, tr);
   }
   Status ReloadFromBackup(const StagingTarget& t, std::span<const Reload> r) override {
     reloads += static_cast<int>(r.size());
-    return inner_.ReloadFromBackup(t, r);
+    return ForwardingBackend::ReloadFromBackup(t, r);
   }
-  Status CommitLayer(const StagingTarget& t, std::span<const int32_t> s) override {
-    return inner_.CommitLayer(t, s);
-  }
-  void LoseRank(int rank) override { inner_.LoseRank(rank); }
   std::atomic<int> rounds{0};
   std::atomic<int> reloads{0};
-
- private:
-  HostBackend& inner_;
 };
 
 enum class Phase { kBeforeStaging, kMidRound, kBetweenCommits };

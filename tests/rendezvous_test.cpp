@@ -20,6 +20,7 @@
 
 #include "eplb/migrate/host_backend.h"
 #include "eplb/migrate/rearranger.h"
+#include "forwarding_backend.h"
 #include "test_util.h"
 
 namespace eplb {
@@ -30,15 +31,13 @@ using testing::EachLayerIsOneOf;
 using testing::MakeTopology;
 using testing::RandomPlacement;
 
-class RendezvousBackend final : public RearrangementBackend {
+class RendezvousBackend final : public testing::ForwardingBackend {
  public:
-  explicit RendezvousBackend(HostBackend& inner) : inner_(inner) {
-    inner_.on_transfer.Connect([this](const TransferRecord& t) { on_transfer(t); });
+  explicit RendezvousBackend(HostBackend& inner) : ForwardingBackend(inner) {
+    ReportInnerTransfers();
   }
 
   bool MergesLanes() const override { return true; }
-  double Now() override { return inner_.Now(); }
-  std::unique_ptr<Monitor> NewMonitor() override { return inner_.NewMonitor(); }
   Status BeginRearrangement() override {  // as the device backend: fresh communicators
     std::lock_guard lock(mu_);
     posted_.clear();
@@ -46,24 +45,10 @@ class RendezvousBackend final : public RearrangementBackend {
     cancel_ = false;
     return Status::Ok();
   }
-  void StartWorker(int rank, std::function<void()> body) override {
-    inner_.StartWorker(rank, std::move(body));
-  }
-  void JoinWorkers() override { inner_.JoinWorkers(); }
   void AbortTransfers() override {
     std::lock_guard lock(mu_);
     cancel_ = true;
     cv_.notify_all();
-  }
-  int staging_buffers() const override { return inner_.staging_buffers(); }
-  Status CopyLocal(const StagingTarget& target, std::span<const LocalCopy> copies) override {
-    return inner_.CopyLocal(target, copies);
-  }
-  Status ReloadFromBackup(const StagingTarget& target, std::span<const Reload> r) override {
-    return inner_.ReloadFromBackup(target, r);
-  }
-  Status CommitLayer(const StagingTarget& target, std::span<const int32_t> slots) override {
-    return inner_.CommitLayer(target, slots);
   }
 
   // Posts the rank's sends and receives of the round as one group, then waits until the peers
@@ -125,7 +110,8 @@ class RendezvousBackend final : public RearrangementBackend {
         return Status::Internal("no progress for 20 s: the ranks deadlocked");
       }
     }
-    const Status moved = inner_.ExecuteRound(target, round, transfers);  // the bytes move now
+    const Status moved =
+        ForwardingBackend::ExecuteRound(target, round, transfers);  // the bytes move now
     return moved;
   }
 
@@ -135,7 +121,6 @@ class RendezvousBackend final : public RearrangementBackend {
   struct Channel {
     std::deque<Op> sends, receives;
   };
-  HostBackend& inner_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<Key, Channel> posted_;
