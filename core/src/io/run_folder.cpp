@@ -16,6 +16,7 @@
 #include "eplb/model/load.h"
 #include "io/perfetto_trace.h"
 #include "io/run_folder_columns.h"
+#include "io/summary_json.h"
 
 namespace eplb {
 namespace fs = std::filesystem;
@@ -26,221 +27,6 @@ std::string ToolVersion() {
 }
 
 namespace {
-
-Json FaultsJson(const RunSummary& s) {
-  Json out = Json::array();
-  for (const RunSummary::FaultEffect& f : s.faults) {
-    Json j = {{"kind", f.kind},
-              {"step", f.step},
-              {"until", f.until},
-              {"start_s", f.start_s},
-              {"end_s", f.end_s},
-              {"steps", f.steps},
-              {"step_time_mean_s", f.step_time_mean_s},
-              {"baseline_step_time_mean_s", f.baseline_step_time_mean_s}};
-    if (f.changes_ranks) {
-      j["recovery"] = {{"recovery_s", f.recovery_s},
-                       {"bytes_reloaded", f.bytes_reloaded},
-                       {"bytes_copied", f.bytes_copied},
-                       {"tokens_lost", f.tokens_lost},
-                       {"tokens_stalled", f.tokens_stalled},
-                       {"stalled_s", f.stalled_s},
-                       {"cancelled_rearrangement", f.cancelled_rearrangement ? 1 : 0},
-                       {"serving_gpus", f.serving_gpus},
-                       {"after_step_time_mean_s", f.after_step_time_mean_s}};
-    }
-    out.push_back(std::move(j));
-  }
-  return out;
-}
-
-Json SummaryJson(const RunSummary& s) {
-  const auto& r = s.rearrangements;
-  return {{"tool", ToolVersion()},
-          {"format_version", kFolderFormatVersion},
-          {"scenario", s.scenario},
-          {"backend", s.backend},
-          {"steps", s.steps},
-          {"simulated_s", s.simulated_s},
-          {"step_time_s",
-           {{"mean", s.step_time_s.mean},
-            {"p50", s.step_time_s.p50},
-            {"p99", s.step_time_s.p99},
-            {"max", s.step_time_s.max}}},
-          {"idle_step_time_s_mean", s.idle_step_time_s_mean},
-          {"slowed_s", s.slowed_s},
-          {"stalled_s", s.stalled_s},
-          {"balancedness", {{"mean", s.balancedness.mean}, {"min", s.balancedness.min}}},
-          {"imbalance_ratio", {{"mean", s.imbalance_ratio.mean}, {"max", s.imbalance_ratio.max}}},
-          {"rearrangements",
-           {{"started", r.started},
-            {"completed", r.completed},
-            {"skipped", r.skipped},
-            {"held", r.held},
-            {"makespan_s_mean", r.makespan_s_mean},
-            {"predicted_makespan_s_mean", r.predicted_makespan_s_mean},
-            {"lower_bound_s_mean", r.lower_bound_s_mean},
-            {"policy_ms_mean", r.policy_ms_mean}}},
-          {"gpu_memory",
-           {{"capacity_bytes", s.gpu_memory.capacity},
-            {"resident_bytes", s.gpu_memory.resident},
-            {"dense_weights_bytes", s.gpu_memory.dense_weights},
-            {"expert_weights_bytes", s.gpu_memory.expert_weights},
-            {"kv_cache_bytes", s.gpu_memory.kv_cache},
-            {"reserved_bytes", s.gpu_memory.reserved},
-            {"staging_budget_bytes", s.gpu_memory.staging_budget},
-            {"staging_peak_bytes", s.gpu_memory.staging_peak},
-            {"peak_bytes", s.gpu_memory.peak}}},
-          {"bytes_moved", {{"nvlink", s.bytes_moved_nvlink}, {"nic", s.bytes_moved_nic}}},
-          {"transfers", s.transfers},
-          {"wall_s", s.wall_s},
-          {"peak_rss_bytes", s.peak_rss_bytes},
-          {"faults", FaultsJson(s)}};
-}
-
-// Reads summary.json field by field; a missing or mistyped field is named by its JSON path.
-class SummaryReader {
- public:
-  SummaryReader(const nlohmann::json& root, std::string file)
-      : root_(root), file_(std::move(file)) {}
-
-  template <typename T>
-  Status Get(std::initializer_list<const char*> path, T& out) {
-    const nlohmann::json* j = &root_;
-    std::string where;
-    for (const char* key : path) {
-      where += where.empty() ? key : std::string(".") + key;
-      if (!j->is_object() || !j->contains(key)) {
-        return Status::InvalidArgument(fmt::format("{}: field '{}' is missing", file_, where));
-      }
-      j = &(*j)[key];
-    }
-    const bool fits = std::is_same_v<T, std::string> ? j->is_string()
-                      : std::is_floating_point_v<T>  ? j->is_number()
-                                                     : j->is_number_integer();
-    if (!fits) {
-      return Status::InvalidArgument(fmt::format("{}: field '{}' is {}; expected {}", file_, where,
-                                                 j->dump(), ExpectedKind<T>()));
-    }
-    out = j->get<T>();
-    return Status::Ok();
-  }
-
- private:
-  template <typename T>
-  static const char* ExpectedKind() {
-    if constexpr (std::is_same_v<T, std::string>) return "a string";
-    if constexpr (std::is_floating_point_v<T>) return "a number";
-    return "an integer";
-  }
-  const nlohmann::json& root_;
-  std::string file_;
-};
-
-Result<RunSummary> ParseSummary(const std::string& text, const std::string& file) {
-  EPLB_ASSIGN_OR_RETURN(const nlohmann::json root, ParseJson(text, file));
-  SummaryReader r(root, file);
-  int format_version = 0;
-  if (root.contains("format_version")) {
-    EPLB_RETURN_IF_ERROR(r.Get({"format_version"}, format_version));
-    if (format_version > kFolderFormatVersion) {
-      return Status::InvalidArgument(fmt::format(
-          "{}: format_version is {}, written by a later eplb ({}); this one ({}) reads formats "
-          "up to {}",
-          file, format_version, root.value("tool", std::string("unnamed")), ToolVersion(),
-          kFolderFormatVersion));
-    }
-  }
-  RunSummary s;
-  auto& re = s.rearrangements;
-  for (Status st :
-       {r.Get({"scenario"}, s.scenario),
-        r.Get({"backend"}, s.backend),
-        r.Get({"steps"}, s.steps),
-        r.Get({"simulated_s"}, s.simulated_s),
-        r.Get({"step_time_s", "mean"}, s.step_time_s.mean),
-        r.Get({"step_time_s", "p50"}, s.step_time_s.p50),
-        r.Get({"step_time_s", "p99"}, s.step_time_s.p99),
-        r.Get({"step_time_s", "max"}, s.step_time_s.max),
-        r.Get({"idle_step_time_s_mean"}, s.idle_step_time_s_mean),
-        r.Get({"slowed_s"}, s.slowed_s),
-        r.Get({"stalled_s"}, s.stalled_s),
-        r.Get({"balancedness", "mean"}, s.balancedness.mean),
-        r.Get({"balancedness", "min"}, s.balancedness.min),
-        r.Get({"imbalance_ratio", "mean"}, s.imbalance_ratio.mean),
-        r.Get({"imbalance_ratio", "max"}, s.imbalance_ratio.max),
-        r.Get({"rearrangements", "started"}, re.started),
-        r.Get({"rearrangements", "completed"}, re.completed),
-        r.Get({"rearrangements", "skipped"}, re.skipped),
-        r.Get({"rearrangements", "makespan_s_mean"}, re.makespan_s_mean),
-        r.Get({"rearrangements", "predicted_makespan_s_mean"}, re.predicted_makespan_s_mean),
-        r.Get({"rearrangements", "lower_bound_s_mean"}, re.lower_bound_s_mean),
-        r.Get({"rearrangements", "policy_ms_mean"}, re.policy_ms_mean),
-        r.Get({"bytes_moved", "nvlink"}, s.bytes_moved_nvlink),
-        r.Get({"bytes_moved", "nic"}, s.bytes_moved_nic),
-        r.Get({"transfers"}, s.transfers),
-        r.Get({"wall_s"}, s.wall_s),
-        r.Get({"peak_rss_bytes"}, s.peak_rss_bytes)}) {
-    EPLB_RETURN_IF_ERROR(st);
-  }
-  // Written since the balance gate exists; a folder from before held none.
-  if (root.contains("rearrangements") && root["rearrangements"].contains("held")) {
-    EPLB_RETURN_IF_ERROR(r.Get({"rearrangements", "held"}, re.held));
-  }
-  // Written since GPU memory is modelled; a folder from before has none.
-  if (root.contains("gpu_memory")) {
-    auto& m = s.gpu_memory;
-    for (Status st : {r.Get({"gpu_memory", "capacity_bytes"}, m.capacity),
-                      r.Get({"gpu_memory", "resident_bytes"}, m.resident),
-                      r.Get({"gpu_memory", "dense_weights_bytes"}, m.dense_weights),
-                      r.Get({"gpu_memory", "expert_weights_bytes"}, m.expert_weights),
-                      r.Get({"gpu_memory", "kv_cache_bytes"}, m.kv_cache),
-                      r.Get({"gpu_memory", "reserved_bytes"}, m.reserved),
-                      r.Get({"gpu_memory", "staging_budget_bytes"}, m.staging_budget),
-                      r.Get({"gpu_memory", "staging_peak_bytes"}, m.staging_peak),
-                      r.Get({"gpu_memory", "peak_bytes"}, m.peak)}) {
-      EPLB_RETURN_IF_ERROR(st);
-    }
-  }
-  // Written since faults exist; a folder from before has none.
-  if (root.contains("faults")) {
-    const nlohmann::json& faults = root["faults"];
-    if (!faults.is_array()) {
-      return Status::InvalidArgument(
-          fmt::format("{}: field 'faults' is {}; expected a list", file, faults.dump()));
-    }
-    for (size_t i = 0; i < faults.size(); ++i) {
-      SummaryReader fr(faults[i], fmt::format("{}: faults[{}]", file, i));
-      RunSummary::FaultEffect f;
-      for (Status st :
-           {fr.Get({"kind"}, f.kind), fr.Get({"step"}, f.step), fr.Get({"until"}, f.until),
-            fr.Get({"start_s"}, f.start_s), fr.Get({"end_s"}, f.end_s), fr.Get({"steps"}, f.steps),
-            fr.Get({"step_time_mean_s"}, f.step_time_mean_s),
-            fr.Get({"baseline_step_time_mean_s"}, f.baseline_step_time_mean_s)}) {
-        EPLB_RETURN_IF_ERROR(st);
-      }
-      if (faults[i].is_object() && faults[i].contains("recovery")) {
-        f.changes_ranks = true;
-        int64_t cancelled = 0;
-        for (Status st :
-             {fr.Get({"recovery", "recovery_s"}, f.recovery_s),
-              fr.Get({"recovery", "bytes_reloaded"}, f.bytes_reloaded),
-              fr.Get({"recovery", "bytes_copied"}, f.bytes_copied),
-              fr.Get({"recovery", "tokens_lost"}, f.tokens_lost),
-              fr.Get({"recovery", "tokens_stalled"}, f.tokens_stalled),
-              fr.Get({"recovery", "stalled_s"}, f.stalled_s),
-              fr.Get({"recovery", "cancelled_rearrangement"}, cancelled),
-              fr.Get({"recovery", "serving_gpus"}, f.serving_gpus),
-              fr.Get({"recovery", "after_step_time_mean_s"}, f.after_step_time_mean_s)}) {
-          EPLB_RETURN_IF_ERROR(st);
-        }
-        f.cancelled_rearrangement = cancelled != 0;
-      }
-      s.faults.push_back(std::move(f));
-    }
-  }
-  return s;
-}
 
 std::string PlacementsJsonl(const RunResult& run) {
   std::string out;
@@ -482,7 +268,7 @@ Status WriteRunFolder(const std::string& dir, const RunResult& run,
         {"gpu_memory.csv", [&] { return run_folder::GpuMemoryCsv(run.rearrangements, resident); }},
         {"trace.json", [&] { return PerfettoTraceJson(run); }},
         // The summary last: a folder without it was never finished.
-        {"summary.json", [&] { return SummaryJson(Summarize(run)).dump(2) + "\n"; }}};
+        {"summary.json", [&] { return run_folder::SummaryJson(Summarize(run)).dump(2) + "\n"; }}};
     for (const auto& [name, text] : files) {
       if (!options.trace && std::string_view(name) == "trace.json") continue;
       EPLB_RETURN_IF_ERROR(WriteTextFile(partial + "/" + name, text()));
@@ -517,7 +303,7 @@ Result<RunFolder> ReadRunFolder(const std::string& dir) {
   RunFolder folder;
   folder.dir = dir;
   EPLB_ASSIGN_OR_RETURN(const std::string summary_text, ReadTextFile(p + "summary.json"));
-  EPLB_ASSIGN_OR_RETURN(folder.summary, ParseSummary(summary_text, p + "summary.json"));
+  EPLB_ASSIGN_OR_RETURN(folder.summary, run_folder::ParseSummary(summary_text, p + "summary.json"));
   RunResult& run = folder.run;
   EPLB_ASSIGN_OR_RETURN(run.scenario, LoadScenarioFile(p + "scenario.yaml"));
   run.backend = folder.summary.backend;
