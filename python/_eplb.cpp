@@ -94,26 +94,23 @@ WindowInput ReadLoad(const LoadArray& load, int max_chunks) {
   return in;
 }
 
-Topology MakeTopology(int64_t num_slots, int num_gpus, int num_nodes, int64_t expert_bytes,
-                      double nvlink_gbps, double nic_gbps) {
-  if (num_gpus < 1 || num_nodes < 1 || num_gpus % num_nodes != 0) {
-    throw py::value_error(
-        fmt::format("num_gpus is {} and num_nodes {}; GPUs must be a positive multiple of nodes",
-                    num_gpus, num_nodes));
+// The topology of `num_slots` slots over `num_gpus` GPUs on `num_nodes` nodes, checked as every
+// front end checks it (Topology::FromReplicas); links and expert bytes as given, or the core's
+// defaults for calls that only place experts.
+Topology MakeTopology(int64_t num_slots, int num_gpus, int num_nodes,
+                      int64_t expert_bytes = kDefaultExpertBytes,
+                      double nvlink_gbps = TopologyConfig{}.nvlink.bandwidth_bytes_per_s / 1e9,
+                      double nic_gbps = TopologyConfig{}.nic.bandwidth_bytes_per_s / 1e9) {
+  TopologyConfig links;
+  links.expert_bytes = expert_bytes;
+  links.nvlink.bandwidth_bytes_per_s = nvlink_gbps * 1e9;
+  links.nic.bandwidth_bytes_per_s = nic_gbps * 1e9;
+  auto topology = Topology::FromReplicas(num_slots, num_nodes, num_gpus, links);
+  if (!topology.ok()) {
+    Raise(topology.status().WithContext(fmt::format(
+        "num_replicas {} over num_gpus {} on num_nodes {}: ", num_slots, num_gpus, num_nodes)));
   }
-  if (num_slots < 1 || num_slots % num_gpus != 0) {
-    throw py::value_error(
-        fmt::format("num_replicas is {}; it must be a positive multiple of the GPUs ({})",
-                    num_slots, num_gpus));
-  }
-  TopologyConfig config;
-  config.nodes = num_nodes;
-  config.gpus_per_node = num_gpus / num_nodes;
-  config.slots_per_gpu = static_cast<int>(num_slots / num_gpus);
-  config.expert_bytes = expert_bytes;
-  config.nvlink.bandwidth_bytes_per_s = nvlink_gbps * 1e9;
-  config.nic.bandwidth_bytes_per_s = nic_gbps * 1e9;
-  return Take(Topology::Create(config));
+  return std::move(topology).value();
 }
 
 Placement ReadPlacement(const IndexArray& phy2log, int num_experts, const char* what) {
@@ -253,8 +250,7 @@ py::array_t<int64_t> Rebalance(const LoadArray& load, int64_t num_replicas, int 
                                const std::optional<IndexArray>& current, int max_chunks,
                                const py::dict& options, std::vector<int> lost_ranks) {
   WindowInput in = ReadLoad(load, std::max(1, max_chunks));
-  const Topology topology =
-      MakeTopology(num_replicas, num_gpus, num_nodes, kDefaultExpertBytes, 450, 50);
+  const Topology topology = MakeTopology(num_replicas, num_gpus, num_nodes);
   std::optional<Placement> old;
   if (current) old = ReadPlacement(*current, static_cast<int>(in.window.cols()), "current");
   auto job = std::make_shared<PolicyJob>(std::move(in), topology);
@@ -362,8 +358,7 @@ py::array_t<double> GpuLoadsOf(const LoadArray& load, const IndexArray& phy2log,
     throw py::value_error(fmt::format("phy2log has {} layers but the load has {}",
                                       placement.num_layers(), in.window.rows()));
   }
-  const Topology topology =
-      MakeTopology(placement.num_slots(), num_gpus, 1, kDefaultExpertBytes, 450, 50);
+  const Topology topology = MakeTopology(placement.num_slots(), num_gpus, 1);
   return ToArray(GpuLoads(in.window, placement, topology));
 }
 
@@ -424,7 +419,9 @@ PYBIND11_MODULE(_eplb, m) {
         "experts], or [steps, layers, experts] summed over steps and cut into chunks).");
   m.def("plan", &Plan, py::arg("old"), py::arg("new"), py::arg("num_gpus"), py::arg("num_nodes"),
         py::arg("num_experts"), py::arg("expert_bytes"), py::arg("sender") = "local",
-        py::arg("strategy") = "best", py::arg("nvlink_gbps") = 450.0, py::arg("nic_gbps") = 50.0,
+        py::arg("strategy") = "best",
+        py::arg("nvlink_gbps") = eplb::TopologyConfig{}.nvlink.bandwidth_bytes_per_s / 1e9,
+        py::arg("nic_gbps") = eplb::TopologyConfig{}.nic.bandwidth_bytes_per_s / 1e9,
         "The transfer plan and schedule from `old` to `new` (both [layers, slots]): a dict of "
         "column arrays per transfer and per changed layer.");
   m.def("gpu_loads", &GpuLoadsOf, py::arg("load"), py::arg("phy2log"), py::arg("num_gpus"),
@@ -462,8 +459,7 @@ PYBIND11_MODULE(_eplb, m) {
       "balancedness_bound",
       [](const LoadArray& load, int64_t num_replicas, int num_gpus) {
         const WindowInput in = ReadLoad(load, 1);
-        return eplb::BalancednessUpperBound(
-            in.window, MakeTopology(num_replicas, num_gpus, 1, kDefaultExpertBytes, 450, 50));
+        return eplb::BalancednessUpperBound(in.window, MakeTopology(num_replicas, num_gpus, 1));
       },
       py::arg("load"), py::arg("num_replicas"), py::arg("num_gpus"),
       "An upper bound on the balancedness any placement of `load` can reach.");

@@ -259,9 +259,11 @@ TEST_F(CliTest, PlanErrorsExitTwo) {
       {"bad file", "plan --old " + a + " --new " + bad + " --gpus 2 --nodes 1",
        "bad.json: phy2log[0][2] is \"x\""},
       {"gpus", "plan --old " + a + " --new " + a + " --gpus 3 --nodes 1",
-       "4 slots per layer do not divide over --gpus 3"},
+       "--gpus 3 --nodes 1 for " + a +
+           " (4 slots per layer): replicas is 4; it must be a "
+           "positive multiple of GPUs (3)"},
       {"nodes", "plan --old " + a + " --new " + a + " --gpus 2 --nodes 3",
-       "--gpus is 2 and --nodes 3; GPUs must be a positive multiple of nodes"},
+       "GPUs is 2; it must be a positive multiple of nodes (3)"},
       {"rule", "plan --old " + a + " --new " + a + " --gpus 2 --nodes 1 --sender-rule nearest",
        "--sender-rule"},
       {"schedule", "plan --old " + a + " --new " + a + " --gpus 2 --nodes 1 --schedule magic",

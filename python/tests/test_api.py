@@ -77,7 +77,8 @@ class Policies(unittest.TestCase):
             eplb.rebalance(load, 24, 4, speed=3)
         with self.assertRaisesRegex(ValueError, "unknown policy 'fast'"):
             eplb.rebalance(load, 24, 4, policy="fast")
-        with self.assertRaisesRegex(ValueError, "num_replicas is 25"):
+        with self.assertRaisesRegex(ValueError, "num_replicas 25 over num_gpus 4 on num_nodes 1: "
+                                                "replicas is 25"):
             eplb.rebalance(load, 25, 4)
         with self.assertRaisesRegex(ValueError, "num_groups is 4 but num_nodes is not given"):
             eplb.rebalance(load, 24, 4, num_groups=4)

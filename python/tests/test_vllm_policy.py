@@ -158,8 +158,8 @@ class VllmErrors(unittest.TestCase):
     def test_bad_arguments_are_both_value_error_and_assertion_error_with_eplbs_message(self):
         weight = torch.tensor([[10, 20, 30, 40]])
         for error in (ValueError, AssertionError):
-            with self.assertRaisesRegex(error, "num_replicas is 7; it must be a positive "
-                                               "multiple of the GPUs \\(4\\)"):
+            with self.assertRaisesRegex(error, "replicas is 7; it must be a positive "
+                                               "multiple of GPUs \\(4\\)"):
                 EplbPolicy.rebalance_experts(weight, 7, 2, 2, 4)
         with self.assertRaises(AssertionError):
             EplbPolicy.balanced_packing(np.ones((1, 6)), 4)

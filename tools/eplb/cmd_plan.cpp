@@ -106,26 +106,17 @@ int RunPlan(const PlanArgs& args) {
   if (!rule.ok()) return ReportError(cmd, rule.status());
   auto strategy = ParseScheduleStrategy(args.schedule);
   if (!strategy.ok()) return ReportError(cmd, strategy.status());
-  if (gpus % nodes != 0) {
-    return ReportError(
-        cmd, Status::InvalidArgument(fmt::format(
-                 "--gpus is {} and --nodes {}; GPUs must be a positive multiple of nodes", gpus,
-                 nodes)));
+  TopologyConfig links;
+  links.expert_bytes = args.expert_bytes;
+  links.nvlink = {args.nvlink_gbps * 1e9, args.nvlink_latency_us * 1e-6};
+  links.nic = {args.nic_gbps * 1e9, args.nic_latency_us * 1e-6};
+  // The slots per layer are the old file's; the check is every front end's (FromReplicas).
+  auto topology = Topology::FromReplicas(old_p->num_slots(), nodes, gpus, links);
+  if (!topology.ok()) {
+    return ReportError(cmd, topology.status().WithContext(fmt::format(
+                                "--gpus {} --nodes {} for {} ({} slots per layer): ", gpus, nodes,
+                                args.old_path, old_p->num_slots())));
   }
-  if (old_p->num_slots() % gpus != 0) {
-    return ReportError(cmd, Status::InvalidArgument(
-                                fmt::format("{}: {} slots per layer do not divide over --gpus {}",
-                                            args.old_path, old_p->num_slots(), gpus)));
-  }
-  TopologyConfig config;
-  config.nodes = nodes;
-  config.gpus_per_node = gpus / nodes;
-  config.slots_per_gpu = old_p->num_slots() / gpus;
-  config.expert_bytes = args.expert_bytes;
-  config.nvlink = {args.nvlink_gbps * 1e9, args.nvlink_latency_us * 1e-6};
-  config.nic = {args.nic_gbps * 1e9, args.nic_latency_us * 1e-6};
-  auto topology = Topology::Create(config);
-  if (!topology.ok()) return ReportError(cmd, topology.status());
   if (new_p->num_slots() != old_p->num_slots() || new_p->num_layers() != old_p->num_layers()) {
     return ReportError(cmd, Status::InvalidArgument(fmt::format(
                                 "{} has {} layers × {} slots but {} has {} × {}; they must match",

@@ -1,5 +1,7 @@
 #include "eplb/model/topology.h"
 
+#include <limits>
+
 #include <cmath>
 
 #include <fmt/format.h>
@@ -55,7 +57,8 @@ Result<Topology> Topology::Create(const TopologyConfig& config) {
   return Topology(config);
 }
 
-Result<Topology> Topology::FromReplicas(int num_replicas, int num_nodes, int num_gpus) {
+Result<Topology> Topology::FromReplicas(int64_t num_replicas, int num_nodes, int num_gpus,
+                                        TopologyConfig base) {
   if (num_nodes < 1) {
     return Status::InvalidArgument(fmt::format("nodes is {}; it must be at least 1", num_nodes));
   }
@@ -67,11 +70,14 @@ Result<Topology> Topology::FromReplicas(int num_replicas, int num_nodes, int num
     return Status::InvalidArgument(fmt::format(
         "replicas is {}; it must be a positive multiple of GPUs ({})", num_replicas, num_gpus));
   }
-  TopologyConfig config;
-  config.nodes = num_nodes;
-  config.gpus_per_node = num_gpus / num_nodes;
-  config.slots_per_gpu = num_replicas / num_gpus;
-  return Create(config);
+  if (num_replicas / num_gpus > std::numeric_limits<int>::max()) {
+    return Status::InvalidArgument(
+        fmt::format("replicas is {}; that is more slots per GPU than eplb holds", num_replicas));
+  }
+  base.nodes = num_nodes;
+  base.gpus_per_node = num_gpus / num_nodes;
+  base.slots_per_gpu = static_cast<int>(num_replicas / num_gpus);
+  return Create(base);
 }
 
 }  // namespace eplb

@@ -64,8 +64,10 @@ class Topology {
   // Validates `config`; the error names the field and value.
   static Result<Topology> Create(const TopologyConfig& config);
   // From the arguments DeepSeek's policy takes: `num_replicas` slots over `num_gpus` GPUs on
-  // `num_nodes` nodes.
-  static Result<Topology> FromReplicas(int num_replicas, int num_nodes, int num_gpus);
+  // `num_nodes` nodes, the rest (links, expert bytes) from `base`. The one check that GPUs
+  // divide the slots and nodes divide the GPUs, for every front end (CLI, Python).
+  static Result<Topology> FromReplicas(int64_t num_replicas, int num_nodes, int num_gpus,
+                                       TopologyConfig base = {});
 
   int nodes() const { return config_.nodes; }
   int gpus_per_node() const { return config_.gpus_per_node; }
