@@ -23,24 +23,22 @@ struct A2aArgs {
   bool json = false;
 };
 
-int RunA2a(const A2aArgs& a) {
-  const std::string cmd = "a2a";
+Status RunA2a(const A2aArgs& a) {
   auto scenario = LoadScenarioArg(a.scenario, a.overrides);
-  if (!scenario.ok()) return ReportError(cmd, scenario.status());
+  if (!scenario.ok()) return scenario.status();
   AllToAllMode mode = scenario->compute.all_to_all;
   if (!a.mode.empty()) {
     auto m = ParseAllToAllMode(a.mode);
     if (!m.ok()) {
-      return ReportError(
-          cmd, Status::InvalidArgument(
-                   fmt::format("--mode is '{}'; valid modes: bulk, normal, low-latency", a.mode)));
+      return Status::InvalidArgument(
+          fmt::format("--mode is '{}'; valid modes: bulk, normal, low-latency", a.mode));
     }
     mode = *m;
   }
   // DeepEP's benchmark sizes: 4,096 tokens per GPU for the normal kernels, 128 for low latency.
   const int tokens = a.tokens > 0 ? a.tokens : (mode == AllToAllMode::kLowLatency ? 128 : 4096);
   auto r = SimulateAllToAll(*scenario, tokens, mode);
-  if (!r.ok()) return ReportError(cmd, r.status());
+  if (!r.ok()) return r.status();
   if (a.json) {
     nlohmann::ordered_json doc = {{"tool", ToolVersion()},
                                   {"scenario", scenario->name},
@@ -56,7 +54,7 @@ int RunA2a(const A2aArgs& a) {
                                   {"combine_gbps", r->combine_gbps},
                                   {"combine_counted_bytes", r->combine_bytes}};
     fmt::print("{}\n", doc.dump(2));
-    return kExitOk;
+    return Status::Ok();
   }
   fmt::print("{}: EP{} ({} node{} x {} GPUs), {} tokens per GPU, {} kernels, hidden {}\n",
              scenario->name, r->ranks, r->nodes, r->nodes == 1 ? "" : "s",
@@ -74,7 +72,7 @@ int RunA2a(const A2aArgs& a) {
       mode == AllToAllMode::kLowLatency ? "every token-expert message"
       : r->bottleneck == "NVL"          ? "tokens each GPU receives, its own included"
                                         : "tokens x nodes each reaches, the GPU's own included");
-  return kExitOk;
+  return Status::Ok();
 }
 
 }  // namespace

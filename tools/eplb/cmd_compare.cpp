@@ -32,33 +32,28 @@ struct CompareArgs {
   ReportOptions report;
 };
 
-int RunCompare(const CompareArgs& args) {
-  const std::string cmd = "compare";
+Status RunCompare(const CompareArgs& args) {
   auto scenario = LoadScenarioArg(args.scenario_path, args.overrides);
-  if (!scenario.ok()) return ReportError(cmd, scenario.status());
+  if (!scenario.ok()) return scenario.status();
   const std::vector<std::string> policies = SplitList(args.policies);
-  if (policies.empty())
-    return ReportError(cmd, Status::InvalidArgument("--policies names no policy"));
-  if (Status s = CheckDistinct(policies, "--policies"); !s.ok()) return ReportError(cmd, s);
+  if (policies.empty()) return Status::InvalidArgument("--policies names no policy");
+  if (Status s = CheckDistinct(policies, "--policies"); !s.ok()) return s;
   for (const std::string& p : policies) {
     auto made = MakePolicy(p);
-    if (!made.ok()) return ReportError(cmd, made.status().WithContext("--policies: "));
+    if (!made.ok()) return made.status().WithContext("--policies: ");
   }
   // Seeds: the scenario's own, or each of --seeds, every policy run once per seed.
   std::vector<uint64_t> seeds;
   for (const std::string& text : SplitList(args.seeds)) {
     int64_t seed = 0;
     if (!ParseCsvInt64(text, seed) || seed < 0) {
-      return ReportError(
-          cmd, Status::InvalidArgument(fmt::format(
-                   "--seeds: '{}' is not a seed; seeds are integers of at least 0", text)));
+      return Status::InvalidArgument(
+          fmt::format("--seeds: '{}' is not a seed; seeds are integers of at least 0", text));
     }
     seeds.push_back(static_cast<uint64_t>(seed));
   }
-  if (Status s = CheckDistinct(SplitList(args.seeds), "--seeds"); !s.ok())
-    return ReportError(cmd, s);
-  if (!args.seeds.empty() && seeds.empty())
-    return ReportError(cmd, Status::InvalidArgument("--seeds names no seed"));
+  if (Status s = CheckDistinct(SplitList(args.seeds), "--seeds"); !s.ok()) return s;
+  if (!args.seeds.empty() && seeds.empty()) return Status::InvalidArgument("--seeds names no seed");
   const bool several = seeds.size() > 1;
   if (seeds.empty()) seeds.push_back(scenario->run.seed);
   // One policy's runs: DIR/POLICY, or DIR/POLICY/seed-S for each of several seeds.
@@ -66,14 +61,14 @@ int RunCompare(const CompareArgs& args) {
     return several ? fmt::format("{}/{}/seed-{}", root, policy, seed) : root + "/" + policy;
   };
   if (args.report.map_layer >= scenario->model.layers) {
-    return ReportError(cmd, Status::InvalidArgument(fmt::format(
-                                "--map-layer is {}; the scenario's model has layers 0..{}",
-                                args.report.map_layer, scenario->model.layers - 1)));
+    return Status::InvalidArgument(
+        fmt::format("--map-layer is {}; the scenario's model has layers 0..{}",
+                    args.report.map_layer, scenario->model.layers - 1));
   }
   if (args.report.map_step >= scenario->run.steps) {
-    return ReportError(cmd, Status::InvalidArgument(fmt::format(
-                                "--map-step is {}; the run has steps 0..{} (-1: the last)",
-                                args.report.map_step, scenario->run.steps - 1)));
+    return Status::InvalidArgument(
+        fmt::format("--map-step is {}; the run has steps 0..{} (-1: the last)",
+                    args.report.map_step, scenario->run.steps - 1));
   }
   const std::string dir = args.out.empty() ? "runs/compare-" + scenario->name : args.out;
   std::vector<nlohmann::ordered_json> rows;
@@ -119,7 +114,7 @@ int RunCompare(const CompareArgs& args) {
                                    {"policies", rows}};
         return WriteTextFile(partial + "/comparison.json", doc.dump(2) + "\n");
       });
-  if (!s.ok()) return ReportError(cmd, s);
+  if (!s.ok()) return s;
   std::FILE* out = HumanOutput(args.json);
   // Runs that lost GPUs (or scaled) also say what it cost them.
   const bool faults = std::any_of(rows.begin(), rows.end(), [](const auto& r) {
@@ -150,10 +145,9 @@ int RunCompare(const CompareArgs& args) {
              "report defines every column)\n");
   fmt::print(out, "report: {}/report.html\n", dir);
   if (args.json) {
-    if (Status printed = PrintJsonFile(dir + "/comparison.json"); !printed.ok())
-      return ReportError(cmd, printed);
+    if (Status printed = PrintJsonFile(dir + "/comparison.json"); !printed.ok()) return printed;
   }
-  return kExitOk;
+  return Status::Ok();
 }
 
 }  // namespace

@@ -15,29 +15,29 @@
 namespace eplb::cli {
 namespace {
 
-int RunDeviceRun(const DeviceArgs& a) {
-  const std::string cmd = "device-run";
+Status RunDeviceRun(const DeviceArgs& a) {
   auto scenario = LoadDeviceScenario(a);
-  if (!scenario.ok()) return ReportError(cmd, scenario.status());
+  if (!scenario.ok()) return scenario.status();
   auto options = DeviceOptions(a, *scenario);
-  if (!options.ok()) return ReportError(cmd, options.status());
+  if (!options.ok()) return options.status();
   const std::string dir = a.out.empty() ? "runs/" + scenario->name + "-device" : a.out;
   if (device::mpi::Rank() == 0) {
-    if (Status s = CheckOutputFolder(dir, "run"); !s.ok()) return ReportError(cmd, s);
+    if (Status s = CheckOutputFolder(dir, "run"); !s.ok()) return s;
   }
   const bool lead = device::mpi::Rank() == 0;  // under MPI, rank 0 reports and writes
   auto run = device::RunOnDevice(*scenario, *options,
                                  lead ? Progress("eplb device-run", *scenario) : nullptr);
   if (!run.ok()) {
-    return ReportError(
-        device::mpi::Size() > 1 ? fmt::format("{} (rank {})", cmd, device::mpi::Rank()) : cmd,
-        run.status());
+    // Under MPI every process reports its own failure: say which.
+    return device::mpi::Size() > 1
+               ? run.status().WithContext(fmt::format("rank {}: ", device::mpi::Rank()))
+               : run.status();
   }
-  if (!lead) return kExitOk;
-  if (const Status s = WriteRunFolder(dir, *run); !s.ok()) return ReportError(cmd, s);
+  if (!lead) return Status::Ok();
+  if (const Status s = WriteRunFolder(dir, *run); !s.ok()) return s;
   fmt::print("  expert bytes   {} on the device\n", run->scenario.model.expert_bytes);
   PrintRunSummary(*run, dir);
-  return kExitOk;
+  return Status::Ok();
 }
 
 }  // namespace

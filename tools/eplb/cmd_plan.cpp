@@ -70,13 +70,12 @@ nlohmann::ordered_json LayerJson(const LayerPlan& plan, const Schedule& s) {
           {"makespan_s", s.makespan_s}};
 }
 
-int RunPlan(const PlanArgs& args) {
-  const std::string cmd = "plan";
+Status RunPlan(const PlanArgs& args) {
   RecordedTopology old_topo, new_topo;
   auto old_p = ReadAnyPlacementFile(args.old_path, 0, &old_topo);
-  if (!old_p.ok()) return ReportError(cmd, old_p.status());
+  if (!old_p.ok()) return old_p.status();
   auto new_p = ReadAnyPlacementFile(args.new_path, old_p->num_experts(), &new_topo);
-  if (!new_p.ok()) return ReportError(cmd, new_p.status());
+  if (!new_p.ok()) return new_p.status();
   // The cluster: from the options, else from the files; where both say, they must agree, since
   // a plan for the wrong cluster routes transfers over the wrong links.
   int gpus = args.gpus, nodes = args.nodes;
@@ -85,27 +84,24 @@ int RunPlan(const PlanArgs& args) {
          {std::tuple{"--gpus", &gpus, topo.gpus}, {"--nodes", &nodes, topo.nodes}}) {
       if (recorded == 0) continue;
       if (*given != 0 && *given != recorded) {
-        return ReportError(
-            cmd, Status::InvalidArgument(
-                     fmt::format("{} was made for {} {} but {} is {}; plan it for the "
-                                 "cluster it was made for",
-                                 path, recorded, option == std::string("--gpus") ? "GPUs" : "nodes",
-                                 option, *given)));
+        return Status::InvalidArgument(fmt::format(
+            "{} was made for {} {} but {} is {}; plan it for the "
+            "cluster it was made for",
+            path, recorded, option == std::string("--gpus") ? "GPUs" : "nodes", option, *given));
       }
       *given = recorded;
     }
   }
   if (gpus == 0 || nodes == 0) {
-    return ReportError(
-        cmd, Status::InvalidArgument(fmt::format(
-                 "{} not given and the placement files do not record {}; nodes "
-                 "decide which transfers cross NICs, so give them",
-                 gpus == 0 ? "--gpus is" : "--nodes is", gpus == 0 ? "num_gpus" : "num_nodes")));
+    return Status::InvalidArgument(
+        fmt::format("{} not given and the placement files do not record {}; nodes "
+                    "decide which transfers cross NICs, so give them",
+                    gpus == 0 ? "--gpus is" : "--nodes is", gpus == 0 ? "num_gpus" : "num_nodes"));
   }
   auto rule = ParseSenderRule(args.sender_rule);
-  if (!rule.ok()) return ReportError(cmd, rule.status());
+  if (!rule.ok()) return rule.status();
   auto strategy = ParseScheduleStrategy(args.schedule);
-  if (!strategy.ok()) return ReportError(cmd, strategy.status());
+  if (!strategy.ok()) return strategy.status();
   TopologyConfig links;
   links.expert_bytes = args.expert_bytes;
   links.nvlink = {args.nvlink_gbps * 1e9, args.nvlink_latency_us * 1e-6};
@@ -113,19 +109,19 @@ int RunPlan(const PlanArgs& args) {
   // The slots per layer are the old file's; the check is every front end's (FromReplicas).
   auto topology = Topology::FromReplicas(old_p->num_slots(), nodes, gpus, links);
   if (!topology.ok()) {
-    return ReportError(cmd, topology.status().WithContext(fmt::format(
-                                "--gpus {} --nodes {} for {} ({} slots per layer): ", gpus, nodes,
-                                args.old_path, old_p->num_slots())));
+    return topology.status().WithContext(
+        fmt::format("--gpus {} --nodes {} for {} ({} slots per layer): ", gpus, nodes,
+                    args.old_path, old_p->num_slots()));
   }
   if (new_p->num_slots() != old_p->num_slots() || new_p->num_layers() != old_p->num_layers()) {
-    return ReportError(cmd, Status::InvalidArgument(fmt::format(
-                                "{} has {} layers × {} slots but {} has {} × {}; they must match",
-                                args.old_path, old_p->num_layers(), old_p->num_slots(),
-                                args.new_path, new_p->num_layers(), new_p->num_slots())));
+    return Status::InvalidArgument(
+        fmt::format("{} has {} layers × {} slots but {} has {} × {}; they must match",
+                    args.old_path, old_p->num_layers(), old_p->num_slots(), args.new_path,
+                    new_p->num_layers(), new_p->num_slots()));
   }
   const Placement target = args.preserve_slots ? PreserveSlots(*old_p, *new_p, *topology) : *new_p;
   auto plans = PlanMigration(*old_p, target, *topology, *rule);
-  if (!plans.ok()) return ReportError(cmd, plans.status());
+  if (!plans.ok()) return plans.status();
 
   Totals totals;
   // Every strategy's totals, for the table's comparison.
@@ -169,7 +165,7 @@ int RunPlan(const PlanArgs& args) {
                  ScheduleStrategyName(static_cast<ScheduleStrategy>(k)), strategy_makespan[k] * 1e3,
                  totals.lower_bound_s > 0 ? strategy_makespan[k] / totals.lower_bound_s : 1.0);
     }
-    return kExitOk;
+    return Status::Ok();
   }
   nlohmann::ordered_json out;
   out["sender_rule"] = SenderRuleName(*rule);
@@ -181,7 +177,7 @@ int RunPlan(const PlanArgs& args) {
   out["lower_bound_s"] = totals.lower_bound_s;
   out["makespan_s"] = totals.makespan_s;
   fmt::print("{}\n", out.dump());
-  return kExitOk;
+  return Status::Ok();
 }
 
 }  // namespace

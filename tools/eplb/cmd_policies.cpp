@@ -12,7 +12,7 @@
 namespace eplb::cli {
 namespace {
 
-int RunPolicies(bool json) {
+Status RunPolicies(bool json) {
   const std::vector<PolicyInfo> policies = RegisteredPolicies();
   if (json) {
     nlohmann::ordered_json doc = nlohmann::ordered_json::array();
@@ -27,7 +27,7 @@ int RunPolicies(bool json) {
       doc.push_back({{"name", p.name}, {"summary", p.summary}, {"options", options}});
     }
     fmt::print("{}\n", doc.dump(2));
-    return kExitOk;
+    return Status::Ok();
   }
   for (const PolicyInfo& p : policies) {
     fmt::print("{:<18} {}\n", p.name, p.summary);
@@ -42,7 +42,7 @@ int RunPolicies(bool json) {
   fmt::print(
       "\nOptions are set with `eplb rebalance --option NAME=VALUE`, as keywords in Python's "
       "eplb.rebalance, and through the scenario field named in runs.\n");
-  return kExitOk;
+  return Status::Ok();
 }
 
 }  // namespace

@@ -31,17 +31,16 @@ std::string DefaultFiguresFile() {
 
 }  // namespace
 
-int RunPublished(const PublishedArgs& a) {
-  const std::string cmd = "validate";
+Status RunPublished(const PublishedArgs& a) {
   const std::string path = a.figures.empty() ? DefaultFiguresFile() : a.figures;
   auto figures = LoadPublishedFigures(path);
-  if (!figures.ok()) return ReportError(cmd, figures.status());
+  if (!figures.ok()) return figures.status();
   const std::string dir = a.out.empty() ? "runs/published" : a.out;
-  if (Status s = CheckOutputFolder(dir, "published"); !s.ok()) return ReportError(cmd, s);
+  if (Status s = CheckOutputFolder(dir, "published"); !s.ok()) return s;
   std::vector<FigureResult> results;
   for (const PublishedFigure& f : *figures) {
     auto r = EvaluateFigure(f);
-    if (!r.ok()) return ReportError(cmd, r.status());
+    if (!r.ok()) return r.status();
     results.push_back(*r);
   }
   const std::string table = PublishedTable(results);
@@ -50,12 +49,12 @@ int RunPublished(const PublishedArgs& a) {
     EPLB_RETURN_IF_ERROR(WriteTextFile(p + "/published.txt", table));
     return WriteTextFile(p + "/published.json", json);
   });
-  if (!written.ok()) return ReportError(cmd, written);
+  if (!written.ok()) return written;
   std::FILE* human = HumanOutput(a.json);
   fmt::print(human, "{} published figures from {}\n{}", results.size(), path, table);
   fmt::print(human, "published folder {}\n", dir);
   if (a.json) fmt::print("{}", json);
-  return kExitOk;
+  return Status::Ok();
 }
 
 void AddPublishedOptions(Command& sub, PublishedArgs& args) {
@@ -74,9 +73,9 @@ void AddPublishedCommand(CommandLine& line) {
   sub.Flag("--json", &args->json, "Print published.json on stdout");
   sub.SetAction([args] {
     if (!args->published) {
-      return ReportError(kValidateName,
-                         Status::InvalidArgument("give --published here; a device validation "
-                                                 "runs in eplb-validate"));
+      return Status::InvalidArgument(
+          "give --published here; a device validation "
+          "runs in eplb-validate");
     }
     return RunPublished(*args);
   });

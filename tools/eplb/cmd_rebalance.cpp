@@ -74,27 +74,26 @@ void PrintTable(const RebalanceArgs& args, const Placement& placement, const Top
   }
 }
 
-int RunRebalance(const RebalanceArgs& args) {
-  const std::string cmd = "rebalance";
+Status RunRebalance(const RebalanceArgs& args) {
   // Nodes change where DeepSeek's hierarchical policy packs groups; say so rather than assume.
   if (args.nodes == 0 && args.groups > 1) {
-    return ReportError(cmd, Status::InvalidArgument(fmt::format(
-                                "--groups is {} but --nodes is not given; with expert groups the "
-                                "hierarchical policies pack groups onto nodes, so give --nodes "
-                                "(1 for a single node)",
-                                args.groups)));
+    return Status::InvalidArgument(
+        fmt::format("--groups is {} but --nodes is not given; with expert groups the "
+                    "hierarchical policies pack groups onto nodes, so give --nodes "
+                    "(1 for a single node)",
+                    args.groups));
   }
   std::optional<Placement> physical_map;
   if (!args.physical_map_path.empty()) {
     auto read = ReadAnyPlacementFile(args.physical_map_path, args.experts);
-    if (!read.ok()) return ReportError(cmd, read.status());
+    if (!read.ok()) return read.status();
     physical_map = std::move(read).value();
   }
   LoadReadOptions options;
   options.experts = args.experts;
   options.physical_map = physical_map ? &*physical_map : nullptr;
   auto series = ReadLoadSeries(args.load_path, options);
-  if (!series.ok()) return ReportError(cmd, series.status());
+  if (!series.ok()) return series.status();
   const LoadMatrix total = series->Total();
   const LoadMatrix* load = &total;
   // A recording over time reaches the policies as the EPLB loop hands them its window: the
@@ -102,22 +101,22 @@ int RunRebalance(const RebalanceArgs& args) {
   const std::vector<LoadMatrix> chunks =
       series->steps.size() > 1 ? series->Chunks(16) : std::vector<LoadMatrix>{};
   auto topology = Topology::FromReplicas(args.replicas, std::max(1, args.nodes), args.gpus);
-  if (!topology.ok()) return ReportError(cmd, topology.status());
+  if (!topology.ok()) return topology.status();
   std::optional<Placement> current;
   if (!args.current_path.empty()) {
     auto read = ReadAnyPlacementFile(args.current_path, static_cast<int>(load->cols()));
-    if (!read.ok()) return ReportError(cmd, read.status());
+    if (!read.ok()) return read.status();
     current = std::move(read).value();
   }
   auto policy = MakePolicy(args.policy);
-  if (!policy.ok()) return ReportError(cmd, policy.status());
+  if (!policy.ok()) return policy.status();
   if (args.format == "trtllm" && !args.lost_ranks.empty()) {
     // Each format must read back as written, and TensorRT-LLM's file lists an expert in every
     // slot.
-    return ReportError(cmd, Status::InvalidArgument(
-                                "--format trtllm cannot hold --lost-ranks: TensorRT-LLM's "
-                                "initial_global_assignments has no empty slot; use json, vllm or "
-                                "sglang"));
+    return Status::InvalidArgument(
+        "--format trtllm cannot hold --lost-ranks: TensorRT-LLM's "
+        "initial_global_assignments has no empty slot; use json, vllm or "
+        "sglang");
   }
 
   PolicyInput input{*load, *topology, current ? &*current : nullptr, args.groups, chunks};
@@ -132,14 +131,14 @@ int RunRebalance(const RebalanceArgs& args) {
             ? Status::InvalidArgument(fmt::format(
                   "--option is '{}'; expected NAME=VALUE (eplb policies lists them)", option))
             : SetPolicyOption(option.substr(0, eq), option.substr(eq + 1), input.migration);
-    if (!set.ok()) return ReportError(cmd, set.WithContext("--option: "));
+    if (!set.ok()) return set.WithContext("--option: ");
   }
   const auto start = std::chrono::steady_clock::now();
   auto placement = (*policy)->Rebalance(input);
   const double elapsed_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!placement.ok()) {
-    return ReportError(cmd, placement.status().WithContext("policy " + args.policy + ": "));
+    return placement.status().WithContext("policy " + args.policy + ": ");
   }
 
   const LoadMatrix gpu_loads = GpuLoads(*load, *placement, *topology);
@@ -148,13 +147,12 @@ int RunRebalance(const RebalanceArgs& args) {
                                 : args.format == "vllm" ? EngineFormat::kVllm
                                                         : EngineFormat::kTrtllm;
     fmt::print("{}", EnginePlacementFile(format, *placement, args.first_layer));
-    return kExitOk;
+    return Status::Ok();
   }
   if (args.format == "table") {
     if (args.layer >= placement->num_layers()) {
-      return ReportError(
-          cmd, Status::InvalidArgument(fmt::format("--layer is {}; the load has layers 0..{}",
-                                                   args.layer, placement->num_layers() - 1)));
+      return Status::InvalidArgument(fmt::format("--layer is {}; the load has layers 0..{}",
+                                                 args.layer, placement->num_layers() - 1));
     }
     const Placement before =
         current ? *current
@@ -162,7 +160,7 @@ int RunRebalance(const RebalanceArgs& args) {
                                       placement->num_slots());
     PrintTable(args, *placement, *topology, gpu_loads, GpuLoads(*load, before, *topology, lost),
                current.has_value(), elapsed_ms, lost);
-    return kExitOk;
+    return Status::Ok();
   }
   // The placement's arrays are written as text (formats/placement_file.h); the scalars through
   // nlohmann, so that every number reads as its dump() writes it.
@@ -172,7 +170,7 @@ int RunRebalance(const RebalanceArgs& args) {
   out += ",\"imbalance_ratio\":" + nlohmann::json(ImbalanceRatio(gpu_loads)).dump();
   out += ",\"elapsed_ms\":" + nlohmann::json(elapsed_ms).dump() + "}\n";
   fmt::print("{}", out);
-  return kExitOk;
+  return Status::Ok();
 }
 
 }  // namespace

@@ -27,12 +27,11 @@ struct RunArgs {
   RunFolderOptions folder;
 };
 
-int RunRun(const RunArgs& args) {
-  const std::string cmd = "run";
+Status RunRun(const RunArgs& args) {
   auto scenario = LoadScenarioArg(args.scenario_path, args.overrides);
-  if (!scenario.ok()) return ReportError(cmd, scenario.status());
+  if (!scenario.ok()) return scenario.status();
   const std::string dir = args.out.empty() ? "runs/" + scenario->name : args.out;
-  if (Status s = CheckOutputFolder(dir, "run"); !s.ok()) return ReportError(cmd, s);
+  if (Status s = CheckOutputFolder(dir, "run"); !s.ok()) return s;
   ProgressReporter reporter("eplb run", isatty(STDERR_FILENO) == 1);
   std::vector<ProgressReporter::Job> progress = {
       {scenario->name, scenario->run.steps, 0, ProgressReporter::State::kRunning}};
@@ -43,15 +42,14 @@ int RunRun(const RunArgs& args) {
   });
   progress[0].state = run.ok() ? ProgressReporter::State::kDone : ProgressReporter::State::kFailed;
   reporter.Finish(progress);
-  if (!run.ok()) return ReportError(cmd, run.status());
+  if (!run.ok()) return run.status();
   const Status written = WriteRunFolder(dir, *run, args.folder);
-  if (!written.ok()) return ReportError(cmd, written);
+  if (!written.ok()) return written;
   PrintRunSummary(*run, dir, HumanOutput(args.json));
   if (args.json) {
-    if (Status printed = PrintJsonFile(dir + "/summary.json"); !printed.ok())
-      return ReportError(cmd, printed);
+    if (Status printed = PrintJsonFile(dir + "/summary.json"); !printed.ok()) return printed;
   }
-  return kExitOk;
+  return Status::Ok();
 }
 
 }  // namespace

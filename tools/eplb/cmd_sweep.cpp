@@ -113,46 +113,44 @@ Result<RankMarks> ReadRankMarks(const std::string& shared, int ranks) {
   return marks;
 }
 
-int RunSweep(const SweepArgs& args) {
-  const std::string cmd = "sweep";
+Status RunSweep(const SweepArgs& args) {
   auto base = LoadScenarioArg(args.scenario_path, args.overrides);
-  if (!base.ok()) return ReportError(cmd, base.status());
+  if (!base.ok()) return base.status();
   std::vector<std::string> keys;
   std::vector<std::vector<std::string>> values;
   for (const std::string& v : args.vary) {
     const size_t eq = v.find('=');
     if (eq == std::string::npos || eq == 0 || SplitList(v.substr(eq + 1)).empty()) {
-      return ReportError(
-          cmd, Status::InvalidArgument(fmt::format("--vary '{}': expected key.path=v1,v2,...", v)));
+      return Status::InvalidArgument(fmt::format("--vary '{}': expected key.path=v1,v2,...", v));
     }
     keys.push_back(v.substr(0, eq));
     values.push_back(SplitList(v.substr(eq + 1)));
     if (Status s = CheckDistinct(values.back(), "--vary " + keys.back()); !s.ok()) {
-      return ReportError(cmd, s);
+      return s;
     }
   }
-  if (Status s = CheckDistinct(keys, "--vary"); !s.ok()) return ReportError(cmd, s);
+  if (Status s = CheckDistinct(keys, "--vary"); !s.ok()) return s;
   const bool policy_varied = std::find(keys.begin(), keys.end(), "eplb.policy") != keys.end();
   if (policy_varied && !args.policies.empty()) {
-    return ReportError(
-        cmd, Status::InvalidArgument("--vary eplb.policy and --policies both name the policies; "
-                                     "give them once, in either"));
+    return Status::InvalidArgument(
+        "--vary eplb.policy and --policies both name the policies; "
+        "give them once, in either");
   }
   std::vector<std::string> policies = args.policies.empty()
                                           ? std::vector<std::string>{base->eplb.policy}
                                           : SplitList(args.policies);
   for (const std::string& p : policies) {
     auto made = MakePolicy(p);
-    if (!made.ok()) return ReportError(cmd, made.status().WithContext("--policies: "));
+    if (!made.ok()) return made.status().WithContext("--policies: ");
   }
-  if (Status s = CheckDistinct(policies, "--policies"); !s.ok()) return ReportError(cmd, s);
+  if (Status s = CheckDistinct(policies, "--policies"); !s.ok()) return s;
   size_t count = policies.size();
   for (const auto& vals : values) count = std::min<size_t>(count * vals.size(), 1000000);
   if (count > kMaxSweepPoints) {
-    return ReportError(cmd, Status::InvalidArgument(fmt::format(
-                                "--vary and --policies make {}{} points; a sweep runs at most {} "
-                                "(split it, or use MPI ranks over several sweeps)",
-                                count >= 1000000 ? "over " : "", count, kMaxSweepPoints)));
+    return Status::InvalidArgument(
+        fmt::format("--vary and --policies make {}{} points; a sweep runs at most {} "
+                    "(split it, or use MPI ranks over several sweeps)",
+                    count >= 1000000 ? "over " : "", count, kMaxSweepPoints));
   }
   // The cross product, policies innermost; every point's scenario is checked before any runs.
   std::vector<Point> points{{}};
@@ -175,8 +173,7 @@ int RunSweep(const SweepArgs& args) {
       for (size_t k = 0; k < keys.size(); ++k) o.push_back(keys[k] + "=" + p.values[k]);
       if (!policy_varied) o.push_back("eplb.policy=" + policy);
       auto s = LoadScenarioArg(args.scenario_path, o);
-      if (!s.ok())
-        return ReportError(cmd, s.status().WithContext(fmt::format("point {}: ", all.size())));
+      if (!s.ok()) return s.status().WithContext(fmt::format("point {}: ", all.size()));
       all.push_back({p.values, s->eplb.policy});  // the label is what the point runs
       scenarios.push_back(std::move(s).value());
     }
@@ -187,10 +184,10 @@ int RunSweep(const SweepArgs& args) {
     // Every process must mark its end before the report is written: a count beyond the points
     // is a wrong launch (or environment), and would have the last one wait for processes that
     // have nothing to do.
-    return ReportError(cmd, Status::InvalidArgument(fmt::format(
-                                "{}, but the sweep has {} point{}: launch at most one process "
-                                "per point",
-                                launch.Describe(), all.size(), all.size() == 1 ? "" : "s")));
+    return Status::InvalidArgument(
+        fmt::format("{}, but the sweep has {} point{}: launch at most one process "
+                    "per point",
+                    launch.Describe(), all.size(), all.size() == 1 ? "" : "s"));
   }
   const std::string dir = args.out.empty() ? "runs/sweep-" + base->name : args.out;
   // Launched as several processes (MPI ranks, or Slurm array tasks that may run at different
@@ -259,29 +256,28 @@ int RunSweep(const SweepArgs& args) {
     // Processes of another sweep writing to the same --out would mix their points in.
     if (Status joined = JoinSharedSweep(shared, SweepIdentity(*base, keys, all), rank);
         !joined.ok())
-      return ReportError(cmd, joined);
+      return joined;
     fmt::print(stderr, "eplb sweep: {}: points {} of {} and every {}th after\n", launch.Describe(),
                rank, all.size(), ranks);
     s = run_points(shared);
     const Status marked =
         WriteTextFile(fmt::format("{}/.rank-{}.{}", shared, rank, s.ok() ? "done" : "failed"), "");
     if (s.ok()) s = marked;
-    if (!s.ok()) return ReportError(cmd, s);
+    if (!s.ok()) return s;
     auto marks = ReadRankMarks(shared, ranks);
-    if (!marks.ok()) return ReportError(cmd, marks.status());
+    if (!marks.ok()) return marks.status();
     const std::vector<int>& failed = marks->failed;
     const int finished = marks->finished;
     if (finished < ranks || !Claim(shared + "/.report-claimed")) {
       fmt::print(HumanOutput(args.json), "{}: {} of {} finished; the last to finish writes {}\n",
                  launch.Describe(), finished, ranks, dir);
-      return kExitOk;
+      return Status::Ok();
     }
     if (!failed.empty()) {
-      return ReportError(
-          cmd, Status::Internal(fmt::format(
-                   "{} {} failed their points (see their output); no report "
-                   "was written; the points that ran are in {}",
-                   failed.size() == 1 ? "process" : "processes", fmt::join(failed, ", "), shared)));
+      return Status::Internal(fmt::format(
+          "{} {} failed their points (see their output); no report "
+          "was written; the points that ran are in {}",
+          failed.size() == 1 ? "process" : "processes", fmt::join(failed, ", "), shared));
     }
     s = WriteFolderAtomically(dir, "sweep", [&](const std::string& partial) {
       std::error_code ec;
@@ -294,14 +290,13 @@ int RunSweep(const SweepArgs& args) {
       fs::remove_all(shared, ec);
     }
   }
-  if (!s.ok()) return ReportError(cmd, s);
+  if (!s.ok()) return s;
   fmt::print(HumanOutput(args.json), "{} points: {}/sweep.csv, report {}/report.html\n", all.size(),
              dir, dir);
   if (args.json) {
-    if (Status printed = PrintJsonFile(dir + "/sweep.json"); !printed.ok())
-      return ReportError(cmd, printed);
+    if (Status printed = PrintJsonFile(dir + "/sweep.json"); !printed.ok()) return printed;
   }
-  return kExitOk;
+  return Status::Ok();
 }
 
 }  // namespace

@@ -19,10 +19,9 @@
 namespace eplb::cli {
 namespace {
 
-int RunValidate(const DeviceArgs& a) {
-  const std::string cmd = "validate";
+Status RunValidate(const DeviceArgs& a) {
   auto scenario = LoadDeviceScenario(a);
-  if (!scenario.ok()) return ReportError(cmd, scenario.status());
+  if (!scenario.ok()) return scenario.status();
   // Short: up to the first rearrangement's last commit with room to spare, unless --steps.
   const EplbSpec& e = scenario->eplb;
   const int first = e.step_interval / 4;
@@ -32,12 +31,12 @@ int RunValidate(const DeviceArgs& a) {
           : std::min(scenario->run.steps,
                      first + 2 * scenario->model.layers / std::max(1, e.layers_per_step) + 16);
   auto options = DeviceOptions(a, *scenario);
-  if (!options.ok()) return ReportError(cmd, options.status());
+  if (!options.ok()) return options.status();
   const std::string dir = a.out.empty() ? "runs/" + scenario->name + "-validate" : a.out;
-  if (Status s = CheckOutputFolder(dir, "validation"); !s.ok()) return ReportError(cmd, s);
+  if (Status s = CheckOutputFolder(dir, "validation"); !s.ok()) return s;
   fmt::print("validate: {} steps of {} on the device\n", scenario->run.steps, scenario->name);
   auto measured = device::RunOnDevice(*scenario, *options, Progress("eplb validate", *scenario));
-  if (!measured.ok()) return ReportError(cmd, measured.status());
+  if (!measured.ok()) return measured.status();
 
   // Calibrate on a fresh backend of the same shape (the run's has been torn down).
   device::DeviceConfig config;
@@ -47,10 +46,10 @@ int RunValidate(const DeviceArgs& a) {
   config.staging_buffers = 1;
   const Topology topology = measured->scenario.topology();
   auto probe = device::DeviceBackend::Create(topology, config);
-  if (!probe.ok()) return ReportError(cmd, probe.status());
+  if (!probe.ok()) return probe.status();
   auto bw = device::MeasureBandwidths(**probe, topology);
   probe->reset();
-  if (!bw.ok()) return ReportError(cmd, bw.status());
+  if (!bw.ok()) return bw.status();
 
   // The simulator with this machine's numbers. Emulated steps carry no all-to-all traffic, so
   // the simulated steps carry next to none (hidden 1); compute is scaled like the emulation.
@@ -68,7 +67,7 @@ int RunValidate(const DeviceArgs& a) {
   sim.compute.layer_fixed_us *= options->step_scale;
   sim.compute.per_token_us *= options->step_scale;
   auto simulated = sim::RunSimulation(sim);
-  if (!simulated.ok()) return ReportError(cmd, simulated.status());
+  if (!simulated.ok()) return simulated.status();
 
   const Validation v = CompareTimings(*measured, *simulated);
   nlohmann::ordered_json json = ValidationJson(v);
@@ -86,7 +85,7 @@ int RunValidate(const DeviceArgs& a) {
     EPLB_RETURN_IF_ERROR(WriteTextFile(p + "/validation.txt", table));
     return WriteTextFile(p + "/validation.json", json.dump(2) + "\n");
   });
-  if (!written.ok()) return ReportError(cmd, written);
+  if (!written.ok()) return written;
   fmt::print(
       "measured: plain copy {:.1f} GB/s, local copy {:.1f} GB/s, peer {:.1f} GB/s per rank "
       "({:.1f} GB/s streaming after a round latency of {:.1f} us; {} mode, {} bytes per "
@@ -95,7 +94,7 @@ int RunValidate(const DeviceArgs& a) {
       device::DeviceModeName(options->mode), measured->scenario.model.expert_bytes);
   fmt::print("{}", table);
   fmt::print("validation folder {}\n", dir);
-  return kExitOk;
+  return Status::Ok();
 }
 
 }  // namespace

@@ -18,10 +18,14 @@
 #include <variant>
 #include <vector>
 
+#include "eplb/base/status.h"
+
 namespace eplb::cli {
 
 // What a parsed command does; returns the exit code.
-using Action = std::function<int()>;
+// A command's work: OK, or the expected failure that the command line reports once, as
+// "eplb <command>: error: <message>" with ExitCodeFor's exit code (cli_util.h).
+using Action = std::function<Status()>;
 
 // A check on an option's value, run by the parser. Its messages read as people write ranges
 // ("--jobs: -1 is too small; it must be at least 0"), where CLI11's own ranges print the
@@ -76,8 +80,9 @@ class Command {
   OptionSpec& Flag(std::string names, bool* target, std::string help);
   OptionSpec& Flag(std::string names, std::function<void(int64_t count)> on_given,
                    std::string help);
-  // Runs when this command was chosen and its line parsed; a command without one (listed for
-  // --help, run elsewhere) exits with kExitBadInput.
+  // Runs when this command was chosen and its line parsed; a failure is reported under this
+  // command's name. A command without one (listed for --help, run elsewhere) exits with
+  // kExitBadInput.
   void SetAction(Action action) { action_ = std::move(action); }
 
   const std::string& name() const { return name_; }

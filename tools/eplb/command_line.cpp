@@ -163,7 +163,8 @@ int CommandLine::Run(int argc, char** argv) {
   // Expected failures are Statuses; this is the last guard, so that nothing ends in an abort
   // (memory running out despite the sizing checks, a library's exception).
   try {
-    return chosen->action_();
+    const Status done = chosen->action_();
+    return done.ok() ? kExitOk : ReportError(chosen->name(), done);
   } catch (const std::bad_alloc&) {
     fmt::print(stderr, "eplb: error: out of memory; the run is larger than this machine allows\n");
   } catch (const std::exception& e) {

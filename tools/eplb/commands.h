@@ -36,7 +36,7 @@ struct PublishedArgs {
   std::string out;
   bool json = false;
 };
-int RunPublished(const PublishedArgs& args);
+Status RunPublished(const PublishedArgs& args);
 void AddPublishedOptions(Command& command, PublishedArgs& args);
 
 // In eplb itself (the core alone).
