@@ -40,6 +40,7 @@ namespace {
 
 using LoadArray = py::array_t<double, py::array::c_style | py::array::forcecast>;
 using IndexArray = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+using Float32Array = py::array_t<float, py::array::c_style | py::array::forcecast>;
 
 // Policies do not look at bytes; calls that only place experts use the topology's default.
 constexpr int64_t kDefaultExpertBytes = TopologyConfig{}.expert_bytes;
@@ -150,31 +151,40 @@ py::tuple Log2PhyArrays(const Placement& placement, const std::vector<int32_t>* 
   int64_t* out = log2phy.mutable_data();
   int64_t* count = logcnt.mutable_data();
   std::fill(out, out + log2phy.size(), -1);
+  if (rank != nullptr) {
+    // One pass over the slots: slot s holds replica rank[s] of its expert.
+    const int32_t* r = rank->data();
+    for (int l = 0; l < placement.num_layers(); ++l, out += static_cast<size_t>(experts) * width) {
+      const auto row = placement.phy2log(l);
+      for (int s = 0; s < slots_per_layer; ++s, ++r) {
+        if (row[s] != kEmptySlot) out[static_cast<size_t>(row[s]) * width + *r] = s;
+      }
+      for (int e = 0; e < experts; ++e) *count++ = placement.logcnt(l, e);
+    }
+    return py::make_tuple(log2phy, logcnt);
+  }
   for (int l = 0; l < placement.num_layers(); ++l) {
     for (int e = 0; e < experts; ++e, out += width) {
       const auto slots = placement.replicas(l, e);
-      if (rank == nullptr) {
-        std::copy(slots.begin(), slots.end(), out);
-      } else {
-        for (const int32_t slot : slots) {
-          out[(*rank)[static_cast<size_t>(l) * slots_per_layer + slot]] = slot;
-        }
-      }
+      std::copy(slots.begin(), slots.end(), out);
       *count++ = static_cast<int64_t>(slots.size());
     }
   }
   return py::make_tuple(log2phy, logcnt);
 }
 
-// DeepSeek's policy on a [layers, experts] weight, the GIL released while it runs.
-eplb::RankedPlacement DeepSeekOf(const LoadArray& weight, int num_replicas, int num_groups,
+// DeepSeek's policy on a [layers, experts] weight, the GIL released while it runs. The weight
+// comes as float32, the reference's type, and is widened once on its way in.
+eplb::RankedPlacement DeepSeekOf(const Float32Array& weight, int num_replicas, int num_groups,
                                  int num_nodes, int num_gpus) {
   if (weight.ndim() != 2) {
     throw py::value_error(fmt::format(
         "weight has {} dimensions; expected [layers, num_logical_experts]", weight.ndim()));
   }
+  using Float32Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   const eplb::LoadMatrix load =
-      Eigen::Map<const eplb::LoadMatrix>(weight.data(), weight.shape(0), weight.shape(1));
+      Eigen::Map<const Float32Matrix>(weight.data(), weight.shape(0), weight.shape(1))
+          .cast<double>();
   std::optional<eplb::Result<eplb::RankedPlacement>> placement;
   {
     py::gil_scoped_release release;
@@ -384,7 +394,8 @@ PYBIND11_MODULE(_eplb, m) {
       "Every registered policy as (name, summary), built-ins first.");
   m.def(
       "deepseek_full",
-      [](const LoadArray& weight, int num_replicas, int num_groups, int num_nodes, int num_gpus) {
+      [](const Float32Array& weight, int num_replicas, int num_groups, int num_nodes,
+         int num_gpus) {
         const eplb::RankedPlacement p =
             DeepSeekOf(weight, num_replicas, num_groups, num_nodes, num_gpus);
         const py::tuple maps = Log2PhyArrays(p.placement, &p.replica_rank);
@@ -396,7 +407,8 @@ PYBIND11_MODULE(_eplb, m) {
       "log2phy, logcnt), int64.");
   m.def(
       "deepseek",
-      [](const LoadArray& weight, int num_replicas, int num_groups, int num_nodes, int num_gpus) {
+      [](const Float32Array& weight, int num_replicas, int num_groups, int num_nodes,
+         int num_gpus) {
         return ToArray(DeepSeekOf(weight, num_replicas, num_groups, num_nodes, num_gpus).placement);
       },
       py::arg("weight"), py::arg("num_replicas"), py::arg("num_groups"), py::arg("num_nodes"),
