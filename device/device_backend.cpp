@@ -100,7 +100,7 @@ DeviceBackend::DeviceBackend(const Topology& topology, const DeviceConfig& confi
       expert_bytes_(static_cast<size_t>(topology.expert_bytes())),
       live_(static_cast<size_t>(config.num_layers) * slots_, nullptr),
       staging_(static_cast<size_t>(config.staging_buffers) * slots_, nullptr),
-      lost_(new std::atomic<bool>[static_cast<size_t>(topology.num_ranks())]()),
+      lost_(topology.num_ranks()),
       epoch_(std::chrono::steady_clock::now()) {}
 
 Result<std::unique_ptr<DeviceBackend>> DeviceBackend::Create(const Topology& topology,
@@ -597,7 +597,7 @@ void DeviceBackend::JoinWorkers() {
 }
 
 void DeviceBackend::LoseRank(int rank) {
-  lost_[static_cast<size_t>(rank)] = true;
+  lost_.Lose(rank);
 }
 
 Status DeviceBackend::ReloadFromBackup(const StagingTarget& target,
@@ -623,12 +623,7 @@ Status DeviceBackend::ReloadFromBackup(const StagingTarget& target,
 
 Status DeviceBackend::ExecuteRound(const StagingTarget& target, const Round& round,
                                    std::span<const Transfer> transfers) {
-  for (const Flow& f : round.flows) {
-    for (int r : {f.src_rank, f.dst_rank}) {
-      if (lost_[static_cast<size_t>(r)])
-        return Status::Unavailable(fmt::format("rank {} is lost: its transfers failed", r));
-    }
-  }
+  EPLB_RETURN_IF_ERROR(lost_.CheckLive(round));
   RankState& s = *ranks_[target.rank];
   const std::string at = At(target.rank, target.layer);
   // Merged rounds (NCCL) mix link classes: they use the first lane's stream.

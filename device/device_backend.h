@@ -57,6 +57,7 @@
 
 #include "eplb/base/status.h"
 #include "eplb/migrate/backend.h"
+#include "eplb/migrate/lost_ranks.h"
 #include "eplb/migrate/thread_workers.h"
 #include "eplb/model/placement.h"
 #include "eplb/model/topology.h"
@@ -170,7 +171,7 @@ class DeviceBackend final : public RearrangementBackend {
   ThreadWorkers workers_;
   // Set by AbortTransfers, read by polling workers; cleared before the next rearrangement.
   std::atomic<bool> cancel_{false};
-  std::unique_ptr<std::atomic<bool>[]> lost_;  // per rank: LoseRank
+  LostRanks lost_;  // LoseRank
   std::chrono::steady_clock::time_point epoch_;
 };
 

@@ -41,7 +41,7 @@ SimBackend::SimBackend(const Platform& platform, int staging_buffers, double hbm
       staging_buffers_(staging_buffers),
       hbm_bytes_per_s_(hbm_bytes_per_s),
       transport_(transport),
-      lost_(static_cast<size_t>(platform.topology().num_ranks()), 0) {}
+      lost_(platform.topology().num_ranks()) {}
 
 double SimBackend::Now() {
   return sg4::Engine::get_clock();
@@ -82,14 +82,6 @@ void SimBackend::JoinWorkers() {
   workers_.clear();
 }
 
-Status SimBackend::CheckRanksLive(const Flow& flow) const {
-  for (int r : {flow.src_rank, flow.dst_rank}) {
-    if (lost_[static_cast<size_t>(r)])
-      return Status::Unavailable(fmt::format("rank {} is lost: its transfers failed", r));
-  }
-  return Status::Ok();
-}
-
 Status SimBackend::BeginLayer(const StagingTarget&) {
   if (transport_.per_layer_s > 0) sg4::this_actor::sleep_for(transport_.per_layer_s);
   return Status::Ok();
@@ -100,7 +92,7 @@ Status SimBackend::ExecuteRound(const StagingTarget& target, const Round& round,
   // Receivers start their flows; senders' ports are shared through the network model.
   std::vector<const Flow*> mine;
   for (const Flow& f : round.flows) {
-    EPLB_RETURN_IF_ERROR(CheckRanksLive(f));
+    EPLB_RETURN_IF_ERROR(lost_.CheckLive(f));
     if (f.dst_rank == target.rank) mine.push_back(&f);
   }
   if (mine.empty()) return Status::Ok();
@@ -115,7 +107,7 @@ Status SimBackend::ExecuteRound(const StagingTarget& target, const Round& round,
     return Status::Cancelled(
         fmt::format("rank {}, layer {}: the transfers were aborted", target.rank, target.layer));
   }
-  for (const Flow* f : mine) EPLB_RETURN_IF_ERROR(CheckRanksLive(*f));
+  for (const Flow* f : mine) EPLB_RETURN_IF_ERROR(lost_.CheckLive(*f));
   std::vector<HostFlow> flows;
   flows.reserve(mine.size());
   for (const Flow* f : mine)
@@ -147,7 +139,7 @@ Status SimBackend::CopyLocal(const StagingTarget&, std::span<const LocalCopy> co
 Status SimBackend::ReloadFromBackup(const StagingTarget& target, std::span<const Reload> reloads) {
   if (reloads.empty()) return Status::Ok();
   sg4::this_actor::sleep_for(platform_.backup().latency_s());
-  if (aborted_ || lost_[static_cast<size_t>(target.rank)]) {
+  if (aborted_ || lost_.lost(target.rank)) {
     return Status::Cancelled(
         fmt::format("rank {}, layer {}: the reloads were aborted", target.rank, target.layer));
   }
@@ -164,7 +156,7 @@ Status SimBackend::ReloadFromBackup(const StagingTarget& target, std::span<const
 }
 
 void SimBackend::LoseRank(int rank) {
-  lost_[static_cast<size_t>(rank)] = 1;
+  lost_.Lose(rank);
   for (auto& [pid, courier] : couriers_) courier->AbortIfInvolves(platform_.host(rank));
 }
 

@@ -18,6 +18,7 @@
 #include "eplb/engine/eplb_loop.h"
 #include "eplb/engine/step_model.h"
 #include "eplb/migrate/backend.h"
+#include "eplb/migrate/lost_ranks.h"
 #include "eplb/migrate/transport.h"
 #include "flows.h"
 #include "platform.h"
@@ -57,7 +58,6 @@ class SimBackend final : public RearrangementBackend {
  private:
   Courier& CourierOfThisActor();
   // Unavailable when the flow's sender or receiver is lost.
-  Status CheckRanksLive(const Flow& flow) const;
 
   const Platform& platform_;
   int staging_buffers_;
@@ -67,8 +67,8 @@ class SimBackend final : public RearrangementBackend {
   // The courier that brings each worker actor its flows (flows.h), by actor id.
   std::unordered_map<aid_t, Courier*> couriers_;
   std::unordered_map<aid_t, std::unique_ptr<Courier>> own_couriers_;
-  std::vector<char> lost_;  // per rank
-  bool aborted_ = false;    // since the last AbortTransfers, until BeginRearrangement
+  LostRanks lost_;        // LoseRank
+  bool aborted_ = false;  // since the last AbortTransfers, until BeginRearrangement
 };
 
 class SimStepRunner final : public StepRunner {

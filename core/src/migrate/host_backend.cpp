@@ -47,7 +47,7 @@ HostBackend::HostBackend(const Topology& topology, int num_layers, int staging_b
       live_(static_cast<size_t>(num_layers) * slots_, Buffer(expert_bytes)),
       staging_(static_cast<size_t>(staging_buffers) * slots_, Buffer(expert_bytes)),
       writes_(static_cast<size_t>(num_layers) * slots_, 0),
-      lost_(new std::atomic<bool>[static_cast<size_t>(topology.num_ranks())]()),
+      lost_(topology.num_ranks()),
       epoch_(std::chrono::steady_clock::now()) {}
 
 HostBackend::~HostBackend() {
@@ -139,14 +139,7 @@ Status HostBackend::ExecuteRound(const StagingTarget& target, const Round& round
     }
     peer_groups_[target.rank].push_back(std::move(group));
   }
-  for (const Flow& flow : round.flows) {
-    const int peer = flow.src_rank == target.rank ? flow.dst_rank : flow.src_rank;
-    if (lost_[static_cast<size_t>(peer)] || lost_[static_cast<size_t>(target.rank)]) {
-      return Status::Unavailable(
-          fmt::format("rank {} is lost: its transfers failed",
-                      lost_[static_cast<size_t>(peer)] ? peer : target.rank));
-    }
-  }
+  EPLB_RETURN_IF_ERROR(lost_.CheckLive(round));
   for (const Flow& flow : round.flows) {
     if (flow.dst_rank != target.rank) continue;  // senders have nothing to do: receivers pull
     for (int32_t t : flow.transfers) {
@@ -178,7 +171,7 @@ Status HostBackend::ReloadFromBackup(const StagingTarget& target, std::span<cons
 }
 
 void HostBackend::LoseRank(int rank) {
-  lost_[static_cast<size_t>(rank)] = true;
+  lost_.Lose(rank);
 }
 
 Status HostBackend::CommitLayer(const StagingTarget& target, std::span<const int32_t> slots) {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "eplb/migrate/backend.h"
+#include "eplb/migrate/lost_ranks.h"
 #include "eplb/migrate/thread_workers.h"
 #include "eplb/model/placement.h"
 #include "eplb/model/topology.h"
@@ -95,8 +96,7 @@ class HostBackend final : public RearrangementBackend {
   std::vector<Buffer> live_;     // [layer][slot]
   std::vector<Buffer> staging_;  // [buffer][slot]
   std::vector<int64_t> writes_;  // [layer][slot]
-  // Per rank: lost (LoseRank). Written by the foreground, read by workers.
-  std::unique_ptr<std::atomic<bool>[]> lost_;
+  LostRanks lost_;               // LoseRank
   ThreadWorkers workers_;
   std::chrono::steady_clock::time_point epoch_;
   bool merge_lanes_ = false;
