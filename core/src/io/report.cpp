@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <span>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -137,45 +138,96 @@ td:first-child{text-align:left}td small{display:block;font-size:11px;color:#666;
 .wide{overflow-x:auto}pre{background:#f7f7f7;padding:12px;overflow:auto;font-size:12px}
 dt{font-weight:600}dd{margin:0 0 6px 16px})";
 
-struct Column {
+// Every number a comparison keeps of one run (report.h defines them), once: its key in
+// comparison.json, comparison.csv and sweep.json, in their order; where it lives in RunNumbers;
+// and whether and how the report's table shows it. The table shows the kAlways columns, then the
+// kWithRankFaults ones when a run lost GPUs or scaled (the scenario's gpu_lost, node_lost and
+// scale faults: what those cost as the run went), then kWithHeld when a balance gate
+// (eplb.min_balancedness) held a rearrangement.
+struct RunNumbers {
+  double balancedness_mean, balancedness_min, imbalance_ratio_mean, imbalance_ratio_max,
+      following_balancedness, window_balancedness_after, window_balancedness_bound,
+      window_gap_to_bound, step_time_mean_s, step_time_p99_s, rearrangements, rearrangements_held,
+      bytes_per_rearrangement, transfers_per_rearrangement, rearrangement_makespan_s, slowed_s,
+      stalled_s, policy_ms, peak_memory_bytes, staging_peak_bytes, gpu_failure_tokens_lost,
+      node_failure_tokens_lost, node_failure_reload_bytes, rank_faults, recovery_s,
+      fault_tokens_lost, fault_tokens_stalled, fault_bytes_reloaded, fault_bytes_copied;
+};
+
+enum class Shown { kNever, kAlways, kWithRankFaults, kWithHeld };
+
+struct Number {
   const char* key;
-  const char* heading;
-  double scale;
+  double RunNumbers::*value;
+  bool integer;  // written as an integer (a count)
+  Shown shown;
+  const char* heading;  // in the report's table
+  double scale;         // of the value shown
   const char* format;
 };
 
-const std::vector<Column> kColumns = {
-    {"balancedness_mean", "balancedness mean", 1, "{:.4f}"},
-    {"balancedness_min", "min", 1, "{:.4f}"},
-    {"imbalance_ratio_mean", "imbalance mean", 1, "{:.4f}"},
-    {"following_balancedness", "balancedness after rearr.", 1, "{:.4f}"},
-    {"window_balancedness_after", "on the window", 1, "{:.4f}"},
-    {"window_balancedness_bound", "bound", 1, "{:.4f}"},
-    {"window_gap_to_bound", "gap to bound", 1, "{:.4f}"},
-    {"step_time_mean_s", "step ms mean", 1e3, "{:.2f}"},
-    {"step_time_p99_s", "p99", 1e3, "{:.2f}"},
-    {"bytes_per_rearrangement", "GB / rearr.", 1e-9, "{:.1f}"},
-    {"transfers_per_rearrangement", "transfers / rearr.", 1, "{:.0f}"},
-    {"rearrangement_makespan_s", "makespan s", 1, "{:.2f}"},
-    {"slowed_s", "slowed s", 1, "{:.2f}"},
-    {"stalled_s", "stalled s", 1, "{:.2f}"},
-    {"policy_ms", "policy ms", 1, "{:.1f}"},
-    {"peak_memory_bytes", "peak GB / GPU", 1e-9, "{:.1f}"},
-    {"staging_peak_bytes", "staged GB", 1e-9, "{:.2f}"},
-    {"gpu_failure_tokens_lost", "tokens lost, a GPU fails %", 100, "{:.2f}"},
-    {"node_failure_tokens_lost", "a node fails %", 100, "{:.2f}"},
-    {"node_failure_reload_bytes", "reload GB", 1e-9, "{:.1f}"},
-};
+std::span<const Number> Numbers() {
+  using R = RunNumbers;
+  using S = Shown;
+  static const Number numbers[] = {
+      {"balancedness_mean", &R::balancedness_mean, false, S::kAlways, "balancedness mean", 1,
+       "{:.4f}"},
+      {"balancedness_min", &R::balancedness_min, false, S::kAlways, "min", 1, "{:.4f}"},
+      {"imbalance_ratio_mean", &R::imbalance_ratio_mean, false, S::kAlways, "imbalance mean", 1,
+       "{:.4f}"},
+      {"imbalance_ratio_max", &R::imbalance_ratio_max, false, S::kNever, "", 1, ""},
+      {"following_balancedness", &R::following_balancedness, false, S::kAlways,
+       "balancedness after rearr.", 1, "{:.4f}"},
+      {"window_balancedness_after", &R::window_balancedness_after, false, S::kAlways,
+       "on the window", 1, "{:.4f}"},
+      {"window_balancedness_bound", &R::window_balancedness_bound, false, S::kAlways, "bound", 1,
+       "{:.4f}"},
+      {"window_gap_to_bound", &R::window_gap_to_bound, false, S::kAlways, "gap to bound", 1,
+       "{:.4f}"},
+      {"step_time_mean_s", &R::step_time_mean_s, false, S::kAlways, "step ms mean", 1e3, "{:.2f}"},
+      {"step_time_p99_s", &R::step_time_p99_s, false, S::kAlways, "p99", 1e3, "{:.2f}"},
+      {"rearrangements", &R::rearrangements, true, S::kNever, "", 1, ""},
+      {"rearrangements_held", &R::rearrangements_held, true, S::kWithHeld, "rearr. held", 1,
+       "{:.0f}"},
+      {"bytes_per_rearrangement", &R::bytes_per_rearrangement, false, S::kAlways, "GB / rearr.",
+       1e-9, "{:.1f}"},
+      {"transfers_per_rearrangement", &R::transfers_per_rearrangement, false, S::kAlways,
+       "transfers / rearr.", 1, "{:.0f}"},
+      {"rearrangement_makespan_s", &R::rearrangement_makespan_s, false, S::kAlways, "makespan s", 1,
+       "{:.2f}"},
+      {"slowed_s", &R::slowed_s, false, S::kAlways, "slowed s", 1, "{:.2f}"},
+      {"stalled_s", &R::stalled_s, false, S::kAlways, "stalled s", 1, "{:.2f}"},
+      {"policy_ms", &R::policy_ms, false, S::kAlways, "policy ms", 1, "{:.1f}"},
+      {"peak_memory_bytes", &R::peak_memory_bytes, false, S::kAlways, "peak GB / GPU", 1e-9,
+       "{:.1f}"},
+      {"staging_peak_bytes", &R::staging_peak_bytes, true, S::kAlways, "staged GB", 1e-9, "{:.2f}"},
+      {"gpu_failure_tokens_lost", &R::gpu_failure_tokens_lost, false, S::kAlways,
+       "tokens lost, a GPU fails %", 100, "{:.2f}"},
+      {"node_failure_tokens_lost", &R::node_failure_tokens_lost, false, S::kAlways,
+       "a node fails %", 100, "{:.2f}"},
+      {"node_failure_reload_bytes", &R::node_failure_reload_bytes, false, S::kAlways, "reload GB",
+       1e-9, "{:.1f}"},
+      {"rank_faults", &R::rank_faults, false, S::kNever, "", 1, ""},
+      {"recovery_s", &R::recovery_s, false, S::kWithRankFaults, "recovery s", 1, "{:.3f}"},
+      {"fault_tokens_lost", &R::fault_tokens_lost, false, S::kWithRankFaults, "tokens dropped", 1,
+       "{:.0f}"},
+      {"fault_tokens_stalled", &R::fault_tokens_stalled, false, S::kWithRankFaults,
+       "tokens stalled", 1, "{:.0f}"},
+      {"fault_bytes_reloaded", &R::fault_bytes_reloaded, false, S::kWithRankFaults, "reloaded GB",
+       1e-9, "{:.2f}"},
+      {"fault_bytes_copied", &R::fault_bytes_copied, false, S::kWithRankFaults, "copied GB", 1e-9,
+       "{:.2f}"},
+  };
+  return numbers;
+}
 
-// Shown when a run lost GPUs or scaled (the scenario's gpu_lost, node_lost and scale faults):
-// what those faults cost as the run went.
-const std::vector<Column> kRecoveryColumns = {
-    {"recovery_s", "recovery s", 1, "{:.3f}"},
-    {"fault_tokens_lost", "tokens dropped", 1, "{:.0f}"},
-    {"fault_tokens_stalled", "tokens stalled", 1, "{:.0f}"},
-    {"fault_bytes_reloaded", "reloaded GB", 1e-9, "{:.2f}"},
-    {"fault_bytes_copied", "copied GB", 1e-9, "{:.2f}"},
-};
+// The key of the number stored in `member`: where the report reads a number by name.
+const char* KeyOf(double RunNumbers::*member) {
+  for (const Number& n : Numbers()) {
+    if (n.value == member) return n.key;
+  }
+  return "";
+}
 
 // A varied value as people write it: 4 rather than 4.0, 0.8 rather than 0.80000000000000004.
 std::string LeadText(const nlohmann::ordered_json& v) {
@@ -190,19 +242,23 @@ std::string LeadText(const nlohmann::ordered_json& v) {
 
 std::string Table(const std::vector<nlohmann::ordered_json>& rows,
                   const std::vector<std::string>& lead) {
-  std::vector<Column> columns = kColumns;
-  const bool recovered = std::any_of(rows.begin(), rows.end(), [](const auto& r) {
-    return r.contains("rank_faults") && r["rank_faults"].template get<double>() > 0;
-  });
-  if (recovered) columns.insert(columns.end(), kRecoveryColumns.begin(), kRecoveryColumns.end());
-  // Shown when a balance gate (eplb.min_balancedness) held a rearrangement.
-  const bool held = std::any_of(rows.begin(), rows.end(), [](const auto& r) {
-    return r.contains("rearrangements_held") && r["rearrangements_held"].template get<double>() > 0;
-  });
-  if (held) columns.push_back({"rearrangements_held", "rearr. held", 1, "{:.0f}"});
+  const auto any = [&](double RunNumbers::*member) {
+    const char* key = KeyOf(member);
+    return std::any_of(rows.begin(), rows.end(), [&](const auto& r) {
+      return r.contains(key) && r[key].template get<double>() > 0;
+    });
+  };
+  std::vector<const Number*> columns;
+  for (const Shown shown : {Shown::kAlways, Shown::kWithRankFaults, Shown::kWithHeld}) {
+    if (shown == Shown::kWithRankFaults && !any(&RunNumbers::rank_faults)) continue;
+    if (shown == Shown::kWithHeld && !any(&RunNumbers::rearrangements_held)) continue;
+    for (const Number& n : Numbers()) {
+      if (n.shown == shown) columns.push_back(&n);
+    }
+  }
   std::string out = R"(<div class="wide"><table id="summary"><tr>)";
   for (const auto& l : lead) out += "<th>" + svg::Escape(l) + "</th>";
-  for (const Column& c : columns) out += "<th>" + svg::Escape(c.heading) + "</th>";
+  for (const Number* c : columns) out += "<th>" + svg::Escape(c->heading) + "</th>";
   out += "</tr>\n";
   for (const auto& row : rows) {
     out += "<tr>";
@@ -210,16 +266,16 @@ std::string Table(const std::vector<nlohmann::ordered_json>& rows,
       const auto& v = row[l];
       out += "<td>" + svg::Escape(LeadText(v)) + "</td>";
     }
-    for (const Column& c : columns) {
-      const double v = row[c.key].get<double>();
-      std::string text = fmt::format(fmt::runtime(c.format), v * c.scale);
-      if (row.contains("spread") && row["spread"].contains(c.key)) {
+    for (const Number* c : columns) {
+      const double v = row[c->key].get<double>();
+      std::string text = fmt::format(fmt::runtime(c->format), v * c->scale);
+      if (row.contains("spread") && row["spread"].contains(c->key)) {
         // Over seeds: the mean, then half the range between the lowest and highest seed.
-        const auto& range = row["spread"][c.key];
+        const auto& range = row["spread"][c->key];
         const double half = (range[1].get<double>() - range[0].get<double>()) / 2;
-        text += "<small>± " + fmt::format(fmt::runtime(c.format), half * c.scale) + "</small>";
+        text += "<small>± " + fmt::format(fmt::runtime(c->format), half * c->scale) + "</small>";
       }
-      out += fmt::format(R"(<td data-key="{}" data-value="{:.17g}">{}</td>)", c.key, v, text);
+      out += fmt::format(R"(<td data-key="{}" data-value="{:.17g}">{}</td>)", c->key, v, text);
     }
     out += "</tr>\n";
   }
@@ -293,36 +349,42 @@ nlohmann::ordered_json ComparisonRow(const LabelledRun& labelled) {
     reloaded += static_cast<double>(f.bytes_reloaded);
     copied += static_cast<double>(f.bytes_copied);
   }
-  return {{"label", labelled.label},
-          {"balancedness_mean", s.balancedness.mean},
-          {"balancedness_min", s.balancedness.min},
-          {"imbalance_ratio_mean", s.imbalance_ratio.mean},
-          {"imbalance_ratio_max", s.imbalance_ratio.max},
-          {"following_balancedness", Mean(labelled.folder.following_balancedness)},
-          {"window_balancedness_after", Mean(after)},
-          {"window_balancedness_bound", Mean(bound)},
-          {"window_gap_to_bound", Mean(bound) - Mean(after)},
-          {"step_time_mean_s", s.step_time_s.mean},
-          {"step_time_p99_s", s.step_time_s.p99},
-          {"rearrangements", rearrangements.size()},
-          {"rearrangements_held", s.rearrangements.held},
-          {"bytes_per_rearrangement", bytes / n},
-          {"transfers_per_rearrangement", static_cast<double>(s.transfers) / n},
-          {"rearrangement_makespan_s", s.rearrangements.makespan_s_mean},
-          {"slowed_s", s.slowed_s},
-          {"stalled_s", s.stalled_s},
-          {"policy_ms", s.rearrangements.policy_ms_mean},
-          {"peak_memory_bytes", s.gpu_memory.peak},
-          {"staging_peak_bytes", s.gpu_memory.staging_peak},
-          {"gpu_failure_tokens_lost", gpu.tokens_lost_mean},
-          {"node_failure_tokens_lost", node.tokens_lost_mean},
-          {"node_failure_reload_bytes", node.reload_bytes_mean},
-          {"rank_faults", rank_faults},
-          {"recovery_s", recovered > 0 ? recovery_s / recovered : 0.0},
-          {"fault_tokens_lost", dropped},
-          {"fault_tokens_stalled", stalled},
-          {"fault_bytes_reloaded", reloaded},
-          {"fault_bytes_copied", copied}};
+  const RunNumbers numbers{.balancedness_mean = s.balancedness.mean,
+                           .balancedness_min = s.balancedness.min,
+                           .imbalance_ratio_mean = s.imbalance_ratio.mean,
+                           .imbalance_ratio_max = s.imbalance_ratio.max,
+                           .following_balancedness = Mean(labelled.folder.following_balancedness),
+                           .window_balancedness_after = Mean(after),
+                           .window_balancedness_bound = Mean(bound),
+                           .window_gap_to_bound = Mean(bound) - Mean(after),
+                           .step_time_mean_s = s.step_time_s.mean,
+                           .step_time_p99_s = s.step_time_s.p99,
+                           .rearrangements = static_cast<double>(rearrangements.size()),
+                           .rearrangements_held = static_cast<double>(s.rearrangements.held),
+                           .bytes_per_rearrangement = bytes / n,
+                           .transfers_per_rearrangement = static_cast<double>(s.transfers) / n,
+                           .rearrangement_makespan_s = s.rearrangements.makespan_s_mean,
+                           .slowed_s = s.slowed_s,
+                           .stalled_s = s.stalled_s,
+                           .policy_ms = s.rearrangements.policy_ms_mean,
+                           .peak_memory_bytes = s.gpu_memory.peak,
+                           .staging_peak_bytes = static_cast<double>(s.gpu_memory.staging_peak),
+                           .gpu_failure_tokens_lost = gpu.tokens_lost_mean,
+                           .node_failure_tokens_lost = node.tokens_lost_mean,
+                           .node_failure_reload_bytes = node.reload_bytes_mean,
+                           .rank_faults = rank_faults,
+                           .recovery_s = recovered > 0 ? recovery_s / recovered : 0.0,
+                           .fault_tokens_lost = dropped,
+                           .fault_tokens_stalled = stalled,
+                           .fault_bytes_reloaded = reloaded,
+                           .fault_bytes_copied = copied};
+  nlohmann::ordered_json row = {{"label", labelled.label}};
+  for (const Number& number : Numbers()) {
+    const double v = numbers.*number.value;
+    row[number.key] = number.integer ? nlohmann::ordered_json(static_cast<int64_t>(v))
+                                     : nlohmann::ordered_json(v);
+  }
+  return row;
 }
 
 namespace {
@@ -460,8 +522,8 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
       }
       most = std::max(most, rearrangements.size());
       const nlohmann::ordered_json row = ComparisonRow(*r);  // a dot per seed
-      t.points.push_back({row["bytes_per_rearrangement"].get<double>() / 1e9,
-                          row["following_balancedness"].get<double>()});
+      t.points.push_back({row[KeyOf(&RunNumbers::bytes_per_rearrangement)].get<double>() / 1e9,
+                          row[KeyOf(&RunNumbers::following_balancedness)].get<double>()});
     }
     bytes.push_back(std::move(b));
     memory.push_back(std::move(m));
@@ -654,8 +716,8 @@ std::string SweepReportHtml(const std::string& scenario_name, const std::vector<
     svg::Series& s = tradeoff[row["policy"].get<std::string>()];
     s.name = row["policy"].get<std::string>();
     s.line = false;
-    s.points.push_back({row["bytes_per_rearrangement"].get<double>() / 1e9,
-                        row["following_balancedness"].get<double>()});
+    s.points.push_back({row[KeyOf(&RunNumbers::bytes_per_rearrangement)].get<double>() / 1e9,
+                        row[KeyOf(&RunNumbers::following_balancedness)].get<double>()});
   }
   std::vector<svg::Series> scatter;
   for (auto& [policy, s] : tradeoff) scatter.push_back(std::move(s));

@@ -2,7 +2,9 @@
 // and write comparison.csv / comparison.json and a self-contained report.html (inline SVG
 // plots, no network needed).
 //
-// The numbers, per run (all from the run folder, io/run_folder.h):
+// The numbers, per run (all from the run folder, io/run_folder.h), each defined once in
+// report.cpp's table (Numbers()): its key in comparison.json, comparison.csv and sweep.json, and
+// its column in the report:
 //   balancedness_mean/min, imbalance_ratio_mean/max   over every step of the run
 //   step_time_mean_s, step_time_p99_s                  as the backend ran the steps
 //   rearrangements, transfers_per_rearrangement, bytes_per_rearrangement
