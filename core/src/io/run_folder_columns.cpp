@@ -318,12 +318,10 @@ Status ParseCell(const CsvLines& csv, const Field<Row>& field, std::string_view 
   return Status::Ok();
 }
 
-// `check` (optional) returns what is wrong with a parsed row, or "" when nothing is.
+// Reads the header: the file's columns, all of `fields` or, in a folder written before the
+// columns added later, those before them.
 template <typename Row>
-Result<std::vector<Row>> ParseCsv(const std::vector<Field<Row>>& fields, std::string_view text,
-                                  const std::string& name,
-                                  const std::function<std::string(const Row&)>& check = {}) {
-  CsvLines csv(text, name);
+Result<size_t> ReadHeader(CsvLines& csv, const std::vector<Field<Row>>& fields) {
   EPLB_ASSIGN_OR_RETURN(const size_t which,
                         csv.ExpectHeaderOf({Header(fields), Header(fields, false)}));
   size_t columns = fields.size();
@@ -331,6 +329,16 @@ Result<std::vector<Row>> ParseCsv(const std::vector<Field<Row>>& fields, std::st
     columns = 0;
     while (columns < fields.size() && !fields[columns].added_later) ++columns;
   }
+  return columns;
+}
+
+// `check` (optional) returns what is wrong with a parsed row, or "" when nothing is.
+template <typename Row>
+Result<std::vector<Row>> ParseCsv(const std::vector<Field<Row>>& fields, std::string_view text,
+                                  const std::string& name,
+                                  const std::function<std::string(const Row&)>& check = {}) {
+  CsvLines csv(text, name);
+  EPLB_ASSIGN_OR_RETURN(const size_t columns, ReadHeader(csv, fields));
   std::vector<Row> rows;
   std::vector<std::string_view> values;
   while (csv.Next(values)) {
@@ -354,13 +362,7 @@ template <typename Row>
 Result<RunFolderTable> TypedTable(const std::vector<Field<Row>>& fields, std::string_view file,
                                   std::string_view text, const std::string& name) {
   CsvLines csv(text, name);
-  EPLB_ASSIGN_OR_RETURN(const size_t which,
-                        csv.ExpectHeaderOf({Header(fields), Header(fields, false)}));
-  size_t count = fields.size();
-  if (which == 1) {
-    count = 0;
-    while (count < fields.size() && !fields[count].added_later) ++count;
-  }
+  EPLB_ASSIGN_OR_RETURN(const size_t count, ReadHeader(csv, fields));
   using Kind = RunFolderTable::Column::Kind;
   RunFolderTable table{file, {}};
   for (size_t i = 0; i < count; ++i) {
