@@ -193,7 +193,7 @@ TEST(TwoMicroBatches, OverlapCommunicationWithComputeByHand) {
   // Per micro-batch: attention 100/2 = 50 µs, the layer 10 + 0.5 × 10 / 2 = 12.5 µs, so
   // c = 62.5 µs; dispatch 2 µs + 5,000 bytes at 1 GB/s = 7 µs and combine 7 µs: m = 14 µs.
   // step = 2 · max(c, m) + min(c, m) = 139 µs, of which compute is 2c = 125 µs.
-  const StepCost hidden = CostOf(TwoGpus({"compute.micro_batches=2"}));
+  const StepCost hidden = CostOf(TwoGpus({"compute.micro_batches=2", "workload.noise=false"}));
   EXPECT_DOUBLE_EQ(hidden.compute_s, 125e-6);
   EXPECT_NEAR(hidden.total_s(), 139e-6, 1e-15);
   EXPECT_NEAR(hidden.dispatch_s, 7e-6, 1e-15);
@@ -201,8 +201,8 @@ TEST(TwoMicroBatches, OverlapCommunicationWithComputeByHand) {
   EXPECT_NEAR(hidden.dispatch_hidden_s, 2 * 7e-6 - 7e-6, 1e-15);
   // Communication-bound: NVLink at 0.01 GB/s makes each phase 2 + 500 µs, m = 1,004 µs, and
   // step = 2 × 1,004 + 62.5 µs: compute hides nothing but the first layer's fill.
-  const StepCost bound = CostOf(
-      TwoGpus({"compute.micro_batches=2", "cluster.nvlink={bandwidth_gbps: 0.01, latency_us: 2}"}));
+  const StepCost bound = CostOf(TwoGpus({"compute.micro_batches=2", "workload.noise=false",
+                                         "cluster.nvlink={bandwidth_gbps: 0.01, latency_us: 2}"}));
   EXPECT_NEAR(bound.total_s(), 2 * 1004e-6 + 62.5e-6, 1e-12);
   EXPECT_NEAR(bound.dispatch_s + bound.combine_s, bound.total_s() - 125e-6, 1e-12);
   // One micro-batch pays for everything in turn: 100 + 10 + 5 + 2 × 12 µs.
@@ -213,12 +213,13 @@ TEST(TwoMicroBatches, DecodeRunsTheMoeBetweenItsOwnDispatchAndCombine) {
   // As above, c = 50 + 12.5 µs and m = 14 µs; in decode a micro-batch's MoE (e = 12.5 µs) sits
   // between its dispatch and combine, so its chain is m + e = 26.5 µs: still hidden,
   // step = 2 · 62.5 + min(62.5, 26.5) = 151.5 µs.
-  const StepCost hidden = CostOf(TwoGpus({"compute.micro_batches=2", "compute.stage=decode"}));
+  const StepCost hidden =
+      CostOf(TwoGpus({"compute.micro_batches=2", "workload.noise=false", "compute.stage=decode"}));
   EXPECT_DOUBLE_EQ(hidden.compute_s, 125e-6);
   EXPECT_NEAR(hidden.total_s(), 151.5e-6, 1e-15);
   // Communication-bound, the MoE shows on the path: 2 × (1,004 + 12.5) + 62.5 µs, against
   // prefill's 2 × 1,004 + 62.5 µs.
-  const std::vector<std::string> slow = {"compute.micro_batches=2",
+  const std::vector<std::string> slow = {"compute.micro_batches=2", "workload.noise=false",
                                          "cluster.nvlink={bandwidth_gbps: 0.01, latency_us: 2}"};
   std::vector<std::string> decode = slow;
   decode.push_back("compute.stage=decode");
@@ -226,12 +227,83 @@ TEST(TwoMicroBatches, DecodeRunsTheMoeBetweenItsOwnDispatchAndCombine) {
   EXPECT_NEAR(CostOf(TwoGpus(decode)).total_s() - CostOf(TwoGpus(slow)).total_s(), 25e-6, 1e-12);
 }
 
+TEST(TwoMicroBatches, EachPaysForItsOwnBusiestGpu) {
+  // The step's 8, 2, 6 assignments as two uneven micro-batches, (8, 2, 0) and (0, 0, 6), on
+  // slots [0, 1 | 0, 2] with expert 0 split evenly. First: GPUs 4 + 2 = 6 and 4, MoE 10 + 0.5 ×
+  // 6 = 13 µs; its busiest port (1 node, 1,000 bytes an assignment per source) sends 6 of 10:
+  // dispatch 2 + 6 = 8 µs, combine 8 µs, m = 16 µs. Second: GPUs 0 and 6, MoE 13 µs, GPU 0
+  // sends 6,000 bytes: m = 16 µs. Each c = 50 + 13 = 63 µs, so step = 63 + 63 + min(63, 16) =
+  // 142 µs, where the exact halves (4, 1, 3) give 139 µs (OverlapCommunication... above).
+  const Scenario s = TwoGpus({"compute.micro_batches=2"});
+  StepModel model(s);
+  LoadMatrix first(1, 3), second(1, 3);
+  first << 8, 2, 0;
+  second << 0, 0, 6;
+  const Placement placement = *Placement::Create(3, {{0, 1, 0, 2}});
+  StepCost cost;
+  model.CostMicroBatches(first, second, placement, cost);
+  EXPECT_NEAR(cost.compute_s, 126e-6, 1e-15);
+  EXPECT_NEAR(cost.total_s(), 142e-6, 1e-15);
+  EXPECT_NEAR(cost.dispatch_s + cost.dispatch_hidden_s, 16e-6, 1e-15);
+  EXPECT_NEAR(cost.dispatch_s, 8e-6, 1e-15);
+  // The step's ports and balance are those of the sum, as with exact halves: GPU 1 takes 10 of
+  // 16 assignments (mean 8), and GPU 0 sends 10,000 bytes.
+  EXPECT_DOUBLE_EQ(cost.imbalance_ratio, 0.25);
+  EXPECT_DOUBLE_EQ(cost.send[LinkClass::kNvlink][0], 10000);
+  EXPECT_DOUBLE_EQ(cost.recv[LinkClass::kNvlink][1], 10000);
+}
+
+TEST(TwoMicroBatches, NoisySplitsFollowTheirTokensAndSequences) {
+  // With noise, Cost splits each count n as its tokens fall: halves that sum to n, in whole
+  // assignments, the first with variance n / 4 when tokens route on their own and
+  // (n + n² · v) / 4 when they come in sequences, v = (e^{σ²} − 1) / sequences.
+  for (const bool sequences : {false, true}) {
+    std::vector<std::string> settings = {"compute.micro_batches=2",
+                                         "workload.tokens_per_step=16384"};
+    if (sequences) settings.push_back("workload.sequence_tokens=4096");
+    StepModel model(TwoGpus(settings));
+    const Placement placement = *Placement::Create(3, {{0, 1, 0, 2}});
+    LoadMatrix load(1, 3);
+    load << 1000, 0, 7;
+    StepCost cost;
+    double sum = 0, squares = 0;
+    const int draws = 4000;
+    for (int i = 0; i < draws; ++i) {
+      model.Cost(load, placement, cost);
+      const LoadMatrix& a = model.micro_batch_load(0);
+      const LoadMatrix& b = model.micro_batch_load(1);
+      for (int e = 0; e < 3; ++e) {
+        ASSERT_EQ(a(0, e) + b(0, e), load(0, e));
+        ASSERT_GE(a(0, e), 0);
+        ASSERT_GE(b(0, e), 0);
+        ASSERT_EQ(a(0, e), std::round(a(0, e)));
+      }
+      sum += a(0, 0);
+      squares += a(0, 0) * a(0, 0);
+    }
+    const double mean = sum / draws, variance = squares / draws - mean * mean;
+    const double v = sequences ? std::expm1(0.67 * 0.67) / 4 : 0.0;
+    const double expected = (1000 + 1000.0 * 1000 * v) / 4;
+    EXPECT_NEAR(mean, 500, 4 * std::sqrt(expected / draws)) << sequences;
+    EXPECT_NEAR(variance, expected, 0.1 * expected) << sequences;
+  }
+  // Without noise the halves are exact, and the step is priced as one pass (as above).
+  StepModel exact(TwoGpus({"compute.micro_batches=2", "workload.noise=false"}));
+  LoadMatrix load(1, 3);
+  load << 8, 2, 6;
+  StepCost cost;
+  exact.Cost(load, *Placement::Create(3, {{0, 1, 0, 2}}), cost);
+  EXPECT_EQ(exact.micro_batch_load(0).size(), 0);
+  EXPECT_NEAR(cost.total_s(), 139e-6, 1e-15);
+}
+
 TEST(TwoMicroBatches, NormalKernelsTakeTheirSmsFromTheComputeTheyOverlap) {
   // 33 of the H200's 132 SMs: while the other micro-batch's normal kernels run (m per layer),
   // compute c runs on three quarters of the GPU, so it takes c + m / 4 when the communication
   // ends first, and c / (3/4) when it outlasts compute.
   const auto with = [](std::vector<std::string> more, bool sms) {
-    more.insert(more.end(), {"compute.micro_batches=2", "compute.all_to_all=normal"});
+    more.insert(more.end(),
+                {"compute.micro_batches=2", "workload.noise=false", "compute.all_to_all=normal"});
     if (sms) more.push_back("compute.normal_sms=33");
     return CostOf(TwoGpus(more));
   };
@@ -254,12 +326,14 @@ TEST(TwoMicroBatches, NormalKernelsTakeTheirSmsFromTheComputeTheyOverlap) {
   const StepCost fast = with({}, true), fast_base = with({}, false);
   EXPECT_GT(fast.total_s(), fast_base.total_s());
   // Low-latency kernels in hook mode hold no SMs, whatever normal_sms says.
-  const StepCost hook = CostOf(TwoGpus(
-      {"compute.micro_batches=2", "compute.all_to_all=low-latency", "compute.normal_sms=33"}));
+  const StepCost hook =
+      CostOf(TwoGpus({"compute.micro_batches=2", "workload.noise=false",
+                      "compute.all_to_all=low-latency", "compute.normal_sms=33"}));
   EXPECT_EQ(hook.sm_shared_s, 0);
-  EXPECT_DOUBLE_EQ(
-      hook.total_s(),
-      CostOf(TwoGpus({"compute.micro_batches=2", "compute.all_to_all=low-latency"})).total_s());
+  EXPECT_DOUBLE_EQ(hook.total_s(),
+                   CostOf(TwoGpus({"compute.micro_batches=2", "workload.noise=false",
+                                   "compute.all_to_all=low-latency"}))
+                       .total_s());
   // The kernels must leave compute at least one SM.
   auto all = ParseScenario("", "t", {"compute.gpu=H800", "compute.normal_sms=132"});
   ASSERT_FALSE(all.ok());

@@ -1,6 +1,8 @@
 // The step model's cost of one step (StepModel::Cost), which the simulator pays every step:
 // DeepSeek-V3 (58 layers × 256 experts, 9 slots per GPU) on the H800 parameter set of
-// scenarios/published/h800-deepseek-v3.yaml, in both all-to-all modes, on 32 and 128 GPUs.
+// scenarios/published/h800-deepseek-v3.yaml, in both all-to-all modes, on 32 and 128 GPUs; with
+// workload noise, each step's load is split into its two micro-batches and each priced on its own
+// (engine/step_model.h), without it one pass prices both exact halves.
 #include <random>
 #include <string>
 #include <vector>
@@ -13,10 +15,12 @@
 
 namespace {
 
-// Args: GPUs, and 1 for DeepEP's normal kernels (prefill) or 0 for low-latency ones (decode).
+// Args: GPUs; 1 for DeepEP's normal kernels (prefill) or 0 for low-latency ones (decode); 1 for
+// workload noise (split micro-batches) or 0.
 void BM_StepCost(benchmark::State& state) {
   const int gpus = static_cast<int>(state.range(0));
   const bool normal = state.range(1) == 1;
+  const bool noise = state.range(2) == 1;
   const std::vector<std::string> overrides = {
       "cluster.nodes=" + std::to_string(gpus / 8),
       "compute.model=roofline",
@@ -27,6 +31,7 @@ void BM_StepCost(benchmark::State& state) {
       std::string("compute.stage=") + (normal ? "prefill" : "decode"),
       std::string("compute.all_to_all=") + (normal ? "normal" : "low-latency"),
       "compute.micro_batches=2",
+      std::string("workload.noise=") + (noise ? "true" : "false"),
       "eplb.num_redundant_experts=" + std::to_string(9 * gpus - 256)};
   auto scenario = eplb::ParseScenario(eplb::DefaultScenarioText(), "bench", overrides);
   if (!scenario.ok()) {
@@ -52,11 +57,15 @@ void BM_StepCost(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_StepCost)
-    ->ArgNames({"gpus", "normal"})
-    ->Args({32, 1})
-    ->Args({32, 0})
-    ->Args({128, 1})
-    ->Args({128, 0})
+    ->ArgNames({"gpus", "normal", "noise"})
+    ->Args({32, 1, 1})
+    ->Args({32, 0, 1})
+    ->Args({128, 1, 1})
+    ->Args({128, 0, 1})
+    ->Args({32, 1, 0})
+    ->Args({32, 0, 0})
+    ->Args({128, 1, 0})
+    ->Args({128, 0, 0})
     ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -4,6 +4,10 @@
 #include <cmath>
 #include <cstddef>
 #include <span>
+#include <tuple>
+
+#include "engine/sampling.h"
+#include "eplb/engine/workload.h"
 
 namespace eplb {
 
@@ -16,6 +20,8 @@ constexpr double kFp8ScaleBytesPerElement = 4.0 / 128;
 // The dispatcher's random engine starts from the run's seed mixed with this, so that its
 // draws are not the workload generator's.
 constexpr uint64_t kDispatchSeedSalt = 0x9e3779b97f4a7c15ull;
+// Likewise the micro-batch split's draws.
+constexpr uint64_t kSplitSeedSalt = 0xd1b54a32d192ed03ull;
 
 }  // namespace
 
@@ -92,7 +98,13 @@ StepModel::StepModel(const Scenario& s)
   }
   combine_bytes_per_token_ = hidden * combine;
   shape_.combine_bytes = combine;
+  if (s.compute.micro_batches == 2 && s.workload.noise) {
+    split_normal_ = std::make_unique<NormalTable>(s.run.seed ^ kSplitSeedSalt);
+    split_variance_ = SequenceVariance(s.workload, s.tokens_per_forward());
+  }
 }
+
+StepModel::~StepModel() = default;
 
 double StepModel::PhaseLatency(LinkClass link) const {
   return compute_.micro_batches * layers_ * topology_.link(link).latency_s;
@@ -201,54 +213,117 @@ double StepModel::RooflineAttention(double tokens) const {
 }
 
 void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCost& out) {
-  const bool normal = compute_.all_to_all == AllToAllMode::kNormal;
+  if (split_normal_) {
+    SplitMicroBatches(load);
+    CostMicroBatches(halves_[0], halves_[1], placement, out);
+    return;
+  }
+  // One pass over the step's load; with two exact halves it stands for both micro-batches.
+  const int layers = placement.num_layers();
   StepSums sums;
-  BeginStep(placement.num_layers(), normal, out);
-  for (int l = 0; l < placement.num_layers(); ++l) {
-    const double assignments = SplitLayer(load, placement, l, out, sums);
-    if (assignments <= 0) continue;
-    if (normal) {
-      NormalLayerPorts(assignments, out, sums);
-    } else {
-      LayerBusiestPorts(assignments, out);
-    }
-  }
-  if (normal) {
-    NormalStepPorts(out, sums);
-  } else {
-    DirectStepPorts(out, sums);
-  }
-  out.combine_bytes_ratio = combine_bytes_per_token_ / dispatch_bytes_per_token_;
-  StepTime(placement.num_layers(), sums, out);
-  out.balancedness = sums.max > 0 ? sums.mean / sums.max : 1.0;
-  out.imbalance_ratio = sums.loaded_layers > 0 ? sums.imbalance / sums.loaded_layers : 0.0;
+  BeginStep(layers, out);
+  const double share = 1.0 / compute_.micro_batches;
+  sums.assignments = PriceLoad(load, placement, share, out, layer_compute_[0], sums);
+  const PricedLoad pass{&out, &layer_compute_[0], share};
+  FinishStep(layers, std::span<const PricedLoad>(&pass, 1), sums, out);
 }
 
-void StepModel::BeginStep(int layers, bool normal, StepCost& out) {
+void StepModel::CostMicroBatches(const LoadMatrix& first, const LoadMatrix& second,
+                                 const Placement& placement, StepCost& out) {
+  const int layers = placement.num_layers();
+  StepSums sums;
+  BeginStep(layers, out);
+  const LoadMatrix* loads[2] = {&first, &second};
+  PricedLoad passes[2];
+  for (int b = 0; b < 2; ++b) {
+    sums.assignments += PriceLoad(*loads[b], placement, 1.0, batch_[b], layer_compute_[b], sums);
+    passes[b] = {&batch_[b], &layer_compute_[b], 1.0};
+  }
+  // The step's ports carry both micro-batches' bytes.
+  for (LinkClass link : kLinkClasses) {
+    for (auto [step, a, b] :
+         {std::tie(out.send[link], batch_[0].send[link], batch_[1].send[link]),
+          std::tie(out.recv[link], batch_[0].recv[link], batch_[1].recv[link])}) {
+      for (size_t g = 0; g < step.size(); ++g) step[g] = a[g] + b[g];
+    }
+    out.layer_busiest_bytes[link] =
+        batch_[0].layer_busiest_bytes[link] + batch_[1].layer_busiest_bytes[link];
+  }
+  FinishStep(layers, passes, sums, out);
+}
+
+void StepModel::SplitMicroBatches(const LoadMatrix& load) {
+  for (LoadMatrix& half : halves_) half.resize(load.rows(), load.cols());
+  const double v = split_variance_;
+  const double* counts = load.data();
+  double* first = halves_[0].data();
+  double* second = halves_[1].data();
+  for (Eigen::Index i = 0; i < load.size(); ++i) {
+    const double n = counts[i];
+    // A token falls in either half with even odds, and a sequence's tokens together.
+    const double drawn =
+        RoundedCount(0.5 * n + std::sqrt(0.25 * (n + n * n * v)) * split_normal_->Next());
+    first[i] = n > 0 ? std::min(drawn, n) : 0.0;
+    second[i] = n - first[i];
+  }
+}
+
+void StepModel::BeginStep(int layers, StepCost& out) {
   const auto ranks = static_cast<size_t>(topology_.num_ranks());
-  gpu_step_.assign(ranks, 0.0);
-  node_tokens_.assign(static_cast<size_t>(topology_.nodes()), 0.0);
   for (auto* v : {&out.send[LinkClass::kNvlink], &out.send[LinkClass::kNic],
                   &out.recv[LinkClass::kNvlink], &out.recv[LinkClass::kNic]}) {
     v->assign(ranks, 0.0);
   }
-  gpu_layer_.resize(ranks);
-  node_layer_.resize(static_cast<size_t>(topology_.nodes()));
   for (double& b : out.layer_busiest_bytes) b = 0;
-  if (normal) {
-    nvlink_counted_.assign(ranks, 0.0);
-    normal_nvlink_recv_.assign(ranks, 0.0);
-  }
   out.layer_mean.resize(static_cast<size_t>(layers));
   out.layer_max.resize(static_cast<size_t>(layers));
-  layer_compute_.resize(static_cast<size_t>(layers));
+  layer_tokens_.assign(static_cast<size_t>(layers) * ranks, 0.0);
+  layer_working_.resize(static_cast<size_t>(layers));
+  nvlink_counted_.assign(ranks, 0.0);
+}
+
+double StepModel::PriceLoad(const LoadMatrix& load, const Placement& placement, double share,
+                            StepCost& ports, std::vector<double>& moe, StepSums& sums) {
+  const bool normal = compute_.all_to_all == AllToAllMode::kNormal;
+  BeginPass(ports);
+  gpu_step_.assign(static_cast<size_t>(topology_.num_ranks()), 0.0);
+  node_tokens_.assign(static_cast<size_t>(topology_.nodes()), 0.0);
+  gpu_layer_.resize(static_cast<size_t>(topology_.num_ranks()));
+  node_layer_.resize(static_cast<size_t>(topology_.nodes()));
+  if (normal) normal_nvlink_recv_.assign(static_cast<size_t>(topology_.num_ranks()), 0.0);
+  moe.resize(static_cast<size_t>(placement.num_layers()));
+  double assignments = 0;
+  for (int l = 0; l < placement.num_layers(); ++l) {
+    const double layer = SplitLayer(load, placement, l, share, moe, sums);
+    assignments += layer;
+    if (layer <= 0) continue;
+    if (normal) {
+      NormalLayerPorts(layer, ports, sums);
+    } else {
+      LayerBusiestPorts(layer, ports);
+    }
+  }
+  if (normal) {
+    NormalStepPorts(ports);
+  } else {
+    DirectStepPorts(ports, assignments);
+  }
+  return assignments;
+}
+
+void StepModel::BeginPass(StepCost& ports) {
+  const auto ranks = static_cast<size_t>(topology_.num_ranks());
+  for (auto* v : {&ports.send[LinkClass::kNvlink], &ports.send[LinkClass::kNic],
+                  &ports.recv[LinkClass::kNvlink], &ports.recv[LinkClass::kNic]}) {
+    v->assign(ranks, 0.0);
+  }
+  for (double& b : ports.layer_busiest_bytes) b = 0;
 }
 
 double StepModel::SplitLayer(const LoadMatrix& load, const Placement& placement, int layer,
-                             StepCost& out, StepSums& sums) {
+                             double share, std::vector<double>& moe, StepSums& sums) {
   const int ranks = topology_.num_ranks(), per_gpu = topology_.slots_per_gpu();
   const bool roofline = compute_.model == ComputeModel::kRoofline;
-  const double mb_share = 1.0 / compute_.micro_batches;
   const bool ranks_changed = RanksChanged();
   const auto row = placement.phy2log(layer);
   // Each live replica's part of its expert's tokens (eplb.dispatch); an expert without a live
@@ -256,7 +331,8 @@ double StepModel::SplitLayer(const LoadMatrix& load, const Placement& placement,
   sums.lost_assignments += dispatcher_.Split(
       std::span<const double>(load.row(layer).data(), static_cast<size_t>(load.cols())), row,
       per_gpu, lost_, slot_tokens_);
-  double total = 0, busiest = 0, slowest = 0;
+  double total = 0, slowest = 0;
+  double* step_tokens = &layer_tokens_[static_cast<size_t>(layer) * ranks];
   // The GPUs the layer's mean is over: the serving ones, and idle ones while they still hold
   // experts (after a scale-down, until its rearrangement moves them off), since those take
   // tokens too.
@@ -278,26 +354,17 @@ double StepModel::SplitLayer(const LoadMatrix& load, const Placement& placement,
     }
     if (ranks_changed && (serving_[g] || holds)) ++working;
     gpu_step_[g] += tokens;
+    step_tokens[g] += tokens;
     total += tokens;
-    busiest = std::max(busiest, tokens);
     // This GPU's MoE time; a straggler's takes × its factor (1 on a healthy GPU).
     const double fixed = compute_.layer_fixed_us * 1e-6;
-    const double moe = roofline ? fixed + RooflineMoe(tokens * mb_share, loaded)
-                                : fixed + compute_.per_token_us * 1e-6 * tokens * mb_share;
-    slowest = std::max(slowest, moe * slowdowns_.compute[g]);
+    const double time = roofline ? fixed + RooflineMoe(tokens * share, loaded)
+                                 : fixed + compute_.per_token_us * 1e-6 * tokens * share;
+    slowest = std::max(slowest, time * slowdowns_.compute[g]);
     gpu_layer_[g] = tokens;
   }
-  layer_compute_[static_cast<size_t>(layer)] = slowest;
-  sums.assignments += total;
-  const double mean = working > 0 ? total / working : 0.0;
-  out.layer_mean[static_cast<size_t>(layer)] = mean;
-  out.layer_max[static_cast<size_t>(layer)] = busiest;
-  sums.mean += mean;
-  sums.max += busiest;
-  if (mean > 0) {
-    sums.imbalance += (busiest - mean) / mean;
-    ++sums.loaded_layers;
-  }
+  moe[static_cast<size_t>(layer)] = slowest;
+  layer_working_[static_cast<size_t>(layer)] = working;
   return total;
 }
 
@@ -362,33 +429,66 @@ void StepModel::NormalLayerPorts(double assignments, StepCost& out, StepSums& su
   for (LinkClass link : kLinkClasses) out.layer_busiest_bytes[link] += busiest[link];
 }
 
-void StepModel::NormalStepPorts(StepCost& out, const StepSums& sums) {
+void StepModel::NormalStepPorts(StepCost& out) {
   out.recv[LinkClass::kNvlink] = normal_nvlink_recv_;
-  out.counted_rdma_bytes = topology_.nodes() > 1 ? sums.rdma_counted : 0;
-  out.counted_nvlink_bytes = *std::max_element(nvlink_counted_.begin(), nvlink_counted_.end());
 }
 
-void StepModel::DirectStepPorts(StepCost& out, const StepSums& sums) {
+void StepModel::DirectStepPorts(StepCost& out, double assignments) {
   // The port bytes of the bulk and low-latency modes are linear in each GPU's and each node's
-  // tokens, so they are formed once per step from the sums over layers.
+  // tokens, so they are formed once per pass from the sums over layers.
   const int ranks = topology_.num_ranks();
   for (int g = 0; g < ranks; ++g) node_tokens_[topology_.node_of_rank(g)] += gpu_step_[g];
   for (int g = 0; g < ranks; ++g) {
     const PortBytes p =
-        DirectPortBytes(g, gpu_step_[g], node_tokens_[topology_.node_of_rank(g)], sums.assignments);
+        DirectPortBytes(g, gpu_step_[g], node_tokens_[topology_.node_of_rank(g)], assignments);
     out.send[LinkClass::kNvlink][g] = p.nvlink_out;
     out.recv[LinkClass::kNvlink][g] = p.nvlink_in;
     out.send[LinkClass::kNic][g] = p.rdma_out;
     out.recv[LinkClass::kNic][g] = p.rdma_in;
   }
-  // Every GPU sends its 1/G of the step's assignments, one message each.
-  out.counted_rdma_bytes = out.counted_nvlink_bytes =
-      sums.assignments / ServingRanks() * dispatch_bytes_per_token_;
 }
 
-void StepModel::StepTime(int layers, const StepSums& sums, StepCost& out) {
+void StepModel::FinishStep(int layers, std::span<const PricedLoad> passes, StepSums& sums,
+                           StepCost& out) {
+  // The step's balance, from its tokens per layer and GPU over both passes.
+  const auto ranks = static_cast<size_t>(topology_.num_ranks());
+  for (int l = 0; l < layers; ++l) {
+    const double* tokens = &layer_tokens_[static_cast<size_t>(l) * ranks];
+    double total = 0, busiest = 0;
+    for (size_t g = 0; g < ranks; ++g) {
+      total += tokens[g];
+      busiest = std::max(busiest, tokens[g]);
+    }
+    const int working = layer_working_[static_cast<size_t>(l)];
+    const double mean = working > 0 ? total / working : 0.0;
+    out.layer_mean[static_cast<size_t>(l)] = mean;
+    out.layer_max[static_cast<size_t>(l)] = busiest;
+    sums.mean += mean;
+    sums.max += busiest;
+    if (mean > 0) {
+      sums.imbalance += (busiest - mean) / mean;
+      ++sums.loaded_layers;
+    }
+  }
+  if (compute_.all_to_all == AllToAllMode::kNormal) {
+    out.counted_rdma_bytes = topology_.nodes() > 1 ? sums.rdma_counted : 0;
+    out.counted_nvlink_bytes = *std::max_element(nvlink_counted_.begin(), nvlink_counted_.end());
+  } else {
+    // Every GPU sends its 1/G of the step's assignments, one message each.
+    out.counted_rdma_bytes = out.counted_nvlink_bytes =
+        sums.assignments / ServingRanks() * dispatch_bytes_per_token_;
+  }
+  out.combine_bytes_ratio = combine_bytes_per_token_ / dispatch_bytes_per_token_;
+  StepTime(layers, passes, sums, out);
+  out.balancedness = sums.max > 0 ? sums.mean / sums.max : 1.0;
+  out.imbalance_ratio = sums.loaded_layers > 0 ? sums.imbalance / sums.loaded_layers : 0.0;
+}
+
+void StepModel::StepTime(int layers, std::span<const PricedLoad> passes, const StepSums& sums,
+                         StepCost& out) {
   const int ranks = topology_.num_ranks(), serving = ServingRanks();
-  const double mb = compute_.micro_batches, mb_share = 1.0 / mb;
+  const int mb = compute_.micro_batches;
+  const double mb_share = 1.0 / mb;
   const double assignments_per_token = layers * double(shape_.top_k);
   const double step_tokens = layers > 0 ? sums.assignments / assignments_per_token : 0;
   out.tokens_lost = layers > 0 ? sums.lost_assignments / assignments_per_token : 0;
@@ -400,23 +500,30 @@ void StepModel::StepTime(int layers, const StepSums& sums, StepCost& out) {
       slowest_gpu_ * (compute_.model == ComputeModel::kRoofline
                           ? RooflineAttention((step_tokens + out.tokens_lost) / serving * mb_share)
                           : simple_attention * mb_share);
-  const double dispatch = PhaseTime(out, mb_share);
-  const double combine = PhaseTime(out, mb_share * out.combine_bytes_ratio);
-  if (compute_.micro_batches == 1) {
+  // Each micro-batch's pass: its own, or the step's standing for both.
+  const auto pass_of = [&](int b) -> const PricedLoad& {
+    return passes[passes.size() == 1 ? 0 : static_cast<size_t>(b)];
+  };
+  double dispatch[2] = {0, 0}, combine[2] = {0, 0};
+  for (int b = 0; b < mb; ++b) {
+    const PricedLoad& p = pass_of(b);
+    dispatch[b] = PhaseTime(*p.ports, p.scale);
+    combine[b] = PhaseTime(*p.ports, p.scale * out.combine_bytes_ratio);
+  }
+  if (mb == 1) {
     double moe = 0;
-    for (double c : layer_compute_) moe += c;
+    for (double c : *passes[0].moe) moe += c;
     out.compute_s = attention + moe;
     out.attention_s = attention;
-    out.dispatch_s = dispatch;
-    out.combine_s = combine;
+    out.dispatch_s = dispatch[0];
+    out.combine_s = combine[0];
     out.dispatch_hidden_s = out.combine_hidden_s = out.overlap_fill_s = out.sm_shared_s = 0;
     return;
   }
   // Two micro-batches: in each layer one computes while the other communicates. Prefill
   // overlaps one's attention and MoE with the other's dispatch and combine; decode one's
   // attention with the other's dispatch, MoE and combine, so a layer's MoE also lies on the
-  // communication's path (see the header).
-  const double comm = layers > 0 ? (dispatch + combine) / layers : 0;
+  // communication's path (see the header). Each micro-batch brings its own MoE and phases.
   const bool moe_between_phases = compute_.stage == InferenceStage::kDecode;
   // While the other micro-batch's normal kernels run they hold normal_sms of the GPU's SMs,
   // and this one's compute runs on the rest: compute c overlapped by communication m takes
@@ -427,23 +534,28 @@ void StepModel::StepTime(int layers, const StepSums& sums, StepCost& out) {
   double compute = 0, step = 0;
   out.overlap_fill_s = out.sm_shared_s = 0;
   for (int l = 0; l < layers; ++l) {
-    const double moe = layer_compute_[static_cast<size_t>(l)];
-    const double c = attention / layers + moe;
-    const double shared = share > 0 ? share * std::min(comm, c / (1 - share)) : 0.0;
-    const double chain = moe_between_phases ? comm + moe : comm;
-    compute += mb * (c + shared);
-    out.sm_shared_s += mb * shared;
-    step += mb * std::max(c + shared, chain);
-    if (l == 0) out.overlap_fill_s = std::min(c, chain);
+    for (int b = 0; b < mb; ++b) {
+      const double moe = (*pass_of(b).moe)[static_cast<size_t>(l)];
+      const double comm = layers > 0 ? (dispatch[b] + combine[b]) / layers : 0;
+      const double c = attention / layers + moe;
+      const double shared = share > 0 ? share * std::min(comm, c / (1 - share)) : 0.0;
+      const double chain = moe_between_phases ? comm + moe : comm;
+      compute += c + shared;
+      out.sm_shared_s += shared;
+      step += std::max(c + shared, chain);
+      if (l == 0 && b == 0) out.overlap_fill_s = std::min(c, chain);
+    }
   }
   step += out.overlap_fill_s;
   const double exposed = std::max(0.0, step - compute);
+  const double all_dispatch = dispatch[0] + dispatch[1], all_combine = combine[0] + combine[1];
   out.compute_s = compute;
   out.attention_s = mb * attention;
-  out.dispatch_s = dispatch + combine > 0 ? exposed * dispatch / (dispatch + combine) : 0;
+  out.dispatch_s =
+      all_dispatch + all_combine > 0 ? exposed * all_dispatch / (all_dispatch + all_combine) : 0;
   out.combine_s = exposed - out.dispatch_s;
-  out.dispatch_hidden_s = mb * dispatch - out.dispatch_s;
-  out.combine_hidden_s = mb * combine - out.combine_s;
+  out.dispatch_hidden_s = all_dispatch - out.dispatch_s;
+  out.combine_hidden_s = all_combine - out.combine_s;
 }
 
 std::vector<PhaseFlow> StepModel::AllToAllFlows(const StepCost& cost, bool combine) const {

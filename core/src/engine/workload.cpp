@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "engine/sampling.h"
 #include "eplb/base/csv.h"
 #include "eplb/base/file_io.h"
 #include "eplb/formats/json.h"
@@ -20,38 +21,6 @@
 
 namespace eplb {
 namespace {
-
-// Fast standard normal variates for per-step noise: a table drawn once, indexed by a cheap
-// generator. Counts need millions of variates per second of simulated time, and a table of
-// 2^16 exact variates keeps the noise's distribution while costing a few nanoseconds each.
-class NormalTable {
- public:
-  explicit NormalTable(uint64_t seed) : state_(seed | 1) {
-    std::mt19937_64 rng(seed);
-    std::normal_distribution<double> n;
-    for (double& v : table_) v = n(rng);
-  }
-  double Next() {
-    state_ ^= state_ << 13;
-    state_ ^= state_ >> 7;
-    state_ ^= state_ << 17;
-    return table_[state_ >> 48];
-  }
-
- private:
-  uint64_t state_;
-  std::vector<double> table_ = std::vector<double>(1 << 16);
-};
-
-// max(0, std::round(x)), bit for bit, without the call into libm that took a twelfth of a
-// simulation: below 2^52 in magnitude, truncating through an integer is exact, and so is the
-// remainder it leaves; no branch on the remainder, whose sign is a coin toss.
-inline double RoundedCount(double x) {
-  if (!(std::fabs(x) < 0x1p52)) return std::max(0.0, std::round(x));
-  const double t = static_cast<double>(static_cast<int64_t>(x));
-  const double rest = x - t;
-  return std::max(0.0, t + static_cast<double>(rest >= 0.5) - static_cast<double>(rest <= -0.5));
-}
 
 // Counts for one layer: `total` assignments spread by `share` (sums to 1). With `noise`, each
 // count is drawn around its mean from a normal with the variance of Poisson sampling plus that
@@ -68,14 +37,6 @@ void Sample(const double* share, int experts, double total, bool noise, double s
             ? RoundedCount(mean + std::sqrt(mean + mean * mean * sequence_variance) * normal.Next())
             : mean;
   }
-}
-
-// (e^{σ²} − 1) / N for a step of `tokens` in the workload's sequences, N = tokens /
-// sequence_tokens (at least one).
-double SequenceVariance(const WorkloadSpec& w, double tokens) {
-  if (w.sequence_tokens <= 0 || w.sequence_sigma <= 0 || tokens <= 0) return 0;
-  const double sequences = std::max(1.0, tokens / w.sequence_tokens);
-  return std::expm1(w.sequence_sigma * w.sequence_sigma) / sequences;
 }
 
 class GeneratorWorkload final : public Workload {
@@ -200,6 +161,12 @@ class DistributionWorkload final : public Workload {
 };
 
 }  // namespace
+
+double SequenceVariance(const WorkloadSpec& w, double tokens) {
+  if (w.sequence_tokens <= 0 || w.sequence_sigma <= 0 || tokens <= 0) return 0;
+  const double sequences = std::max(1.0, tokens / w.sequence_tokens);
+  return std::expm1(w.sequence_sigma * w.sequence_sigma) / sequences;
+}
 
 Result<std::unique_ptr<Workload>> MakeWorkload(const Scenario& s) {
   if (s.workload.kind == "generator") return std::unique_ptr<Workload>(new GeneratorWorkload(s));

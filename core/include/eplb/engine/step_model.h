@@ -73,6 +73,16 @@
 //                             MoE lies on the communication's path as well as on the SMs:
 //                             step = Σ_l max(2·c_l, 2·(m + e_l)) + min(c_0, m + e_0)
 //                  The communication that shows is what compute does not hide.
+//   micro-batches  the two micro-batches are disjoint halves of the step's tokens (DeepSeek-V3
+//                  report §3.4: one batch split in two of similar work; SGLang's two-batch
+//                  overlap splits by requests), so each has its own counts and waits for its
+//                  own busiest GPU, in its MoE and in its all-to-all: c_l, e_l and m above are
+//                  each micro-batch's own, the step the sum of the two. With workload.noise,
+//                  the step's count n of an expert splits as its tokens fall, the first half
+//                  drawn around n/2 with variance (n + n² · v) / 4 (v: the sequences' variance
+//                  factor, engine/workload.h; a sequence's tokens stay together); a half of
+//                  fewer tokens is further from its mean, so the busiest GPU of a micro-batch
+//                  is busier than half the step's. Without noise the halves are exact.
 //   SMs shared     with two micro-batches and DeepEP's normal kernels, the kernels that run
 //                  beside compute hold compute.normal_sms of the GPU's S SMs (24, set by
 //                  Buffer.set_num_sms in DeepEP's README), and compute runs on the rest
@@ -93,6 +103,8 @@
 // Thread-safety: a StepModel is not thread-safe (it keeps scratch buffers).
 #pragma once
 
+#include <memory>
+#include <span>
 #include <vector>
 
 #include "eplb/engine/hardware.h"
@@ -103,6 +115,8 @@
 #include "eplb/model/topology.h"
 
 namespace eplb {
+
+class NormalTable;  // engine/sampling.h
 
 // The traffic of one GPU port in an a2a phase: everything `rank` sends (outbound) or receives
 // over one link class.
@@ -157,7 +171,17 @@ Slowdowns SlowdownsAt(const std::vector<FaultSpec>& faults, int step, const Topo
 class StepModel {
  public:
   explicit StepModel(const Scenario& scenario);
+  ~StepModel();
+  // Prices a step of `load` under `placement`; with two micro-batches, splits it into the two
+  // (above) and prices them as CostMicroBatches does.
   void Cost(const LoadMatrix& load, const Placement& placement, StepCost& out);
+  // Prices a step whose two micro-batches carry `first` and `second` (compute.micro_batches
+  // must be 2): each pays for its own busiest GPU; the step's totals (ports, balance) are of
+  // their sum.
+  void CostMicroBatches(const LoadMatrix& first, const LoadMatrix& second,
+                        const Placement& placement, StepCost& out);
+  // The micro-batches the last Cost split its load into (empty before a split).
+  const LoadMatrix& micro_batch_load(int b) const { return halves_[b]; }
   // The faults in force from now on (all healthy at construction).
   void SetSlowdowns(const Slowdowns& slowdowns);
   // Which GPUs exist and serve from now on (all of them at construction), per rank: a `lost`
@@ -197,19 +221,34 @@ class StepModel {
     double lost_assignments = 0;  // those that found no live replica
     double rdma_counted = 0;      // normal mode: DeepEP's counted RDMA bytes (StepCost)
   };
-  // Cost's phases, in order. BeginStep sizes and zeroes the step's buffers. SplitLayer splits
-  // one layer's load over the replicas and GPUs (gpu_layer_, gpu_step_), prices each GPU's MoE
-  // work (layer_compute_) and returns the layer's assignments. The ports of DeepEP's normal
-  // kernels are priced per layer (NormalLayerPorts, then NormalStepPorts); those of the bulk
-  // and low-latency modes over the step (LayerBusiestPorts per layer, DirectStepPorts). StepTime
-  // adds attention and the a2a phases up as one or two micro-batches overlap them.
-  void BeginStep(int layers, bool normal, StepCost& out);
-  double SplitLayer(const LoadMatrix& load, const Placement& placement, int layer, StepCost& out,
-                    StepSums& sums);
+  // Cost's phases, in order. BeginStep sizes and zeroes the step's buffers; PriceLoad prices one
+  // load, the step's or a micro-batch's, into a pass's ports and MoE times (PricedLoad), and
+  // FinishStep forms the step's balance from the tokens both passes left per layer and GPU
+  // (layer_tokens_) and its time (StepTime). In a pass: BeginPass zeroes its buffers;
+  // SplitLayer splits one layer's load over the replicas and GPUs (gpu_layer_, gpu_step_),
+  // prices each GPU's MoE work and returns the layer's assignments. The ports of DeepEP's
+  // normal kernels are priced per layer (NormalLayerPorts, then NormalStepPorts); those of the
+  // bulk and low-latency modes over the pass (LayerBusiestPorts per layer, DirectStepPorts).
+  // StepTime adds attention and the a2a phases up as one or two micro-batches overlap them.
+  struct PricedLoad {
+    const StepCost* ports;           // the pass's port bytes (its send, recv, busiest)
+    const std::vector<double>* moe;  // per layer, one micro-batch's MoE straggler time
+    double scale;                    // one micro-batch's part of those bytes
+  };
+  void BeginStep(int layers, StepCost& out);
+  double PriceLoad(const LoadMatrix& load, const Placement& placement, double share,
+                   StepCost& ports, std::vector<double>& moe, StepSums& sums);
+  void BeginPass(StepCost& ports);
+  double SplitLayer(const LoadMatrix& load, const Placement& placement, int layer, double share,
+                    std::vector<double>& moe, StepSums& sums);
   void NormalLayerPorts(double assignments, StepCost& out, StepSums& sums);
-  void NormalStepPorts(StepCost& out, const StepSums& sums);
-  void DirectStepPorts(StepCost& out, const StepSums& sums);
-  void StepTime(int layers, const StepSums& sums, StepCost& out);
+  void NormalStepPorts(StepCost& out);
+  void DirectStepPorts(StepCost& out, double assignments);
+  void FinishStep(int layers, std::span<const PricedLoad> passes, StepSums& sums, StepCost& out);
+  void StepTime(int layers, std::span<const PricedLoad> passes, const StepSums& sums,
+                StepCost& out);
+  // Draws the two micro-batches of `load` into halves_ (see the header).
+  void SplitMicroBatches(const LoadMatrix& load);
 
   // Whether some GPU is lost or does not serve (SetRanks), and how many serve.
   bool RanksChanged() const { return !lost_.empty(); }
@@ -236,11 +275,19 @@ class StepModel {
   double slowest_gpu_ = 1;  // the largest compute slowdown in force
   int layers_;
   double dispatch_bytes_per_token_, combine_bytes_per_token_;
-  std::vector<double> gpu_step_;                // per GPU, its assignments over all layers
-  std::vector<double> node_tokens_;             // per node, over all layers
-  ReplicaDispatcher dispatcher_;                // splits each expert's tokens among its replicas
-  std::vector<double> slot_tokens_;             // the current layer's assignments per slot
-  std::vector<double> layer_compute_;           // per layer: one micro-batch's compute
+  std::vector<double> gpu_step_;          // per GPU, its assignments over all layers
+  std::vector<double> node_tokens_;       // per node, over all layers
+  ReplicaDispatcher dispatcher_;          // splits each expert's tokens among its replicas
+  std::vector<double> slot_tokens_;       // the current layer's assignments per slot
+  std::vector<double> layer_compute_[2];  // per pass and layer: a micro-batch's MoE time
+  std::vector<double> layer_tokens_;      // layers × GPUs: the step's tokens (all passes)
+  std::vector<int> layer_working_;        // per layer: the GPUs its mean is over
+  // With noise and two micro-batches, the step's load is split (SplitMicroBatches): the draws,
+  // the sequences' variance factor, the two loads and each one's ports.
+  std::unique_ptr<NormalTable> split_normal_;
+  double split_variance_ = 0;
+  LoadMatrix halves_[2];
+  StepCost batch_[2];
   std::vector<double> gpu_layer_, node_layer_;  // the current layer's tokens per GPU and node
   std::vector<double> nvlink_counted_, normal_nvlink_recv_;  // normal mode, per GPU, the step
   // SetRanks: empty while every GPU is live and serves.

@@ -30,6 +30,12 @@ class Workload {
   virtual void Next(LoadMatrix& load) = 0;
 };
 
+// The variance factor of a step's counts from tokens that come in sequences (above): an expert
+// whose step count has mean m carries m² × this beyond sampling's m, (e^{σ²} − 1) / N for a step
+// of `tokens` in N = tokens / workload.sequence_tokens sequences (at least one); 0 when tokens
+// route on their own.
+double SequenceVariance(const WorkloadSpec& workload, double tokens);
+
 // Builds the scenario's workload; trace files resolve against scenario.base_dir, and their
 // shape must match the model's.
 Result<std::unique_ptr<Workload>> MakeWorkload(const Scenario& scenario);
