@@ -1,4 +1,6 @@
 // Topology, Placement and metrics.
+#include <cmath>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -97,6 +99,20 @@ TEST(Metrics, GpuLoadsBalancednessAndImbalance) {
   EXPECT_DOUBLE_EQ(Balancedness(g), 12.0 / 18.0);
   // mean over layers of (max − mean) / mean = ((10−8)/8 + (8−4)/4) / 2
   EXPECT_DOUBLE_EQ(ImbalanceRatio(g), (0.25 + 1.0) / 2);
+  // Slots: expert 0's 8 split 4 + 4; layer 1's expert 2 has two replicas of 0 tokens.
+  const LoadMatrix s = SlotLoads(load, *p);
+  ASSERT_EQ(s.cols(), 4);
+  EXPECT_DOUBLE_EQ(s(0, 0), 4);
+  EXPECT_DOUBLE_EQ(s(0, 1), 2);
+  EXPECT_DOUBLE_EQ(s(0, 2), 4);
+  EXPECT_DOUBLE_EQ(s(0, 3), 6);
+  EXPECT_DOUBLE_EQ(s(1, 0), 4);
+  EXPECT_DOUBLE_EQ(s(1, 3), 0);
+  // Sample spreads (n − 1), averaged over layers: GPUs 6, 10 → √8 and 8, 0 → √32; slots 4, 2,
+  // 4, 6 (mean 4) → √(8 / 3) and 4, 4, 0, 0 → √(16 / 3).
+  EXPECT_DOUBLE_EQ(Spread(g), (std::sqrt(8.0) + std::sqrt(32.0)) / 2);
+  EXPECT_DOUBLE_EQ(Spread(s), (std::sqrt(8.0 / 3) + std::sqrt(16.0 / 3)) / 2);
+  EXPECT_DOUBLE_EQ(ImbalanceRatio(s), ((6.0 - 4) / 4 + (4.0 - 2) / 2) / 2);
 }
 
 TEST(Metrics, NoLoadIsPerfectlyBalanced) {

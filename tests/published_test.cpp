@@ -102,7 +102,7 @@ TEST(AllToAll, OneNvlinkDomainSendsEveryRemoteMessageOverNvlinkByHand) {
 TEST(Published, EveryShippedFigureIsSimulatedAndTabled) {
   auto figures = LoadPublishedFigures(kFigures);
   ASSERT_TRUE(figures.ok()) << figures.status().message();
-  ASSERT_EQ(figures->size(), 38u);
+  ASSERT_EQ(figures->size(), 47u);
   std::vector<FigureResult> results;
   for (const PublishedFigure& f : *figures) {
     auto r = EvaluateFigure(f);
@@ -120,7 +120,7 @@ TEST(Published, EveryShippedFigureIsSimulatedAndTabled) {
   std::cout << table;  // the errors, for the log
   for (const FigureResult& r : results) EXPECT_NE(table.find(r.figure.id), std::string::npos);
   const auto json = PublishedJson(results);
-  ASSERT_EQ(json["figures"].size(), 38u);
+  ASSERT_EQ(json["figures"].size(), 47u);
   for (const auto& f : json["figures"]) {
     for (const char* field : {"id", "figure", "source", "scenario", "published", "simulated",
                               "error_pct", "unit", "measure"}) {
@@ -204,19 +204,40 @@ TEST_F(FiguresFile, RatioMeasuresMatchTheirHandComputedAnswers) {
       scenario +
       ", measure: imbalance_ratio, unit: '', published: 0.4, set: [eplb.policy=static]}\n"
       "  - {id: after, figure: x, source: y, scenario: " +
-      scenario + ", measure: imbalance_ratio, unit: '', published: 0.1}\n");
+      scenario + ", measure: imbalance_ratio, unit: '', published: 0.1}\n" +
+      // TensorRT-LLM's spreads (n − 1): GPUs 700 and 300 under `static`, 500 and 500 after;
+      // slots (one expert each) 400, 300, 200, 100 either way, the hottest 0.6 over their mean.
+      "  - {id: gpus-before, figure: x, source: y, scenario: " + scenario +
+      ", measure: gpu_load_std, unit: t, published: 250, set: [eplb.policy=static]}\n" +
+      "  - {id: gpus-after, figure: x, source: y, scenario: " + scenario +
+      ", measure: gpu_load_std, unit: t, published: 1}\n" +
+      "  - {id: slots, figure: x, source: y, scenario: " + scenario +
+      ", measure: slot_load_std, unit: t, published: 100}\n" +
+      "  - {id: hottest-slot, figure: x, source: y, scenario: " + scenario +
+      ", measure: slot_imbalance_ratio, unit: x, published: 0.5}\n");
   auto list = LoadPublishedFigures(figures);
   ASSERT_TRUE(list.ok()) << list.status().message();
-  ASSERT_EQ(list->size(), 3u);
-  const double want[] = {(100.0 + 700) / (100.0 + 500), (700.0 - 500) / 500, 0.0};
-  for (size_t i = 0; i < 3; ++i) {
+  ASSERT_EQ(list->size(), 7u);
+  const double want[] = {(100.0 + 700) / (100.0 + 500),
+                         (700.0 - 500) / 500,
+                         0.0,
+                         std::sqrt(2 * 200.0 * 200 / 1),
+                         0.0,
+                         std::sqrt((150.0 * 150 + 50 * 50 + 50 * 50 + 150 * 150) / 3),
+                         0.6};
+  for (size_t i = 0; i < 7; ++i) {
     auto r = EvaluateFigure((*list)[i]);
     ASSERT_TRUE(r.ok()) << r.status().message();
     EXPECT_NEAR(r->simulated, want[i], 1e-6) << (*list)[i].id;
     // The speedup's error is on the gain: 1/3 against 0.3 is +11.1%, where the ratios differ
     // by 2.6%; the others' on the value.
-    const double error[] = {100 * (800.0 / 600 - 1.3) / 0.3, 100 * (0.4 - 0.4) / 0.4,
-                            100 * (0.0 - 0.1) / 0.1};
+    const double error[] = {100 * (800.0 / 600 - 1.3) / 0.3,
+                            100 * (0.4 - 0.4) / 0.4,
+                            100 * (0.0 - 0.1) / 0.1,
+                            100 * (want[3] - 250) / 250,
+                            -100,
+                            100 * (want[5] - 100) / 100,
+                            100 * (0.6 - 0.5) / 0.5};
     EXPECT_NEAR(r->error_pct, error[i], 1e-6) << (*list)[i].id;
   }
   // A speedup published as 1 has no gain to hold an error against.

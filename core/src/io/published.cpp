@@ -18,6 +18,7 @@
 #include "eplb/migrate/schedule.h"
 #include "eplb/migrate/transfer_plan.h"
 #include "eplb/migrate/transport.h"
+#include "eplb/model/metrics.h"
 #include "eplb/policy/policy.h"
 #include "io/yaml_document.h"
 
@@ -25,7 +26,7 @@ namespace eplb {
 
 namespace {
 
-constexpr std::array<const char*, 10> kMeasures = {"dispatch_gbps",
+constexpr std::array<const char*, 13> kMeasures = {"dispatch_gbps",
                                                    "combine_gbps",
                                                    "dispatch_us",
                                                    "combine_us",
@@ -34,6 +35,9 @@ constexpr std::array<const char*, 10> kMeasures = {"dispatch_gbps",
                                                    "decode_output_tokens_per_user_s",
                                                    "speedup",
                                                    "imbalance_ratio",
+                                                   "gpu_load_std",
+                                                   "slot_load_std",
+                                                   "slot_imbalance_ratio",
                                                    "rearrangement_stall_s"};
 constexpr int kServingSteps = 32;  // steps the policy sees, then steps measured
 
@@ -174,7 +178,10 @@ Result<PublishedFigure> ReadFigure(const YAML::Node& node, const std::string& pa
 struct Serving {
   double step_s = 0;           // mean step time
   double imbalance_ratio = 0;  // mean over the steps of the mean over layers
-  StepCost mean;               // the step's parts, means over the steps (time fields only)
+  // The spreads of the GPUs' and the slots' loads and the slots' imbalance ratio
+  // (model/metrics.h), means over the steps.
+  double gpu_load_std = 0, slot_load_std = 0, slot_imbalance_ratio = 0;
+  StepCost mean;  // the step's parts, means over the steps (time fields only)
 };
 
 std::string Breakdown(const Serving& s) {
@@ -218,6 +225,10 @@ Result<Serving> ServeScenario(const Scenario& s) {
     model.Cost(step, placement, cost);
     out.step_s += cost.total_s() / kServingSteps;
     out.imbalance_ratio += cost.imbalance_ratio / kServingSteps;
+    const LoadMatrix slots = SlotLoads(step, placement);
+    out.gpu_load_std += Spread(GpuLoads(step, placement, model.topology())) / kServingSteps;
+    out.slot_load_std += Spread(slots) / kServingSteps;
+    out.slot_imbalance_ratio += ImbalanceRatio(slots) / kServingSteps;
     out.mean.compute_s += cost.compute_s / kServingSteps;
     out.mean.attention_s += cost.attention_s / kServingSteps;
     out.mean.sm_shared_s += cost.sm_shared_s / kServingSteps;
@@ -389,6 +400,12 @@ Result<FigureResult> EvaluateFigure(const PublishedFigure& f) {
       r.simulated = scenario->output_tokens_per_sequence() / step_s;
     } else if (f.measure == "imbalance_ratio") {
       r.simulated = serving.imbalance_ratio;
+    } else if (f.measure == "gpu_load_std") {
+      r.simulated = serving.gpu_load_std;
+    } else if (f.measure == "slot_load_std") {
+      r.simulated = serving.slot_load_std;
+    } else if (f.measure == "slot_imbalance_ratio") {
+      r.simulated = serving.slot_imbalance_ratio;
     } else {  // speedup
       std::vector<std::string> both = f.overrides;
       both.insert(both.end(), f.versus.begin(), f.versus.end());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <vector>
 
 namespace eplb {
@@ -19,6 +20,30 @@ LoadMatrix GpuLoads(const LoadMatrix& load, const Placement& placement, const To
     }
   }
   return out;
+}
+
+LoadMatrix SlotLoads(const LoadMatrix& load, const Placement& placement) {
+  assert(load.rows() == placement.num_layers() && load.cols() == placement.num_experts());
+  LoadMatrix out = LoadMatrix::Zero(placement.num_layers(), placement.num_slots());
+  for (int layer = 0; layer < placement.num_layers(); ++layer) {
+    const auto row = placement.phy2log(layer);
+    for (int slot = 0; slot < placement.num_slots(); ++slot) {
+      const int e = row[slot];
+      if (e != kEmptySlot) out(layer, slot) = load(layer, e) / placement.logcnt(layer, e);
+    }
+  }
+  return out;
+}
+
+double Spread(const LoadMatrix& loads) {
+  if (loads.rows() == 0 || loads.cols() < 2) return 0.0;
+  double sum = 0;
+  for (Eigen::Index layer = 0; layer < loads.rows(); ++layer) {
+    const double mean = loads.row(layer).mean();
+    const double squares = (loads.row(layer).array() - mean).square().sum();
+    sum += std::sqrt(squares / static_cast<double>(loads.cols() - 1));
+  }
+  return sum / static_cast<double>(loads.rows());
 }
 
 double Balancedness(const LoadMatrix& gpu_loads) {

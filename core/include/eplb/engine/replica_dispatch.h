@@ -4,8 +4,11 @@
 // assignment, which replica serves it, and that choice decides how level the replicas' GPUs
 // are in each step:
 //
-//   even    every live replica takes load / replicas: the ideal split of EPLB's own model
-//           ("splits each hot expert's tokens evenly"), which no engine achieves batch by batch
+//   even    every live replica takes load / replicas: the split of EPLB's own model ("splits
+//           each hot expert's tokens evenly"). TensorRT-LLM's router comes within rounding of it:
+//           its route kernel (moeComputeRouteKernel) hands the k-th assignment of an expert in a
+//           block of 1,024 to replica (block + k + EP rank) mod replicas, round robin, so a
+//           replica's share differs from the even one by at most one assignment per block
 //   random  each token-expert assignment goes to one of the expert's live replicas with equal
 //           odds, so a replica's share is binomial around the even one. vLLM's router picks
 //           replica = (token × top_k + k) mod replicas (PR #24573, 2025-09; torch.rand before

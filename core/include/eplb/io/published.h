@@ -23,6 +23,12 @@
 //                                 under the set-up's placement, averaged over MoE layers and the
 //                                 measured steps (StepCost::imbalance_ratio); `eplb.policy=static`
 //                                 is the load before EPLB
+//   gpu_load_std, slot_load_std   TensorRT-LLM's "Std. Dev." of the tokens (assignments) per GPU
+//                                 and per expert slot, each replica taking an even share (its
+//                                 report_load_statistics.py; model/metrics.h, Spread), averaged
+//                                 over MoE layers and the measured steps
+//   slot_imbalance_ratio          (max − mean) / mean of the tokens per slot, likewise: how hot
+//                                 the hottest replica runs
 //   rearrangement_stall_s         one stop-the-world rearrangement, s: the policy moves the
 //                                 experts from vLLM's initial placement to its placement of the
 //                                 first steps' load, each layer priced as the schedule predicts
