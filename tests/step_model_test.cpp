@@ -227,6 +227,36 @@ TEST(TwoMicroBatches, DecodeRunsTheMoeBetweenItsOwnDispatchAndCombine) {
   EXPECT_NEAR(CostOf(TwoGpus(decode)).total_s() - CostOf(TwoGpus(slow)).total_s(), 25e-6, 1e-12);
 }
 
+TEST(TwoMicroBatches, NormalKernelsBesideComputeTakeTheirOverlapSlowdown) {
+  // With two micro-batches DeepEP's normal kernels take compute.normal_overlap_slowdown times
+  // their time alone: on a link slow enough to expose them, each phase 1.5 × (2 + 500) µs, so
+  // the step is 2 × 1.5 × 1,004 + 62.5 µs where it was 2 × 1,004 + 62.5 µs.
+  const std::vector<std::string> slow = {
+      "compute.micro_batches=2", "workload.noise=false", "compute.all_to_all=normal",
+      "compute.normal_nvlink_efficiency=1", "cluster.nvlink={bandwidth_gbps: 0.01, latency_us: 2}"};
+  std::vector<std::string> slowed = slow;
+  slowed.push_back("compute.normal_overlap_slowdown=1.5");
+  const StepCost alone = CostOf(TwoGpus(slow)), beside = CostOf(TwoGpus(slowed));
+  const auto phases = [](const StepCost& c) {
+    return c.dispatch_s + c.dispatch_hidden_s + c.combine_s + c.combine_hidden_s;
+  };
+  EXPECT_NEAR(phases(beside), 1.5 * phases(alone), 1e-12);
+  EXPECT_NEAR(alone.total_s(), 2 * 1004e-6 + 62.5e-6, 1e-12);
+  EXPECT_NEAR(beside.total_s(), 2 * 1.5 * 1004e-6 + 62.5e-6, 1e-12);
+  // One micro-batch runs its kernels alone, and the low-latency kernels are not slowed.
+  std::vector<std::string> one = {"compute.all_to_all=normal",
+                                  "compute.normal_overlap_slowdown=1.5"};
+  EXPECT_DOUBLE_EQ(CostOf(TwoGpus(one)).total_s(),
+                   CostOf(TwoGpus({"compute.all_to_all=normal"})).total_s());
+  std::vector<std::string> hook = {"compute.micro_batches=2", "workload.noise=false",
+                                   "compute.all_to_all=low-latency",
+                                   "compute.normal_overlap_slowdown=1.5"};
+  EXPECT_DOUBLE_EQ(CostOf(TwoGpus(hook)).total_s(),
+                   CostOf(TwoGpus({"compute.micro_batches=2", "workload.noise=false",
+                                   "compute.all_to_all=low-latency"}))
+                       .total_s());
+}
+
 TEST(TwoMicroBatches, EachPaysForItsOwnBusiestGpu) {
   // The step's 8, 2, 6 assignments as two uneven micro-batches, (8, 2, 0) and (0, 0, 6), on
   // slots [0, 1 | 0, 2] with expert 0 split evenly. First: GPUs 4 + 2 = 6 and 4, MoE 10 + 0.5 ×

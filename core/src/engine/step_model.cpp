@@ -504,11 +504,15 @@ void StepModel::StepTime(int layers, std::span<const PricedLoad> passes, const S
   const auto pass_of = [&](int b) -> const PricedLoad& {
     return passes[passes.size() == 1 ? 0 : static_cast<size_t>(b)];
   };
+  // DeepEP's normal kernels beside the other micro-batch's compute run slower than alone.
+  const double beside = mb == 2 && compute_.all_to_all == AllToAllMode::kNormal
+                            ? compute_.normal_overlap_slowdown
+                            : 1.0;
   double dispatch[2] = {0, 0}, combine[2] = {0, 0};
   for (int b = 0; b < mb; ++b) {
     const PricedLoad& p = pass_of(b);
-    dispatch[b] = PhaseTime(*p.ports, p.scale);
-    combine[b] = PhaseTime(*p.ports, p.scale * out.combine_bytes_ratio);
+    dispatch[b] = beside * PhaseTime(*p.ports, p.scale);
+    combine[b] = beside * PhaseTime(*p.ports, p.scale * out.combine_bytes_ratio);
   }
   if (mb == 1) {
     double moe = 0;

@@ -301,6 +301,7 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
     c.Int("micro_batches", k.micro_batches, 1, 2);
     c.Double("normal_nvlink_efficiency", k.normal_nvlink_efficiency, 0, 1, true);
     c.Int("normal_sms", k.normal_sms, 0, 1000);
+    c.Double("normal_overlap_slowdown", k.normal_overlap_slowdown, 1, 100);
     c.Double("low_latency_overhead_us", k.low_latency_overhead_us, 0, kMaxMicroseconds);
     c.Int("mtp_draft_tokens", k.mtp_draft_tokens, 0, 4);
     c.Double("mtp_acceptance", k.mtp_acceptance, 0, 1);
@@ -503,9 +504,10 @@ std::string ScenarioToYaml(const Scenario& s) {
       << AllToAllModeName(k.all_to_all) << YAML::Key << "micro_batches" << YAML::Value
       << k.micro_batches << YAML::Key << "normal_nvlink_efficiency" << YAML::Value
       << Shortest(k.normal_nvlink_efficiency) << YAML::Key << "normal_sms" << YAML::Value
-      << k.normal_sms << YAML::Key << "low_latency_overhead_us" << YAML::Value
-      << Shortest(k.low_latency_overhead_us) << YAML::Key << "mtp_draft_tokens" << YAML::Value
-      << k.mtp_draft_tokens << YAML::Key << "mtp_acceptance" << YAML::Value
+      << k.normal_sms << YAML::Key << "normal_overlap_slowdown" << YAML::Value
+      << Shortest(k.normal_overlap_slowdown) << YAML::Key << "low_latency_overhead_us"
+      << YAML::Value << Shortest(k.low_latency_overhead_us) << YAML::Key << "mtp_draft_tokens"
+      << YAML::Value << k.mtp_draft_tokens << YAML::Key << "mtp_acceptance" << YAML::Value
       << Shortest(k.mtp_acceptance) << YAML::EndMap;
   out << YAML::Key << "workload" << YAML::Value << YAML::BeginMap << YAML::Key << "kind"
       << YAML::Value << s.workload.kind << YAML::Key << "tokens_per_step" << YAML::Value

@@ -124,6 +124,9 @@ struct ComputeSpec {
   // micro-batches); compute gets the rest (step_model.h). DeepEP's README sets 24
   // (Buffer.set_num_sms); 0 leaves them unpriced. The low-latency kernels in hook mode hold none.
   int normal_sms = 0;
+  // `normal` with two micro-batches: how many times longer the normal kernels take beside the
+  // other micro-batch's compute than alone, as DeepEP's unit tests time them (1: as alone).
+  double normal_overlap_slowdown = 1;
   double low_latency_overhead_us = 30;  // low-latency kernels' fixed cost per phase
   // Multi-token prediction in decode (DeepSeek-V3 §2.2, §5.4.3): each sequence runs
   // 1 + mtp_draft_tokens tokens through the model per step and emits 1 + acceptance × drafts

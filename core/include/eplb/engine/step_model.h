@@ -93,6 +93,11 @@
 //                  most of a layer, so this adds ~14% to compute (StepCost::sm_shared_s), as
 //                  LMSYS's breakdown of the profile finds its kernels slower than peak ×
 //                  efficiency.
+//   beside compute with two micro-batches, DeepEP's normal kernels take
+//                  compute.normal_overlap_slowdown times their unit tests' time (m above): LMSYS's
+//                  breakdown of DeepSeek's prefill profile times their cores at 9.45 and 17.23 ms
+//                  a layer against 7.26 and 14.24 alone (1.24×), which makes the profile's
+//                  communication as long as its compute, so the busiest GPU's receive shows
 //   MTP            decode with multi-token prediction (compute.mtp_draft_tokens d): each
 //                  sequence runs 1 + d tokens through every layer (the workload's loads and the
 //                  dense work scale with them), but its KV cache is read once per step.
