@@ -6,22 +6,24 @@
 #include <filesystem>
 #include <limits>
 #include <map>
-#include <numeric>
 #include <span>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "eplb/base/file_io.h"
-#include "eplb/model/survivability.h"
+#include "io/comparison_numbers.h"
 #include "io/svg_plot.h"
 
 namespace eplb {
 namespace {
 
-double Mean(const std::vector<double>& v) {
-  return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-}
+using comparison::GroupByLabel;
+using comparison::KeyOf;
+using comparison::Number;
+using comparison::Numbers;
+using comparison::RunNumbers;
+using comparison::Shown;
 
 // Averages of consecutive buckets, at most `points` of them: a readable line for long runs.
 // At most `points` buckets of consecutive values: each bucket's mean as the line, its minimum and
@@ -138,97 +140,6 @@ td:first-child{text-align:left}td small{display:block;font-size:11px;color:#666;
 .wide{overflow-x:auto}pre{background:#f7f7f7;padding:12px;overflow:auto;font-size:12px}
 dt{font-weight:600}dd{margin:0 0 6px 16px})";
 
-// Every number a comparison keeps of one run (report.h defines them), once: its key in
-// comparison.json, comparison.csv and sweep.json, in their order; where it lives in RunNumbers;
-// and whether and how the report's table shows it. The table shows the kAlways columns, then the
-// kWithRankFaults ones when a run lost GPUs or scaled (the scenario's gpu_lost, node_lost and
-// scale faults: what those cost as the run went), then kWithHeld when a balance gate
-// (eplb.min_balancedness) held a rearrangement.
-struct RunNumbers {
-  double balancedness_mean, balancedness_min, imbalance_ratio_mean, imbalance_ratio_max,
-      following_balancedness, window_balancedness_after, window_balancedness_bound,
-      window_gap_to_bound, step_time_mean_s, step_time_p99_s, rearrangements, rearrangements_held,
-      bytes_per_rearrangement, transfers_per_rearrangement, rearrangement_makespan_s, slowed_s,
-      stalled_s, policy_ms, peak_memory_bytes, staging_peak_bytes, gpu_failure_tokens_lost,
-      node_failure_tokens_lost, node_failure_reload_bytes, rank_faults, recovery_s,
-      fault_tokens_lost, fault_tokens_stalled, fault_bytes_reloaded, fault_bytes_copied;
-};
-
-enum class Shown { kNever, kAlways, kWithRankFaults, kWithHeld };
-
-struct Number {
-  const char* key;
-  double RunNumbers::*value;
-  bool integer;  // written as an integer (a count)
-  Shown shown;
-  const char* heading;  // in the report's table
-  double scale;         // of the value shown
-  const char* format;
-};
-
-std::span<const Number> Numbers() {
-  using R = RunNumbers;
-  using S = Shown;
-  static const Number numbers[] = {
-      {"balancedness_mean", &R::balancedness_mean, false, S::kAlways, "balancedness mean", 1,
-       "{:.4f}"},
-      {"balancedness_min", &R::balancedness_min, false, S::kAlways, "min", 1, "{:.4f}"},
-      {"imbalance_ratio_mean", &R::imbalance_ratio_mean, false, S::kAlways, "imbalance mean", 1,
-       "{:.4f}"},
-      {"imbalance_ratio_max", &R::imbalance_ratio_max, false, S::kNever, "", 1, ""},
-      {"following_balancedness", &R::following_balancedness, false, S::kAlways,
-       "balancedness after rearr.", 1, "{:.4f}"},
-      {"window_balancedness_after", &R::window_balancedness_after, false, S::kAlways,
-       "on the window", 1, "{:.4f}"},
-      {"window_balancedness_bound", &R::window_balancedness_bound, false, S::kAlways, "bound", 1,
-       "{:.4f}"},
-      {"window_gap_to_bound", &R::window_gap_to_bound, false, S::kAlways, "gap to bound", 1,
-       "{:.4f}"},
-      {"step_time_mean_s", &R::step_time_mean_s, false, S::kAlways, "step ms mean", 1e3, "{:.2f}"},
-      {"step_time_p99_s", &R::step_time_p99_s, false, S::kAlways, "p99", 1e3, "{:.2f}"},
-      {"rearrangements", &R::rearrangements, true, S::kNever, "", 1, ""},
-      {"rearrangements_held", &R::rearrangements_held, true, S::kWithHeld, "rearr. held", 1,
-       "{:.0f}"},
-      {"bytes_per_rearrangement", &R::bytes_per_rearrangement, false, S::kAlways, "GB / rearr.",
-       1e-9, "{:.1f}"},
-      {"transfers_per_rearrangement", &R::transfers_per_rearrangement, false, S::kAlways,
-       "transfers / rearr.", 1, "{:.0f}"},
-      {"rearrangement_makespan_s", &R::rearrangement_makespan_s, false, S::kAlways, "makespan s", 1,
-       "{:.2f}"},
-      {"slowed_s", &R::slowed_s, false, S::kAlways, "slowed s", 1, "{:.2f}"},
-      {"stalled_s", &R::stalled_s, false, S::kAlways, "stalled s", 1, "{:.2f}"},
-      {"policy_ms", &R::policy_ms, false, S::kAlways, "policy ms", 1, "{:.1f}"},
-      {"peak_memory_bytes", &R::peak_memory_bytes, false, S::kAlways, "peak GB / GPU", 1e-9,
-       "{:.1f}"},
-      {"staging_peak_bytes", &R::staging_peak_bytes, true, S::kAlways, "staged GB", 1e-9, "{:.2f}"},
-      {"gpu_failure_tokens_lost", &R::gpu_failure_tokens_lost, false, S::kAlways,
-       "tokens lost, a GPU fails %", 100, "{:.2f}"},
-      {"node_failure_tokens_lost", &R::node_failure_tokens_lost, false, S::kAlways,
-       "a node fails %", 100, "{:.2f}"},
-      {"node_failure_reload_bytes", &R::node_failure_reload_bytes, false, S::kAlways, "reload GB",
-       1e-9, "{:.1f}"},
-      {"rank_faults", &R::rank_faults, false, S::kNever, "", 1, ""},
-      {"recovery_s", &R::recovery_s, false, S::kWithRankFaults, "recovery s", 1, "{:.3f}"},
-      {"fault_tokens_lost", &R::fault_tokens_lost, false, S::kWithRankFaults, "tokens dropped", 1,
-       "{:.0f}"},
-      {"fault_tokens_stalled", &R::fault_tokens_stalled, false, S::kWithRankFaults,
-       "tokens stalled", 1, "{:.0f}"},
-      {"fault_bytes_reloaded", &R::fault_bytes_reloaded, false, S::kWithRankFaults, "reloaded GB",
-       1e-9, "{:.2f}"},
-      {"fault_bytes_copied", &R::fault_bytes_copied, false, S::kWithRankFaults, "copied GB", 1e-9,
-       "{:.2f}"},
-  };
-  return numbers;
-}
-
-// The key of the number stored in `member`: where the report reads a number by name.
-const char* KeyOf(double RunNumbers::*member) {
-  for (const Number& n : Numbers()) {
-    if (n.value == member) return n.key;
-  }
-  return "";
-}
-
 // A varied value as people write it: 4 rather than 4.0, 0.8 rather than 0.80000000000000004.
 std::string LeadText(const nlohmann::ordered_json& v) {
   if (v.is_string()) return v.get<std::string>();
@@ -302,159 +213,7 @@ std::string Page(const std::string& title, const std::string& body) {
          "</body>\n</html>\n";
 }
 
-// What losing one GPU or node would cost the placement the run ended with, over the window
-// load of its last rearrangement (model/survivability.h); none when the run kept no loads.
-FailureExposure FinalExposure(const RunFolder& folder, FailureDomain domain) {
-  const RunResult& run = folder.run;
-  const RearrangementRecord* window = nullptr;
-  for (const RearrangementRecord& r : run.rearrangements) {
-    if (!r.window_load.empty()) window = &r;
-  }
-  const int layers = run.scenario.model.layers, experts = run.scenario.model.experts;
-  if (window == nullptr || static_cast<int>(folder.initial_phy2log.size()) != layers) return {};
-  std::vector<std::vector<int32_t>> rows = folder.initial_phy2log;
-  for (const CommitRecord& c : run.commits) rows[static_cast<size_t>(c.layer)] = c.phy2log;
-  auto placement = Placement::Create(experts, rows);
-  if (!placement.ok()) return {};
-  LoadMatrix load(layers, experts);
-  for (int l = 0; l < layers; ++l) {
-    for (int e = 0; e < experts; ++e) load(l, e) = window->window_load[size_t(l) * experts + e];
-  }
-  return ExposureToFailure(load, *placement, run.scenario.topology(), domain);
-}
-
 }  // namespace
-
-nlohmann::ordered_json ComparisonRow(const LabelledRun& labelled) {
-  const RunSummary& s = labelled.folder.summary;
-  const auto& rearrangements = labelled.folder.run.rearrangements;
-  std::vector<double> after, bound;
-  double bytes = 0;
-  for (const RearrangementRecord& r : rearrangements) {
-    after.push_back(r.window_balancedness_after);
-    bound.push_back(r.window_balancedness_bound);
-    for (int64_t b : r.bytes) bytes += static_cast<double>(b);
-  }
-  const double n = std::max<double>(1, static_cast<double>(rearrangements.size()));
-  const FailureExposure gpu = FinalExposure(labelled.folder, FailureDomain::kGpu);
-  const FailureExposure node = FinalExposure(labelled.folder, FailureDomain::kNode);
-  double rank_faults = 0, recovered = 0, recovery_s = 0, dropped = 0, stalled = 0, reloaded = 0,
-         copied = 0;
-  for (const RunSummary::FaultEffect& f : s.faults) {
-    if (!f.changes_ranks) continue;
-    ++rank_faults;
-    if (f.recovery_s >= 0) recovery_s += f.recovery_s, ++recovered;
-    dropped += f.tokens_lost;
-    stalled += f.tokens_stalled;
-    reloaded += static_cast<double>(f.bytes_reloaded);
-    copied += static_cast<double>(f.bytes_copied);
-  }
-  const RunNumbers numbers{.balancedness_mean = s.balancedness.mean,
-                           .balancedness_min = s.balancedness.min,
-                           .imbalance_ratio_mean = s.imbalance_ratio.mean,
-                           .imbalance_ratio_max = s.imbalance_ratio.max,
-                           .following_balancedness = Mean(labelled.folder.following_balancedness),
-                           .window_balancedness_after = Mean(after),
-                           .window_balancedness_bound = Mean(bound),
-                           .window_gap_to_bound = Mean(bound) - Mean(after),
-                           .step_time_mean_s = s.step_time_s.mean,
-                           .step_time_p99_s = s.step_time_s.p99,
-                           .rearrangements = static_cast<double>(rearrangements.size()),
-                           .rearrangements_held = static_cast<double>(s.rearrangements.held),
-                           .bytes_per_rearrangement = bytes / n,
-                           .transfers_per_rearrangement = static_cast<double>(s.transfers) / n,
-                           .rearrangement_makespan_s = s.rearrangements.makespan_s_mean,
-                           .slowed_s = s.slowed_s,
-                           .stalled_s = s.stalled_s,
-                           .policy_ms = s.rearrangements.policy_ms_mean,
-                           .peak_memory_bytes = s.gpu_memory.peak,
-                           .staging_peak_bytes = static_cast<double>(s.gpu_memory.staging_peak),
-                           .gpu_failure_tokens_lost = gpu.tokens_lost_mean,
-                           .node_failure_tokens_lost = node.tokens_lost_mean,
-                           .node_failure_reload_bytes = node.reload_bytes_mean,
-                           .rank_faults = rank_faults,
-                           .recovery_s = recovered > 0 ? recovery_s / recovered : 0.0,
-                           .fault_tokens_lost = dropped,
-                           .fault_tokens_stalled = stalled,
-                           .fault_bytes_reloaded = reloaded,
-                           .fault_bytes_copied = copied};
-  nlohmann::ordered_json row = {{"label", labelled.label}};
-  for (const Number& number : Numbers()) {
-    const double v = numbers.*number.value;
-    row[number.key] = number.integer ? nlohmann::ordered_json(static_cast<int64_t>(v))
-                                     : nlohmann::ordered_json(v);
-  }
-  return row;
-}
-
-namespace {
-
-// Runs of one label (a policy's seeds), labels in the order they first appear.
-std::vector<std::vector<const LabelledRun*>> GroupByLabel(const std::vector<LabelledRun>& runs) {
-  std::vector<std::vector<const LabelledRun*>> groups;
-  std::map<std::string, size_t> index;
-  for (const LabelledRun& r : runs) {
-    const auto [it, added] = index.emplace(r.label, groups.size());
-    if (added) groups.emplace_back();
-    groups[it->second].push_back(&r);
-  }
-  return groups;
-}
-
-}  // namespace
-
-std::vector<nlohmann::ordered_json> ComparisonRows(const std::vector<LabelledRun>& runs) {
-  std::vector<nlohmann::ordered_json> rows;
-  for (const auto& group : GroupByLabel(runs)) {
-    std::vector<nlohmann::ordered_json> seeds;
-    for (const LabelledRun* r : group) seeds.push_back(ComparisonRow(*r));
-    nlohmann::ordered_json row = seeds[0];
-    row["seeds"] = seeds.size();
-    if (seeds.size() > 1) {
-      nlohmann::ordered_json spread = nlohmann::ordered_json::object();
-      for (auto it = row.begin(); it != row.end(); ++it) {
-        if (!it->is_number() || it.key() == "seeds") continue;
-        double sum = 0, lo = seeds[0][it.key()].get<double>(), hi = lo;
-        for (const auto& one : seeds) {
-          const double v = one[it.key()].get<double>();
-          sum += v;
-          lo = std::min(lo, v);
-          hi = std::max(hi, v);
-        }
-        *it = sum / static_cast<double>(seeds.size());
-        spread[it.key()] = {lo, hi};
-      }
-      row["spread"] = std::move(spread);
-    }
-    rows.push_back(std::move(row));
-  }
-  return rows;
-}
-
-std::string ComparisonCsv(const std::vector<nlohmann::ordered_json>& rows) {
-  if (rows.empty()) return "";
-  std::string out;
-  bool first_key = true;
-  for (auto it = rows[0].begin(); it != rows[0].end(); ++it) {
-    if (it->is_object()) continue;  // the seeds' spread: in the JSON only
-    out += (first_key ? "" : ",") + it.key();
-    first_key = false;
-  }
-  out += "\n";
-  for (const auto& row : rows) {
-    bool first = true;
-    for (auto it = row.begin(); it != row.end(); ++it) {
-      if (it->is_object()) continue;
-      out += first ? "" : ",";
-      first = false;
-      out += it->is_string()         ? it->get<std::string>()
-             : it->is_number_float() ? fmt::format("{:.10g}", it->get<double>())
-                                     : it->dump();
-    }
-    out += "\n";
-  }
-  return out;
-}
 
 std::string CompareReportHtml(const std::string& scenario_name, const std::string& scenario_yaml,
                               const std::vector<LabelledRun>& runs, const ReportOptions& options,

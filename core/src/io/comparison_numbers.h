@@ -1,0 +1,47 @@
+// The numbers a comparison keeps of each run (internal to io/): report.cpp's table and plots
+// read them by key, comparison.cpp computes and writes them (report.h defines each).
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "eplb/io/report.h"
+
+namespace eplb::comparison {
+
+// Every number a comparison keeps of one run (report.h defines them), once: its key in
+// comparison.json, comparison.csv and sweep.json, in their order; where it lives in RunNumbers;
+// and whether and how the report's table shows it. The table shows the kAlways columns, then the
+// kWithRankFaults ones when a run lost GPUs or scaled (the scenario's gpu_lost, node_lost and
+// scale faults: what those cost as the run went), then kWithHeld when a balance gate
+// (eplb.min_balancedness) held a rearrangement.
+struct RunNumbers {
+  double balancedness_mean, balancedness_min, imbalance_ratio_mean, imbalance_ratio_max,
+      following_balancedness, window_balancedness_after, window_balancedness_bound,
+      window_gap_to_bound, step_time_mean_s, step_time_p99_s, rearrangements, rearrangements_held,
+      bytes_per_rearrangement, transfers_per_rearrangement, rearrangement_makespan_s, slowed_s,
+      stalled_s, policy_ms, peak_memory_bytes, staging_peak_bytes, gpu_failure_tokens_lost,
+      node_failure_tokens_lost, node_failure_reload_bytes, rank_faults, recovery_s,
+      fault_tokens_lost, fault_tokens_stalled, fault_bytes_reloaded, fault_bytes_copied;
+};
+
+enum class Shown { kNever, kAlways, kWithRankFaults, kWithHeld };
+
+struct Number {
+  const char* key;
+  double RunNumbers::*value;
+  bool integer;  // written as an integer (a count)
+  Shown shown;
+  const char* heading;  // in the report's table
+  double scale;         // of the value shown
+  const char* format;
+};
+
+// The table of every number, in comparison.json's order.
+std::span<const Number> Numbers();
+// The key of the number stored in `member`: where the report reads a number by name.
+const char* KeyOf(double RunNumbers::*member);
+// Runs of one label (a policy's seeds), labels in the order they first appear.
+std::vector<std::vector<const LabelledRun*>> GroupByLabel(const std::vector<LabelledRun>& runs);
+
+}  // namespace eplb::comparison
