@@ -283,6 +283,24 @@ TEST(TwoMicroBatches, EachPaysForItsOwnBusiestGpu) {
   EXPECT_DOUBLE_EQ(cost.recv[LinkClass::kNvlink][1], 10000);
 }
 
+TEST(TwoMicroBatches, EachComputesBesideTheOthersCommunication) {
+  // All 8, 2, 6 assignments in the first micro-batch, none in the second, on a link slow
+  // enough to expose them. First: compute 50 + 10 + 0.5 × 10 = 65 µs, its busiest port 10,000
+  // bytes at 0.01 GB/s, so dispatch and combine 1,002 µs each; second: compute 50 + 10 = 60 µs
+  // and no communication. The first computes beside the second's (empty) phases, the second
+  // beside the first's: 65 + max(60, 2,004) = 2,069 µs, with nothing to fill.
+  StepModel model(
+      TwoGpus({"compute.micro_batches=2", "cluster.nvlink={bandwidth_gbps: 0.01, latency_us: 2}"}));
+  LoadMatrix first(1, 3), second(1, 3);
+  first << 8, 2, 6;
+  second << 0, 0, 0;
+  StepCost cost;
+  model.CostMicroBatches(first, second, *Placement::Create(3, {{0, 1, 0, 2}}), cost);
+  EXPECT_NEAR(cost.compute_s, 125e-6, 1e-15);
+  EXPECT_NEAR(cost.overlap_fill_s, 0, 1e-15);
+  EXPECT_NEAR(cost.total_s(), 65e-6 + 2004e-6, 1e-12);
+}
+
 TEST(TwoMicroBatches, NoisySplitsFollowTheirTokensAndSequences) {
   // With noise, Cost splits each count n as its tokens fall: halves that sum to n, in whole
   // assignments, the first with variance n / 4 when tokens route on their own and

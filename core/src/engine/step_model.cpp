@@ -1,6 +1,7 @@
 #include "eplb/engine/step_model.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstddef>
 #include <span>
@@ -123,6 +124,12 @@ double StepModel::PhaseBandwidth(LinkClass link) const {
   return bw;
 }
 
+double StepModel::BesideCompute() const {
+  return compute_.micro_batches == 2 && compute_.all_to_all == AllToAllMode::kNormal
+             ? compute_.normal_overlap_slowdown
+             : 1.0;
+}
+
 double StepModel::PhaseTime(const StepCost& cost, double scale) const {
   double phase = 0;
   for (LinkClass link : kLinkClasses) {
@@ -230,6 +237,7 @@ void StepModel::Cost(const LoadMatrix& load, const Placement& placement, StepCos
 
 void StepModel::CostMicroBatches(const LoadMatrix& first, const LoadMatrix& second,
                                  const Placement& placement, StepCost& out) {
+  assert(compute_.micro_batches == 2);
   const int layers = placement.num_layers();
   StepSums sums;
   BeginStep(layers, out);
@@ -504,10 +512,7 @@ void StepModel::StepTime(int layers, std::span<const PricedLoad> passes, const S
   const auto pass_of = [&](int b) -> const PricedLoad& {
     return passes[passes.size() == 1 ? 0 : static_cast<size_t>(b)];
   };
-  // DeepEP's normal kernels beside the other micro-batch's compute run slower than alone.
-  const double beside = mb == 2 && compute_.all_to_all == AllToAllMode::kNormal
-                            ? compute_.normal_overlap_slowdown
-                            : 1.0;
+  const double beside = BesideCompute();
   double dispatch[2] = {0, 0}, combine[2] = {0, 0};
   for (int b = 0; b < mb; ++b) {
     const PricedLoad& p = pass_of(b);
@@ -527,7 +532,8 @@ void StepModel::StepTime(int layers, std::span<const PricedLoad> passes, const S
   // Two micro-batches: in each layer one computes while the other communicates. Prefill
   // overlaps one's attention and MoE with the other's dispatch and combine; decode one's
   // attention with the other's dispatch, MoE and combine, so a layer's MoE also lies on the
-  // communication's path (see the header). Each micro-batch brings its own MoE and phases.
+  // communication's path (see the header). Each micro-batch brings its own MoE and phases, and
+  // each one's compute is paired with the other's communication.
   const bool moe_between_phases = compute_.stage == InferenceStage::kDecode;
   // While the other micro-batch's normal kernels run they hold normal_sms of the GPU's SMs,
   // and this one's compute runs on the rest: compute c overlapped by communication m takes
@@ -539,11 +545,15 @@ void StepModel::StepTime(int layers, std::span<const PricedLoad> passes, const S
   out.overlap_fill_s = out.sm_shared_s = 0;
   for (int l = 0; l < layers; ++l) {
     for (int b = 0; b < mb; ++b) {
+      // This micro-batch's compute beside the other's communication (and, in decode, the
+      // other's MoE between its phases), whose kernels hold the SMs meanwhile.
+      const int other = 1 - b;
       const double moe = (*pass_of(b).moe)[static_cast<size_t>(l)];
-      const double comm = layers > 0 ? (dispatch[b] + combine[b]) / layers : 0;
+      const double other_moe = (*pass_of(other).moe)[static_cast<size_t>(l)];
+      const double comm = layers > 0 ? (dispatch[other] + combine[other]) / layers : 0;
       const double c = attention / layers + moe;
       const double shared = share > 0 ? share * std::min(comm, c / (1 - share)) : 0.0;
-      const double chain = moe_between_phases ? comm + moe : comm;
+      const double chain = moe_between_phases ? comm + other_moe : comm;
       compute += c + shared;
       out.sm_shared_s += shared;
       step += std::max(c + shared, chain);
@@ -568,7 +578,8 @@ std::vector<PhaseFlow> StepModel::AllToAllFlows(const StepCost& cost, bool combi
     // Where the kernels run below the link's bandwidth, a flow carries the bytes that take as
     // long at the link's own.
     const double scale = (combine ? cost.combine_bytes_ratio : 1.0) *
-                         (topology_.link(link).bandwidth_bytes_per_s / PhaseBandwidth(link));
+                         (topology_.link(link).bandwidth_bytes_per_s / PhaseBandwidth(link)) *
+                         BesideCompute();
     const auto& out = combine ? cost.recv[link] : cost.send[link];
     const auto& in = combine ? cost.send[link] : cost.recv[link];
     for (size_t g = 0; g < out.size(); ++g) {

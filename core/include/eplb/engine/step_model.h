@@ -90,14 +90,15 @@
 //                  takes c + f · min(m, c / (1 − f)), which replaces c in the step formula above.
 //                  The low-latency kernels in hook mode hold no SMs (DeepSeek's profile-data
 //                  README, of decode). In DeepSeek's prefill profile the communication covers
-//                  most of a layer, so this adds ~14% to compute (StepCost::sm_shared_s), as
+//                  most of a layer, so this adds ~18% to compute (StepCost::sm_shared_s), as
 //                  LMSYS's breakdown of the profile finds its kernels slower than peak ×
 //                  efficiency.
 //   beside compute with two micro-batches, DeepEP's normal kernels take
-//                  compute.normal_overlap_slowdown times their unit tests' time (m above): LMSYS's
-//                  breakdown of DeepSeek's prefill profile times their cores at 9.45 and 17.23 ms
-//                  a layer against 7.26 and 14.24 alone (1.24×), which makes the profile's
-//                  communication as long as its compute, so the busiest GPU's receive shows
+//                  compute.normal_overlap_slowdown times their unit tests' time, latency included
+//                  (m above, and the SMs they hold as long): LMSYS's breakdown of DeepSeek's
+//                  prefill profile times their cores at 9.45 and 17.23 ms a layer against 7.26
+//                  and 14.24 alone (1.24×). In the profile the communication, 25 ms a layer,
+//                  then still hides behind 30.5 ms of compute.
 //   MTP            decode with multi-token prediction (compute.mtp_draft_tokens d): each
 //                  sequence runs 1 + d tokens through every layer (the workload's loads and the
 //                  dense work scale with them), but its KV cache is read once per step.
@@ -148,7 +149,8 @@ struct StepCost {
   // Per link class and rank, the bytes each GPU sends and receives in dispatch, over the step.
   PerLink<std::vector<double>> send, recv;
   // Per link class, Σ over layers of that layer's busiest port (its bytes × the port's link
-  // slowdown): each layer's phase waits for its own busiest GPU.
+  // slowdown): each layer's phase waits for its own busiest GPU. With the step split into two
+  // micro-batches, the sum of each one's (each waits for its own).
   PerLink<double> layer_busiest_bytes;
   double combine_bytes_ratio = 1;  // combine's bytes per dispatch byte
   // The bytes DeepEP's benchmarks divide by a phase's time to print its "bottleneck bandwidth",
@@ -209,6 +211,10 @@ class StepModel {
   double PhaseOverhead() const;
   // The bandwidth of `link` in a2a phases (the normal kernels' NVLink copies run below it).
   double PhaseBandwidth(LinkClass link) const;
+  // How many times longer the a2a phases take beside the other micro-batch's compute than alone
+  // (compute.normal_overlap_slowdown with two micro-batches and the normal kernels, else 1);
+  // AllToAllFlows' flows carry bytes that take as long.
+  double BesideCompute() const;
   const Topology& topology() const { return topology_; }
 
   // The roofline's pieces, for one GPU: a MoE layer over `tokens` assignments to
@@ -217,7 +223,7 @@ class StepModel {
   double RooflineAttention(double tokens) const;
 
  private:
-  // What Cost's pass over the layers adds up for the step.
+  // What Cost's passes over the layers add up for the step.
   struct StepSums {
     double mean = 0, max = 0;     // Σ over layers of the mean and the busiest GPU's assignments
     double imbalance = 0;         // Σ over loaded layers of (max − mean) / mean
@@ -259,7 +265,8 @@ class StepModel {
   bool RanksChanged() const { return !lost_.empty(); }
   int ServingRanks() const { return RanksChanged() ? serving_count_ : topology_.num_ranks(); }
 
-  // One micro-batch's dispatch phase, whose port bytes are `scale` × the step's.
+  // One micro-batch's dispatch phase, whose port bytes are `scale` × those of `cost` (a pass's
+  // ports: the step's, or one micro-batch's).
   double PhaseTime(const StepCost& cost, double scale) const;
   // Bulk and low-latency modes, where each assignment is one message from its source GPU: GPU
   // `g`'s dispatch bytes per port for `t` assignments to its experts, `in_node` to its node's
@@ -280,8 +287,8 @@ class StepModel {
   double slowest_gpu_ = 1;  // the largest compute slowdown in force
   int layers_;
   double dispatch_bytes_per_token_, combine_bytes_per_token_;
-  std::vector<double> gpu_step_;          // per GPU, its assignments over all layers
-  std::vector<double> node_tokens_;       // per node, over all layers
+  std::vector<double> gpu_step_;          // per GPU, its assignments over the pass's layers
+  std::vector<double> node_tokens_;       // per node, likewise
   ReplicaDispatcher dispatcher_;          // splits each expert's tokens among its replicas
   std::vector<double> slot_tokens_;       // the current layer's assignments per slot
   std::vector<double> layer_compute_[2];  // per pass and layer: a micro-batch's MoE time
@@ -294,7 +301,9 @@ class StepModel {
   LoadMatrix halves_[2];
   StepCost batch_[2];
   std::vector<double> gpu_layer_, node_layer_;  // the current layer's tokens per GPU and node
-  std::vector<double> nvlink_counted_, normal_nvlink_recv_;  // normal mode, per GPU, the step
+  // Normal mode, per GPU: the counted NVLink bytes over the step, and the NVLink bytes received
+  // over the pass.
+  std::vector<double> nvlink_counted_, normal_nvlink_recv_;
   // SetRanks: empty while every GPU is live and serves.
   std::vector<char> lost_, serving_;
   int serving_count_ = 0;
