@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstddef>
 #include <span>
-#include <tuple>
 
 #include "engine/sampling.h"
 #include "eplb/engine/workload.h"
@@ -248,12 +247,14 @@ void StepModel::CostMicroBatches(const LoadMatrix& first, const LoadMatrix& seco
     passes[b] = {&batch_[b], &layer_compute_[b], 1.0};
   }
   // The step's ports carry both micro-batches' bytes.
+  const auto sum = [](const std::vector<double>& a, const std::vector<double>& b,
+                      std::vector<double>& to) {
+    to.resize(a.size());
+    for (size_t g = 0; g < a.size(); ++g) to[g] = a[g] + b[g];
+  };
   for (LinkClass link : kLinkClasses) {
-    for (auto [step, a, b] :
-         {std::tie(out.send[link], batch_[0].send[link], batch_[1].send[link]),
-          std::tie(out.recv[link], batch_[0].recv[link], batch_[1].recv[link])}) {
-      for (size_t g = 0; g < step.size(); ++g) step[g] = a[g] + b[g];
-    }
+    sum(batch_[0].send[link], batch_[1].send[link], out.send[link]);
+    sum(batch_[0].recv[link], batch_[1].recv[link], out.recv[link]);
     out.layer_busiest_bytes[link] =
         batch_[0].layer_busiest_bytes[link] + batch_[1].layer_busiest_bytes[link];
   }
@@ -277,12 +278,8 @@ void StepModel::SplitMicroBatches(const LoadMatrix& load) {
 }
 
 void StepModel::BeginStep(int layers, StepCost& out) {
+  // The step's ports are its pass's, or the sum of the micro-batches' (CostMicroBatches).
   const auto ranks = static_cast<size_t>(topology_.num_ranks());
-  for (auto* v : {&out.send[LinkClass::kNvlink], &out.send[LinkClass::kNic],
-                  &out.recv[LinkClass::kNvlink], &out.recv[LinkClass::kNic]}) {
-    v->assign(ranks, 0.0);
-  }
-  for (double& b : out.layer_busiest_bytes) b = 0;
   out.layer_mean.resize(static_cast<size_t>(layers));
   out.layer_max.resize(static_cast<size_t>(layers));
   layer_tokens_.assign(static_cast<size_t>(layers) * ranks, 0.0);

@@ -3,8 +3,8 @@
 // plots, no network needed).
 //
 // The numbers, per run (all from the run folder, io/run_folder.h), each defined once in
-// report.cpp's table (Numbers()): its key in comparison.json, comparison.csv and sweep.json, and
-// its column in the report:
+// comparison.cpp's table (Numbers()): its key in comparison.json, comparison.csv and sweep.json,
+// and its column in the report:
 //   balancedness_mean/min, imbalance_ratio_mean/max   over every step of the run
 //   step_time_mean_s, step_time_p99_s                  as the backend ran the steps
 //   rearrangements, transfers_per_rearrangement, bytes_per_rearrangement
