@@ -195,7 +195,7 @@ run_step 45 device-run "$bin/eplb" device-run --virtual --set run.steps=600 \
   --out "$logs/device-run"
 rc=$?
 if [ $rc -eq 0 ]; then
-  note "device run (32 virtual ranks, 600 steps)" "$(head -1 "$logs/device-run.log")"
+  note "device run (32 virtual ranks, 600 steps)" "$(grep -E -m1 'run folder|steps' "$logs/device-run.log")"
 else
   fail "device run (32 virtual ranks, 600 steps)" "exit $rc: $(grep -m1 -i error "$logs/device-run.log")"
 fi
