@@ -22,6 +22,8 @@
 # those 6 minutes, and steps that no longer fit are reported as not run. A failed preflight (no
 # GPU, a library or program missing) stops the check there: every GPU step would only fail
 # slowly. CHECK_AFTER_PREFLIGHT_FAILURE=run runs them anyway (the no-GPU test of the gating).
+# CHECK_STEPS (default all) names the steps after the preflight to run, for a rerun of some:
+# a comma list of virtual, nccl, sanitizer, device-run, benchmark, validate.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build-device}
@@ -43,6 +45,18 @@ fail() {
   note "$1" "FAILED: $2"
 }
 left() { echo $((budget - (SECONDS - start))); }
+steps=${CHECK_STEPS:-virtual,nccl,sanitizer,device-run,benchmark,validate}
+for step in ${steps//,/ }; do
+  case $step in
+    virtual | nccl | sanitizer | device-run | benchmark | validate) ;;
+    *)
+      echo "check.sh: CHECK_STEPS: unknown step '$step' (valid: virtual, nccl, sanitizer," \
+        "device-run, benchmark, validate)" >&2
+      exit 2
+      ;;
+  esac
+done
+wanted() { [[ ",$steps," == *",$1,"* ]]; }
 # Runs a step under a timeout of at most its share and what is left; returns its exit code,
 # 124 on timeout, 125 when no time is left to start it.
 run_step() {  # seconds, log name, command...
@@ -169,14 +183,16 @@ gpu_tests() {  # label, log name, seconds, gtest filter
     note "$label" "$passed passed"
   fi
 }
-gpu_tests "GPU tests, virtual ranks" virtual-tests 70 \
+wanted virtual && gpu_tests "GPU tests, virtual ranks" virtual-tests 70 \
   'DeviceSizing.*:DeviceBackend.*-*Nccl*'
-gpu_tests "GPU tests, NCCL (one rank per GPU)" nccl-tests 40 '*Nccl*'
+wanted nccl && gpu_tests "GPU tests, NCCL (one rank per GPU)" nccl-tests 40 '*Nccl*'
 if [ "${gpus:-0}" -lt 2 ]; then
   note "  not testable with $gpus GPU" "multi-rank NCCL, real NVLink; MPI runs 1 process"
 fi
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-if [ -x "$sanitizer" ]; then
+if ! wanted sanitizer; then
+  :
+elif [ -x "$sanitizer" ]; then
   run_step 60 sanitizer "$sanitizer" --tool memcheck --error-exitcode 3 "$device_test" \
     --gtest_filter='DeviceBackend.TheForegroundNeverReadsAStagedBufferEarly'
   rc=$?
@@ -190,68 +206,79 @@ else
 fi
 
 # 5. A short device run ----------------------------------------------------------------------
-run_step 45 device-run "$bin/eplb" device-run --virtual --set run.steps=600 \
-  --set eplb.step_interval=200 --set eplb.window_size=100 --step-scale 0.1 \
-  --out "$logs/device-run"
-rc=$?
-if [ $rc -eq 0 ]; then
-  note "device run (32 virtual ranks, 600 steps)" "$(grep -E -m1 'run folder|steps' "$logs/device-run.log")"
-else
-  fail "device run (32 virtual ranks, 600 steps)" "exit $rc: $(grep -m1 -i error "$logs/device-run.log")"
-fi
+if wanted device-run; then
+  run_step 45 device-run "$bin/eplb" device-run --virtual --set run.steps=600 \
+    --set eplb.step_interval=200 --set eplb.window_size=100 --step-scale 0.1 \
+    --out "$logs/device-run"
+  rc=$?
+  if [ $rc -eq 0 ]; then
+    note "device run (32 virtual ranks, 600 steps)" "$(grep -E -m1 'run folder|steps' "$logs/device-run.log")"
+  else
+    fail "device run (32 virtual ranks, 600 steps)" "exit $rc: $(grep -m1 -i error "$logs/device-run.log")"
+  fi
 
-# 5b. A rank lost mid-rearrangement: cancelled, recovered (H2D reloads), every layer checked ----
-# The second rearrangement starts after step 249 (the first after 49) and commits a layer per
-# step; rank 5 is lost 10 layers into it.
-run_step 45 device-fail "$bin/eplb" device-run --virtual --set run.steps=600 \
-  --set eplb.step_interval=200 --set eplb.window_size=100 --step-scale 0.1 \
-  --fail-rank 5 --at 260 --out "$logs/device-fail"
-rc=$?
-if [ $rc -eq 0 ]; then
-  note "device run losing rank 5 at step 260" "$(grep -E -m1 'run folder|steps' "$logs/device-fail.log")"
-  note "  recovery (summary.json)" "$(grep -Eo '"recovery_s": [-0-9.e+]+|"bytes_reloaded": [0-9]+' \
-    "$logs/device-fail/summary.json" 2>/dev/null | tr '\n' ' ')"
-else
-  fail "device run losing rank 5 at step 260" "exit $rc: $(grep -m1 -i error "$logs/device-fail.log")"
+  # 5b. A rank lost mid-rearrangement: cancelled, recovered (H2D reloads), every layer checked ----
+  # The second rearrangement starts after step 249 (the first after 49) and commits a layer per
+  # step; rank 5 is lost 10 layers into it.
+  run_step 45 device-fail "$bin/eplb" device-run --virtual --set run.steps=600 \
+    --set eplb.step_interval=200 --set eplb.window_size=100 --step-scale 0.1 \
+    --fail-rank 5 --at 260 --out "$logs/device-fail"
+  rc=$?
+  if [ $rc -eq 0 ]; then
+    note "device run losing rank 5 at step 260" "$(grep -E -m1 'run folder|steps' "$logs/device-fail.log")"
+    note "  recovery (summary.json)" "$(grep -Eo '"recovery_s": [-0-9.e+]+|"bytes_reloaded": [0-9]+' \
+      "$logs/device-fail/summary.json" 2>/dev/null | tr '\n' ' ')"
+  else
+    fail "device run losing rank 5 at step 260" "exit $rc: $(grep -m1 -i error "$logs/device-fail.log")"
+  fi
 fi
 
 # 6. Benchmark -------------------------------------------------------------------------------
-run_step 60 benchmark "$bench" --benchmark_counters_tabular=true \
-  --benchmark_out="$logs/bench.json" --benchmark_out_format=json
-rc=$?
-counter() { grep -Eo "\"$1\": [-0-9.e+]+" "$logs/bench.json" 2>/dev/null | head -1 | awk '{print $2}'; }
-# Every benchmark gates: one that stopped (SkipWithError) still prints its name and exits 0, so
-# the JSON's error_occurred and the three names decide.
-stopped=$(grep -c '"error_occurred": true' "$logs/bench.json" 2>/dev/null)
-absent=$(for b in BM_PlainCopy/8192 BM_LayerMigration BM_StepSlowdown; do
-  grep -q "\"name\": \"$b" "$logs/bench.json" 2>/dev/null || printf ' %s' "$b"
-done)
-if [ $rc -eq 0 ] && { [ "${stopped:-0}" -gt 0 ] || [ -n "$absent" ]; }; then
-  fail "device benchmark" "${stopped:-0} stopped ($(grep -m1 -Eo '"error_message": "[^"]*"' \
-    "$logs/bench.json" 2>/dev/null))${absent:+; no result for$absent}"
-elif [ $rc -eq 0 ]; then
-  note "plain D2D copy, 8 GiB" "$(grep -E '^BM_PlainCopy/8192' "$logs/benchmark.log" | grep -Eo '[0-9.]+[GT]i?/s' | head -1)"
-  note "layer migration, 32 virtual ranks" "$(grep -E '^BM_LayerMigration' "$logs/benchmark.log" | grep -Eo '[0-9.]+[GT]i?/s' | head -1)"
-  note "  / plain copy of as many bytes (goal ≥ 0.9)" "$(counter vs_plain_copy)"
-  note "emulated step slowdown during migration" "$(counter slowdown)"
-  note "  HBM read by the emulated steps, idle / during migration (GB/s)" \
-    "$(counter idle_read_GBps) / $(counter busy_read_GBps)"
-else
-  fail "device benchmark" "exit $rc"
+if wanted benchmark; then
+  run_step 60 benchmark "$bench" --benchmark_counters_tabular=true \
+    --benchmark_out="$logs/bench.json" --benchmark_out_format=json
+  rc=$?
+  counter() { grep -Eo "\"$1\": [-0-9.e+]+" "$logs/bench.json" 2>/dev/null | head -1 | awk '{print $2}'; }
+  # Every benchmark gates: one that stopped (SkipWithError) still prints its name and exits 0, so
+  # the JSON's error_occurred and the three names decide.
+  stopped=$(grep -c '"error_occurred": true' "$logs/bench.json" 2>/dev/null)
+  absent=$(for b in BM_PlainCopy/8192 BM_LayerMigration BM_StepSlowdown; do
+    grep -q "\"name\": \"$b" "$logs/bench.json" 2>/dev/null || printf ' %s' "$b"
+  done)
+  if [ $rc -eq 0 ] && { [ "${stopped:-0}" -gt 0 ] || [ -n "$absent" ]; }; then
+    fail "device benchmark" "${stopped:-0} stopped ($(grep -m1 -Eo '"error_message": "[^"]*"' \
+      "$logs/bench.json" 2>/dev/null))${absent:+; no result for$absent}"
+  elif [ $rc -eq 0 ]; then
+    note "plain D2D copy, 8 GiB" "$(grep -E '^BM_PlainCopy/8192' "$logs/benchmark.log" | grep -Eo '[0-9.]+[GT]i?/s' | head -1)"
+    note "layer migration, 32 virtual ranks" "$(grep -E '^BM_LayerMigration' "$logs/benchmark.log" | grep -Eo '[0-9.]+[GT]i?/s' | head -1)"
+    note "  / plain copy of as many bytes (goal ≥ 0.9)" "$(counter vs_plain_copy)"
+    note "  ms in Start / rounds / commit; GPU span of the transfers" \
+      "$(counter start_ms) / $(counter staged_ms) / $(counter commit_ms); $(counter gpu_span_ms) (most rounds on a rank: $(counter rounds))"
+    note "  the same copies, nothing between them / plain copy" \
+      "$(grep -E '^BM_MigrationCopies' "$logs/benchmark.log" | awk '{print $NF}')"
+    note "emulated step slowdown during migration" "$(counter slowdown)"
+    note "  HBM read by the emulated steps, idle / during migration (GB/s)" \
+      "$(counter idle_read_GBps) / $(counter busy_read_GBps)"
+  else
+    fail "device benchmark" "exit $rc"
+  fi
 fi
 
 # 7. Validate, if time remains ---------------------------------------------------------------
-run_step 40 validate "$bin/eplb" validate --virtual --set eplb.step_interval=200 \
-  --set eplb.window_size=100 --step-scale 0.1 --out "$logs/validate"
-rc=$?
-if [ $rc -eq 0 ]; then
-  note "validate, measured" "$(grep -E '^measured:' "$logs/validate.log")"
-  note "validate, per layer" "$(grep -E '^per layer' "$logs/validate.log")"
-  note "validate, per transfer" "$(grep -E '^per transfer' "$logs/validate.log")"
-elif [ $rc -eq 125 ]; then
-  note "validate" "not run: out of time"
-else
-  fail "validate" "exit $rc: $(grep -m1 -i error "$logs/validate.log")"
+if wanted validate; then
+  run_step 40 validate "$bin/eplb" validate --virtual --set eplb.step_interval=200 \
+    --set eplb.window_size=100 --step-scale 0.1 --out "$logs/validate"
+  rc=$?
+  if [ $rc -eq 0 ]; then
+    note "validate, measured" "$(grep -E '^measured:' "$logs/validate.log")"
+    note "validate, per layer" "$(grep -E '^per layer' "$logs/validate.log")"
+    note "validate, per transfer" "$(grep -E '^per transfer' "$logs/validate.log")"
+  elif [ $rc -eq 125 ]; then
+    note "validate" "not run: out of time"
+  else
+    fail "validate" "exit $rc: $(grep -m1 -i error "$logs/validate.log")"
+  fi
 fi
+
 note "check time" "$((SECONDS - start)) s of $budget"
 finish

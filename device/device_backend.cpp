@@ -25,9 +25,11 @@ struct DeviceBackend::RankState {
   cudaStream_t local = nullptr;
   cudaStream_t lane[kNumLinkClasses] = {};
   std::vector<cudaEvent_t> staged, consumed;  // [staging buffer]
-  // The GPU's clock on the run's: `anchor` completed at Now() = anchor_s (BeginRearrangement),
-  // so an event's time is anchor_s + cudaEventElapsedTime(anchor, event). Timing events.
+  // The GPU's clock on the run's: `clock` completed at Now() = anchor_s (BeginRearrangement),
+  // so an event's time is anchor_s + cudaEventElapsedTime(clock, event). `clock` is the rank's
+  // own `anchor`, or the first local rank's on the same GPU (one clock per GPU). Timing events.
   cudaEvent_t anchor = nullptr;
+  cudaEvent_t clock = nullptr;
   double anchor_s = -1;                                                            // none yet
   cudaEvent_t round_begin[kNumLinkClasses] = {}, round_end[kNumLinkClasses] = {};  // [lane]
   void* pool = nullptr;
@@ -526,6 +528,7 @@ Status DeviceBackend::BeginRearrangement() {
   // copies may still be in flight on any rank's local stream, and a receiver reads the sender's.
   // A failure here is only noted: every process must reach the agreement below.
   Status local;
+  const RankState* clock_of_device = nullptr;  // the last GPU's first rank (ranks go by GPU)
   for (int r : local_ranks_) {
     if (!local.ok()) break;
     const std::string at = At(r);
@@ -533,9 +536,18 @@ Status DeviceBackend::BeginRearrangement() {
       RankState& s = *ranks_[r];
       EPLB_CUDA(cudaSetDevice(s.device), at);
       EPLB_CUDA(cudaStreamSynchronize(s.local), at);
+      if (clock_of_device != nullptr && clock_of_device->device == s.device) {
+        // Events of one GPU share its clock: one anchor serves all its ranks, and 32 virtual
+        // ranks do not wait for 32 anchors before their first transfer.
+        s.clock = clock_of_device->clock;
+        s.anchor_s = clock_of_device->anchor_s;
+        return Status::Ok();
+      }
       // The anchor of this rearrangement's GPU-timed transfers: on the idle local stream it
       // completes at once, and the host notes when. Spinning, not blocking: a blocking-sync
       // wake-up takes tens of µs, which would shift every transfer of the rank.
+      clock_of_device = &s;
+      s.clock = s.anchor;
       EPLB_CUDA(cudaEventRecord(s.anchor, s.local), at);
       cudaError_t done = cudaEventQuery(s.anchor);
       while (done == cudaErrorNotReady) done = cudaEventQuery(s.anchor);
@@ -711,8 +723,8 @@ Status DeviceBackend::ExecuteRound(const StagingTarget& target, const Round& rou
   double begin_s = start, end_s = Now();
   if (s.anchor_s >= 0) {
     float begin_ms = 0, end_ms = 0;
-    if (cudaEventElapsedTime(&begin_ms, s.anchor, s.round_begin[lane]) == cudaSuccess &&
-        cudaEventElapsedTime(&end_ms, s.anchor, s.round_end[lane]) == cudaSuccess) {
+    if (cudaEventElapsedTime(&begin_ms, s.clock, s.round_begin[lane]) == cudaSuccess &&
+        cudaEventElapsedTime(&end_ms, s.clock, s.round_end[lane]) == cudaSuccess) {
       begin_s = s.anchor_s + begin_ms * 1e-3;
       end_s = s.anchor_s + end_ms * 1e-3;
     } else {

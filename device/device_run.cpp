@@ -5,6 +5,7 @@
 #include <chrono>
 #include <limits>
 #include <thread>
+#include <vector>
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
@@ -202,6 +203,46 @@ Result<double> TimePlainCopy(int device, size_t bytes, int repetitions) {
   if (e != cudaSuccess) {
     return CudaStatus(e, "cudaMalloc / cudaMemcpyAsync / cudaStreamSynchronize",
                       fmt::format("plain copy of {} bytes: ", bytes));
+  }
+  return best;
+}
+
+Result<double> TimeConcurrentCopies(int device, size_t bytes_per_copy,
+                                    std::span<const int> copies_per_stream, int repetitions) {
+  EPLB_CUDA(cudaSetDevice(device), "concurrent copies: ");
+  int copies = 0;
+  for (int n : copies_per_stream) copies += n;
+  std::vector<cudaStream_t> streams(copies_per_stream.size(), nullptr);
+  void *a = nullptr, *b = nullptr;
+  // Each copy has a destination of its own, as each staged slot has; the sources may repeat.
+  cudaError_t e = cudaMalloc(&a, bytes_per_copy);
+  if (e == cudaSuccess) e = cudaMalloc(&b, bytes_per_copy * static_cast<size_t>(copies));
+  for (size_t i = 0; e == cudaSuccess && i < streams.size(); ++i) {
+    e = cudaStreamCreateWithFlags(&streams[i], cudaStreamNonBlocking);
+  }
+  double best = 1e30;
+  for (int rep = 0; e == cudaSuccess && rep <= repetitions; ++rep) {
+    const auto start = std::chrono::steady_clock::now();
+    size_t next = 0;
+    for (size_t s = 0; e == cudaSuccess && s < streams.size(); ++s) {
+      for (int i = 0; e == cudaSuccess && i < copies_per_stream[s]; ++i, ++next) {
+        e = cudaMemcpyAsync(static_cast<char*>(b) + next * bytes_per_copy, a, bytes_per_copy,
+                            cudaMemcpyDeviceToDevice, streams[s]);
+      }
+    }
+    for (size_t s = 0; e == cudaSuccess && s < streams.size(); ++s) {
+      e = cudaStreamSynchronize(streams[s]);
+    }
+    if (rep > 0) best = std::min(best, Seconds(start));
+  }
+  for (cudaStream_t s : streams) {
+    if (s) cudaStreamDestroy(s);
+  }
+  if (b) cudaFree(b);
+  if (a) cudaFree(a);
+  if (e != cudaSuccess) {
+    return CudaStatus(e, "cudaMalloc / cudaStreamCreateWithFlags / cudaMemcpyAsync",
+                      fmt::format("{} concurrent copies of {} bytes: ", copies, bytes_per_copy));
   }
   return best;
 }

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 
 #include "device_backend.h"
 #include "eplb/engine/run_result.h"
@@ -50,6 +51,13 @@ Result<RunResult> RunOnDevice(const Scenario& scenario, const DeviceRunOptions& 
 // Seconds of one cudaMemcpyAsync of `bytes` device to device on `device`, issue to completion,
 // best of `repetitions` after a warm-up, on buffers of its own.
 Result<double> TimePlainCopy(int device, size_t bytes, int repetitions);
+
+// Seconds of copies of `bytes_per_copy` device to device on `device`, copies_per_stream[s] of
+// them on stream s, all issued from this thread before the first wait, best of `repetitions`
+// after a warm-up: what a migration's copies reach with nothing between them (no rounds, no
+// host waits), the ceiling for the rearranger's.
+Result<double> TimeConcurrentCopies(int device, size_t bytes_per_copy,
+                                    std::span<const int> copies_per_stream, int repetitions);
 
 // Effective bandwidths on this machine, bytes per second, and the start-up time of one round,
 // each the best of `repetitions` after a warm-up, host-timed:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # device/check.sh on a machine without a GPU: the preflight fails and ends the check with its
 # table and archive; forced on past it, every GPU step is a failure of the check, never a pass (a
-# skipped GPU test counts as failed).
+# skipped GPU test counts as failed); CHECK_STEPS picks the steps.
 # Usage: device_check_test.sh SOURCE_DIR BUILD_DIR
 set -uo pipefail
 src=$1 build=$2
@@ -43,4 +43,19 @@ tar -tzf "$out/check.tar.gz" >"$out/listing" || fail "the archive cannot be read
 grep -q "check/virtual-tests.log" "$out/listing" || fail "the archive lacks the logs"
 [ "$(ls "$out" | grep -cv -e stdout -e listing)" -eq 2 ] ||
   fail "more than summary.txt and check.tar.gz in \$OUT"
+rm -f "$out/summary.txt" "$out/check.tar.gz"
+
+# CHECK_STEPS runs the steps it names and no other; a step it does not know is refused at once.
+OUT=$out BUILD_DIR=$build CHECK_BUDGET_S=240 CHECK_AFTER_PREFLIGHT_FAILURE=run \
+  CHECK_STEPS=nccl bash "$src/device/check.sh" >"$out/stdout" 2>&1
+grep -q "^GPU tests, NCCL" "$out/summary.txt" || fail "CHECK_STEPS=nccl did not run the NCCL tests"
+grep -Eq "^(GPU tests, virtual ranks|device benchmark|validate)" "$out/summary.txt" &&
+  fail "CHECK_STEPS=nccl ran other steps"
+rm -f "$out/summary.txt" "$out/check.tar.gz"
+OUT=$out BUILD_DIR=$build CHECK_STEPS=virtual,benchmrk bash "$src/device/check.sh" \
+  >"$out/stdout" 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "an unknown step in CHECK_STEPS exited $rc, not 2"
+grep -q "unknown step 'benchmrk'" "$out/stdout" || fail "the unknown step is not named"
+[ -e "$out/summary.txt" ] && fail "a refused CHECK_STEPS still ran the check"
 echo "ok: the check stops after a failed preflight, and fails without a GPU when forced on"

@@ -6,7 +6,8 @@
 //                       9 slots each, old placement drifted to a new one) through the core's
 //                       rearranger: bytes_per_second counts the bytes of the plan's transfers and
 //                       local copies; vs_plain_copy = that / a plain copy of as many bytes
-//                       measured in the same run (goal ≥ 0.9)
+//                       measured in the same run (goal ≥ 0.9); and where its time goes
+//   BM_MigrationCopies  the same layer's copies with nothing between them: its ceiling
 //   BM_StepSlowdown     emulated 1 ms inference steps while a 4-layer migration runs, against
 //                       the same steps on an idle GPU: slowdown = mean step time with / without;
 //                       idle_read_GBps and busy_read_GBps = the weights a step reads (every slot
@@ -14,7 +15,10 @@
 //                       slowdown means something only when the idle steps are bound by it
 //
 // Without a GPU every benchmark stops with the reason.
+#include <algorithm>
 #include <chrono>
+#include <map>
+#include <mutex>
 #include <random>
 
 #include <benchmark/benchmark.h>
@@ -22,6 +26,7 @@
 #include "device_backend.h"
 #include "device_run.h"
 #include "eplb/migrate/rearranger.h"
+#include "eplb/migrate/transfer_plan.h"
 
 namespace eplb::device {
 namespace {
@@ -72,6 +77,15 @@ void BM_PlainCopy(benchmark::State& state) {
 }
 BENCHMARK(BM_PlainCopy)->Arg(1024)->Arg(8192)->UseManualTime()->Unit(benchmark::kMillisecond);
 
+// One layer's migration through the rearranger, and where its time goes (host clock, ms, means
+// over the iterations):
+//   start_ms     Rearranger::Start: planning, the backend's BeginRearrangement (one anchor
+//                event per rank), the workers' start
+//   staged_ms    from Start's return to the layer staged on every rank (the rounds)
+//   commit_ms    from staged to the commit done and every stream drained
+//   gpu_span_ms  from the first transfer's start to the last one's end on the GPU (events):
+//                the rounds without the host's issue before the first and wait after the last
+//   rounds       the most rounds any rank's worker ran (each ends with a host wait)
 void BM_LayerMigration(benchmark::State& state) {
   if (!HaveGpu(state)) return;
   const Topology topo = MakeTopology(kExpertBytes);
@@ -81,23 +95,44 @@ void BM_LayerMigration(benchmark::State& state) {
   auto backend = DeviceBackend::Create(topo, config);
   if (!backend.ok()) return state.SkipWithError(backend.status().message().c_str());
   DeviceBackend& device = **backend;
+  std::mutex mu;
+  double first_begin = 1e30, last_end = 0;
+  device.on_transfer.Connect([&](const TransferRecord& t) {
+    std::lock_guard lock(mu);
+    first_begin = std::min(first_begin, t.start_s);
+    last_end = std::max(last_end, t.end_s);
+  });
   int64_t bytes = 0;
-  double seconds = 0;
+  double seconds = 0, start_s = 0, staged_s = 0, commit_s = 0, gpu_s = 0;
+  int rounds = 0;
   for (auto _ : state) {
     state.PauseTiming();
     if (!device.Fill(old_p).ok()) return state.SkipWithError("fill failed");
     Rearranger rearranger(device, topo, RearrangerOptions{});
+    double staged_at = 0;
+    rearranger.on_layer_staged.Connect([&](const LayerEvent& e) { staged_at = e.time_s; });
+    std::map<std::pair<int, int>, int> rounds_of;  // (rank, lane) -> rounds run
+    rearranger.on_round.Connect([&](const RoundEvent& e) {
+      std::lock_guard lock(mu);
+      rounds = std::max(rounds, ++rounds_of[{e.rank, static_cast<int>(e.link)}]);
+    });
+    first_begin = 1e30;
+    last_end = 0;
     state.ResumeTiming();
-    const auto start = std::chrono::steady_clock::now();
+    const double t0 = device.Now();
     if (!rearranger.Start(old_p, new_p).ok()) return state.SkipWithError("start failed");
-    while (rearranger.in_progress()) {
-      if (!rearranger.OnStepBoundary().ok()) return state.SkipWithError("rearrangement failed");
-    }
+    const double started = device.Now();
+    // A blocking wait, as a stop-the-world commit waits: a foreground polling OnStepBoundary in
+    // a loop would take the rearranger's lock from the workers that report to it.
+    if (!rearranger.CommitAll().ok()) return state.SkipWithError("rearrangement failed");
     if (!device.Synchronize().ok()) return state.SkipWithError("synchronize failed");
-    const double t =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    state.SetIterationTime(t);
-    seconds += t;
+    const double t1 = device.Now();
+    state.SetIterationTime(t1 - t0);
+    seconds += t1 - t0;
+    start_s += started - t0;
+    staged_s += staged_at - started;
+    commit_s += t1 - staged_at;
+    gpu_s += last_end - first_begin;
     const LayerPlan& plan = rearranger.plans().front();
     bytes = (static_cast<int64_t>(plan.transfers.size()) +
              static_cast<int64_t>(plan.local_copies.size())) *
@@ -107,14 +142,49 @@ void BM_LayerMigration(benchmark::State& state) {
   const auto plain_copy = TimePlainCopy(0, static_cast<size_t>(bytes), 3);
   if (!plain_copy.ok()) return state.SkipWithError(plain_copy.status().message().c_str());
   const double plain = *plain_copy;
+  const auto n = static_cast<double>(state.iterations());
   state.SetBytesProcessed(bytes * state.iterations());
   state.counters["moved_GB"] = static_cast<double>(bytes) / 1e9;
   state.counters["plain_copy_GBps"] = static_cast<double>(bytes) / plain / 1e9;
-  state.counters["vs_plain_copy"] =
-      (static_cast<double>(bytes) * static_cast<double>(state.iterations()) / seconds) /
-      (static_cast<double>(bytes) / plain);
+  state.counters["vs_plain_copy"] = plain / (seconds / n);
+  state.counters["start_ms"] = start_s / n * 1e3;
+  state.counters["staged_ms"] = staged_s / n * 1e3;
+  state.counters["commit_ms"] = commit_s / n * 1e3;
+  state.counters["gpu_span_ms"] = gpu_s / n * 1e3;
+  state.counters["rounds"] = rounds;
 }
 BENCHMARK(BM_LayerMigration)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(5);
+
+// The same layer's copies with nothing between them: each rank's receives and local copies on
+// a stream of its own, all issued before the first wait (TimeConcurrentCopies), the ceiling for
+// BM_LayerMigration; vs_plain_copy as there.
+void BM_MigrationCopies(benchmark::State& state) {
+  if (!HaveGpu(state)) return;
+  const Topology topo = MakeTopology(kExpertBytes);
+  const auto [old_p, new_p] = Migration(1, topo.num_slots(), 256, 0.5, 1);
+  auto plan =
+      PlanLayer(0, old_p.phy2log(0), new_p.phy2log(0), topo, RearrangerOptions{}.sender_rule);
+  if (!plan.ok()) return state.SkipWithError(plan.status().message().c_str());
+  std::vector<int> per_rank(static_cast<size_t>(topo.num_ranks()), 0);
+  for (const Transfer& t : plan->transfers) ++per_rank[static_cast<size_t>(t.dst_rank)];
+  for (const LocalCopy& c : plan->local_copies) ++per_rank[static_cast<size_t>(c.rank)];
+  int copies = 0;
+  for (int c : per_rank) copies += c;
+  const size_t bytes = static_cast<size_t>(copies) * kExpertBytes;
+  double seconds = 0;
+  for (auto _ : state) {
+    const auto t = TimeConcurrentCopies(0, kExpertBytes, per_rank, 1);
+    if (!t.ok()) return state.SkipWithError(t.status().message().c_str());
+    state.SetIterationTime(*t);
+    seconds += *t;
+  }
+  const auto plain = TimePlainCopy(0, bytes, 3);
+  if (!plain.ok()) return state.SkipWithError(plain.status().message().c_str());
+  state.SetBytesProcessed(static_cast<int64_t>(bytes) * state.iterations());
+  state.counters["plain_copy_GBps"] = static_cast<double>(bytes) / *plain / 1e9;
+  state.counters["vs_plain_copy"] = *plain / (seconds / static_cast<double>(state.iterations()));
+}
+BENCHMARK(BM_MigrationCopies)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(5);
 
 void BM_StepSlowdown(benchmark::State& state) {
   if (!HaveGpu(state)) return;
