@@ -293,6 +293,36 @@ TEST(DeepSeekPolicy, ParallelLayersEqualLayerByLayer) {
   }
 }
 
+// Each thread keeps its balancer for the next call of the same shape: calls of other shapes in
+// between, on the pool's threads and on this one, must not leak into it.
+TEST(DeepSeekPolicy, ShapesInTurnGiveWhatFirstCallsGive) {
+  std::mt19937_64 rng(11);
+  struct Shape {
+    int layers, experts, replicas, groups, nodes, gpus;
+  };
+  const std::vector<Shape> shapes = {{58, 256, 288, 8, 4, 32},
+                                     {58, 256, 320, 8, 8, 64},
+                                     {3, 16, 24, 4, 2, 8},
+                                     {94, 128, 144, 1, 1, 16},
+                                     {58, 256, 384, 8, 2, 128}};
+  std::vector<LoadMatrix> loads;
+  std::vector<std::vector<int32_t>> first;
+  for (const Shape& s : shapes) {
+    loads.push_back(RandomLoad(rng, s.layers, s.experts));
+    auto p = RebalanceDeepSeek(loads.back(), s.replicas, s.groups, s.nodes, s.gpus);
+    ASSERT_TRUE(p.ok());
+    first.push_back(p->phy2log_flat());
+  }
+  for (int round = 0; round < 3; ++round) {
+    for (size_t i = shapes.size(); i-- > 0;) {
+      const Shape& s = shapes[i];
+      auto p = RebalanceDeepSeek(loads[i], s.replicas, s.groups, s.nodes, s.gpus);
+      ASSERT_TRUE(p.ok());
+      ASSERT_EQ(p->phy2log_flat(), first[i]) << "shape " << i << ", round " << round;
+    }
+  }
+}
+
 TEST(PolicyRegistry, FindsDeepSeekAndListsNamesOnError) {
   auto p = MakePolicy("deepseek");
   ASSERT_TRUE(p.ok());

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <span>
 #include <vector>
@@ -240,6 +241,11 @@ class LayerBalancer {
         gpu_pack_(phy_per_node_),
         gpu_rank_(phy_per_node_) {}
 
+  bool Fits(int experts, int replicas, int groups, int nodes, int gpus) const {
+    return experts == experts_ && groups == groups_ && nodes == nodes_ &&
+           replicas == phy_per_node_ * nodes && gpus == gpus_per_node_ * nodes;
+  }
+
   // Writes layer `layer`'s phy2log into `out` and each slot's replica rank into `rank`
   // (replicas entries each).
   void Run(const LoadMatrix& load, int layer, int32_t* out, int32_t* rank) {
@@ -301,7 +307,15 @@ Result<RankedPlacement> RebalanceDeepSeekRanked(const LoadMatrix& load, int num_
   // Layers are independent; big calls spread them over the cores.
   const int64_t work = static_cast<int64_t>(layers) * num_replicas;
   ParallelFor(layers, work >= kParallelMinWork ? 0 : 1, [&](int begin, int end) {
-    LayerBalancer balancer(experts, num_replicas, num_groups, num_nodes, num_gpus);
+    // Kept per thread for the next call of the same shape: a balancer's buffers made and
+    // freed at every call cost more than the balancing, in page faults and in the TLB
+    // shootdowns of the memory returned to the system (the pool's threads live on).
+    thread_local std::unique_ptr<LayerBalancer> kept;
+    if (kept == nullptr || !kept->Fits(experts, num_replicas, num_groups, num_nodes, num_gpus)) {
+      kept =
+          std::make_unique<LayerBalancer>(experts, num_replicas, num_groups, num_nodes, num_gpus);
+    }
+    LayerBalancer& balancer = *kept;
     for (int layer = begin; layer < end; ++layer) {
       const size_t first = static_cast<size_t>(layer) * num_replicas;
       balancer.Run(load, layer, phy2log.data() + first, rank.data() + first);
