@@ -2,11 +2,13 @@
 // JoinAll waits for every body.
 #include "eplb/migrate/thread_workers.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -50,34 +52,76 @@ TEST(ThreadWorkers, BodiesThatWaitForEachOtherAllRunAtOnce) {
   EXPECT_EQ(RunMeeting(workers, 16), 16);
 }
 
+// The OS threads the bodies of one RunMeeting ran on.
+std::set<std::thread::id> MeetingThreads(ThreadWorkers& workers, int n) {
+  Meeting meeting(n);
+  std::mutex mu;
+  std::set<std::thread::id> ids;
+  for (int i = 0; i < n; ++i) {
+    workers.Start([&] {
+      {
+        std::lock_guard lock(mu);
+        ids.insert(std::this_thread::get_id());
+      }
+      EXPECT_TRUE(meeting.Arrive());
+    });
+  }
+  workers.JoinAll();
+  return ids;
+}
+
 TEST(ThreadWorkers, ThreadsAreKeptForTheNextRoundAndAddedWhenTooFew) {
   ThreadWorkers workers;
-  EXPECT_EQ(RunMeeting(workers, 4), 4);
+  const auto first = MeetingThreads(workers, 4);
+  EXPECT_EQ(first.size(), 4u);
+  EXPECT_EQ(MeetingThreads(workers, 4), first);  // the same threads, none made
   EXPECT_EQ(workers.threads(), 4u);
-  EXPECT_EQ(RunMeeting(workers, 4), 4);
-  EXPECT_EQ(workers.threads(), 4u);  // reused, none made
-  EXPECT_EQ(RunMeeting(workers, 9), 9);
-  EXPECT_EQ(workers.threads(), 9u);  // five more, so that all nine meet
-  EXPECT_EQ(RunMeeting(workers, 2), 2);
+  const auto more = MeetingThreads(workers, 9);
+  EXPECT_EQ(more.size(), 9u);  // five more, so that all nine meet
+  EXPECT_TRUE(std::includes(more.begin(), more.end(), first.begin(), first.end()));
+  EXPECT_EQ(workers.threads(), 9u);
+  const auto few = MeetingThreads(workers, 2);
+  EXPECT_TRUE(std::includes(more.begin(), more.end(), few.begin(), few.end()));
   EXPECT_EQ(workers.threads(), 9u);
 }
+
+// Counts its live copies; those on a worker's thread die slowly (the foreground's at once): a
+// JoinAll that returned before the bodies' captures were destroyed would still count some.
+class SlowToDie {
+ public:
+  explicit SlowToDie(std::atomic<int>* live)
+      : live_(live), foreground_(std::this_thread::get_id()) {
+    ++*live_;
+  }
+  SlowToDie(const SlowToDie& other) : live_(other.live_), foreground_(other.foreground_) {
+    ++*live_;
+  }
+  SlowToDie& operator=(const SlowToDie&) = delete;
+  ~SlowToDie() {
+    if (std::this_thread::get_id() != foreground_) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    --*live_;
+  }
+
+ private:
+  std::atomic<int>* live_;
+  std::thread::id foreground_;
+};
 
 TEST(ThreadWorkers, JoinAllWaitsForEveryBodyAndItsCaptures) {
   ThreadWorkers workers;
   workers.JoinAll();  // nothing started: returns at once
-  for (int round = 0; round < 50; ++round) {
-    std::atomic<int> done{0};
-    auto token = std::make_shared<int>(round);
-    for (int i = 0; i < 6; ++i) {
-      workers.Start([&done, token] {
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
-        ++done;
-      });
+  for (int round = 0; round < 10; ++round) {
+    std::atomic<int> done{0}, live{0};
+    {
+      const SlowToDie capture(&live);
+      for (int i = 0; i < 6; ++i) workers.Start([&done, capture] { ++done; });
     }
+    // The foreground's copies are gone; the bodies' die on their threads.
     workers.JoinAll();
     ASSERT_EQ(done.load(), 6);
-    // The bodies' copies of `token` were destroyed before JoinAll returned.
-    ASSERT_EQ(token.use_count(), 1);
+    ASSERT_EQ(live.load(), 0) << "round " << round;
   }
 }
 

@@ -12,20 +12,28 @@ void ThreadWorkers::Start(std::function<void()> body) {
   Worker* worker = nullptr;
   {
     std::lock_guard lock(mu_);
-    ++running_;
     if (!idle_.empty()) {
       worker = idle_.back();
       idle_.pop_back();
     } else {
-      workers_.push_back(std::make_unique<Worker>());
-      worker = workers_.back().get();
+      workers_.reserve(workers_.size() + 1);  // so that keeping the new worker cannot throw
     }
   }
-  // The worker is idle (waiting in acquire) or not started: nobody else touches its body.
-  worker->body = std::move(body);
-  if (!worker->thread.joinable()) {
-    worker->thread = std::thread([this, worker] { Loop(worker); });
+  if (worker == nullptr) {
+    // Starting a thread may fail (std::system_error at the process's thread limit): it is made
+    // before anything is counted, so a failure leaves the pool as it was.
+    auto fresh = std::make_unique<Worker>();
+    fresh->thread = std::thread([this, w = fresh.get()] { Loop(w); });
+    worker = fresh.get();
+    std::lock_guard lock(mu_);
+    workers_.push_back(std::move(fresh));
   }
+  {
+    std::lock_guard lock(mu_);
+    ++running_;
+  }
+  // The worker waits in acquire: nobody else touches its body.
+  worker->body = std::move(body);
   worker->go.release();
 }
 

@@ -29,7 +29,8 @@ class ThreadWorkers {
   ThreadWorkers& operator=(const ThreadWorkers&) = delete;
   ~ThreadWorkers();
 
-  // Runs `body` on a thread of its own: an idle worker's, or a new one.
+  // Runs `body` on a thread of its own: an idle worker's, or a new one. Throws what std::thread
+  // throws when no thread can be started (std::system_error), leaving the pool as it was.
   void Start(std::function<void()> body);
   // Waits for every started body to return.
   void JoinAll();
