@@ -304,7 +304,12 @@ TEST(DeepSeekPolicy, ShapesInTurnGiveWhatFirstCallsGive) {
                                      {58, 256, 320, 8, 8, 64},
                                      {3, 16, 24, 4, 2, 8},
                                      {94, 128, 144, 1, 1, 16},
-                                     {58, 256, 384, 8, 2, 128}};
+                                     {58, 256, 384, 8, 2, 128},
+                                     // Neighbours that differ in the GPUs only, then in the
+                                     // slots only (the calls go forwards, then backwards).
+                                     {58, 256, 288, 8, 4, 16},
+                                     {58, 256, 288, 8, 4, 32},
+                                     {58, 256, 320, 8, 4, 32}};
   std::vector<LoadMatrix> loads;
   std::vector<std::vector<int32_t>> first;
   for (const Shape& s : shapes) {
