@@ -26,6 +26,25 @@
 # a comma list of virtual, nccl, sanitizer, device-run, benchmark, validate.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# The steps, checked before anything is made: spaces dropped, every name known, at least one.
+all_steps=virtual,nccl,sanitizer,device-run,benchmark,validate
+steps=${CHECK_STEPS-$all_steps}
+steps=${steps//[[:space:]]/}
+chosen=0
+for step in ${steps//,/ }; do
+  case $step in
+    virtual | nccl | sanitizer | device-run | benchmark | validate) chosen=$((chosen + 1)) ;;
+    *)
+      echo "check.sh: CHECK_STEPS: unknown step '$step' (valid: ${all_steps//,/, })" >&2
+      exit 2
+      ;;
+  esac
+done
+if [ $chosen -eq 0 ]; then
+  echo "check.sh: CHECK_STEPS='${CHECK_STEPS-}' names no step (valid: ${all_steps//,/, })" >&2
+  exit 2
+fi
+wanted() { [[ ",$steps," == *",$1,"* ]]; }
 build=${BUILD_DIR:-build-device}
 out=${OUT:-out-check}
 budget=${CHECK_BUDGET_S:-360}
@@ -45,18 +64,6 @@ fail() {
   note "$1" "FAILED: $2"
 }
 left() { echo $((budget - (SECONDS - start))); }
-steps=${CHECK_STEPS:-virtual,nccl,sanitizer,device-run,benchmark,validate}
-for step in ${steps//,/ }; do
-  case $step in
-    virtual | nccl | sanitizer | device-run | benchmark | validate) ;;
-    *)
-      echo "check.sh: CHECK_STEPS: unknown step '$step' (valid: virtual, nccl, sanitizer," \
-        "device-run, benchmark, validate)" >&2
-      exit 2
-      ;;
-  esac
-done
-wanted() { [[ ",$steps," == *",$1,"* ]]; }
 # Runs a step under a timeout of at most its share and what is left; returns its exit code,
 # 124 on timeout, 125 when no time is left to start it.
 run_step() {  # seconds, log name, command...
@@ -158,6 +165,8 @@ else
   note "preflight: libraries and programs" "all found (NCCL: ${nccl_dir:-no wheel, the linked one})"
 fi
 
+[ "$steps" = "$all_steps" ] || note "steps (CHECK_STEPS)" "$steps only"
+
 if [ $preflight_ok -eq 0 ] && [ "${CHECK_AFTER_PREFLIGHT_FAILURE:-}" != run ]; then
   fail "GPU steps (tests, sanitizer, runs, benchmark, validate)" "not run: the preflight failed"
   finish
@@ -186,7 +195,7 @@ gpu_tests() {  # label, log name, seconds, gtest filter
 wanted virtual && gpu_tests "GPU tests, virtual ranks" virtual-tests 70 \
   'DeviceSizing.*:DeviceBackend.*-*Nccl*'
 wanted nccl && gpu_tests "GPU tests, NCCL (one rank per GPU)" nccl-tests 40 '*Nccl*'
-if [ "${gpus:-0}" -lt 2 ]; then
+if wanted nccl && [ "${gpus:-0}" -lt 2 ]; then
   note "  not testable with $gpus GPU" "multi-rank NCCL, real NVLink; MPI runs 1 process"
 fi
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
@@ -238,7 +247,16 @@ if wanted benchmark; then
   run_step 60 benchmark "$bench" --benchmark_counters_tabular=true \
     --benchmark_out="$logs/bench.json" --benchmark_out_format=json
   rc=$?
-  counter() { grep -Eo "\"$1\": [-0-9.e+]+" "$logs/bench.json" 2>/dev/null | head -1 | awk '{print $2}'; }
+  # A counter of one benchmark (the first whose name starts so), from the JSON, to 4 digits.
+  counter() {  # benchmark, counter
+    local py
+    py=$(command -v python3 || echo /usr/bin/python3)
+    "$py" -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+v = next((b[sys.argv[3]] for b in d.get("benchmarks", [])
+          if b["name"].startswith(sys.argv[2]) and sys.argv[3] in b), None)
+print("?" if v is None else f"{v:.4g}")' "$logs/bench.json" "$1" "$2" 2>/dev/null || echo "?"
+  }
   # Every benchmark gates: one that stopped (SkipWithError) still prints its name and exits 0, so
   # the JSON's error_occurred and the three names decide.
   stopped=$(grep -c '"error_occurred": true' "$logs/bench.json" 2>/dev/null)
@@ -251,14 +269,14 @@ if wanted benchmark; then
   elif [ $rc -eq 0 ]; then
     note "plain D2D copy, 8 GiB" "$(grep -E '^BM_PlainCopy/8192' "$logs/benchmark.log" | grep -Eo '[0-9.]+[GT]i?/s' | head -1)"
     note "layer migration, 32 virtual ranks" "$(grep -E '^BM_LayerMigration' "$logs/benchmark.log" | grep -Eo '[0-9.]+[GT]i?/s' | head -1)"
-    note "  / plain copy of as many bytes (goal ≥ 0.9)" "$(counter vs_plain_copy)"
+    note "  / plain copy of as many bytes (goal ≥ 0.9)" "$(counter BM_LayerMigration vs_plain_copy)"
     note "  ms in Start / rounds / commit; GPU span of the transfers" \
-      "$(counter start_ms) / $(counter staged_ms) / $(counter commit_ms); $(counter gpu_span_ms) (most rounds on a rank: $(counter rounds))"
+      "$(counter BM_LayerMigration start_ms) / $(counter BM_LayerMigration staged_ms) / $(counter BM_LayerMigration commit_ms); $(counter BM_LayerMigration gpu_span_ms) (most rounds on a rank: $(counter BM_LayerMigration rounds))"
     note "  the same copies, nothing between them / plain copy" \
-      "$(grep -E '^BM_MigrationCopies' "$logs/benchmark.log" | awk '{print $NF}')"
-    note "emulated step slowdown during migration" "$(counter slowdown)"
+      "$(counter BM_MigrationCopies vs_plain_copy)"
+    note "emulated step slowdown during migration" "$(counter BM_StepSlowdown slowdown)"
     note "  HBM read by the emulated steps, idle / during migration (GB/s)" \
-      "$(counter idle_read_GBps) / $(counter busy_read_GBps)"
+      "$(counter BM_StepSlowdown idle_read_GBps) / $(counter BM_StepSlowdown busy_read_GBps)"
   else
     fail "device benchmark" "exit $rc"
   fi

@@ -55,7 +55,7 @@ Result<double> TimePlainCopy(int device, size_t bytes, int repetitions);
 // Seconds of copies of `bytes_per_copy` device to device on `device`, copies_per_stream[s] of
 // them on stream s, all issued from this thread before the first wait, best of `repetitions`
 // after a warm-up: what a migration's copies reach with nothing between them (no rounds, no
-// host waits), the ceiling for the rearranger's.
+// host waits), the reference for the rearranger's.
 Result<double> TimeConcurrentCopies(int device, size_t bytes_per_copy,
                                     std::span<const int> copies_per_stream, int repetitions);
 

@@ -45,17 +45,30 @@ grep -q "check/virtual-tests.log" "$out/listing" || fail "the archive lacks the 
   fail "more than summary.txt and check.tar.gz in \$OUT"
 rm -f "$out/summary.txt" "$out/check.tar.gz"
 
-# CHECK_STEPS runs the steps it names and no other; a step it does not know is refused at once.
+# CHECK_STEPS runs the steps it names and no other, spaces or not; a step it does not know, or
+# no step at all, is refused before anything is made.
 OUT=$out BUILD_DIR=$build CHECK_BUDGET_S=240 CHECK_AFTER_PREFLIGHT_FAILURE=run \
-  CHECK_STEPS=nccl bash "$src/device/check.sh" >"$out/stdout" 2>&1
-grep -q "^GPU tests, NCCL" "$out/summary.txt" || fail "CHECK_STEPS=nccl did not run the NCCL tests"
-grep -Eq "^(GPU tests, virtual ranks|device benchmark|validate)" "$out/summary.txt" &&
-  fail "CHECK_STEPS=nccl ran other steps"
+  CHECK_STEPS="nccl, benchmark" bash "$src/device/check.sh" >"$out/stdout" 2>&1
+grep -q "^GPU tests, NCCL" "$out/summary.txt" || fail "CHECK_STEPS did not run the NCCL tests"
+grep -q "^device benchmark" "$out/summary.txt" || fail "CHECK_STEPS did not run the benchmark"
+grep -q "^steps (CHECK_STEPS) *nccl,benchmark only" "$out/summary.txt" ||
+  fail "the summary does not say which steps ran"
+grep -Eq "^(GPU tests, virtual ranks|compute-sanitizer|device run|validate)" "$out/summary.txt" &&
+  fail "CHECK_STEPS ran other steps"
 rm -f "$out/summary.txt" "$out/check.tar.gz"
-OUT=$out BUILD_DIR=$build CHECK_STEPS=virtual,benchmrk bash "$src/device/check.sh" \
+tmp=$out/tmp
+mkdir -p "$tmp"
+for bad in "virtual,benchmrk" "," ""; do
+  TMPDIR=$tmp OUT=$out BUILD_DIR=$build CHECK_STEPS=$bad bash "$src/device/check.sh" \
+    >"$out/stdout" 2>&1
+  rc=$?
+  [ $rc -eq 2 ] || fail "CHECK_STEPS='$bad' exited $rc, not 2"
+  [ -e "$out/summary.txt" ] && fail "a refused CHECK_STEPS='$bad' still ran the check"
+  [ -z "$(ls -A "$tmp")" ] || fail "a refused CHECK_STEPS='$bad' left files in \$TMPDIR"
+done
+grep -q "names no step" "$out/stdout" || fail "an empty CHECK_STEPS is not named as such"
+TMPDIR=$tmp OUT=$out BUILD_DIR=$build CHECK_STEPS=virtual,benchmrk bash "$src/device/check.sh" \
   >"$out/stdout" 2>&1
-rc=$?
-[ $rc -eq 2 ] || fail "an unknown step in CHECK_STEPS exited $rc, not 2"
 grep -q "unknown step 'benchmrk'" "$out/stdout" || fail "the unknown step is not named"
-[ -e "$out/summary.txt" ] && fail "a refused CHECK_STEPS still ran the check"
+rmdir "$tmp"
 echo "ok: the check stops after a failed preflight, and fails without a GPU when forced on"

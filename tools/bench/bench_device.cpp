@@ -7,7 +7,7 @@
 //                       rearranger: bytes_per_second counts the bytes of the plan's transfers and
 //                       local copies; vs_plain_copy = that / a plain copy of as many bytes
 //                       measured in the same run (goal ≥ 0.9); and where its time goes
-//   BM_MigrationCopies  the same layer's copies with nothing between them: its ceiling
+//   BM_MigrationCopies  the same layer's copies with nothing between them: its reference
 //   BM_StepSlowdown     emulated 1 ms inference steps while a 4-layer migration runs, against
 //                       the same steps on an idle GPU: slowdown = mean step time with / without;
 //                       idle_read_GBps and busy_read_GBps = the weights a step reads (every slot
@@ -79,8 +79,8 @@ BENCHMARK(BM_PlainCopy)->Arg(1024)->Arg(8192)->UseManualTime()->Unit(benchmark::
 
 // One layer's migration through the rearranger, and where its time goes (host clock, ms, means
 // over the iterations):
-//   start_ms     Rearranger::Start: planning, the backend's BeginRearrangement (one anchor
-//                event per rank), the workers' start
+//   start_ms     Rearranger::Start: planning, the backend's BeginRearrangement (a stream sync
+//                per rank, one anchor event per GPU), the workers' start
 //   staged_ms    from Start's return to the layer staged on every rank (the rounds)
 //   commit_ms    from staged to the commit done and every stream drained
 //   gpu_span_ms  from the first transfer's start to the last one's end on the GPU (events):
@@ -108,10 +108,12 @@ void BM_LayerMigration(benchmark::State& state) {
   for (auto _ : state) {
     state.PauseTiming();
     if (!device.Fill(old_p).ok()) return state.SkipWithError("fill failed");
-    Rearranger rearranger(device, topo, RearrangerOptions{});
+    // Declared before the rearranger, whose destructor cancels and waits for the workers that
+    // write them, so that they outlive it on an early return.
     double staged_at = 0;
-    rearranger.on_layer_staged.Connect([&](const LayerEvent& e) { staged_at = e.time_s; });
     std::map<std::pair<int, int>, int> rounds_of;  // (rank, lane) -> rounds run
+    Rearranger rearranger(device, topo, RearrangerOptions{});
+    rearranger.on_layer_staged.Connect([&](const LayerEvent& e) { staged_at = e.time_s; });
     rearranger.on_round.Connect([&](const RoundEvent& e) {
       std::lock_guard lock(mu);
       rounds = std::max(rounds, ++rounds_of[{e.rank, static_cast<int>(e.link)}]);
@@ -156,8 +158,9 @@ void BM_LayerMigration(benchmark::State& state) {
 BENCHMARK(BM_LayerMigration)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(5);
 
 // The same layer's copies with nothing between them: each rank's receives and local copies on
-// a stream of its own, all issued before the first wait (TimeConcurrentCopies), the ceiling for
-// BM_LayerMigration; vs_plain_copy as there.
+// a stream of its own, all issued before the first wait (TimeConcurrentCopies): what the copies
+// reach without rounds or host waits, the reference for BM_LayerMigration (not a strict bound:
+// the rearranger spreads a rank's copies over three streams); vs_plain_copy as there.
 void BM_MigrationCopies(benchmark::State& state) {
   if (!HaveGpu(state)) return;
   const Topology topo = MakeTopology(kExpertBytes);
