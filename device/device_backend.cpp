@@ -535,7 +535,13 @@ Status DeviceBackend::BeginRearrangement() {
     local = [&]() -> Status {
       RankState& s = *ranks_[r];
       EPLB_CUDA(cudaSetDevice(s.device), at);
-      EPLB_CUDA(cudaStreamSynchronize(s.local), at);
+      // Usually idle by now: a query answers at once, where a blocking-sync wait costs a call
+      // into the driver per rank even on an idle stream.
+      if (const cudaError_t idle = cudaStreamQuery(s.local); idle == cudaErrorNotReady) {
+        EPLB_CUDA(cudaStreamSynchronize(s.local), at);
+      } else if (idle != cudaSuccess) {
+        return CudaStatus(idle, "cudaStreamQuery", at);
+      }
       if (clock_of_device != nullptr && clock_of_device->device == s.device) {
         // Events of one GPU share its clock: one anchor serves all its ranks, and 32 virtual
         // ranks do not wait for 32 anchors before their first transfer.
