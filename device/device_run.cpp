@@ -214,9 +214,11 @@ Result<double> TimeConcurrentCopies(int device, size_t bytes_per_copy,
   for (int n : copies_per_stream) copies += n;
   std::vector<cudaStream_t> streams(copies_per_stream.size(), nullptr);
   void *a = nullptr, *b = nullptr;
-  // Each copy has a destination of its own, as each staged slot has; the sources may repeat.
-  cudaError_t e = cudaMalloc(&a, bytes_per_copy);
-  if (e == cudaSuccess) e = cudaMalloc(&b, bytes_per_copy * static_cast<size_t>(copies));
+  // Each copy has a source and a destination of its own, as each transfer reads its own live
+  // slot into its own staged one: one shared source (44 MB) would be read from the L2 cache.
+  const size_t bytes = bytes_per_copy * static_cast<size_t>(copies);
+  cudaError_t e = cudaMalloc(&a, bytes);
+  if (e == cudaSuccess) e = cudaMalloc(&b, bytes);
   for (size_t i = 0; e == cudaSuccess && i < streams.size(); ++i) {
     e = cudaStreamCreateWithFlags(&streams[i], cudaStreamNonBlocking);
   }
@@ -226,7 +228,8 @@ Result<double> TimeConcurrentCopies(int device, size_t bytes_per_copy,
     size_t next = 0;
     for (size_t s = 0; e == cudaSuccess && s < streams.size(); ++s) {
       for (int i = 0; e == cudaSuccess && i < copies_per_stream[s]; ++i, ++next) {
-        e = cudaMemcpyAsync(static_cast<char*>(b) + next * bytes_per_copy, a, bytes_per_copy,
+        e = cudaMemcpyAsync(static_cast<char*>(b) + next * bytes_per_copy,
+                            static_cast<const char*>(a) + next * bytes_per_copy, bytes_per_copy,
                             cudaMemcpyDeviceToDevice, streams[s]);
       }
     }
@@ -241,7 +244,9 @@ Result<double> TimeConcurrentCopies(int device, size_t bytes_per_copy,
   if (b) cudaFree(b);
   if (a) cudaFree(a);
   if (e != cudaSuccess) {
-    return CudaStatus(e, "cudaMalloc / cudaStreamCreateWithFlags / cudaMemcpyAsync",
+    return CudaStatus(e,
+                      "cudaMalloc / cudaStreamCreateWithFlags / cudaMemcpyAsync / "
+                      "cudaStreamSynchronize",
                       fmt::format("{} concurrent copies of {} bytes: ", copies, bytes_per_copy));
   }
   return best;

@@ -15,6 +15,7 @@ void ThreadWorkers::Start(std::function<void()> body) {
     if (!idle_.empty()) {
       worker = idle_.back();
       idle_.pop_back();
+      ++running_;
     } else {
       workers_.reserve(workers_.size() + 1);  // so that keeping the new worker cannot throw
     }
@@ -27,9 +28,6 @@ void ThreadWorkers::Start(std::function<void()> body) {
     worker = fresh.get();
     std::lock_guard lock(mu_);
     workers_.push_back(std::move(fresh));
-  }
-  {
-    std::lock_guard lock(mu_);
     ++running_;
   }
   // The worker waits in acquire: nobody else touches its body.
