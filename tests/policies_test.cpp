@@ -3,7 +3,6 @@
 #include "eplb/policy/policies.h"
 
 #include <algorithm>
-#include <functional>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -210,26 +209,6 @@ TEST(Policies, IncrementalNeverMovesMoreThanItsBound) {
   }
 }
 
-// The balance optimum of a small layer by brute force: every row with each expert present.
-double BruteForceOptimum(const LoadMatrix& load, const Topology& topo) {
-  const int slots = topo.num_slots(), experts = static_cast<int>(load.cols());
-  std::vector<int32_t> row(static_cast<size_t>(slots), 0);
-  double best = 1e300;
-  std::function<void(int)> go = [&](int s) {
-    if (s == slots) {
-      auto p = Placement::Create(experts, slots, row);
-      if (p.ok()) best = std::min(best, MaxGpuLoad(load, *p, topo, 0));
-      return;
-    }
-    for (int e = 0; e < experts; ++e) {
-      row[s] = e;
-      go(s + 1);
-    }
-  };
-  go(0);
-  return best;
-}
-
 TEST(Policies, MigrationAwareWithZeroWeightIsTheBalanceOptimumOnSmallCases) {
   std::mt19937_64 rng(3);
   for (int trial = 0; trial < 40; ++trial) {
@@ -243,7 +222,10 @@ TEST(Policies, MigrationAwareWithZeroWeightIsTheBalanceOptimumOnSmallCases) {
     input.migration.weight = 0;
     auto p = policy.Rebalance(input);
     ASSERT_TRUE(p.ok());
-    EXPECT_NEAR(MaxGpuLoad(load, *p, topo, 0), BruteForceOptimum(load, topo), 1e-9)
+    const std::vector<double> row(load.data(), load.data() + experts);
+    EXPECT_NEAR(MaxGpuLoad(load, *p, topo, 0),
+                testing::BalanceOptimumByEnumeration(row, topo.num_ranks(), topo.slots_per_gpu()),
+                1e-9)
         << "trial " << trial;
   }
 }

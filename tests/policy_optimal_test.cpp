@@ -10,6 +10,7 @@
 #include "eplb/policy/balance_bound.h"
 #include "eplb/policy/optimal.h"
 #include "eplb/policy/policy.h"
+#include "test_util.h"
 
 namespace eplb {
 namespace {
@@ -30,28 +31,6 @@ std::vector<double> GpuLoads(std::span<const double> load, std::span<const int32
 
 double MaxOf(const std::vector<double>& v) {
   return *std::max_element(v.begin(), v.end());
-}
-
-// Every row in which each expert appears: the optimum by enumeration.
-double BruteForce(std::span<const double> load, int gpus, int per_gpu) {
-  const int experts = static_cast<int>(load.size()), slots = gpus * per_gpu;
-  std::vector<int32_t> row(static_cast<size_t>(slots));
-  double best = std::numeric_limits<double>::infinity();
-  std::function<void(int)> fill = [&](int s) {
-    if (s == slots) {
-      std::vector<bool> seen(static_cast<size_t>(experts), false);
-      for (int32_t e : row) seen[static_cast<size_t>(e)] = true;
-      if (std::all_of(seen.begin(), seen.end(), [](bool b) { return b; }))
-        best = std::min(best, MaxOf(GpuLoads(load, row, per_gpu)));
-      return;
-    }
-    for (int e = 0; e < experts; ++e) {
-      row[static_cast<size_t>(s)] = e;
-      fill(s + 1);
-    }
-  };
-  fill(0);
-  return best;
 }
 
 std::vector<double> RandomRow(std::mt19937_64& rng, int experts, int mode) {
@@ -78,7 +57,7 @@ TEST(OptimalLayer, EqualsBruteForceOnTinyLayers) {
     const LayerOptimum o = OptimalLayer(load, topo);
     ASSERT_TRUE(o.proven);
     ++proven;
-    const double exact = BruteForce(load, gpus, per_gpu);
+    const double exact = testing::BalanceOptimumByEnumeration(load, gpus, per_gpu);
     EXPECT_NEAR(o.max_gpu_load, exact, 1e-9 * std::max(1.0, exact)) << "trial " << trial;
     // The placement returned is whole and has the cost reported.
     ASSERT_EQ(o.phy2log.size(), static_cast<size_t>(gpus * per_gpu));

@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <span>
 #include <vector>
 
 #include "eplb/model/load.h"
@@ -122,6 +124,44 @@ inline Topology MakeTopology(int nodes, int gpus_per_node, int slots_per_gpu,
   c.slots_per_gpu = slots_per_gpu;
   c.expert_bytes = expert_bytes;
   return *Topology::Create(c);
+}
+
+// The least load the busiest GPU can carry: `load` (one layer) on `gpus` GPUs of
+// `slots_per_gpu` slots, every expert given a slot and its load split evenly over its replicas.
+// Found by trying every placement up to the order of slots within a GPU, which changes no GPU's
+// load: each GPU's slots hold a non-decreasing run of experts. With 4 experts in 3 × 3 slots
+// that is 20³ placements where every slot order gives 4⁹. For layers small enough to enumerate.
+inline double BalanceOptimumByEnumeration(std::span<const double> load, int gpus,
+                                          int slots_per_gpu) {
+  const int experts = static_cast<int>(load.size()), slots = gpus * slots_per_gpu;
+  std::vector<int32_t> row(static_cast<size_t>(slots));
+  std::vector<int> count(static_cast<size_t>(experts));
+  double best = std::numeric_limits<double>::infinity();
+  const auto try_slot = [&](const auto& self, int s) -> void {
+    if (s == slots) {
+      std::fill(count.begin(), count.end(), 0);
+      for (const int32_t e : row) ++count[static_cast<size_t>(e)];
+      if (std::find(count.begin(), count.end(), 0) != count.end()) return;
+      double busiest = 0;
+      for (int g = 0; g < gpus; ++g) {
+        double gpu = 0;
+        for (int k = 0; k < slots_per_gpu; ++k) {
+          const auto e = static_cast<size_t>(row[static_cast<size_t>(g * slots_per_gpu + k)]);
+          gpu += load[e] / count[e];
+        }
+        busiest = std::max(busiest, gpu);
+      }
+      best = std::min(best, busiest);
+      return;
+    }
+    const int first = s % slots_per_gpu == 0 ? 0 : row[static_cast<size_t>(s - 1)];
+    for (int e = first; e < experts; ++e) {
+      row[static_cast<size_t>(s)] = e;
+      self(self, s + 1);
+    }
+  };
+  try_slot(try_slot, 0);
+  return best;
 }
 
 }  // namespace eplb::testing
