@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 
 #include "eplb/formats/load_file.h"
+#include "eplb/io/rebalance.h"
 #include "eplb/migrate/schedule.h"
 #include "eplb/migrate/transfer_plan.h"
 #include "eplb/model/load.h"
@@ -55,19 +56,15 @@ T Take(Result<T> result) {
   return std::move(result).value();
 }
 
-// The window the policy sees and, for a [steps, layers, experts] load, the steps cut into at
-// most `max_chunks` consecutive chunks, as the simulator's EPLB loop cuts its window.
-struct WindowInput {
-  LoadMatrix window;
-  std::vector<LoadMatrix> chunks;
-};
-
-WindowInput ReadLoad(const LoadArray& load, int max_chunks) {
-  WindowInput in;
+// A [layers, experts] load as one step, or a [steps, layers, experts] load step by step, each
+// step checked as the CLI's readers check it (a negative count hides in a sum).
+LoadSeries SeriesOf(const LoadArray& load) {
+  LoadSeries series;
   if (load.ndim() == 2) {
-    in.window = Eigen::Map<const LoadMatrix>(load.data(), load.shape(0), load.shape(1));
-    if (Status s = ValidateLoad(in.window); !s.ok()) Raise(s);
-    return in;
+    series.steps.emplace_back(
+        Eigen::Map<const LoadMatrix>(load.data(), load.shape(0), load.shape(1)));
+    if (Status s = ValidateLoad(series.steps[0]); !s.ok()) Raise(s);
+    return series;
   }
   if (load.ndim() != 3) {
     throw py::value_error(fmt::format(
@@ -77,22 +74,14 @@ WindowInput ReadLoad(const LoadArray& load, int max_chunks) {
   const int64_t steps = load.shape(0);
   const Eigen::Index layers = load.shape(1), experts = load.shape(2);
   if (steps < 1) throw py::value_error("load has no steps: its first dimension is 0");
-  const int64_t per_chunk = std::max<int64_t>(1, (steps + max_chunks - 1) / max_chunks);
   const size_t cells = static_cast<size_t>(layers * experts);
-  in.window = LoadMatrix::Zero(layers, experts);
-  for (int64_t first = 0; first < steps; first += per_chunk) {
-    LoadMatrix chunk = LoadMatrix::Zero(layers, experts);
-    for (int64_t t = first; t < std::min(steps, first + per_chunk); ++t) {
-      const Eigen::Map<const LoadMatrix> step(load.data() + t * cells, layers, experts);
-      // Each step as the CLI's readers check it: a negative count hides in a sum.
-      if (Status s = ValidateLoad(step); !s.ok())
-        Raise(s.WithContext(fmt::format("load[{}]: ", t)));
-      chunk += step;
-    }
-    in.window += chunk;
-    in.chunks.push_back(std::move(chunk));
+  for (int64_t t = 0; t < steps; ++t) {
+    series.steps.emplace_back(
+        Eigen::Map<const LoadMatrix>(load.data() + t * cells, layers, experts));
+    if (Status s = ValidateLoad(series.steps.back()); !s.ok())
+      Raise(s.WithContext(fmt::format("load[{}]: ", t)));
   }
-  return in;
+  return series;
 }
 
 // The topology of `num_slots` slots over `num_gpus` GPUs on `num_nodes` nodes, checked as every
@@ -199,45 +188,30 @@ py::array_t<double> ToArray(const LoadMatrix& m) {
   return out;
 }
 
-MigrationCost ReadMigrationCost(const py::dict& options) {
-  MigrationCost cost;
-  for (const auto& [key, value] : options) {
-    const Status set =
-        SetPolicyOption(key.cast<std::string>(), py::str(value).cast<std::string>(), cost);
-    if (!set.ok()) throw py::value_error(set.message());
-  }
-  return cost;
-}
-
 // A policy run that owns everything it reads, so that it may outlive the call that started it.
 struct PolicyJob {
-  PolicyJob(WindowInput window, Topology cluster)
-      : in(std::move(window)), topology(std::move(cluster)) {}
-  WindowInput in;
+  PolicyJob(std::string name, LoadSeries series, Topology cluster)
+      : policy(std::move(name)), load(std::move(series)), topology(std::move(cluster)) {}
+  std::string policy;
+  LoadSeries load;
   Topology topology;
   std::optional<Placement> current;
-  std::vector<int> lost_ranks;
-  MigrationCost migration;
-  int num_groups = 1;
-  std::unique_ptr<Policy> policy;
+  RebalanceOptions options;  // options.current points at `current`
   std::mutex mu;
   std::condition_variable cv;
-  std::optional<Result<Placement>> result;  // set once, under mu
+  std::optional<Result<Rebalanced>> result;  // set once, under mu
 };
 
 // Runs the job on a thread of its own while this one waits without the GIL and checks Python's
 // signals every 50 ms, so that Ctrl-C raises KeyboardInterrupt at once instead of when a long
 // policy returns. Policies cannot stop midway: an interrupted one finishes on its thread and its
 // result is dropped (the job owns what it reads, so the caller's arrays may go).
-Result<Placement> RunInterruptibly(const std::shared_ptr<PolicyJob>& job) {
+Result<Rebalanced> RunInterruptibly(const std::shared_ptr<PolicyJob>& job) {
   std::thread([job] {
-    PolicyInput input{job->in.window, job->topology, job->current ? &*job->current : nullptr,
-                      job->num_groups, job->in.chunks};
-    input.migration = job->migration;
-    input.lost_ranks = job->lost_ranks;
-    Result<Placement> placement = job->policy->Rebalance(input);
+    Result<Rebalanced> done =
+        RebalanceRecordedLoad(job->policy, job->load, job->topology, job->options);
     std::lock_guard lock(job->mu);
-    job->result = std::move(placement);
+    job->result = std::move(done);
     job->cv.notify_all();
   }).detach();
   for (;;) {
@@ -259,21 +233,19 @@ py::array_t<int64_t> Rebalance(const LoadArray& load, int64_t num_replicas, int 
                                int num_nodes, int num_groups, const std::string& policy_name,
                                const std::optional<IndexArray>& current, int max_chunks,
                                const py::dict& options, std::vector<int> lost_ranks) {
-  WindowInput in = ReadLoad(load, std::max(1, max_chunks));
+  LoadSeries series = SeriesOf(load);
   const Topology topology = MakeTopology(num_replicas, num_gpus, num_nodes);
-  std::optional<Placement> old;
-  if (current) old = ReadPlacement(*current, static_cast<int>(in.window.cols()), "current");
-  auto job = std::make_shared<PolicyJob>(std::move(in), topology);
-  job->policy = Take(MakePolicy(policy_name));
-  job->current = std::move(old);
-  job->num_groups = std::max(1, num_groups);
-  job->migration = ReadMigrationCost(options);
-  std::sort(lost_ranks.begin(), lost_ranks.end());
-  job->lost_ranks = std::move(lost_ranks);
-  if (!job->in.chunks.empty() && !options.contains("window_steps")) {
-    job->migration.window_steps = static_cast<double>(load.shape(0));
+  auto job = std::make_shared<PolicyJob>(policy_name, std::move(series), topology);
+  if (current) job->current = ReadPlacement(*current, job->load.experts(), "current");
+  job->options.current = job->current ? &*job->current : nullptr;
+  job->options.num_groups = std::max(1, num_groups);  // engines pass 0 for none
+  job->options.max_chunks = std::max(1, max_chunks);
+  job->options.lost_ranks = std::move(lost_ranks);
+  for (const auto& [key, value] : options) {
+    job->options.policy_options.emplace_back(key.cast<std::string>(),
+                                             py::str(value).cast<std::string>());
   }
-  return ToArray(Take(RunInterruptibly(job)));
+  return ToArray(Take(RunInterruptibly(job)).placement);
 }
 
 py::dict Plan(const IndexArray& old_phy2log, const IndexArray& new_phy2log, int num_gpus,
@@ -362,14 +334,14 @@ py::dict Plan(const IndexArray& old_phy2log, const IndexArray& new_phy2log, int 
 }
 
 py::array_t<double> GpuLoadsOf(const LoadArray& load, const IndexArray& phy2log, int num_gpus) {
-  const WindowInput in = ReadLoad(load, 1);
-  const Placement placement = ReadPlacement(phy2log, static_cast<int>(in.window.cols()), "phy2log");
-  if (placement.num_layers() != in.window.rows()) {
+  const LoadMatrix window = SeriesOf(load).Total();
+  const Placement placement = ReadPlacement(phy2log, static_cast<int>(window.cols()), "phy2log");
+  if (placement.num_layers() != window.rows()) {
     throw py::value_error(fmt::format("phy2log has {} layers but the load has {}",
-                                      placement.num_layers(), in.window.rows()));
+                                      placement.num_layers(), window.rows()));
   }
   const Topology topology = MakeTopology(placement.num_slots(), num_gpus, 1);
-  return ToArray(GpuLoads(in.window, placement, topology));
+  return ToArray(GpuLoads(window, placement, topology));
 }
 
 }  // namespace
@@ -470,8 +442,8 @@ PYBIND11_MODULE(_eplb, m) {
   m.def(
       "balancedness_bound",
       [](const LoadArray& load, int64_t num_replicas, int num_gpus) {
-        const WindowInput in = ReadLoad(load, 1);
-        return eplb::BalancednessUpperBound(in.window, MakeTopology(num_replicas, num_gpus, 1));
+        return eplb::BalancednessUpperBound(SeriesOf(load).Total(),
+                                            MakeTopology(num_replicas, num_gpus, 1));
       },
       py::arg("load"), py::arg("num_replicas"), py::arg("num_gpus"),
       "An upper bound on the balancedness any placement of `load` can reach.");

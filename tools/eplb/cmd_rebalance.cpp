@@ -1,6 +1,5 @@
 // eplb rebalance: run a policy on a load matrix and print the placement it chooses.
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -16,6 +15,7 @@
 #include "eplb/formats/load_file.h"
 #include "eplb/formats/placement_file.h"
 #include "eplb/io/placement_files.h"
+#include "eplb/io/rebalance.h"
 #include "eplb/model/metrics.h"
 #include "eplb/policy/policy.h"
 
@@ -94,22 +94,14 @@ Status RunRebalance(const RebalanceArgs& args) {
   options.physical_map = physical_map ? &*physical_map : nullptr;
   auto series = ReadLoadSeries(args.load_path, options);
   if (!series.ok()) return series.status();
-  const LoadMatrix total = series->Total();
-  const LoadMatrix* load = &total;
-  // A recording over time reaches the policies as the EPLB loop hands them its window: the
-  // sum, and up to 16 chunks for those that look at time.
-  const std::vector<LoadMatrix> chunks =
-      series->steps.size() > 1 ? series->Chunks(16) : std::vector<LoadMatrix>{};
   auto topology = Topology::FromReplicas(args.replicas, std::max(1, args.nodes), args.gpus);
   if (!topology.ok()) return topology.status();
   std::optional<Placement> current;
   if (!args.current_path.empty()) {
-    auto read = ReadAnyPlacementFile(args.current_path, static_cast<int>(load->cols()));
+    auto read = ReadAnyPlacementFile(args.current_path, series->experts());
     if (!read.ok()) return read.status();
     current = std::move(read).value();
   }
-  auto policy = MakePolicy(args.policy);
-  if (!policy.ok()) return policy.status();
   if (args.format == "trtllm" && !args.lost_ranks.empty()) {
     // Each format must read back as written, and TensorRT-LLM's file lists an expert in every
     // slot.
@@ -118,28 +110,25 @@ Status RunRebalance(const RebalanceArgs& args) {
         "initial_global_assignments has no empty slot; use json, vllm or "
         "sglang");
   }
-
-  PolicyInput input{*load, *topology, current ? &*current : nullptr, args.groups, chunks};
-  input.migration.window_steps = static_cast<double>(series->steps.size());
-  std::vector<int> lost = args.lost_ranks;
-  std::sort(lost.begin(), lost.end());
-  input.lost_ranks = lost;
+  RebalanceOptions run;
+  run.current = current ? &*current : nullptr;
+  run.num_groups = args.groups;
+  run.lost_ranks = args.lost_ranks;
   for (const std::string& option : args.options) {
     const size_t eq = option.find('=');
-    const Status set =
-        eq == std::string::npos
-            ? Status::InvalidArgument(fmt::format(
-                  "--option is '{}'; expected NAME=VALUE (eplb policies lists them)", option))
-            : SetPolicyOption(option.substr(0, eq), option.substr(eq + 1), input.migration);
-    if (!set.ok()) return set.WithContext("--option: ");
+    if (eq == std::string::npos) {
+      return Status::InvalidArgument(
+          fmt::format("--option is '{}'; expected NAME=VALUE (eplb policies lists them)", option));
+    }
+    run.policy_options.emplace_back(option.substr(0, eq), option.substr(eq + 1));
   }
-  const auto start = std::chrono::steady_clock::now();
-  auto placement = (*policy)->Rebalance(input);
-  const double elapsed_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  if (!placement.ok()) {
-    return placement.status().WithContext("policy " + args.policy + ": ");
-  }
+  auto rebalanced = RebalanceRecordedLoad(args.policy, *series, *topology, run);
+  if (!rebalanced.ok()) return rebalanced.status();
+  const LoadMatrix* load = &rebalanced->window;
+  const Placement* placement = &rebalanced->placement;
+  const double elapsed_ms = rebalanced->policy_ms;
+  std::vector<int> lost = args.lost_ranks;
+  std::sort(lost.begin(), lost.end());
 
   const LoadMatrix gpu_loads = GpuLoads(*load, *placement, *topology);
   if (args.format == "sglang" || args.format == "vllm" || args.format == "trtllm") {
