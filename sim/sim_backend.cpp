@@ -160,7 +160,7 @@ void SimBackend::LoseRank(int rank) {
   for (auto& [pid, courier] : couriers_) courier->AbortIfInvolves(platform_.host(rank));
 }
 
-Status SimBackend::BeginRearrangement() {
+Status SimBackend::EndRearrangement() {
   aborted_ = false;
   return Status::Ok();
 }

@@ -48,9 +48,9 @@ class SimBackend final : public RearrangementBackend {
   // is every later flow that names it.
   void LoseRank(int rank) override;
   // Cancels every worker's flows in flight (a communicator abort), and any a worker would start
-  // until the next rearrangement begins.
+  // until the rearrangement ends (EndRearrangement).
   void AbortTransfers() override;
-  Status BeginRearrangement() override;
+  Status EndRearrangement() override;
   void SetLinkSlowdown(int rank, LinkClass link, double factor) override {
     platform_.SetLinkSlowdown(rank, link, factor);
   }
@@ -68,7 +68,7 @@ class SimBackend final : public RearrangementBackend {
   std::unordered_map<aid_t, Courier*> couriers_;
   std::unordered_map<aid_t, std::unique_ptr<Courier>> own_couriers_;
   LostRanks lost_;        // LoseRank
-  bool aborted_ = false;  // since the last AbortTransfers, until BeginRearrangement
+  bool aborted_ = false;  // since the last AbortTransfers, until EndRearrangement
 };
 
 class SimStepRunner final : public StepRunner {

@@ -296,6 +296,7 @@ TEST(DeviceBackend, NcclRoundsToSelfAndAnAbortedCommunicatorIsReplaced) {
   device.AbortTransfers();
   go = true;
   device.JoinWorkers();
+  ASSERT_TRUE(device.EndRearrangement().ok());  // as the rearranger ends a cancelled one
   EXPECT_EQ(cancelled.code(), Status::Code::kCancelled) << cancelled.message();
   EXPECT_EQ(reported, 0);
   // The next rearrangement replaces the aborted communicator, and its rounds work. Its

@@ -25,6 +25,7 @@ class ForwardingBackend : public RearrangementBackend {
     inner_.StartWorker(rank, std::move(body));
   }
   void JoinWorkers() override { inner_.JoinWorkers(); }
+  Status EndRearrangement() override { return inner_.EndRearrangement(); }
   void AbortTransfers() override { inner_.AbortTransfers(); }
   int staging_buffers() const override { return inner_.staging_buffers(); }
   void SetLinkSlowdown(int rank, LinkClass link, double factor) override {

@@ -69,11 +69,13 @@ class ProcessBackend final : public ForwardingBackend {
   Status BeginRearrangement() override {
     EXPECT_TRUE(workers_.empty()) << "a worker started before the rearrangement began";
     ++begins_;
-    {
-      std::lock_guard lock(mu_);
-      aborted_ = false;
-    }
     return gate_.Agree(1) == 1 ? Status::Ok() : Status::Unavailable("begin");
+  }
+  Status EndRearrangement() override {
+    EXPECT_TRUE(workers_.empty()) << "the rearrangement ended before its workers were joined";
+    std::lock_guard lock(mu_);
+    aborted_ = false;
+    return Status::Ok();
   }
   int begins() const { return begins_; }
   // This process's workers only: each process joins its own.

@@ -9,7 +9,9 @@
 #include <mutex>
 #include <numeric>
 #include <random>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -383,6 +385,99 @@ TEST(Rearranger, AWorkerErrorStopsTheRearrangementAndIsReportedOnce) {
   EXPECT_NE(error.message().find("rank "), std::string::npos) << error.message();
   EXPECT_TRUE(EachLayerIsOneOf(rearranger.placement(), old_p, new_p));
   EXPECT_TRUE(host.Verify(rearranger.placement()).ok());
+}
+
+// Records the lifecycle calls in order, and how many workers run when the rearrangement ends.
+class LifecycleBackend final : public testing::ForwardingBackend {
+ public:
+  explicit LifecycleBackend(HostBackend& inner) : ForwardingBackend(inner) {}
+  Status BeginRearrangement() override {
+    calls.push_back("begin");
+    return ForwardingBackend::BeginRearrangement();
+  }
+  void StartWorker(int rank, std::function<void()> body) override {
+    if (calls.back() != "start") calls.push_back("start");
+    ++running_;
+    ForwardingBackend::StartWorker(rank, [this, body = std::move(body)] {
+      body();
+      --running_;
+    });
+  }
+  void AbortTransfers() override {
+    calls.push_back("abort");
+    ForwardingBackend::AbortTransfers();
+  }
+  void JoinWorkers() override {
+    calls.push_back("join");
+    ForwardingBackend::JoinWorkers();
+  }
+  Status EndRearrangement() override {
+    calls.push_back("end");
+    running_at_end = running_.load();
+    return end_error;
+  }
+  Status ExecuteRound(const StagingTarget& t, const Round& r,
+                      std::span<const Transfer> tr) override {
+    if (fail_rounds) return Status::IoError("peer unreachable");
+    return ForwardingBackend::ExecuteRound(t, r, tr);
+  }
+
+  std::vector<std::string> calls;
+  int running_at_end = -1;
+  Status end_error;
+  bool fail_rounds = false;
+
+ private:
+  std::atomic<int> running_{0};
+};
+
+// Begin before the first worker, End after the last is joined: once each per rearrangement,
+// however it ends; an End that fails is reported by the boundary that ended the rearrangement.
+TEST(Rearranger, EveryRearrangementBeginsAndEndsOnceAroundItsWorkers) {
+  std::mt19937_64 rng(12);
+  const Topology topo = MakeTopology(2, 2, 3);
+  const Placement old_p = RandomPlacement(rng, 4, topo.num_slots(), 10);
+  const Placement new_p = RandomPlacement(rng, 4, topo.num_slots(), 10);
+  const Placement next_p = RandomPlacement(rng, 4, topo.num_slots(), 10);
+  const std::vector<std::string> whole{"begin", "start", "join", "end"};
+  const std::vector<std::string> stopped{"begin", "start", "abort", "join", "end"};
+  for (int how = 0; how < 4; ++how) {  // committed, cancelled, failed, failing to end
+    HostBackend host(topo, 4, 1, kExpertBytes);
+    host.Fill(old_p);
+    LifecycleBackend backend(host);
+    backend.fail_rounds = how == 2;
+    if (how == 3) backend.end_error = Status::IoError("could not release the buffers");
+    Rearranger rearranger(backend, topo,
+                          Options(1, 1, false, SenderRule::kLocal, ScheduleStrategy::kBest));
+    // Nothing to move: nothing begins.
+    ASSERT_TRUE(rearranger.Start(old_p, old_p).ok());
+    EXPECT_TRUE(backend.calls.empty());
+    ASSERT_TRUE(rearranger.Start(old_p, new_p).ok()) << "case " << how;
+    Status error;
+    if (how == 1) {
+      rearranger.Cancel();
+    } else {
+      auto committed = rearranger.CommitAll();
+      if (!committed.ok()) error = committed.status();
+    }
+    EXPECT_FALSE(rearranger.in_progress());
+    EXPECT_EQ(backend.calls, how == 0 || how == 3 ? whole : stopped) << "case " << how;
+    EXPECT_EQ(backend.running_at_end, 0) << "case " << how;
+    const std::string expected = how == 2   ? "peer unreachable"
+                                 : how == 3 ? "could not release the buffers"
+                                            : "";
+    EXPECT_EQ(error.ok(), expected.empty()) << "case " << how << ": " << error.message();
+    EXPECT_NE(error.message().find(expected), std::string::npos) << error.message();
+    // A second rearrangement after any ending runs whole.
+    backend.calls.clear();
+    backend.fail_rounds = false;
+    backend.end_error = Status::Ok();
+    ASSERT_TRUE(rearranger.Start(rearranger.placement(), next_p).ok()) << "case " << how;
+    ASSERT_TRUE(rearranger.CommitAll().ok()) << "case " << how;
+    EXPECT_EQ(rearranger.placement(), next_p) << "case " << how;
+    EXPECT_EQ(backend.calls, whole) << "case " << how;
+    EXPECT_TRUE(host.Verify(next_p).ok());
+  }
 }
 
 // Every process commits the same layers at the same boundaries, and the shared memory ends

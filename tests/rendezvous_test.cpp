@@ -42,6 +42,10 @@ class RendezvousBackend final : public testing::ForwardingBackend {
     std::lock_guard lock(mu_);
     posted_.clear();
     busy_.clear();
+    return Status::Ok();
+  }
+  Status EndRearrangement() override {  // the abort is over
+    std::lock_guard lock(mu_);
     cancel_ = false;
     return Status::Ok();
   }

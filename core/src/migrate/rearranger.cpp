@@ -408,6 +408,8 @@ void Rearranger::Finish() {
   // A worker that passed its cancellation check may be inside a round whose peer never came.
   if (cancelled_) backend_.AbortTransfers();
   backend_.JoinWorkers();
+  // The workers are gone: nothing else reads or writes error_ now.
+  if (const Status ended = backend_.EndRearrangement(); !ended.ok() && error_.ok()) error_ = ended;
   in_progress_ = false;
 }
 

@@ -27,7 +27,15 @@
 //   - CommitLayer [foreground] for layer i while workers stage later layers into other staging
 //     buffers (never the buffer being committed: a buffer is reused only after its commit).
 // Now() and on_transfer may be called from any context. Every other call is [foreground] only:
-// StartWorker, JoinWorkers, AbortTransfers, AgreeOnStagedLayers, NewMonitor, LoseRank.
+// BeginRearrangement, StartWorker, JoinWorkers, AbortTransfers, EndRearrangement,
+// AgreeOnStagedLayers, NewMonitor, LoseRank.
+//
+// Lifecycle of a rearrangement, as the rearranger drives it on the foreground:
+//   BeginRearrangement, StartWorker for each worker, [AbortTransfers,] JoinWorkers,
+//   EndRearrangement.
+// Begin comes before the first worker starts and End after the last is joined, once each per
+// rearrangement that moves anything, whether its layers all committed or it was cancelled or
+// failed. AbortTransfers comes only between them.
 //
 // Blocking. ExecuteRound and CopyLocal may block until their data has moved (in the backend's
 // time: a simulated flow, a stream synchronisation) and may wait for a peer's matching call
@@ -38,13 +46,15 @@
 // Lifetimes. `body` given to StartWorker, `round` and `transfers` given to ExecuteRound, and the
 // spans given to CopyLocal, ReloadFromBackup and CommitLayer stay valid until the call returns
 // (bodies until JoinWorkers returns). Every worker is joined (JoinWorkers) before a rearrangement's
-// state is released and before the next rearrangement starts; a backend resets per-rearrangement
-// state in BeginRearrangement, which the foreground calls before the first worker starts. The
-// backend outlives the Rearranger.
+// state is released and before the next rearrangement starts. A backend readies what the workers
+// use in BeginRearrangement and ends what one rearrangement left (an abort in force) in
+// EndRearrangement. The backend outlives the Rearranger.
 //
 // Errors. A failing ExecuteRound, CopyLocal, ReloadFromBackup or CommitLayer returns a Status
 // naming what failed; the rearranger then cancels the rearrangement (every layer stays wholly old
-// or wholly new).
+// or wholly new). A failing BeginRearrangement fails the rearrangement before anything moves; a
+// failing EndRearrangement is reported by the step boundary (OnStepBoundary, CommitAll) that
+// ended the rearrangement, unless an earlier error is; Rearranger::Cancel reports nothing.
 // Expected failures are Statuses; nothing here throws.
 #pragma once
 
@@ -106,10 +116,16 @@ class RearrangementBackend {
   virtual void StartWorker(int rank, std::function<void()> body) = 0;
   // Waits for every started worker to return.
   virtual void JoinWorkers() = 0;
+  // Called by the rearranger on the foreground when a rearrangement is over, after JoinWorkers:
+  // every layer committed, or it was cancelled or failed. Ends what the rearrangement left in
+  // force (an AbortTransfers: later rounds must not see it); what must be rebuilt after an abort
+  // may wait for the next BeginRearrangement, which every process reaches together.
+  virtual Status EndRearrangement() { return Status::Ok(); }
   // A cancellation or failure is stopping the workers: make a round waiting for a peer that
   // will not come (a collective library's send or receive) return, failing if need be, so the
   // workers can be joined. Called from the foreground before JoinWorkers; transfers may fail
-  // from then on. Backends whose rounds cannot block on a peer need nothing here.
+  // from then on, until EndRearrangement. Backends whose rounds cannot block on a peer need
+  // nothing here.
   virtual void AbortTransfers() {}
   // How many layers each rank can stage at once.
   virtual int staging_buffers() const = 0;
