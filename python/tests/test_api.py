@@ -1,6 +1,8 @@
 """The package's own API: policies, plans, metrics, array handling and scenario runs."""
 
+import json
 import os
+import subprocess
 import tempfile
 import time
 import unittest
@@ -11,6 +13,7 @@ import torch
 import eplb
 import eplb.deepseek
 from eplb._arrays import to_numpy
+from eplb._build_info import CLI
 from eplb.scenario import EplbError
 
 SCENARIOS = os.environ.get("EPLB_SCENARIOS",
@@ -82,6 +85,31 @@ class Policies(unittest.TestCase):
             eplb.rebalance(load, 25, 4)
         with self.assertRaisesRegex(ValueError, "num_groups is 4 but num_nodes is not given"):
             eplb.rebalance(load, 24, 4, num_groups=4)
+
+    def test_the_module_and_the_command_line_hand_a_policy_the_same_window(self):
+        # A load over time whose hot experts drift, for the policies that look at its chunks
+        # and at the window's length: both front ends run one library call, so they agree.
+        rng = np.random.default_rng(11)
+        steps = rng.poisson(20, size=(20, 3, 16)).astype(np.float64)
+        steps[10:, :, :4] *= 6
+        initial = np.tile(np.arange(24) % 16, (3, 1))
+        with tempfile.TemporaryDirectory() as tmp:
+            load_path = os.path.join(tmp, "load.json")
+            with open(load_path, "w") as f:
+                json.dump(steps.tolist(), f)
+            current_path = os.path.join(tmp, "current.json")
+            with open(current_path, "w") as f:
+                json.dump({"phy2log": initial.tolist()}, f)
+            for name in ("timeseries", "migration-aware", "incremental", "deepseek"):
+                with self.subTest(policy=name):
+                    here = eplb.rebalance(steps, 24, 4, num_nodes=1, policy=name,
+                                          current=initial)
+                    done = subprocess.run(
+                        [CLI, "rebalance", "--load", load_path, "--current", current_path,
+                         "--replicas", "24", "--gpus", "4", "--nodes", "1", "--policy", name],
+                        capture_output=True, text=True)
+                    self.assertEqual(done.returncode, 0, done.stderr)
+                    np.testing.assert_array_equal(here, json.loads(done.stdout)["phy2log"])
 
     def test_torch_in_torch_out_and_numpy_views_without_copies(self):
         load = torch.from_numpy(skewed_load(2, 16, seed=3))
