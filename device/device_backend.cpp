@@ -568,10 +568,10 @@ Status DeviceBackend::BeginRearrangement() {
   // After any cancellation every communicator is replaced, in every process at once: an
   // aborted one is unusable, and one that was not may hold operations its peers never matched
   // (NCCL lets a sender run ahead of its receiver, so a cancelled round can leave a completed
-  // send whose bytes the next rearrangement's receive would take). EndRearrangement noted the
-  // cancellation in replace_comms_.
+  // send whose bytes the next rearrangement's receive would take). cancel_ is still set here
+  // if the last rearrangement was cancelled: only this function clears it.
   if (config_.mode != DeviceMode::kVirtual) {
-    replace_here = replace_comms_;
+    replace_here = cancel_.load(std::memory_order_acquire);
     for (int r : local_ranks_) replace_here = replace_here || ranks_[r]->comm_aborted;
   }
 #endif
@@ -594,13 +594,7 @@ Status DeviceBackend::BeginRearrangement() {
     EPLB_RETURN_IF_ERROR(CreateComms());
   }
 #endif
-  replace_comms_ = false;
-  return Status::Ok();
-}
-
-Status DeviceBackend::EndRearrangement() {
-  // The workers are joined: none polls cancel_ now.
-  replace_comms_ = replace_comms_ || cancel_.exchange(false, std::memory_order_acq_rel);
+  cancel_.store(false, std::memory_order_release);
   return Status::Ok();
 }
 

@@ -128,9 +128,6 @@ class DeviceBackend final : public RearrangementBackend {
   // NCCL: tells the workers to abort their communicators (a cancelled peer may never post its
   // half of a round); the next rearrangement gets new ones.
   void AbortTransfers() override;
-  // Ends an abort: later rounds run again. The communicators it left are replaced when the next
-  // rearrangement begins, where every process meets.
-  Status EndRearrangement() override;
   bool MergesLanes() const override { return config_.mode != DeviceMode::kVirtual; }
   int staging_buffers() const override { return config_.staging_buffers; }
   bool IsLocal(int rank) const override;
@@ -172,11 +169,10 @@ class DeviceBackend final : public RearrangementBackend {
   std::vector<uint64_t*> live_;     // [layer][global slot]
   std::vector<uint64_t*> staging_;  // [buffer][global slot]
   ThreadWorkers workers_;
-  // Set by AbortTransfers, read by polling workers; cleared by EndRearrangement.
+  // Set by AbortTransfers, read by polling workers; cleared by BeginRearrangement once it has
+  // replaced the communicators the abort left, not at EndRearrangement: a round run outside a
+  // rearrangement meanwhile fails as cancelled instead of using a stale communicator.
   std::atomic<bool> cancel_{false};
-  // A rearrangement was cancelled since the communicators were made: BeginRearrangement
-  // replaces them (foreground only).
-  bool replace_comms_ = false;
   LostRanks lost_;  // LoseRank
   std::chrono::steady_clock::time_point epoch_;
 };

@@ -33,9 +33,9 @@
 // Lifecycle of a rearrangement, as the rearranger drives it on the foreground:
 //   BeginRearrangement, StartWorker for each worker, [AbortTransfers,] JoinWorkers,
 //   EndRearrangement.
-// Begin comes before the first worker starts and End after the last is joined, once each per
-// rearrangement that moves anything, whether its layers all committed or it was cancelled or
-// failed. AbortTransfers comes only between them.
+// Begin comes before the first worker starts. Every rearrangement whose Begin succeeded ends
+// with one End, after its last worker is joined, whether its layers all committed or it was
+// cancelled or failed (a failed Begin has no End). AbortTransfers comes only between them.
 //
 // Blocking. ExecuteRound and CopyLocal may block until their data has moved (in the backend's
 // time: a simulated flow, a stream synchronisation) and may wait for a peer's matching call
@@ -118,14 +118,14 @@ class RearrangementBackend {
   virtual void JoinWorkers() = 0;
   // Called by the rearranger on the foreground when a rearrangement is over, after JoinWorkers:
   // every layer committed, or it was cancelled or failed. Ends what the rearrangement left in
-  // force (an AbortTransfers: later rounds must not see it); what must be rebuilt after an abort
-  // may wait for the next BeginRearrangement, which every process reaches together.
+  // force, such as an AbortTransfers. An abort that only a repair where every process meets can
+  // end (the GPU backend's communicators) may last until the next BeginRearrangement.
   virtual Status EndRearrangement() { return Status::Ok(); }
   // A cancellation or failure is stopping the workers: make a round waiting for a peer that
   // will not come (a collective library's send or receive) return, failing if need be, so the
   // workers can be joined. Called from the foreground before JoinWorkers; transfers may fail
-  // from then on, until EndRearrangement. Backends whose rounds cannot block on a peer need
-  // nothing here.
+  // from then on, until EndRearrangement (or the next BeginRearrangement, see there). Backends
+  // whose rounds cannot block on a peer need nothing here.
   virtual void AbortTransfers() {}
   // How many layers each rank can stage at once.
   virtual int staging_buffers() const = 0;
