@@ -56,14 +56,17 @@ T Take(Result<T> result) {
   return std::move(result).value();
 }
 
-// A [layers, experts] load as one step, or a [steps, layers, experts] load step by step, each
-// step checked as the CLI's readers check it (a negative count hides in a sum).
-LoadSeries SeriesOf(const LoadArray& load) {
+// A [layers, experts] load as one step, or a [steps, layers, experts] load summed into at most
+// `max_chunks` chunks of consecutive steps as LoadSeries::Chunks cuts them (no copy of every
+// step: a vLLM window is thousands), each step checked as the CLI's readers check it (a negative
+// count hides in a sum). `steps` receives how many steps the load held.
+LoadSeries SeriesOf(const LoadArray& load, int max_chunks, int64_t* steps = nullptr) {
   LoadSeries series;
   if (load.ndim() == 2) {
     series.steps.emplace_back(
         Eigen::Map<const LoadMatrix>(load.data(), load.shape(0), load.shape(1)));
     if (Status s = ValidateLoad(series.steps[0]); !s.ok()) Raise(s);
+    if (steps != nullptr) *steps = 1;
     return series;
   }
   if (load.ndim() != 3) {
@@ -71,16 +74,22 @@ LoadSeries SeriesOf(const LoadArray& load) {
         "load has {} dimensions; expected [layers, experts] or [steps, layers, experts]",
         load.ndim()));
   }
-  const int64_t steps = load.shape(0);
+  const int64_t count = load.shape(0);
   const Eigen::Index layers = load.shape(1), experts = load.shape(2);
-  if (steps < 1) throw py::value_error("load has no steps: its first dimension is 0");
+  if (count < 1) throw py::value_error("load has no steps: its first dimension is 0");
+  const int64_t per_chunk = std::max<int64_t>(1, (count + max_chunks - 1) / max_chunks);
   const size_t cells = static_cast<size_t>(layers * experts);
-  for (int64_t t = 0; t < steps; ++t) {
-    series.steps.emplace_back(
-        Eigen::Map<const LoadMatrix>(load.data() + t * cells, layers, experts));
-    if (Status s = ValidateLoad(series.steps.back()); !s.ok())
-      Raise(s.WithContext(fmt::format("load[{}]: ", t)));
+  for (int64_t first = 0; first < count; first += per_chunk) {
+    LoadMatrix chunk = LoadMatrix::Zero(layers, experts);
+    for (int64_t t = first; t < std::min(count, first + per_chunk); ++t) {
+      const Eigen::Map<const LoadMatrix> step(load.data() + t * cells, layers, experts);
+      if (Status s = ValidateLoad(step); !s.ok())
+        Raise(s.WithContext(fmt::format("load[{}]: ", t)));
+      chunk += step;
+    }
+    series.steps.push_back(std::move(chunk));
   }
+  if (steps != nullptr) *steps = count;
   return series;
 }
 
@@ -233,13 +242,15 @@ py::array_t<int64_t> Rebalance(const LoadArray& load, int64_t num_replicas, int 
                                int num_nodes, int num_groups, const std::string& policy_name,
                                const std::optional<IndexArray>& current, int max_chunks,
                                const py::dict& options, std::vector<int> lost_ranks) {
-  LoadSeries series = SeriesOf(load);
+  int64_t steps = 0;
+  LoadSeries series = SeriesOf(load, std::max(1, max_chunks), &steps);
   const Topology topology = MakeTopology(num_replicas, num_gpus, num_nodes);
   auto job = std::make_shared<PolicyJob>(policy_name, std::move(series), topology);
   if (current) job->current = ReadPlacement(*current, job->load.experts(), "current");
   job->options.current = job->current ? &*job->current : nullptr;
   job->options.num_groups = std::max(1, num_groups);  // engines pass 0 for none
   job->options.max_chunks = std::max(1, max_chunks);
+  job->options.window_steps = steps;
   job->options.lost_ranks = std::move(lost_ranks);
   for (const auto& [key, value] : options) {
     job->options.policy_options.emplace_back(key.cast<std::string>(),
@@ -334,7 +345,7 @@ py::dict Plan(const IndexArray& old_phy2log, const IndexArray& new_phy2log, int 
 }
 
 py::array_t<double> GpuLoadsOf(const LoadArray& load, const IndexArray& phy2log, int num_gpus) {
-  const LoadMatrix window = SeriesOf(load).Total();
+  const LoadMatrix window = SeriesOf(load, 1).Total();
   const Placement placement = ReadPlacement(phy2log, static_cast<int>(window.cols()), "phy2log");
   if (placement.num_layers() != window.rows()) {
     throw py::value_error(fmt::format("phy2log has {} layers but the load has {}",
@@ -442,7 +453,7 @@ PYBIND11_MODULE(_eplb, m) {
   m.def(
       "balancedness_bound",
       [](const LoadArray& load, int64_t num_replicas, int num_gpus) {
-        return eplb::BalancednessUpperBound(SeriesOf(load).Total(),
+        return eplb::BalancednessUpperBound(SeriesOf(load, 1).Total(),
                                             MakeTopology(num_replicas, num_gpus, 1));
       },
       py::arg("load"), py::arg("num_replicas"), py::arg("num_gpus"),

@@ -48,9 +48,11 @@ class RecordingPolicy final : public Policy {
 class Rebalance : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    ASSERT_TRUE(RegisterPolicy({"recording", "notes what it is handed",
-                                [] { return std::make_unique<RecordingPolicy>(); }})
-                    .ok());
+    // Once per process, whatever --gtest_repeat says: the registry refuses a name twice.
+    static const Status registered = RegisterPolicy({"recording", "notes what it is handed", [] {
+                                                       return std::make_unique<RecordingPolicy>();
+                                                     }});
+    ASSERT_TRUE(registered.ok()) << registered.message();
   }
 };
 
@@ -84,6 +86,31 @@ TEST_F(Rebalance, APolicyGetsTheSumAndUpToMaxChunksOfConsecutiveSteps) {
   ASSERT_TRUE(RebalanceRecordedLoad("recording", Steps(1, 2, 4, 2), topo, options).ok());
   EXPECT_TRUE(seen.chunks.empty());
   EXPECT_EQ(seen.window_steps, 1);
+}
+
+TEST_F(Rebalance, ACallerThatSummedTheStepsItselfSaysHowManyThereWere) {
+  const LoadSeries raw = Steps(5, 2, 4, 6);
+  const Topology topo = testing::MakeTopology(1, 2, 3);
+  RebalanceOptions options;
+  options.max_chunks = 2;
+  ASSERT_TRUE(RebalanceRecordedLoad("recording", raw, topo, options).ok());
+  const Seen from_raw = seen;
+  // The same five steps handed as the two chunks LoadSeries::Chunks cuts.
+  LoadSeries summed;
+  summed.steps = raw.Chunks(2);
+  options.window_steps = 5;
+  ASSERT_TRUE(RebalanceRecordedLoad("recording", summed, topo, options).ok());
+  EXPECT_EQ(seen.window, from_raw.window);
+  EXPECT_EQ(seen.chunks, from_raw.chunks);
+  EXPECT_EQ(seen.window_steps, 5);
+  // All five in one chunk: a window over time still, so the policy gets that chunk.
+  summed.steps = raw.Chunks(1);
+  options.max_chunks = 1;
+  ASSERT_TRUE(RebalanceRecordedLoad("recording", summed, topo, options).ok());
+  ASSERT_EQ(seen.chunks.size(), 1u);
+  EXPECT_EQ(seen.chunks[0], raw.Total());
+  options.window_steps = -1;
+  EXPECT_FALSE(RebalanceRecordedLoad("recording", summed, topo, options).ok());
 }
 
 TEST_F(Rebalance, OptionsComeAfterTheWindowLengthAndLostRanksAreSorted) {

@@ -110,6 +110,20 @@ class Policies(unittest.TestCase):
                         capture_output=True, text=True)
                     self.assertEqual(done.returncode, 0, done.stderr)
                     np.testing.assert_array_equal(here, json.loads(done.stdout)["phy2log"])
+            # Sums past the largest load a window holds (1e15) are capped alike: experts 0 and
+            # 1 tie at the cap, so the one extra replica goes to expert 0, where the uncapped
+            # sums would give it to expert 1.
+            huge = np.ones((2, 1, 4)) * 1e12
+            huge[:, 0, 0] = 5.5e14
+            huge[:, 0, 1] = 9e14
+            with open(load_path, "w") as f:
+                json.dump(huge.tolist(), f)
+            here = eplb.rebalance(huge, 5, 1)
+            done = subprocess.run([CLI, "rebalance", "--load", load_path, "--replicas", "5",
+                                   "--gpus", "1"], capture_output=True, text=True)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            np.testing.assert_array_equal(here, json.loads(done.stdout)["phy2log"])
+            self.assertEqual(sorted(here[0].tolist()), [0, 0, 1, 2, 3])
 
     def test_torch_in_torch_out_and_numpy_views_without_copies(self):
         load = torch.from_numpy(skewed_load(2, 16, seed=3))

@@ -18,14 +18,20 @@ Result<Rebalanced> RebalanceRecordedLoad(std::string_view policy_name, const Loa
     return Status::InvalidArgument(
         fmt::format("max_chunks is {}; it must be at least 1", options.max_chunks));
   }
+  if (options.window_steps < 0) {
+    return Status::InvalidArgument(
+        fmt::format("window_steps is {}; it must be at least 0", options.window_steps));
+  }
+  const int64_t steps =
+      options.window_steps > 0 ? options.window_steps : static_cast<int64_t>(load.steps.size());
   LoadMatrix window = load.Total();
   const std::vector<LoadMatrix> chunks =
-      load.steps.size() > 1 ? load.Chunks(options.max_chunks) : std::vector<LoadMatrix>{};
+      steps > 1 ? load.Chunks(options.max_chunks) : std::vector<LoadMatrix>{};
   std::vector<int> lost = options.lost_ranks;
   std::sort(lost.begin(), lost.end());
   PolicyInput input{window, topology, options.current, options.num_groups, chunks};
   input.lost_ranks = lost;
-  input.migration.window_steps = static_cast<double>(load.steps.size());
+  input.migration.window_steps = static_cast<double>(steps);
   for (const auto& [name, value] : options.policy_options) {
     EPLB_RETURN_IF_ERROR(SetPolicyOption(name, value, input.migration));
   }

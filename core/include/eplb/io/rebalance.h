@@ -10,6 +10,7 @@
 // Thread-safety: a pure function; policies keep no state between calls.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -27,6 +28,10 @@ struct RebalanceOptions {
   const Placement* current = nullptr;  // the placement in force; nullptr when there is none
   int num_groups = 1;                  // the model's expert groups (1: none)
   int max_chunks = 16;                 // at least 1
+  // The steps the window spans; 0: the series' length. A caller that summed the steps into at
+  // most max_chunks chunks of consecutive steps itself, as LoadSeries::Chunks cuts them (the
+  // Python module, which keeps no copy of every step), passes that series with this count.
+  int64_t window_steps = 0;
   // Policy options as NAME, VALUE text (`eplb policies` lists each policy's), applied in order.
   std::vector<std::pair<std::string, std::string>> policy_options;
   std::vector<int> lost_ranks;  // GPUs to place around, in any order
@@ -38,9 +43,9 @@ struct Rebalanced {
   double policy_ms = 0;  // wall time of the policy's own Rebalance call
 };
 
-// Errors: an unknown policy or option (naming the valid ones), an empty series, and whatever
-// the policy refuses (its input checks, ValidatePolicyInput), the latter prefixed with
-// "policy NAME: ".
+// Errors: an unknown policy or option (naming the valid ones), an empty series, max_chunks
+// below 1 or window_steps below 0, and whatever the policy refuses (its input checks,
+// ValidatePolicyInput), the latter prefixed with "policy NAME: ".
 Result<Rebalanced> RebalanceRecordedLoad(std::string_view policy, const LoadSeries& load,
                                          const Topology& topology,
                                          const RebalanceOptions& options = {});
