@@ -77,7 +77,7 @@ LoadSeries SeriesOf(const LoadArray& load, int max_chunks, int64_t* steps = null
   const int64_t count = load.shape(0);
   const Eigen::Index layers = load.shape(1), experts = load.shape(2);
   if (count < 1) throw py::value_error("load has no steps: its first dimension is 0");
-  const int64_t per_chunk = std::max<int64_t>(1, (count + max_chunks - 1) / max_chunks);
+  const int64_t per_chunk = LoadSeries::StepsPerChunk(count, max_chunks);
   const size_t cells = static_cast<size_t>(layers * experts);
   for (int64_t first = 0; first < count; first += per_chunk) {
     LoadMatrix chunk = LoadMatrix::Zero(layers, experts);

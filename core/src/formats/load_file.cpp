@@ -207,11 +207,14 @@ LoadMatrix LoadSeries::Total() const {
   return sum.cwiseMin(kMaxLoad);
 }
 
+int64_t LoadSeries::StepsPerChunk(int64_t steps, int max_chunks) {
+  const int64_t chunks = std::max(1, max_chunks);
+  return std::max<int64_t>(1, (steps + chunks - 1) / chunks);
+}
+
 std::vector<LoadMatrix> LoadSeries::Chunks(int max_chunks) const {
   const size_t n = steps.size();
-  const size_t per_chunk =
-      std::max<size_t>(1, (n + static_cast<size_t>(std::max(1, max_chunks)) - 1) /
-                              static_cast<size_t>(std::max(1, max_chunks)));
+  const auto per_chunk = static_cast<size_t>(StepsPerChunk(static_cast<int64_t>(n), max_chunks));
   std::vector<LoadMatrix> chunks;
   for (size_t first = 0; first < n; first += per_chunk) {
     LoadMatrix chunk = steps[first];

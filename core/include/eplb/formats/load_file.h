@@ -56,6 +56,9 @@ struct LoadSeries {
   // shorter), oldest first, as the simulator's EPLB loop cuts its window for policies that
   // look at time.
   std::vector<LoadMatrix> Chunks(int max_chunks) const;
+  // How many consecutive steps each of Chunks' chunks sums, for `steps` steps: what a caller that
+  // sums steps as it reads them (without a LoadSeries of every step) cuts by.
+  static int64_t StepsPerChunk(int64_t steps, int max_chunks);
 };
 
 struct LoadReadOptions {

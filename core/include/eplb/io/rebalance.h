@@ -2,10 +2,11 @@
 // Python module's eplb.rebalance, defined once so that the two front ends cannot drift.
 //
 // The policy sees the load as the EPLB loop hands it a window: the series' sum
-// (LoadSeries::Total) and, for a series of more than one step, the series cut into at most
+// (LoadSeries::Total) and, for a window of more than one step, the series cut into at most
 // `max_chunks` chunks of consecutive steps (LoadSeries::Chunks) for the policies that look at
-// time. The migration-aware policies' window_steps is the series' length, set before the
-// options, which may override it.
+// time. The migration-aware policies' window_steps is the window's length
+// (RebalanceOptions::window_steps, or the series' length), set before the options, which may
+// override it.
 //
 // Thread-safety: a pure function; policies keep no state between calls.
 #pragma once
