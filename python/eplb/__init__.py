@@ -6,9 +6,9 @@ scenario runner. numpy arrays and torch tensors go in; the same kind comes out.
     import eplb
     phy2log = eplb.rebalance(load, num_replicas=288, num_gpus=32, num_nodes=4, num_groups=8)
 
-Scenario runs and eplb's output folders (run, compare, sweep) come back as tables, pandas
-DataFrames when pandas is installed: eplb.run_scenario, eplb.read_run, eplb.read_comparison,
-eplb.read_sweep.
+Scenario runs, comparisons and sweeps, and eplb's output folders, come back as tables, pandas
+DataFrames when pandas is installed: eplb.run_scenario, eplb.compare_policies, eplb.sweep,
+eplb.read_run, eplb.read_comparison, eplb.read_sweep.
 
 The engines' own calling conventions live in submodules, each a drop-in replacement:
     eplb.deepseek.rebalance_experts   DeepSeek's eplb.py
@@ -23,10 +23,11 @@ import numpy as np
 from . import _eplb
 from ._arrays import count, group_count, log2phy_of, to_numpy
 from .folders import Comparison, RunResult, Sweep, read_comparison, read_run, read_sweep
-from .scenario import EplbError, run_scenario
+from .scenario import EplbError, compare_policies, run_scenario, sweep
 
 __all__ = [
     "balancedness",
+    "compare_policies",
     "gpu_loads",
     "log2phy_of",
     "plan",
@@ -37,6 +38,7 @@ __all__ = [
     "read_sweep",
     "rebalance",
     "run_scenario",
+    "sweep",
     "Comparison",
     "EplbError",
     "RunResult",

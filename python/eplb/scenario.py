@@ -1,4 +1,5 @@
-"""Scenario runs from Python: what `eplb run` does, with the results as Python objects.
+"""Scenario runs from Python: what `eplb run`, `eplb compare` and `eplb sweep` do, with the
+results as Python objects.
 
 A simulation runs in its own process: SimGrid allows one simulated world per process, and a run
 of the default scenario takes seconds, so the cost of starting `eplb` does not matter here. The
@@ -11,7 +12,7 @@ import subprocess
 import tempfile
 import weakref
 
-from .folders import RunResult
+from .folders import Comparison, RunResult, Sweep
 
 
 class EplbError(RuntimeError):
@@ -35,6 +36,47 @@ def _cli():
     raise EplbError("the eplb command was not found: set EPLB_CLI to its path, or install eplb")
 
 
+def _simulate(command, scenario, out, set, trace, extra, timeout, read):
+    """Runs `eplb COMMAND [SCENARIO] --set ... --out OUT [--no-trace] EXTRA` and returns
+    read(OUT); a temporary OUT (out None) lives as long as what read returned."""
+    args = [_cli(), command]
+    if scenario is not None:
+        args.append(os.fspath(scenario))
+    overrides = set or []
+    if isinstance(overrides, dict):
+        overrides = [f"{k}={_yaml_value(v)}" for k, v in overrides.items()]
+    for item in overrides:
+        args += ["--set", item]
+    temporary = None
+    if out is None:
+        temporary = tempfile.mkdtemp(prefix=f"eplb-{command}-")
+        out = os.path.join(temporary, command)
+    args += ["--out", os.fspath(out)]
+    if not trace:
+        args.append("--no-trace")
+    args += extra
+    try:
+        done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+        if done.returncode != 0:
+            raise EplbError(_error_of(done.stderr) or f"eplb {command} exited with "
+                            f"{done.returncode}")
+        result = read(os.fspath(out))
+    except BaseException:
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)
+        raise
+    if temporary is not None:  # the folder goes when the result does
+        weakref.finalize(result, shutil.rmtree, temporary, ignore_errors=True)
+    return result
+
+
+def _error_of(stderr):
+    """eplb's error lines (a failed run's own, then the command's), without progress lines."""
+    lines = [line for line in stderr.strip().splitlines()
+             if line.startswith("eplb: ") or ": error: " in line]
+    return "\n".join(lines) if lines else stderr.strip()
+
+
 def run_scenario(scenario=None, out=None, set=None, trace=False, timeout=None, frames=None):
     """Simulates `scenario` (a YAML path; None: the built-in DeepSeek-V3 prefill EP32).
 
@@ -46,33 +88,65 @@ def run_scenario(scenario=None, out=None, set=None, trace=False, timeout=None, f
         DataFrames when pandas is installed (None; folders.py).
     Raises EplbError with eplb's message when the scenario is refused or the run fails.
     """
-    args = [_cli(), "run"]
-    if scenario is not None:
-        args.append(os.fspath(scenario))
-    overrides = set or []
-    if isinstance(overrides, dict):
-        overrides = [f"{k}={_yaml_value(v)}" for k, v in overrides.items()]
-    for item in overrides:
-        args += ["--set", item]
-    temporary = None
-    if out is None:
-        temporary = tempfile.mkdtemp(prefix="eplb-run-")
-        out = os.path.join(temporary, "run")
-    args += ["--out", os.fspath(out)]
-    if not trace:
-        args.append("--no-trace")
-    try:
-        done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
-        if done.returncode != 0:
-            raise EplbError(done.stderr.strip() or f"eplb run exited with {done.returncode}")
-        result = RunResult(os.fspath(out), frames)
-    except BaseException:
-        if temporary is not None:
-            shutil.rmtree(temporary, ignore_errors=True)
-        raise
-    if temporary is not None:  # the folder goes when the result does
-        weakref.finalize(result, shutil.rmtree, temporary, ignore_errors=True)
-    return result
+    return _simulate("run", scenario, out, set, trace, [], timeout,
+                     lambda folder: RunResult(folder, frames))
+
+
+def _names(values, what):
+    if isinstance(values, str):
+        values = values.split(",")
+    values = [str(v) for v in values]
+    if any("," in v or not v for v in values):
+        raise ValueError(f"{what}: {values} has an empty name or one with a comma")
+    return ",".join(values)
+
+
+def _study_options(policies, jobs):
+    """--policies and --jobs, which compare and sweep share."""
+    options = []
+    if policies is not None:
+        options += ["--policies", _names(policies, "policies")]
+    if jobs is not None:
+        options += ["--jobs", str(int(jobs))]
+    return options
+
+
+def compare_policies(scenario=None, policies=None, seeds=None, out=None, set=None, trace=False,
+                     jobs=None, timeout=None, frames=None):
+    """Runs `scenario` once per policy (and per seed) and returns the Comparison, as
+    `eplb compare` does (the library's sim/studies.h RunComparison, each run in its own
+    process).
+
+    policies: names (a list, or "a,b"); None: eplb compare's default five.
+    seeds: run every policy once per seed; the rows are then means with their spread.
+    out, set, trace, timeout, frames: as run_scenario. jobs: simulations at once (None: a core
+    each). Raises EplbError with eplb's message.
+    """
+    extra = _study_options(policies, jobs)
+    if seeds is not None:
+        extra += ["--seeds", _names(seeds, "seeds")]
+    return _simulate("compare", scenario, out, set, trace, extra, timeout,
+                     lambda folder: Comparison(folder, frames))
+
+
+def sweep(scenario=None, vary=None, policies=None, out=None, set=None, trace=False, jobs=None,
+          timeout=None, frames=None):
+    """Runs `scenario` over the cross product of `vary` ({"key.path": [values, ...]}, the last
+    key varying fastest) and returns the Sweep, as `eplb sweep` does.
+
+    policies: run each point once per policy (innermost); None: the scenario's policy.
+    out, set, trace, jobs, timeout, frames: as compare_policies. Raises EplbError with eplb's
+    message.
+    """
+    if not vary:
+        raise ValueError("vary: name at least one field and its values, {'key.path': [...]}")
+    extra = _study_options(policies, jobs)
+    for key, values in vary.items():
+        if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+            values = [values]
+        extra += ["--vary", f"{key}={_names([_yaml_value(v) for v in values], key)}"]
+    return _simulate("sweep", scenario, out, set, trace, extra, timeout,
+                     lambda folder: Sweep(folder, frames))
 
 
 def _yaml_value(value):

@@ -287,6 +287,35 @@ class Scenarios(unittest.TestCase):
         with self.assertRaisesRegex(EplbError, "run.steps"):
             eplb.run_scenario(os.path.join(SCENARIOS, "tiny.yaml"), set={"run.steps": -3})
 
+    def test_compares_policies_over_seeds(self):
+        tiny = os.path.join(SCENARIOS, "tiny.yaml")
+        comparison = eplb.compare_policies(tiny, policies=["static", "deepseek"], seeds=[3, 4],
+                                           set={"run.steps": 200}, jobs=2, frames=False)
+        self.assertEqual(comparison.labels, ["static", "deepseek"])
+        self.assertEqual(comparison.seeds("deepseek"), [3, 4])
+        rows = comparison.policies
+        self.assertEqual(list(rows["seeds"]), [2, 2])
+        # Rebalancing beats experts in order on the tiny model's skewed load.
+        self.assertGreater(rows["balancedness_mean"][1], rows["balancedness_mean"][0])
+        run = comparison.run("deepseek", seed=4)
+        self.assertEqual(len(run.metrics["step"]), 200)
+        # The library's error, not a traceback of eplb's output.
+        with self.assertRaisesRegex(EplbError, "--policies names 'static' twice"):
+            eplb.compare_policies(tiny, policies="static,static", set={"run.steps": 10})
+
+    def test_sweeps_the_cross_product(self):
+        tiny = os.path.join(SCENARIOS, "tiny.yaml")
+        result = eplb.sweep(tiny, vary={"cluster.nodes": [1, 2], "workload.sigma": [0.5, 1.5]},
+                            set={"run.steps": 100}, jobs=2, frames=False)
+        points = result.points
+        self.assertEqual(list(points["cluster.nodes"]), [1, 1, 2, 2])
+        self.assertEqual(list(points["workload.sigma"]), [0.5, 1.5, 0.5, 1.5])
+        self.assertEqual(result.run(3).summary["steps"], 100)
+        with self.assertRaisesRegex(EplbError, "cluster.nodes is -3"):
+            eplb.sweep(tiny, vary={"cluster.nodes": [1, -3]}, set={"run.steps": 10})
+        with self.assertRaises(ValueError):
+            eplb.sweep(tiny, vary={})
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -35,30 +35,18 @@ int ReportError(const std::string& command, const Status& status) {
   return ExitCodeFor(status);
 }
 
-Status CheckDistinct(const std::vector<std::string>& items, const std::string& option) {
-  for (size_t i = 0; i < items.size(); ++i) {
-    for (size_t j = 0; j < i; ++j) {
-      if (items[i] == items[j]) {
-        return Status::InvalidArgument(
-            fmt::format("{} names '{}' twice; give each once", option, items[i]));
-      }
-    }
-  }
-  return Status::Ok();
-}
-
-Result<Scenario> LoadScenarioArg(const std::string& path,
-                                 const std::vector<std::string>& overrides) {
-  if (path.empty())
-    return ParseScenario(DefaultScenarioText(), "(built-in default scenario)", overrides);
-  return LoadScenarioFile(path, overrides);
-}
-
 void AddScenarioOptions(Command& command, std::string& scenario_path,
                         std::vector<std::string>& overrides) {
   command.Option("scenario", &scenario_path,
                  "Scenario file (YAML); default: the built-in DeepSeek-V3 prefill EP32");
   command.Option("--set", &overrides, "Override a scenario field: key.path=value (repeatable)");
+}
+
+void AddNoTraceFlag(Command& command, RunFolderOptions& options) {
+  command.Flag(
+      "--no-trace", [&options](int64_t) { options.trace = false; },
+      "Leave out trace.json (two events per expert transfer: the largest file of a run folder, "
+      "read only by trace viewers)");
 }
 
 std::vector<std::string> SplitList(const std::string& list) {

@@ -9,6 +9,7 @@
 #include "eplb/base/status.h"
 #include "eplb/engine/run_result.h"
 #include "eplb/engine/scenario.h"
+#include "eplb/io/run_folder.h"
 
 namespace eplb::cli {
 
@@ -23,14 +24,6 @@ int ExitCodeFor(const Status& status);
 
 // Prints "eplb <command>: error: <message>" on stderr and returns ExitCodeFor(status).
 int ReportError(const std::string& command, const Status& status);
-
-// OK when no item of a list option is given twice; otherwise an error naming `option` and the
-// item (two runs of one policy would write one folder, a key varied twice would hide one).
-Status CheckDistinct(const std::vector<std::string>& items, const std::string& option);
-
-// The scenario file at `path` (or the built-in default when empty) with `overrides` applied.
-Result<Scenario> LoadScenarioArg(const std::string& path,
-                                 const std::vector<std::string>& overrides);
 
 // The positional SCENARIO and the repeatable --set every scenario command takes.
 void AddScenarioOptions(Command& command, std::string& scenario_path,
@@ -48,6 +41,9 @@ Status PrintJsonFile(const std::string& path);
 inline std::FILE* HumanOutput(bool json) {
   return json ? stderr : stdout;
 }
+
+// --no-trace, for the commands that write run folders.
+void AddNoTraceFlag(Command& command, RunFolderOptions& options);
 
 // Splits "a,b,c".
 std::vector<std::string> SplitList(const std::string& list);

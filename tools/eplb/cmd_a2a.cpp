@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "eplb/engine/all_to_all.h"
 #include "eplb/io/run_folder.h"
+#include "eplb/io/scenario_file.h"
 
 namespace eplb::cli {
 namespace {
@@ -24,7 +25,7 @@ struct A2aArgs {
 };
 
 Status RunA2a(const A2aArgs& a) {
-  auto scenario = LoadScenarioArg(a.scenario, a.overrides);
+  auto scenario = LoadScenarioOrDefault(a.scenario, a.overrides);
   if (!scenario.ok()) return scenario.status();
   AllToAllMode mode = scenario->compute.all_to_all;
   if (!a.mode.empty()) {

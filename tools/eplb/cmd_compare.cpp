@@ -1,5 +1,6 @@
 // eplb compare: run one scenario once per policy and write a comparison report.
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -9,13 +10,11 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "eplb/base/csv.h"
-#include "eplb/base/file_io.h"
 #include "eplb/io/report.h"
 #include "eplb/io/run_folder.h"
 #include "eplb/io/scenario_file.h"
-#include "eplb/policy/policy.h"
-#include "run_pool.h"
-#include "simulate.h"
+#include "progress.h"
+#include "studies.h"
 
 namespace eplb::cli {
 namespace {
@@ -33,88 +32,32 @@ struct CompareArgs {
 };
 
 Status RunCompare(const CompareArgs& args) {
-  auto scenario = LoadScenarioArg(args.scenario_path, args.overrides);
-  if (!scenario.ok()) return scenario.status();
-  const std::vector<std::string> policies = SplitList(args.policies);
-  if (policies.empty()) return Status::InvalidArgument("--policies names no policy");
-  if (Status s = CheckDistinct(policies, "--policies"); !s.ok()) return s;
-  for (const std::string& p : policies) {
-    auto made = MakePolicy(p);
-    if (!made.ok()) return made.status().WithContext("--policies: ");
-  }
-  // Seeds: the scenario's own, or each of --seeds, every policy run once per seed.
-  std::vector<uint64_t> seeds;
+  sim::ComparisonSpec spec;
+  EPLB_ASSIGN_OR_RETURN(spec.scenario, LoadScenarioOrDefault(args.scenario_path, args.overrides));
+  spec.policies = SplitList(args.policies);
   for (const std::string& text : SplitList(args.seeds)) {
     int64_t seed = 0;
     if (!ParseCsvInt64(text, seed) || seed < 0) {
       return Status::InvalidArgument(
           fmt::format("--seeds: '{}' is not a seed; seeds are integers of at least 0", text));
     }
-    seeds.push_back(static_cast<uint64_t>(seed));
+    spec.seeds.push_back(static_cast<uint64_t>(seed));
   }
-  if (Status s = CheckDistinct(SplitList(args.seeds), "--seeds"); !s.ok()) return s;
-  if (!args.seeds.empty() && seeds.empty()) return Status::InvalidArgument("--seeds names no seed");
-  const bool several = seeds.size() > 1;
-  if (seeds.empty()) seeds.push_back(scenario->run.seed);
-  // One policy's runs: DIR/POLICY, or DIR/POLICY/seed-S for each of several seeds.
-  auto run_dir = [&](const std::string& root, const std::string& policy, uint64_t seed) {
-    return several ? fmt::format("{}/{}/seed-{}", root, policy, seed) : root + "/" + policy;
-  };
-  if (args.report.map_layer >= scenario->model.layers) {
-    return Status::InvalidArgument(
-        fmt::format("--map-layer is {}; the scenario's model has layers 0..{}",
-                    args.report.map_layer, scenario->model.layers - 1));
-  }
-  if (args.report.map_step >= scenario->run.steps) {
-    return Status::InvalidArgument(
-        fmt::format("--map-step is {}; the run has steps 0..{} (-1: the last)",
-                    args.report.map_step, scenario->run.steps - 1));
-  }
-  const std::string dir = args.out.empty() ? "runs/compare-" + scenario->name : args.out;
-  std::vector<nlohmann::ordered_json> rows;
-  const Status s =
-      WriteFolderAtomically(dir, "comparison", [&](const std::string& partial) -> Status {
-        std::vector<Job> jobs;
-        for (const std::string& p : policies) {
-          for (const uint64_t seed : seeds) {
-            jobs.push_back({several ? fmt::format("{} seed {}", p, seed) : p, scenario->run.steps,
-                            [&, p, seed](std::atomic<int64_t>& steps_done) {
-                              Scenario one = *scenario;
-                              one.eplb.policy = p;
-                              one.run.seed = seed;
-                              return SimulateToFolder(one, run_dir(partial, p, seed), args.folder,
-                                                      &steps_done);
-                            }});
-          }
-        }
-        fmt::print(stderr, "eplb compare: {} policies{} on {} ({} steps each)\n", policies.size(),
-                   several ? fmt::format(" × {} seeds", seeds.size()) : "", scenario->name,
-                   scenario->run.steps);
-        EPLB_RETURN_IF_ERROR(RunJobs(jobs, args.jobs, "eplb compare"));
-        std::vector<LabelledRun> runs;
-        for (const std::string& p : policies) {
-          for (const uint64_t seed : seeds) {
-            auto folder = ReadRunFolder(run_dir(partial, p, seed));
-            if (!folder.ok()) return folder.status();
-            runs.push_back({p, std::move(folder).value()});
-          }
-        }
-        rows = ComparisonRows(runs);
-        const std::string yaml = ScenarioToYaml(*scenario);
-        EPLB_RETURN_IF_ERROR(WriteTextFile(partial + "/scenario.yaml", yaml));
-        EPLB_RETURN_IF_ERROR(WriteTextFile(partial + "/comparison.csv", ComparisonCsv(rows)));
-        std::vector<Figure> figures;
-        EPLB_RETURN_IF_ERROR(
-            WriteTextFile(partial + "/report.html",
-                          CompareReportHtml(scenario->name, yaml, runs, args.report, &figures)));
-        EPLB_RETURN_IF_ERROR(WriteFigures(partial, figures));
-        nlohmann::ordered_json doc{{"tool", ToolVersion()},
-                                   {"format_version", kFolderFormatVersion},
-                                   {"scenario", scenario->name},
-                                   {"policies", rows}};
-        return WriteTextFile(partial + "/comparison.json", doc.dump(2) + "\n");
-      });
-  if (!s.ok()) return s;
+  if (!args.seeds.empty() && spec.seeds.empty())
+    return Status::InvalidArgument("--seeds names no seed");
+  spec.out = args.out;
+  spec.folder = args.folder;
+  spec.report = args.report;
+  spec.jobs = args.jobs;
+  const size_t seeds = spec.seeds.size();
+  const std::string header =
+      fmt::format("eplb compare: {} policies{} on {} ({} steps each)", spec.policies.size(),
+                  seeds > 1 ? fmt::format(" × {} seeds", seeds) : "", spec.scenario.name,
+                  spec.scenario.run.steps);
+  EPLB_ASSIGN_OR_RETURN(const sim::Comparison comparison,
+                        sim::RunComparison(spec, ProgressLines("eplb compare", header)));
+  const std::vector<nlohmann::ordered_json>& rows = comparison.rows;
+  const std::string& dir = comparison.dir;
   std::FILE* out = HumanOutput(args.json);
   // Runs that lost GPUs (or scaled) also say what it cost them.
   const bool faults = std::any_of(rows.begin(), rows.end(), [](const auto& r) {

@@ -12,8 +12,8 @@
 #include "commands.h"
 #include "eplb/base/file_io.h"
 #include "eplb/io/run_folder.h"
+#include "eplb/io/scenario_file.h"
 #include "progress.h"
-#include "simulate.h"
 #include "simulation.h"
 
 namespace eplb::cli {
@@ -28,7 +28,7 @@ struct RunArgs {
 };
 
 Status RunRun(const RunArgs& args) {
-  auto scenario = LoadScenarioArg(args.scenario_path, args.overrides);
+  auto scenario = LoadScenarioOrDefault(args.scenario_path, args.overrides);
   if (!scenario.ok()) return scenario.status();
   const std::string dir = args.out.empty() ? "runs/" + scenario->name : args.out;
   if (Status s = CheckOutputFolder(dir, "run"); !s.ok()) return s;

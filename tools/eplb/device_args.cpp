@@ -113,12 +113,12 @@ std::function<void(const StepRecord&)> Progress(const std::string& command,
 }
 
 Result<Scenario> LoadDeviceScenario(const DeviceArgs& a) {
-  auto base = LoadScenarioArg(a.scenario_path, a.overrides);
+  auto base = LoadScenarioOrDefault(a.scenario_path, a.overrides);
   if (!base.ok()) return base;
   // Before any GPU is probed: a what-if transport is an error in the scenario, not the machine.
   EPLB_RETURN_IF_ERROR(device::CheckDeviceTransport(*base));
   if (a.ranks != 0) {
-    base = LoadScenarioArg(a.scenario_path, RankOverrides(a, *base));
+    base = LoadScenarioOrDefault(a.scenario_path, RankOverrides(a, *base));
     if (!base.ok()) return base.status().WithContext(fmt::format("--ranks {}: ", a.ranks));
   }
   if ((a.fail_rank >= 0) != (a.fail_at >= 0)) {

@@ -1,7 +1,11 @@
 #include "progress.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -129,6 +133,22 @@ void ProgressReporter::Update(const std::vector<Job>& jobs, bool final) {
     std::fputs(lines.c_str(), stderr);
     std::fflush(stderr);
   }
+}
+
+ProgressObserver ProgressLines(const std::string& command, std::string header) {
+  auto reporter = std::make_shared<ProgressReporter>(command, isatty(STDERR_FILENO) == 1);
+  return [reporter, header = std::move(header)](const std::vector<JobProgress>& jobs,
+                                                bool final) mutable {
+    if (!header.empty()) {
+      fmt::print(stderr, "{}\n", header);
+      header.clear();
+    }
+    if (final) {
+      reporter->Finish(jobs);
+    } else {
+      reporter->Report(jobs);
+    }
+  };
 }
 
 }  // namespace eplb::cli

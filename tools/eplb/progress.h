@@ -19,17 +19,14 @@
 #include <string>
 #include <vector>
 
+#include "eplb/base/process_pool.h"
+
 namespace eplb::cli {
 
 class ProgressReporter {
  public:
-  enum class State { kWaiting, kRunning, kDone, kFailed };
-  struct Job {
-    std::string name;
-    int64_t total_steps = 0;
-    int64_t done_steps = 0;
-    State state = State::kWaiting;
-  };
+  using State = JobState;
+  using Job = JobProgress;
 
   // `command` prefixes every line ("eplb compare"). `terminal`: redraw in place.
   ProgressReporter(std::string command, bool terminal, double interval_s = 10);
@@ -59,6 +56,11 @@ class ProgressReporter {
   Clock::time_point last_print_{};
   int lines_drawn_ = 0;
 };
+
+// An observer for base/process_pool.h that prints these lines on stderr: `header`, when not
+// empty, as a line of its own before the first (once the jobs start, so that a study refused
+// before it runs prints only its error).
+ProgressObserver ProgressLines(const std::string& command, std::string header = {});
 
 // "2 h 05 min", "3 min 20 s", "45 s": a duration as people read it.
 std::string HumanDuration(double seconds);

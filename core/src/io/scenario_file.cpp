@@ -430,6 +430,13 @@ Result<Scenario> LoadScenarioFile(const std::string& path,
   return s;
 }
 
+Result<Scenario> LoadScenarioOrDefault(const std::string& path,
+                                       const std::vector<std::string>& overrides) {
+  if (path.empty())
+    return ParseScenario(DefaultScenarioText(), "(built-in default scenario)", overrides);
+  return LoadScenarioFile(path, overrides);
+}
+
 namespace {
 
 // A real as its shortest text that reads back to the same double ("0.8", not yaml-cpp's

@@ -24,6 +24,10 @@ Result<Scenario> LoadScenarioFile(const std::string& path,
                                   const std::vector<std::string>& overrides = {});
 // The built-in default scenario (scenarios/deepseek-v3-prefill-ep32.yaml).
 const std::string& DefaultScenarioText();
+// The scenario file at `path`, or the built-in default when `path` is empty (what a command's
+// SCENARIO argument means), with `overrides` applied.
+Result<Scenario> LoadScenarioOrDefault(const std::string& path,
+                                       const std::vector<std::string>& overrides = {});
 
 // The resolved scenario as YAML, every field written out.
 std::string ScenarioToYaml(const Scenario& scenario);

@@ -1,10 +1,11 @@
-#include "run_pool.h"
+#include "eplb/base/process_pool.h"
 
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <time.h>
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -14,11 +15,9 @@
 
 #include <fmt/format.h>
 
-#include "cli_util.h"
 #include "eplb/base/interrupt.h"
-#include "progress.h"
 
-namespace eplb::cli {
+namespace eplb {
 namespace {
 
 // One step counter per job in memory shared with the forked children, which write them.
@@ -46,9 +45,19 @@ class SharedCounters {
   std::atomic<int64_t>* counters_ = nullptr;
 };
 
+// The child's exit status: 0 for success. The parent reads only zero or not.
+[[noreturn]] void RunChild(const ProcessJob& job, std::atomic<int64_t>& steps_done, pid_t parent) {
+  PrepareForkedChild(parent);
+  const Status s = job.run(steps_done);
+  if (!s.ok()) fmt::print(stderr, "eplb: {}: {}\n", job.name, s.message());
+  std::fflush(nullptr);
+  _exit(s.ok() ? 0 : 1);
+}
+
 }  // namespace
 
-Status RunJobs(const std::vector<Job>& jobs, int parallel, const std::string& command) {
+Status RunInChildProcesses(const std::vector<ProcessJob>& jobs, int parallel,
+                           const ProgressObserver& observer) {
   if (parallel <= 0) parallel = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   struct Running {
     size_t job;
@@ -56,10 +65,8 @@ Status RunJobs(const std::vector<Job>& jobs, int parallel, const std::string& co
   };
   SharedCounters counters(jobs.size());
   if (!counters.ok()) return Status::Internal(fmt::format("mmap: {}", std::strerror(errno)));
-  std::vector<ProgressReporter::Job> progress;
-  for (const Job& job : jobs) progress.push_back({job.name, job.total_steps});
-  ProgressReporter reporter(command, isatty(STDERR_FILENO) == 1);
-  using State = ProgressReporter::State;
+  std::vector<JobProgress> progress;
+  for (const ProcessJob& job : jobs) progress.push_back({job.name, job.total_steps});
   std::map<pid_t, Running> running;
   std::vector<std::string> failed;
   size_t next = 0;
@@ -69,25 +76,18 @@ Status RunJobs(const std::vector<Job>& jobs, int parallel, const std::string& co
     while (next < jobs.size() && static_cast<int>(running.size()) < parallel &&
            InterruptSignal() == 0) {
       const size_t index = next++;
-      const Job& job = jobs[index];
       const pid_t pid = fork();
       if (pid < 0) {
-        failed.push_back(job.name + " (fork failed)");
+        failed.push_back(jobs[index].name + " (fork failed)");
         break;
       }
-      if (pid == 0) {
-        PrepareForkedChild(parent);
-        const Status s = job.run(counters[index]);
-        if (!s.ok()) fmt::print(stderr, "eplb: {}: {}\n", job.name, s.message());
-        std::fflush(nullptr);
-        _exit(ExitCodeFor(s));
-      }
+      if (pid == 0) RunChild(jobs[index], counters[index], parent);
       running[pid] = {index, std::make_unique<ScopedChildProcess>(pid)};
-      progress[index].state = State::kRunning;
+      progress[index].state = JobState::kRunning;
     }
     if (running.empty()) break;
     for (auto& [pid, r] : running) progress[r.job].done_steps = counters[r.job].load();
-    reporter.Report(progress);
+    if (observer) observer(progress, false);
     int status = 0;
     const pid_t done = waitpid(-1, &status, WNOHANG);
     if (done < 0) break;
@@ -102,16 +102,16 @@ Status RunJobs(const std::vector<Job>& jobs, int parallel, const std::string& co
     progress[job].done_steps = counters[job].load();
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       failed.push_back(jobs[job].name);
-      progress[job].state = State::kFailed;
+      progress[job].state = JobState::kFailed;
     } else {
-      progress[job].state = State::kDone;
+      progress[job].state = JobState::kDone;
     }
     running.erase(it);
   }
-  reporter.Finish(progress);
+  if (observer) observer(progress, true);
   EPLB_RETURN_IF_ERROR(CheckInterrupt());
   if (!failed.empty()) return Status::Internal(fmt::format("failed: {}", fmt::join(failed, ", ")));
   return Status::Ok();
 }
 
-}  // namespace eplb::cli
+}  // namespace eplb

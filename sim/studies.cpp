@@ -1,0 +1,369 @@
+#include "studies.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+
+#include <fmt/format.h>
+
+#include "eplb/base/csv.h"
+#include "eplb/base/file_io.h"
+#include "eplb/io/scenario_file.h"
+#include "eplb/policy/policy.h"
+#include "simulation.h"
+
+namespace eplb::sim {
+namespace {
+
+// Two runs of one policy would write one folder; a key varied twice would hide one.
+template <typename T>
+Status CheckDistinct(const std::vector<T>& items, const std::string& option) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (items[i] == items[j]) {
+        return Status::InvalidArgument(
+            fmt::format("{} names '{}' twice; give each once", option, items[i]));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status CheckPolicies(const std::vector<std::string>& policies) {
+  for (const std::string& p : policies) {
+    auto made = MakePolicy(p);
+    if (!made.ok()) return made.status().WithContext("--policies: ");
+  }
+  return CheckDistinct(policies, "--policies");
+}
+
+ProcessJob SimulationJob(std::string name, const Scenario& scenario, std::string dir,
+                         const RunFolderOptions& folder) {
+  return {std::move(name), scenario.run.steps,
+          [&scenario, dir = std::move(dir), &folder](std::atomic<int64_t>& steps_done) {
+            return SimulateToFolder(scenario, dir, folder, &steps_done);
+          }};
+}
+
+}  // namespace
+
+Status SimulateToFolder(const Scenario& scenario, const std::string& dir,
+                        const RunFolderOptions& options, std::atomic<int64_t>* steps_done) {
+  std::function<void(const StepRecord&)> on_step;
+  if (steps_done != nullptr) {
+    on_step = [steps_done](const StepRecord& s) {
+      steps_done->store(s.step + 1, std::memory_order_relaxed);
+    };
+  }
+  auto run = RunSimulation(scenario, on_step);
+  if (!run.ok()) return run.status();
+  return WriteRunFolder(dir, *run, options);
+}
+
+Result<Comparison> RunComparison(const ComparisonSpec& spec, const ProgressObserver& observer) {
+  if (spec.policies.empty()) return Status::InvalidArgument("--policies names no policy");
+  EPLB_RETURN_IF_ERROR(CheckPolicies(spec.policies));
+  EPLB_RETURN_IF_ERROR(CheckDistinct(spec.seeds, "--seeds"));
+  const Scenario& base = spec.scenario;
+  if (spec.report.map_layer < 0 || spec.report.map_layer >= base.model.layers) {
+    return Status::InvalidArgument(
+        fmt::format("--map-layer is {}; the scenario's model has layers 0..{}",
+                    spec.report.map_layer, base.model.layers - 1));
+  }
+  if (spec.report.map_step < -1 || spec.report.map_step >= base.run.steps) {
+    return Status::InvalidArgument(
+        fmt::format("--map-step is {}; the run has steps 0..{} (-1: the last)",
+                    spec.report.map_step, base.run.steps - 1));
+  }
+  const bool several = spec.seeds.size() > 1;
+  const std::vector<uint64_t> seeds =
+      spec.seeds.empty() ? std::vector<uint64_t>{base.run.seed} : spec.seeds;
+  // One scenario per run, policies outermost.
+  struct Run {
+    std::string label;
+    std::string subdir;
+    Scenario scenario;
+  };
+  std::vector<Run> runs;
+  for (const std::string& p : spec.policies) {
+    for (const uint64_t seed : seeds) {
+      Run run{several ? fmt::format("{} seed {}", p, seed) : p,
+              several ? fmt::format("{}/seed-{}", p, seed) : p, base};
+      run.scenario.eplb.policy = p;
+      run.scenario.run.seed = seed;
+      runs.push_back(std::move(run));
+    }
+  }
+  Comparison result;
+  result.dir = spec.out.empty() ? "runs/compare-" + base.name : spec.out;
+  const Status written =
+      WriteFolderAtomically(result.dir, "comparison", [&](const std::string& partial) -> Status {
+        std::vector<ProcessJob> jobs;
+        for (const Run& run : runs) {
+          jobs.push_back(
+              SimulationJob(run.label, run.scenario, partial + "/" + run.subdir, spec.folder));
+        }
+        EPLB_RETURN_IF_ERROR(RunInChildProcesses(jobs, spec.jobs, observer));
+        std::vector<LabelledRun> folders;
+        for (const Run& run : runs) {
+          EPLB_ASSIGN_OR_RETURN(RunFolder folder, ReadRunFolder(partial + "/" + run.subdir));
+          folders.push_back({run.scenario.eplb.policy, std::move(folder)});
+        }
+        result.rows = ComparisonRows(folders);
+        const std::string yaml = ScenarioToYaml(base);
+        EPLB_RETURN_IF_ERROR(WriteTextFile(partial + "/scenario.yaml", yaml));
+        EPLB_RETURN_IF_ERROR(
+            WriteTextFile(partial + "/comparison.csv", ComparisonCsv(result.rows)));
+        std::vector<Figure> figures;
+        EPLB_RETURN_IF_ERROR(
+            WriteTextFile(partial + "/report.html",
+                          CompareReportHtml(base.name, yaml, folders, spec.report, &figures)));
+        EPLB_RETURN_IF_ERROR(WriteFigures(partial, figures));
+        const nlohmann::ordered_json doc{{"tool", ToolVersion()},
+                                         {"format_version", kFolderFormatVersion},
+                                         {"scenario", base.name},
+                                         {"policies", result.rows}};
+        return WriteTextFile(partial + "/comparison.json", doc.dump(2) + "\n");
+      });
+  if (!written.ok()) return written;
+  return result;
+}
+
+Result<SweepPlan> PlanSweep(const SweepSpec& spec) {
+  SweepPlan plan;
+  EPLB_ASSIGN_OR_RETURN(plan.base, LoadScenarioOrDefault(spec.scenario_path, spec.overrides));
+  for (const auto& [key, values] : spec.vary) {
+    if (values.empty()) {
+      return Status::InvalidArgument(fmt::format("--vary '{}': expected key.path=v1,v2,...", key));
+    }
+    EPLB_RETURN_IF_ERROR(CheckDistinct(values, "--vary " + key));
+    plan.keys.push_back(key);
+  }
+  EPLB_RETURN_IF_ERROR(CheckDistinct(plan.keys, "--vary"));
+  const bool policy_varied =
+      std::find(plan.keys.begin(), plan.keys.end(), "eplb.policy") != plan.keys.end();
+  if (policy_varied && !spec.policies.empty()) {
+    return Status::InvalidArgument(
+        "--vary eplb.policy and --policies both name the policies; give them once, in either");
+  }
+  const std::vector<std::string> policies =
+      spec.policies.empty() ? std::vector<std::string>{plan.base.eplb.policy} : spec.policies;
+  EPLB_RETURN_IF_ERROR(CheckPolicies(policies));
+  size_t count = policies.size();
+  for (const auto& [key, values] : spec.vary)
+    count = std::min<size_t>(count * values.size(), 1000000);
+  if (count > kMaxSweepPoints) {
+    return Status::InvalidArgument(
+        fmt::format("--vary and --policies make {}{} points; a sweep runs at most {} "
+                    "(split it, or use MPI ranks over several sweeps)",
+                    count >= 1000000 ? "over " : "", count, kMaxSweepPoints));
+  }
+  // The cross product, policies innermost; every point's scenario is checked before any runs.
+  std::vector<std::vector<std::string>> combinations{{}};
+  for (const auto& [key, values] : spec.vary) {
+    std::vector<std::vector<std::string>> next;
+    for (const auto& c : combinations) {
+      for (const std::string& v : values) {
+        next.push_back(c);
+        next.back().push_back(v);
+      }
+    }
+    combinations = std::move(next);
+  }
+  for (const auto& values : combinations) {
+    for (const std::string& policy : policies) {
+      std::vector<std::string> o = spec.overrides;
+      for (size_t k = 0; k < plan.keys.size(); ++k) o.push_back(plan.keys[k] + "=" + values[k]);
+      if (!policy_varied) o.push_back("eplb.policy=" + policy);
+      auto s = LoadScenarioOrDefault(spec.scenario_path, o);
+      if (!s.ok()) return s.status().WithContext(fmt::format("point {}: ", plan.points.size()));
+      const std::string runs = s->eplb.policy;  // the label is what the point runs
+      plan.points.push_back({values, runs, std::move(s).value()});
+    }
+  }
+  plan.dir = spec.out.empty() ? "runs/sweep-" + plan.base.name : spec.out;
+  plan.folder = spec.folder;
+  plan.jobs = spec.jobs;
+  return plan;
+}
+
+namespace {
+
+// A claim file created with O_EXCL: true for exactly one of the processes that try.
+bool Claim(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  ::close(fd);
+  return true;
+}
+
+// What makes two sweep processes parts of one sweep: the base scenario and every point.
+std::string SweepIdentity(const SweepPlan& plan) {
+  std::string text = ScenarioToYaml(plan.base);
+  for (const std::string& k : plan.keys) text += "\nvary " + k;
+  for (const SweepPlan::Point& p : plan.points)
+    text += fmt::format("\npoint {} {}", fmt::join(p.values, ","), p.policy);
+  return text;
+}
+
+// The first process to reach the shared folder records the sweep it runs; the others check
+// that they run the same one.
+Status JoinSharedSweep(const std::string& shared, const std::string& identity, int rank) {
+  const std::string path = shared + "/.sweep";
+  // Named by rank, unique within a launch (a PID may repeat on another machine of a shared file
+  // system).
+  const std::string mine = fmt::format("{}.rank-{}", path, rank);
+  EPLB_RETURN_IF_ERROR(WriteTextFile(mine, identity));
+  const bool first = ::link(mine.c_str(), path.c_str()) == 0;  // atomic: one process wins
+  ::unlink(mine.c_str());
+  if (first) return Status::Ok();
+  EPLB_ASSIGN_OR_RETURN(const std::string recorded, ReadTextFile(path));
+  if (recorded == identity) return Status::Ok();
+  return Status::InvalidArgument(fmt::format(
+      "{} holds the points of another sweep (another scenario, --vary or --policies); give each "
+      "sweep its own --out, or remove {} if that sweep was abandoned",
+      shared, shared));
+}
+
+struct RankMarks {
+  int finished = 0;
+  std::vector<int> failed;
+};
+
+// The processes that have marked their end: one listing of the folder, whatever the count.
+Result<RankMarks> ReadRankMarks(const std::string& shared, int ranks) {
+  namespace fs = std::filesystem;
+  RankMarks marks;
+  std::error_code ec;
+  for (fs::directory_iterator it(shared, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    int32_t r = -1;
+    const size_t dot = name.rfind('.');
+    if (name.rfind(".rank-", 0) != 0 || dot == std::string::npos ||
+        !ParseCsvInt32(name.substr(6, dot - 6), r) || r < 0 || r >= ranks) {
+      continue;
+    }
+    const std::string mark = name.substr(dot + 1);
+    if (mark == "done") ++marks.finished;
+    if (mark == "failed") {
+      ++marks.finished;
+      marks.failed.push_back(r);
+    }
+  }
+  if (ec) return Status::IoError(fmt::format("{}: cannot list: {}", shared, ec.message()));
+  std::sort(marks.failed.begin(), marks.failed.end());
+  return marks;
+}
+
+Status RunPoints(const SweepPlan& plan, const std::string& root, const Launch& launch,
+                 const ProgressObserver& observer) {
+  std::vector<ProcessJob> jobs;
+  for (size_t i = 0; i < plan.points.size(); ++i) {
+    if (static_cast<int>(i % static_cast<size_t>(launch.count)) != launch.index) continue;
+    jobs.push_back(SimulationJob(fmt::format("point {}", i), plan.points[i].scenario,
+                                 fmt::format("{}/points/{}", root, i), plan.folder));
+  }
+  return RunInChildProcesses(jobs, plan.jobs, observer);
+}
+
+// sweep.csv, sweep.json, scenario.yaml, report.html and figures/ from the points in ROOT.
+Status WriteSweepReport(const SweepPlan& plan, const std::string& root) {
+  std::vector<nlohmann::ordered_json> rows;
+  for (size_t i = 0; i < plan.points.size(); ++i) {
+    const SweepPlan::Point& point = plan.points[i];
+    EPLB_ASSIGN_OR_RETURN(RunFolder folder, ReadRunFolder(fmt::format("{}/points/{}", root, i)));
+    nlohmann::ordered_json row{{"point", i}};
+    for (size_t k = 0; k < plan.keys.size(); ++k) {
+      double num = 0;
+      if (ParseCsvDouble(point.values[k], num)) {
+        row[plan.keys[k]] = num;
+      } else {
+        row[plan.keys[k]] = point.values[k];
+      }
+    }
+    row["policy"] = point.policy;
+    const nlohmann::ordered_json numbers = ComparisonRow({point.policy, std::move(folder)});
+    for (auto it = numbers.begin(); it != numbers.end(); ++it) {
+      if (it.key() != "label") row[it.key()] = *it;
+    }
+    rows.push_back(std::move(row));
+  }
+  EPLB_RETURN_IF_ERROR(WriteTextFile(root + "/sweep.csv", ComparisonCsv(rows)));
+  const nlohmann::ordered_json doc{{"tool", ToolVersion()},
+                                   {"format_version", kFolderFormatVersion},
+                                   {"scenario", plan.base.name},
+                                   {"points", rows}};
+  EPLB_RETURN_IF_ERROR(WriteTextFile(root + "/sweep.json", doc.dump(2) + "\n"));
+  EPLB_RETURN_IF_ERROR(WriteTextFile(root + "/scenario.yaml", ScenarioToYaml(plan.base)));
+  std::vector<Figure> figures;
+  EPLB_RETURN_IF_ERROR(WriteTextFile(root + "/report.html",
+                                     SweepReportHtml(plan.base.name, plan.keys, rows, &figures)));
+  return WriteFigures(root, figures);
+}
+
+}  // namespace
+
+Result<SweepOutcome> RunSweep(const SweepPlan& plan, const Launch& launch,
+                              const ProgressObserver& observer) {
+  const int rank = launch.index, ranks = launch.count;
+  if (static_cast<size_t>(ranks) > plan.points.size()) {
+    // Every process must mark its end before the report is written: a count beyond the points
+    // is a wrong launch (or environment), and would have the last one wait for processes that
+    // have nothing to do.
+    return Status::InvalidArgument(
+        fmt::format("{}, but the sweep has {} point{}: launch at most one process per point",
+                    launch.Describe(), plan.points.size(), plan.points.size() == 1 ? "" : "s"));
+  }
+  SweepOutcome outcome;
+  if (ranks == 1) {
+    const Status written =
+        WriteFolderAtomically(plan.dir, "sweep", [&](const std::string& partial) {
+          EPLB_RETURN_IF_ERROR(RunPoints(plan, partial, launch, observer));
+          return WriteSweepReport(plan, partial);
+        });
+    if (!written.ok()) return written;
+    outcome.wrote_folder = true;
+    outcome.finished = 1;
+    return outcome;
+  }
+  // Launched as several processes (MPI ranks, or Slurm array tasks that may run at different
+  // times), each writes its points into one shared folder and marks when it is done; the last to
+  // finish (the one that claims the report once every mark is there) writes the folder.
+  namespace fs = std::filesystem;
+  const std::string shared = plan.dir + ".shared-partial";
+  std::error_code made;
+  fs::create_directories(shared + "/points", made);
+  if (made) return Status::IoError(fmt::format("{}: {}", shared, made.message()));
+  // Processes of another sweep writing to the same folder would mix their points in.
+  EPLB_RETURN_IF_ERROR(JoinSharedSweep(shared, SweepIdentity(plan), rank));
+  Status s = RunPoints(plan, shared, launch, observer);
+  const Status marked =
+      WriteTextFile(fmt::format("{}/.rank-{}.{}", shared, rank, s.ok() ? "done" : "failed"), "");
+  if (s.ok()) s = marked;
+  if (!s.ok()) return s;
+  EPLB_ASSIGN_OR_RETURN(const RankMarks marks, ReadRankMarks(shared, ranks));
+  outcome.finished = marks.finished;
+  if (marks.finished < ranks || !Claim(shared + "/.report-claimed")) return outcome;
+  if (!marks.failed.empty()) {
+    return Status::Internal(fmt::format(
+        "{} {} failed their points (see their output); no report was written; the points that "
+        "ran are in {}",
+        marks.failed.size() == 1 ? "process" : "processes", fmt::join(marks.failed, ", "), shared));
+  }
+  const Status written = WriteFolderAtomically(plan.dir, "sweep", [&](const std::string& partial) {
+    std::error_code ec;
+    fs::rename(shared + "/points", partial + "/points", ec);
+    if (ec) return Status::IoError(fmt::format("{}: {}", shared, ec.message()));
+    return WriteSweepReport(plan, partial);
+  });
+  if (!written.ok()) return written;
+  std::error_code ec;
+  fs::remove_all(shared, ec);
+  outcome.wrote_folder = true;
+  return outcome;
+}
+
+}  // namespace eplb::sim

@@ -1,0 +1,260 @@
+// sim/studies.h: comparisons and sweeps as library calls. Every simulation runs in a child
+// process, so this process runs no SimGrid engine and may run several studies.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "eplb/base/file_io.h"
+#include "eplb/io/scenario_file.h"
+#include "studies.h"
+
+namespace eplb {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kTiny = std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml";
+
+class Studies : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           (std::string("eplb_studies_") +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
+            std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+
+  fs::path dir_;
+};
+
+nlohmann::json ReadJson(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+sim::ComparisonSpec TinyComparison(const std::string& out) {
+  sim::ComparisonSpec spec;
+  spec.scenario = *LoadScenarioFile(kTiny, {"run.steps=300"});
+  spec.policies = {"static", "deepseek"};
+  spec.out = out;
+  spec.jobs = 2;
+  return spec;
+}
+
+TEST_F(Studies, ComparisonRunsEveryPolicyAndSeedIntoOneFolder) {
+  sim::ComparisonSpec spec = TinyComparison(Path("cmp"));
+  spec.seeds = {3, 4};
+  std::vector<JobProgress> last;
+  int finals = 0;
+  auto result = sim::RunComparison(spec, [&](const std::vector<JobProgress>& p, bool final) {
+    last = p;
+    finals += final;
+  });
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  EXPECT_EQ(result->dir, Path("cmp"));
+  EXPECT_EQ(finals, 1);
+  ASSERT_EQ(last.size(), 4u);  // policies outermost, then seeds
+  EXPECT_EQ(last[0].name, "static seed 3");
+  EXPECT_EQ(last[3].name, "deepseek seed 4");
+  for (const JobProgress& p : last) {
+    EXPECT_EQ(p.state, JobState::kDone) << p.name;
+    EXPECT_EQ(p.done_steps, 300) << p.name;
+  }
+  // One row per policy, a mean over its seeds; the same rows as comparison.json holds.
+  ASSERT_EQ(result->rows.size(), 2u);
+  EXPECT_EQ(result->rows[0]["label"], "static");
+  EXPECT_EQ(result->rows[1]["label"], "deepseek");
+  EXPECT_EQ(result->rows[1]["seeds"], 2);
+  const nlohmann::json doc = ReadJson(Path("cmp/comparison.json"));
+  EXPECT_EQ(doc["scenario"], "tiny");
+  EXPECT_EQ(doc["policies"].dump(), nlohmann::json(result->rows).dump());
+  for (const char* run : {"static/seed-3", "static/seed-4", "deepseek/seed-3", "deepseek/seed-4"})
+    EXPECT_TRUE(ReadFolderManifest(Path("cmp/") + run).ok()) << run;
+  EXPECT_TRUE(ReadFolderManifest(Path("cmp")).ok());
+  EXPECT_TRUE(fs::exists(Path("cmp/report.html")));
+  // Rebalancing beats experts in order on this skewed workload.
+  EXPECT_GT(result->rows[1]["balancedness_mean"].get<double>(),
+            result->rows[0]["balancedness_mean"].get<double>());
+}
+
+// A spec changed one way, and the error it must get.
+template <typename Spec>
+struct BadSpec {
+  const char* name;
+  std::function<void(Spec&)> change;
+  const char* error;
+};
+
+// `call` on `base` changed by each case must fail with the case's error.
+template <typename Spec, typename Call>
+void ExpectEachRefused(const Spec& base, const std::vector<BadSpec<Spec>>& cases, Call call) {
+  for (const BadSpec<Spec>& c : cases) {
+    Spec spec = base;
+    c.change(spec);
+    const Status s = call(spec);
+    ASSERT_FALSE(s.ok()) << c.name;
+    EXPECT_NE(s.message().find(c.error), std::string::npos) << c.name << ": " << s.message();
+  }
+}
+
+TEST_F(Studies, ComparisonRefusesABadSpecBeforeWritingAnything) {
+  using Case = BadSpec<sim::ComparisonSpec>;
+  const std::vector<Case> cases = {
+      {"no policy", [](auto& s) { s.policies.clear(); }, "--policies names no policy"},
+      {"unknown",
+       [](auto& s) {
+         s.policies = {"static", "nope"};
+       },
+       "nope"},
+      {"twice",
+       [](auto& s) {
+         s.policies = {"static", "static"};
+       },
+       "names 'static' twice"},
+      {"seed twice",
+       [](auto& s) {
+         s.seeds = {7, 7};
+       },
+       "--seeds names '7' twice"},
+      {"map layer", [](auto& s) { s.report.map_layer = 4; }, "layers 0..3"},
+      {"map step", [](auto& s) { s.report.map_step = 300; }, "steps 0..299"},
+  };
+  ExpectEachRefused(TinyComparison(Path("cmp")), cases, [&](const sim::ComparisonSpec& spec) {
+    const Status s = sim::RunComparison(spec).status();
+    EXPECT_FALSE(fs::exists(Path("cmp")));
+    return s;
+  });
+}
+
+TEST_F(Studies, ComparisonWithAFailingRunLeavesNoFolder) {
+  sim::ComparisonSpec spec = TinyComparison(Path("cmp"));
+  // A trace that does not exist fails every run in its child, after the spec was accepted.
+  spec.scenario.workload.kind = "trace";
+  spec.scenario.workload.trace = Path("missing.csv");
+  auto result = sim::RunComparison(spec);
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("static"), std::string::npos)
+      << result.status().message();
+  EXPECT_FALSE(fs::exists(Path("cmp")));
+}
+
+sim::SweepSpec TinySweep(const std::string& out) {
+  sim::SweepSpec spec;
+  spec.scenario_path = kTiny;
+  spec.overrides = {"run.steps=200"};
+  spec.vary = {{"cluster.nodes", {"1", "2"}}, {"workload.sigma", {"0.5", "1.5"}}};
+  spec.policies = {"static", "deepseek"};
+  spec.out = out;
+  spec.jobs = 2;
+  return spec;
+}
+
+TEST_F(Studies, SweepPlansTheCrossProductPoliciesInnermost) {
+  auto plan = sim::PlanSweep(TinySweep(Path("sweep")));
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->keys, (std::vector<std::string>{"cluster.nodes", "workload.sigma"}));
+  ASSERT_EQ(plan->points.size(), 8u);
+  // The last key varies fastest, the policies faster still.
+  const auto& p5 = plan->points[5];
+  EXPECT_EQ(p5.values, (std::vector<std::string>{"2", "0.5"}));
+  EXPECT_EQ(p5.policy, "deepseek");
+  EXPECT_EQ(p5.scenario.cluster.nodes, 2);
+  EXPECT_DOUBLE_EQ(p5.scenario.workload.sigma, 0.5);
+  EXPECT_EQ(p5.scenario.eplb.policy, "deepseek");
+  EXPECT_EQ(p5.scenario.run.steps, 200);
+  EXPECT_EQ(plan->points[2].values, (std::vector<std::string>{"1", "1.5"}));
+  EXPECT_EQ(plan->points[2].policy, "static");
+  EXPECT_EQ(plan->dir, Path("sweep"));
+}
+
+TEST_F(Studies, SweepRefusesABadSpecNamingWhatIsWrong) {
+  using Case = BadSpec<sim::SweepSpec>;
+  const std::vector<Case> cases = {
+      {"value twice",
+       [](auto& s) {
+         s.vary[0].second = {"1", "1"};
+       },
+       "--vary cluster.nodes names '1' twice"},
+      {"key twice", [](auto& s) { s.vary[1].first = "cluster.nodes"; },
+       "--vary names 'cluster.nodes' twice"},
+      {"no values", [](auto& s) { s.vary[1].second.clear(); }, "--vary 'workload.sigma'"},
+      {"policy both ways",
+       [](auto& s) {
+         s.vary.push_back({"eplb.policy", {"static"}});
+       },
+       "give them once"},
+      {"unknown policy", [](auto& s) { s.policies = {"nope"}; }, "--policies: "},
+      {"too many",
+       [](auto& s) {
+         std::vector<std::string> seeds;
+         for (int i = 0; i < 5001; ++i) seeds.push_back(std::to_string(i));
+         s.vary = {{"run.seed", seeds}};
+       },
+       "make 10002 points; a sweep runs at most 10000"},
+      // Points 0-3 are nodes=1 (two sigmas × two policies); the first with -3 is point 4.
+      {"bad value",
+       [](auto& s) {
+         s.vary[0].second = {"1", "-3"};
+       },
+       "point 4: "},
+  };
+  ExpectEachRefused(TinySweep(Path("sweep")), cases,
+                    [](const sim::SweepSpec& spec) { return sim::PlanSweep(spec).status(); });
+}
+
+// Two processes of a launch, one after the other (a Slurm array's tasks may run so): the first
+// leaves its points in the shared folder, the second runs the rest and writes the folder.
+TEST_F(Studies, SweepOverALaunchIsWrittenByTheLastProcessToFinish) {
+  sim::SweepSpec spec = TinySweep(Path("sweep"));
+  spec.policies = {"deepseek"};
+  auto plan = sim::PlanSweep(spec);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  ASSERT_EQ(plan->points.size(), 4u);
+  Launch first{LaunchKind::kSlurmArray, 0, 2};
+  auto one = sim::RunSweep(*plan, first);
+  ASSERT_TRUE(one.ok()) << one.status().message();
+  EXPECT_FALSE(one->wrote_folder);
+  EXPECT_EQ(one->finished, 1);
+  EXPECT_FALSE(fs::exists(Path("sweep")));
+  EXPECT_TRUE(fs::exists(Path("sweep.shared-partial/points/2")));
+  EXPECT_FALSE(fs::exists(Path("sweep.shared-partial/points/1")));
+  // Another sweep may not join this one's folder.
+  sim::SweepSpec other = spec;
+  other.vary[1].second = {"0.5", "2.5"};
+  auto other_plan = sim::PlanSweep(other);
+  ASSERT_TRUE(other_plan.ok());
+  auto refused = sim::RunSweep(*other_plan, Launch{LaunchKind::kSlurmArray, 1, 2});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("holds the points of another sweep"),
+            std::string::npos);
+  auto two = sim::RunSweep(*plan, Launch{LaunchKind::kSlurmArray, 1, 2});
+  ASSERT_TRUE(two.ok()) << two.status().message();
+  EXPECT_TRUE(two->wrote_folder);
+  EXPECT_EQ(two->finished, 2);
+  EXPECT_FALSE(fs::exists(Path("sweep.shared-partial")));
+  ASSERT_TRUE(ReadFolderManifest(Path("sweep")).ok());
+  const nlohmann::json doc = ReadJson(Path("sweep/sweep.json"));
+  ASSERT_EQ(doc["points"].size(), 4u);
+  EXPECT_EQ(doc["points"][3]["cluster.nodes"], 2);
+  EXPECT_EQ(doc["points"][3]["workload.sigma"], 1.5);
+  EXPECT_EQ(doc["points"][3]["policy"], "deepseek");
+  // A launch of more processes than points is refused before anything runs.
+  auto wide = sim::RunSweep(*plan, Launch{LaunchKind::kMpi, 0, 5});
+  ASSERT_FALSE(wide.ok());
+  EXPECT_NE(wide.status().message().find("launch at most one process per point"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace eplb
