@@ -259,6 +259,64 @@ TEST(RunFolder, TheColumnTableDefinesEveryCsvHeader) {
   EXPECT_EQ(static_cast<size_t>(written), RunFolderFiles().size());
 }
 
+// The typed tables (what the Python module reads) come from the parse that checks the folder:
+// every CSV file in RunFolderFiles' order, its columns in the file's order and types, and the
+// values the records hold.
+TEST(RunFolder, TypedTablesHoldWhatTheRecordsHold) {
+  Scenario tiny = Tiny();
+  tiny.faults = {{FaultKind::kStraggler, 5, 9, 1, -1, LinkClass::kNic, 2}};
+  auto host = RunOnHost(tiny);
+  ASSERT_TRUE(host.ok());
+  TempDir tmp;
+  ASSERT_TRUE(WriteRunFolder(tmp / "run", host->result).ok());
+  auto folder = ReadRunFolder(tmp / "run");
+  auto tables = ReadRunFolderTables(tmp / "run");
+  ASSERT_TRUE(folder.ok() && tables.ok()) << tables.status().message();
+  std::vector<const RunFolderFile*> expected;
+  for (const RunFolderFile& file : RunFolderFiles()) {
+    if (!file.columns.empty()) expected.push_back(&file);
+  }
+  ASSERT_EQ(tables->size(), expected.size());
+  const RunResult& run = folder->run;
+  using Kind = RunFolderTable::Column::Kind;
+  for (size_t t = 0; t < tables->size(); ++t) {
+    const RunFolderTable& table = (*tables)[t];
+    EXPECT_EQ(table.file, expected[t]->name);
+    ASSERT_EQ(table.columns.size(), expected[t]->columns.size()) << table.file;
+    for (size_t c = 0; c < table.columns.size(); ++c)
+      EXPECT_EQ(table.columns[c].name, expected[t]->columns[c].name);
+  }
+  auto column = [&](size_t t, std::string_view name) -> const RunFolderTable::Column& {
+    for (const auto& c : (*tables)[t].columns) {
+      if (c.name == name) return c;
+    }
+    ADD_FAILURE() << name;
+    return (*tables)[t].columns[0];
+  };
+  const auto& step = column(0, "step");
+  const auto& balancedness = column(0, "balancedness");
+  ASSERT_EQ(step.kind, Kind::kInteger);
+  ASSERT_EQ(balancedness.kind, Kind::kReal);
+  ASSERT_EQ(step.integers.size(), run.steps.size());
+  for (size_t i = 0; i < run.steps.size(); ++i) {
+    EXPECT_EQ(step.integers[i], run.steps[i].step);
+    EXPECT_DOUBLE_EQ(balancedness.reals[i], run.steps[i].balancedness);
+  }
+  const auto& bytes = column(1, "bytes");
+  const auto& link = column(1, "link");
+  ASSERT_EQ(link.kind, Kind::kText);
+  ASSERT_FALSE(run.transfers.empty());
+  ASSERT_EQ(bytes.integers.size(), run.transfers.size());
+  for (size_t i = 0; i < run.transfers.size(); ++i) {
+    EXPECT_EQ(bytes.integers[i], run.transfers[i].bytes);
+    EXPECT_EQ(link.texts[i], LinkClassName(run.transfers[i].link));
+  }
+  const auto& reason = column(2, "reason");
+  ASSERT_EQ(reason.texts.size(), run.rearrangements.size());
+  for (size_t i = 0; i < run.rearrangements.size(); ++i)
+    EXPECT_EQ(reason.texts[i], RearrangeReasonName(run.rearrangements[i].reason));
+}
+
 // Rewrites DIR's manifest for the files now there, as WriteFolderAtomically would have.
 void Restamp(const std::string& dir) {
   ASSERT_TRUE(WriteFolderManifest(dir, "run").ok());

@@ -277,7 +277,16 @@ Status WriteRunFolder(const std::string& dir, const RunResult& run,
   });
 }
 
-Result<RunFolder> ReadRunFolder(const std::string& dir) {
+namespace {
+
+// ReadRunFolder; `tables`, when given, also receives each CSV table as typed columns, from the
+// same parse, in RunFolderFiles' order (the order read below).
+Result<RunFolder> ReadRunFolder(const std::string& dir, std::vector<RunFolderTable>* tables) {
+  // The next table's slot, or null when tables are not asked for.
+  auto next_table = [tables]() -> RunFolderTable* {
+    if (tables == nullptr) return nullptr;
+    return &tables->emplace_back();
+  };
   if (!fs::is_directory(dir)) return Status::NotFound(fmt::format("{}: no such folder", dir));
   const std::string name = fs::path(dir).lexically_normal().filename().string();
   if (name.find(".partial-") != std::string::npos) {
@@ -313,17 +322,18 @@ Result<RunFolder> ReadRunFolder(const std::string& dir) {
   run.peak_rss_bytes = folder.summary.peak_rss_bytes;
 
   EPLB_ASSIGN_OR_RETURN(const std::string metrics, ReadTextFile(p + "metrics.csv"));
-  EPLB_ASSIGN_OR_RETURN(run.steps, run_folder::ParseMetricsCsv(metrics, p + "metrics.csv"));
+  EPLB_ASSIGN_OR_RETURN(run.steps,
+                        run_folder::ParseMetricsCsv(metrics, p + "metrics.csv", next_table()));
 
   EPLB_ASSIGN_OR_RETURN(const std::string transfers, ReadTextFile(p + "transfers.csv"));
-  EPLB_ASSIGN_OR_RETURN(
-      run.transfers,
-      run_folder::ParseTransfersCsv(transfers, p + "transfers.csv", run.scenario.model.layers,
-                                    run.scenario.model.experts, run.scenario.num_gpus()));
+  EPLB_ASSIGN_OR_RETURN(run.transfers,
+                        run_folder::ParseTransfersCsv(
+                            transfers, p + "transfers.csv", run.scenario.model.layers,
+                            run.scenario.model.experts, run.scenario.num_gpus(), next_table()));
 
   EPLB_ASSIGN_OR_RETURN(const std::string rearrangements, ReadTextFile(p + "rearrangements.csv"));
-  EPLB_ASSIGN_OR_RETURN(
-      auto rows, run_folder::ParseRearrangementsCsv(rearrangements, p + "rearrangements.csv"));
+  EPLB_ASSIGN_OR_RETURN(auto rows, run_folder::ParseRearrangementsCsv(
+                                       rearrangements, p + "rearrangements.csv", next_table()));
   for (run_folder::RearrangementRow& row : rows) {
     folder.following_balancedness.push_back(row.following_balancedness);
     run.rearrangements.push_back(std::move(static_cast<RearrangementRecord&>(row)));
@@ -338,16 +348,16 @@ Result<RunFolder> ReadRunFolder(const std::string& dir) {
   if (fs::exists(p + "layer_balancedness.csv")) {
     EPLB_ASSIGN_OR_RETURN(const std::string spans, ReadTextFile(p + "layer_balancedness.csv"));
     EPLB_ASSIGN_OR_RETURN(run.layer_balance,
-                          run_folder::ParseLayerBalanceCsv(spans, p + "layer_balancedness.csv",
-                                                           run.scenario.model.layers,
-                                                           static_cast<int>(run.steps.size())));
+                          run_folder::ParseLayerBalanceCsv(
+                              spans, p + "layer_balancedness.csv", run.scenario.model.layers,
+                              static_cast<int>(run.steps.size()), next_table()));
   }
   // Likewise gpu_memory.csv, checked against rearrangements.csv.
   if (fs::exists(p + "gpu_memory.csv")) {
     EPLB_ASSIGN_OR_RETURN(const std::string memory, ReadTextFile(p + "gpu_memory.csv"));
-    EPLB_RETURN_IF_ERROR(
-        run_folder::ParseGpuMemoryCsv(memory, p + "gpu_memory.csv", run.scenario.num_gpus(),
-                                      run_folder::ResidentBytes(run.scenario), run.rearrangements));
+    EPLB_RETURN_IF_ERROR(run_folder::ParseGpuMemoryCsv(
+        memory, p + "gpu_memory.csv", run.scenario.num_gpus(),
+        run_folder::ResidentBytes(run.scenario), run.rearrangements, next_table()));
     // The fullest GPU is the one summary.json names (when it records GPU memory at all).
     int64_t most = 0;
     for (const RearrangementRecord& r : run.rearrangements)
@@ -363,17 +373,15 @@ Result<RunFolder> ReadRunFolder(const std::string& dir) {
   return folder;
 }
 
+}  // namespace
+
+Result<RunFolder> ReadRunFolder(const std::string& dir) {
+  return ReadRunFolder(dir, nullptr);
+}
+
 Result<std::vector<RunFolderTable>> ReadRunFolderTables(const std::string& dir) {
-  EPLB_RETURN_IF_ERROR(ReadRunFolder(dir).status());
   std::vector<RunFolderTable> tables;
-  for (const RunFolderFile& file : RunFolderFiles()) {
-    if (file.columns.empty()) continue;  // not a table
-    const std::string path = dir + "/" + std::string(file.name);
-    if (!fs::exists(path)) continue;  // a table added after the folder was written
-    EPLB_ASSIGN_OR_RETURN(const std::string text, ReadTextFile(path));
-    EPLB_ASSIGN_OR_RETURN(RunFolderTable table, run_folder::ParseTable(file.name, text, path));
-    tables.push_back(std::move(table));
-  }
+  EPLB_RETURN_IF_ERROR(ReadRunFolder(dir, &tables).status());
   return tables;
 }
 

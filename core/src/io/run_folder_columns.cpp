@@ -332,13 +332,46 @@ Result<size_t> ReadHeader(CsvLines& csv, const std::vector<Field<Row>>& fields) 
   return columns;
 }
 
-// `check` (optional) returns what is wrong with a parsed row, or "" when nothing is.
+// The typed columns of a table whose file has the first `count` of `fields`.
+template <typename Row>
+std::vector<RunFolderTable::Column> TypedColumns(const std::vector<Field<Row>>& fields,
+                                                 size_t count) {
+  using Kind = RunFolderTable::Column::Kind;
+  std::vector<RunFolderTable::Column> columns;
+  for (size_t i = 0; i < count; ++i) {
+    const Format f = fields[i].format;
+    const Kind kind = f == Format::kInt32 || f == Format::kInt64   ? Kind::kInteger
+                      : f == Format::kLink || f == Format::kReason ? Kind::kText
+                                                                   : Kind::kReal;
+    columns.push_back({fields[i].doc.name, kind, {}, {}, {}});
+  }
+  return columns;
+}
+
+void Append(RunFolderTable::Column& column, const Cell& c, std::string_view text) {
+  switch (column.kind) {
+    case RunFolderTable::Column::Kind::kInteger:
+      column.integers.push_back(c.i);
+      break;
+    case RunFolderTable::Column::Kind::kReal:
+      column.reals.push_back(c.d);
+      break;
+    case RunFolderTable::Column::Kind::kText:
+      column.texts.emplace_back(text);
+      break;
+  }
+}
+
+// `check` (optional) returns what is wrong with a parsed row, or "" when nothing is. `typed`,
+// when given, receives the columns as they are parsed (RunFolderTable), with `file` its name.
 template <typename Row>
 Result<std::vector<Row>> ParseCsv(const std::vector<Field<Row>>& fields, std::string_view text,
                                   const std::string& name,
-                                  const std::function<std::string(const Row&)>& check = {}) {
+                                  const std::function<std::string(const Row&)>& check,
+                                  std::string_view file, RunFolderTable* typed) {
   CsvLines csv(text, name);
   EPLB_ASSIGN_OR_RETURN(const size_t columns, ReadHeader(csv, fields));
+  if (typed != nullptr) *typed = {file, TypedColumns(fields, columns)};
   std::vector<Row> rows;
   std::vector<std::string_view> values;
   while (csv.Next(values)) {
@@ -348,6 +381,7 @@ Result<std::vector<Row>> ParseCsv(const std::vector<Field<Row>>& fields, std::st
       Cell c;
       EPLB_RETURN_IF_ERROR(ParseCell(csv, fields[i], values[i], c));
       fields[i].set(row, c);
+      if (typed != nullptr) Append(typed->columns[i], c, values[i]);
     }
     if (check) {
       if (const std::string wrong = check(row); !wrong.empty()) return csv.Error(wrong);
@@ -355,44 +389,6 @@ Result<std::vector<Row>> ParseCsv(const std::vector<Field<Row>>& fields, std::st
     rows.push_back(std::move(row));
   }
   return rows;
-}
-
-// A table read as its columns' types, not into records: what ReadRunFolderTables returns.
-template <typename Row>
-Result<RunFolderTable> TypedTable(const std::vector<Field<Row>>& fields, std::string_view file,
-                                  std::string_view text, const std::string& name) {
-  CsvLines csv(text, name);
-  EPLB_ASSIGN_OR_RETURN(const size_t count, ReadHeader(csv, fields));
-  using Kind = RunFolderTable::Column::Kind;
-  RunFolderTable table{file, {}};
-  for (size_t i = 0; i < count; ++i) {
-    const Format f = fields[i].format;
-    const Kind kind = f == Format::kInt32 || f == Format::kInt64   ? Kind::kInteger
-                      : f == Format::kLink || f == Format::kReason ? Kind::kText
-                                                                   : Kind::kReal;
-    table.columns.push_back({fields[i].doc.name, kind, {}, {}, {}});
-  }
-  std::vector<std::string_view> values;
-  while (csv.Next(values)) {
-    EPLB_RETURN_IF_ERROR(csv.CheckFieldCount(values, count));
-    for (size_t i = 0; i < count; ++i) {
-      Cell c;
-      EPLB_RETURN_IF_ERROR(ParseCell(csv, fields[i], values[i], c));
-      RunFolderTable::Column& column = table.columns[i];
-      switch (column.kind) {
-        case Kind::kInteger:
-          column.integers.push_back(c.i);
-          break;
-        case Kind::kReal:
-          column.reals.push_back(c.d);
-          break;
-        case Kind::kText:
-          column.texts.emplace_back(values[i]);
-          break;
-      }
-    }
-  }
-  return table;
 }
 
 template <typename Row>
@@ -451,61 +447,73 @@ std::string Negative(const char* column, double v) {
 
 }  // namespace
 
-Result<std::vector<StepRecord>> ParseMetricsCsv(std::string_view text, const std::string& name) {
+Result<std::vector<StepRecord>> ParseMetricsCsv(std::string_view text, const std::string& name,
+                                                RunFolderTable* typed) {
   int expected = 0;
   double last_start = 0;
-  return ParseCsv<StepRecord>(MetricsFields(), text, name, [&](const StepRecord& r) {
-    if (r.step != expected) {
-      return fmt::format("step {} where step {} comes next; steps are written in order", r.step,
-                         expected);
-    }
-    ++expected;
-    if (r.start_s < last_start) {
-      return fmt::format("start_s {} is before the previous step's {}", r.start_s, last_start);
-    }
-    last_start = r.start_s;
-    if (r.balancedness < 0 || r.balancedness > 1) {
-      return fmt::format("balancedness {} is outside [0, 1]", r.balancedness);
-    }
-    for (const auto& [column, v] : {std::pair{"start_s", r.start_s},
-                                    {"step_s", r.step_s},
-                                    {"idle_step_s", r.idle_s},
-                                    {"stalled_s", r.stalled_s},
-                                    {"tokens_lost", r.tokens_lost},
-                                    {"serving_gpus", static_cast<double>(r.serving_gpus)},
-                                    {"imbalance_ratio", r.imbalance_ratio},
-                                    {"bytes_in_flight", static_cast<double>(r.bytes_in_flight)}}) {
-      if (std::string wrong = Negative(column, v); !wrong.empty()) return wrong;
-    }
-    return std::string();
-  });
+  return ParseCsv<StepRecord>(
+      MetricsFields(), text, name,
+      [&](const StepRecord& r) {
+        if (r.step != expected) {
+          return fmt::format("step {} where step {} comes next; steps are written in order", r.step,
+                             expected);
+        }
+        ++expected;
+        if (r.start_s < last_start) {
+          return fmt::format("start_s {} is before the previous step's {}", r.start_s, last_start);
+        }
+        last_start = r.start_s;
+        if (r.balancedness < 0 || r.balancedness > 1) {
+          return fmt::format("balancedness {} is outside [0, 1]", r.balancedness);
+        }
+        for (const auto& [column, v] :
+             {std::pair{"start_s", r.start_s},
+              {"step_s", r.step_s},
+              {"idle_step_s", r.idle_s},
+              {"stalled_s", r.stalled_s},
+              {"tokens_lost", r.tokens_lost},
+              {"serving_gpus", static_cast<double>(r.serving_gpus)},
+              {"imbalance_ratio", r.imbalance_ratio},
+              {"bytes_in_flight", static_cast<double>(r.bytes_in_flight)}}) {
+          if (std::string wrong = Negative(column, v); !wrong.empty()) return wrong;
+        }
+        return std::string();
+      },
+      "metrics.csv", typed);
 }
 Result<std::vector<TransferRecord>> ParseTransfersCsv(std::string_view text,
                                                       const std::string& name, int layers,
-                                                      int experts, int gpus) {
-  return ParseCsv<TransferRecord>(TransferFields(), text, name, [&](const TransferRecord& t) {
-    const bool inside = t.layer >= 0 && t.layer < layers && t.src_rank >= 0 && t.src_rank < gpus &&
-                        t.dst_rank >= 0 && t.dst_rank < gpus;
-    if (!inside) {
-      return fmt::format("layer {} / ranks {} -> {} outside the scenario's {} layers and {} GPUs",
-                         t.layer, t.src_rank, t.dst_rank, layers, gpus);
-    }
-    if (t.expert < 0 || t.expert >= experts) {
-      return fmt::format("expert {} is outside the scenario's 0..{}", t.expert, experts - 1);
-    }
-    if (t.bytes <= 0) return fmt::format("bytes is {}; a transfer moves at least 1", t.bytes);
-    if (t.start_s < 0) return Negative("start_s", t.start_s);
-    if (t.end_s < t.start_s) {
-      return fmt::format("end_s {} is before start_s {}", t.end_s, t.start_s);
-    }
-    return std::string();
-  });
+                                                      int experts, int gpus,
+                                                      RunFolderTable* typed) {
+  return ParseCsv<TransferRecord>(
+      TransferFields(), text, name,
+      [&](const TransferRecord& t) {
+        const bool inside = t.layer >= 0 && t.layer < layers && t.src_rank >= 0 &&
+                            t.src_rank < gpus && t.dst_rank >= 0 && t.dst_rank < gpus;
+        if (!inside) {
+          return fmt::format(
+              "layer {} / ranks {} -> {} outside the scenario's {} layers and {} GPUs", t.layer,
+              t.src_rank, t.dst_rank, layers, gpus);
+        }
+        if (t.expert < 0 || t.expert >= experts) {
+          return fmt::format("expert {} is outside the scenario's 0..{}", t.expert, experts - 1);
+        }
+        if (t.bytes <= 0) return fmt::format("bytes is {}; a transfer moves at least 1", t.bytes);
+        if (t.start_s < 0) return Negative("start_s", t.start_s);
+        if (t.end_s < t.start_s) {
+          return fmt::format("end_s {} is before start_s {}", t.end_s, t.start_s);
+        }
+        return std::string();
+      },
+      "transfers.csv", typed);
 }
 Result<std::vector<RearrangementRow>> ParseRearrangementsCsv(std::string_view text,
-                                                             const std::string& name) {
+                                                             const std::string& name,
+                                                             RunFolderTable* typed) {
   int last_step = -1;
   return ParseCsv<RearrangementRow>(
-      RearrangementFields(), text, name, [&](const RearrangementRow& r) {
+      RearrangementFields(), text, name,
+      [&](const RearrangementRow& r) {
         if (r.step < last_step) {
           return fmt::format("step {} is before the previous rearrangement's {}", r.step,
                              last_step);
@@ -532,45 +540,50 @@ Result<std::vector<RearrangementRow>> ParseRearrangementsCsv(std::string_view te
           if (b < 0 || b > 1) return fmt::format("a balancedness of {} is outside [0, 1]", b);
         }
         return std::string();
-      });
+      },
+      "rearrangements.csv", typed);
 }
 
 Status ParseGpuMemoryCsv(std::string_view text, const std::string& name, int gpus,
-                         int64_t resident_bytes, std::vector<RearrangementRecord>& rearrangements) {
+                         int64_t resident_bytes, std::vector<RearrangementRecord>& rearrangements,
+                         RunFolderTable* typed) {
   const int count = static_cast<int>(rearrangements.size());
   int last = -1, next_rank = 0;
-  auto rows = ParseCsv<GpuMemoryRow>(GpuMemoryFields(), text, name, [&](const GpuMemoryRow& r) {
-    if (next_rank == 0) {
-      if (r.rearrangement <= last || r.rearrangement >= count) {
-        return fmt::format("rearrangement {} where one of {}..{} comes next", r.rearrangement,
-                           last + 1, count - 1);
-      }
-      last = r.rearrangement;
-    } else if (r.rearrangement != last) {
-      return fmt::format("rearrangement {} where rank {} of rearrangement {} comes next",
-                         r.rearrangement, next_rank, last);
-    }
-    if (r.rank != next_rank) {
-      return fmt::format("rank {} where rank {} comes next (0..{} per rearrangement)", r.rank,
-                         next_rank, gpus - 1);
-    }
-    next_rank = next_rank + 1 == gpus ? 0 : next_rank + 1;
-    if (r.step != rearrangements[static_cast<size_t>(r.rearrangement)].step) {
-      return fmt::format("step {} but rearrangements.csv has rearrangement {} at step {}", r.step,
-                         r.rearrangement,
-                         rearrangements[static_cast<size_t>(r.rearrangement)].step);
-    }
-    if (std::string wrong = Negative("staging_peak_bytes", double(r.staging_peak_bytes));
-        !wrong.empty())
-      return wrong;
-    if (r.staging_peak_bytes > (int64_t{1} << 60) ||
-        r.peak_memory_bytes != resident_bytes + r.staging_peak_bytes) {
-      return fmt::format(
-          "peak_memory_bytes {} is not the scenario's resident {} + staging_peak_bytes {}",
-          r.peak_memory_bytes, resident_bytes, r.staging_peak_bytes);
-    }
-    return std::string();
-  });
+  auto rows = ParseCsv<GpuMemoryRow>(
+      GpuMemoryFields(), text, name,
+      [&](const GpuMemoryRow& r) {
+        if (next_rank == 0) {
+          if (r.rearrangement <= last || r.rearrangement >= count) {
+            return fmt::format("rearrangement {} where one of {}..{} comes next", r.rearrangement,
+                               last + 1, count - 1);
+          }
+          last = r.rearrangement;
+        } else if (r.rearrangement != last) {
+          return fmt::format("rearrangement {} where rank {} of rearrangement {} comes next",
+                             r.rearrangement, next_rank, last);
+        }
+        if (r.rank != next_rank) {
+          return fmt::format("rank {} where rank {} comes next (0..{} per rearrangement)", r.rank,
+                             next_rank, gpus - 1);
+        }
+        next_rank = next_rank + 1 == gpus ? 0 : next_rank + 1;
+        if (r.step != rearrangements[static_cast<size_t>(r.rearrangement)].step) {
+          return fmt::format("step {} but rearrangements.csv has rearrangement {} at step {}",
+                             r.step, r.rearrangement,
+                             rearrangements[static_cast<size_t>(r.rearrangement)].step);
+        }
+        if (std::string wrong = Negative("staging_peak_bytes", double(r.staging_peak_bytes));
+            !wrong.empty())
+          return wrong;
+        if (r.staging_peak_bytes > (int64_t{1} << 60) ||
+            r.peak_memory_bytes != resident_bytes + r.staging_peak_bytes) {
+          return fmt::format(
+              "peak_memory_bytes {} is not the scenario's resident {} + staging_peak_bytes {}",
+              r.peak_memory_bytes, resident_bytes, r.staging_peak_bytes);
+        }
+        return std::string();
+      },
+      "gpu_memory.csv", typed);
   if (!rows.ok()) return rows.status();
   if (next_rank != 0) {
     return Status::InvalidArgument(
@@ -585,10 +598,11 @@ Status ParseGpuMemoryCsv(std::string_view text, const std::string& name, int gpu
 
 Result<std::vector<LayerBalanceSpan>> ParseLayerBalanceCsv(std::string_view text,
                                                            const std::string& name, int layers,
-                                                           int steps) {
+                                                           int steps, RunFolderTable* typed) {
   int next_step = 0, next_layer = 0;
-  auto rows =
-      ParseCsv<LayerBalanceRow>(LayerBalanceFields(), text, name, [&](const LayerBalanceRow& r) {
+  auto rows = ParseCsv<LayerBalanceRow>(
+      LayerBalanceFields(), text, name,
+      [&](const LayerBalanceRow& r) {
         if (r.layer != next_layer) {
           return fmt::format("layer {} where layer {} comes next (0..{} per span)", r.layer,
                              next_layer, layers - 1);
@@ -604,7 +618,8 @@ Result<std::vector<LayerBalanceSpan>> ParseLayerBalanceCsv(std::string_view text
           next_step = r.last_step + 1;
         }
         return std::string();
-      });
+      },
+      "layer_balancedness.csv", typed);
   if (!rows.ok()) return rows.status();
   if (next_layer != 0) {
     return Status::InvalidArgument(
@@ -616,16 +631,6 @@ Result<std::vector<LayerBalanceSpan>> ParseLayerBalanceCsv(std::string_view text
     spans.back().balancedness.push_back(static_cast<float>(r.balancedness));
   }
   return spans;
-}
-
-Result<RunFolderTable> ParseTable(std::string_view file, std::string_view text,
-                                  const std::string& name) {
-  if (file == "metrics.csv") return TypedTable(MetricsFields(), file, text, name);
-  if (file == "transfers.csv") return TypedTable(TransferFields(), file, text, name);
-  if (file == "rearrangements.csv") return TypedTable(RearrangementFields(), file, text, name);
-  if (file == "layer_balancedness.csv") return TypedTable(LayerBalanceFields(), file, text, name);
-  if (file == "gpu_memory.csv") return TypedTable(GpuMemoryFields(), file, text, name);
-  return Status::NotFound(fmt::format("{}: not one of a run folder's tables", name));
 }
 
 }  // namespace eplb::run_folder

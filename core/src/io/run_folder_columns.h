@@ -48,28 +48,28 @@ int64_t ResidentBytes(const Scenario& scenario);
 std::string GpuMemoryCsv(const std::vector<RearrangementRecord>& rearrangements,
                          int64_t resident_bytes);
 
-// `name` (the file's path) prefixes errors, with the line.
-Result<std::vector<StepRecord>> ParseMetricsCsv(std::string_view text, const std::string& name);
+// The readers. `name` (the file's path) prefixes errors, with the line. `typed`, when given,
+// receives the same table as typed columns (RunFolderTable), from the same parse.
+Result<std::vector<StepRecord>> ParseMetricsCsv(std::string_view text, const std::string& name,
+                                                RunFolderTable* typed = nullptr);
 // `layers` and `gpus` bound each transfer's layer and ranks.
 Result<std::vector<TransferRecord>> ParseTransfersCsv(std::string_view text,
                                                       const std::string& name, int layers,
-                                                      int experts, int gpus);
+                                                      int experts, int gpus,
+                                                      RunFolderTable* typed = nullptr);
 Result<std::vector<RearrangementRow>> ParseRearrangementsCsv(std::string_view text,
-                                                             const std::string& name);
+                                                             const std::string& name,
+                                                             RunFolderTable* typed = nullptr);
 // Fills each rearrangement's staging_peak_bytes from the lines (rearrangement and rank in
 // order, every rank of `gpus` once per rearrangement that has lines, each peak the GPU's
 // `resident_bytes` + its staging).
 Status ParseGpuMemoryCsv(std::string_view text, const std::string& name, int gpus,
-                         int64_t resident_bytes, std::vector<RearrangementRecord>& rearrangements);
+                         int64_t resident_bytes, std::vector<RearrangementRecord>& rearrangements,
+                         RunFolderTable* typed = nullptr);
 // Spans in order, each with every layer once in order, within `steps` and `layers`.
 Result<std::vector<LayerBalanceSpan>> ParseLayerBalanceCsv(std::string_view text,
                                                            const std::string& name, int layers,
-                                                           int steps);
-
-// The CSV file `file` (one of the folder's tables, by its name in RunFolderFiles) of `text` as
-// typed columns; `name` (the file's path) prefixes errors. NotFound for a file that is not a
-// table.
-Result<RunFolderTable> ParseTable(std::string_view file, std::string_view text,
-                                  const std::string& name);
+                                                           int steps,
+                                                           RunFolderTable* typed = nullptr);
 
 }  // namespace eplb::run_folder
