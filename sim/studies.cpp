@@ -40,10 +40,11 @@ Status CheckPolicies(const std::vector<std::string>& policies) {
   return CheckDistinct(policies, "--policies");
 }
 
+// A job holds its own copies: it runs in a child forked later, and a ProcessJob may be copied.
 ProcessJob SimulationJob(std::string name, const Scenario& scenario, std::string dir,
                          const RunFolderOptions& folder) {
   return {std::move(name), scenario.run.steps,
-          [&scenario, dir = std::move(dir), &folder](std::atomic<int64_t>& steps_done) {
+          [scenario, dir = std::move(dir), folder](std::atomic<int64_t>& steps_done) {
             return SimulateToFolder(scenario, dir, folder, &steps_done);
           }};
 }

@@ -135,6 +135,13 @@ def read_run(folder, frames=None):
     return RunResult(folder, frames)
 
 
+def _part_of(parent, run):
+    """`run`, a folder inside `parent`'s, keeping `parent` alive: a temporary folder
+    (scenario.py) goes only when nothing read from it is left."""
+    run._parent = parent
+    return run
+
+
 class Comparison:
     """An `eplb compare` folder. policies: comparison.json's table, a row per policy (nested
     numbers as 'outer.inner' columns; with several seeds each number is the mean over them and
@@ -167,7 +174,7 @@ class Comparison:
         elif self.seeds(policy):
             raise ValueError(f"{self.folder}: {policy} ran with seeds {self.seeds(policy)}; "
                              "name one")
-        return RunResult(path, self._frames)
+        return _part_of(self, RunResult(path, self._frames))
 
     def __repr__(self):
         return f"Comparison({self.scenario!r}, policies={self.labels}, folder={self.folder!r})"
@@ -196,7 +203,8 @@ class Sweep:
         point = int(point)
         if not 0 <= point < self._count:
             raise ValueError(f"{self.folder}: no point {point}; it has 0..{self._count - 1}")
-        return RunResult(os.path.join(self.folder, "points", str(point)), self._frames)
+        return _part_of(self, RunResult(os.path.join(self.folder, "points", str(point)),
+                                        self._frames))
 
     def __repr__(self):
         return f"Sweep({self.scenario!r}, points={self._count}, folder={self.folder!r})"

@@ -56,7 +56,8 @@ def _simulate(command, scenario, out, set, trace, extra, timeout, read):
         args.append("--no-trace")
     args += extra
     try:
-        done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(args, capture_output=True, text=True, timeout=timeout,
+                              env=_environment_alone())
         if done.returncode != 0:
             raise EplbError(_error_of(done.stderr) or f"eplb {command} exited with "
                             f"{done.returncode}")
@@ -68,6 +69,18 @@ def _simulate(command, scenario, out, set, trace, extra, timeout, read):
     if temporary is not None:  # the folder goes when the result does
         weakref.finalize(result, shutil.rmtree, temporary, ignore_errors=True)
     return result
+
+
+# What base/launcher.h reads to tell a process it is one of an MPI launch or Slurm array.
+_LAUNCH_VARIABLES = ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE",
+                     "SLURM_PROCID", "SLURM_NTASKS", "SLURM_ARRAY_TASK_ID",
+                     "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_COUNT")
+
+
+def _environment_alone():
+    """This process's environment without the launcher's variables: a notebook inside mpirun or
+    a Slurm job runs its whole study itself, not one rank's share of it."""
+    return {k: v for k, v in os.environ.items() if k not in _LAUNCH_VARIABLES}
 
 
 def _error_of(stderr):
@@ -95,6 +108,8 @@ def run_scenario(scenario=None, out=None, set=None, trace=False, timeout=None, f
 def _names(values, what):
     if isinstance(values, str):
         values = values.split(",")
+    elif not hasattr(values, "__iter__"):
+        values = [values]
     values = [str(v) for v in values]
     if any("," in v or not v for v in values):
         raise ValueError(f"{what}: {values} has an empty name or one with a comma")
@@ -105,9 +120,9 @@ def _study_options(policies, jobs):
     """--policies and --jobs, which compare and sweep share."""
     options = []
     if policies is not None:
-        options += ["--policies", _names(policies, "policies")]
+        options.append(f"--policies={_names(policies, 'policies')}")
     if jobs is not None:
-        options += ["--jobs", str(int(jobs))]
+        options.append(f"--jobs={int(jobs)}")
     return options
 
 
@@ -124,7 +139,7 @@ def compare_policies(scenario=None, policies=None, seeds=None, out=None, set=Non
     """
     extra = _study_options(policies, jobs)
     if seeds is not None:
-        extra += ["--seeds", _names(seeds, "seeds")]
+        extra.append(f"--seeds={_names(seeds, 'seeds')}")
     return _simulate("compare", scenario, out, set, trace, extra, timeout,
                      lambda folder: Comparison(folder, frames))
 
@@ -144,7 +159,7 @@ def sweep(scenario=None, vary=None, policies=None, out=None, set=None, trace=Fal
     for key, values in vary.items():
         if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
             values = [values]
-        extra += ["--vary", f"{key}={_names([_yaml_value(v) for v in values], key)}"]
+        extra.append(f"--vary={key}={_names([_yaml_value(v) for v in values], key)}")
     return _simulate("sweep", scenario, out, set, trace, extra, timeout,
                      lambda folder: Sweep(folder, frames))
 

@@ -1,5 +1,6 @@
 """The package's own API: policies, plans, metrics, array handling and scenario runs."""
 
+import gc
 import json
 import os
 import subprocess
@@ -315,6 +316,32 @@ class Scenarios(unittest.TestCase):
             eplb.sweep(tiny, vary={"cluster.nodes": [1, -3]}, set={"run.steps": 10})
         with self.assertRaises(ValueError):
             eplb.sweep(tiny, vary={})
+
+    def test_a_study_inside_a_launch_runs_whole_and_its_runs_outlive_it(self):
+        # A notebook in a Slurm array task (or under mpirun) runs its whole sweep: eplb sweep
+        # would otherwise take one task's share of the points and leave the folder to others.
+        tiny = os.path.join(SCENARIOS, "tiny.yaml")
+        launch = {"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_MIN": "0",
+                  "SLURM_ARRAY_TASK_COUNT": "2", "OMPI_COMM_WORLD_RANK": "1",
+                  "OMPI_COMM_WORLD_SIZE": "2"}
+        saved = {k: os.environ.get(k) for k in launch}
+        os.environ.update(launch)
+        try:
+            result = eplb.sweep(tiny, vary={"workload.sigma": [0.5, 1.5]},
+                                set={"run.steps": 50}, frames=False)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k)
+                else:
+                    os.environ[k] = v
+        self.assertEqual(len(result.points["point"]), 2)
+        # A run read from a temporary study keeps the study's folder while it lives.
+        run = eplb.compare_policies(tiny, policies="static", seeds=5,
+                                    set={"run.steps": 50}).run("static")
+        gc.collect()
+        self.assertTrue(os.path.isdir(run.folder))
+        self.assertEqual([p["step"] for p in run.placements()], [-1] * 4)  # the 4 layers
 
 
 if __name__ == "__main__":

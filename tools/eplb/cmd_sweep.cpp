@@ -41,6 +41,8 @@ Status RunSweep(const SweepArgs& args) {
     spec.vary.emplace_back(v.substr(0, eq), SplitList(v.substr(eq + 1)));
   }
   spec.policies = SplitList(args.policies);
+  if (!args.policies.empty() && spec.policies.empty())
+    return Status::InvalidArgument("--policies names no policy");
   spec.out = args.out;
   spec.folder = args.folder;
   spec.jobs = args.jobs;

@@ -71,6 +71,7 @@ Status RunInChildProcesses(const std::vector<ProcessJob>& jobs, int parallel,
   std::vector<std::string> failed;
   size_t next = 0;
   const pid_t parent = getpid();
+  if (observer) observer(progress, false);  // every job waiting, before any child runs
   std::fflush(nullptr);  // children must not flush the parent's buffered output again
   while ((next < jobs.size() && InterruptSignal() == 0) || !running.empty()) {
     while (next < jobs.size() && static_cast<int>(running.size()) < parallel &&

@@ -3,7 +3,8 @@
 // crashes or runs out of memory fails its job, not the caller.
 //
 // Progress: each job counts the steps it has done in memory shared with the parent, which hands
-// every job's state to the caller's observer about ten times a second, and once more at the end.
+// every job's state to the caller's observer once before the first child starts (all waiting),
+// about ten times a second while they run, and once more at the end.
 // The observer decides how to show it (the command line's progress lines, tools/eplb/progress.h).
 //
 // Interruption (base/interrupt.h): children die with this process; on SIGINT/SIGTERM they are
