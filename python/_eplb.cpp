@@ -200,7 +200,7 @@ py::array_t<double> ToArray(const LoadMatrix& m) {
 // A policy run that owns everything it reads, so that it may outlive the call that started it.
 struct PolicyJob {
   PolicyJob(std::string name, LoadSeries series, Topology cluster)
-      : policy(std::move(name)), load(std::move(series)), topology(std::move(cluster)) {}
+      : policy(std::move(name)), load(std::move(series)), topology(cluster) {}
   std::string policy;
   LoadSeries load;
   Topology topology;

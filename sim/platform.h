@@ -46,8 +46,8 @@ class Platform {
   // The host that reaches `rank`'s ports of class `link` alone: a flow from `rank` to it crosses
   // only the rank's sending links of that class, a flow from it to `rank` only its receiving ones.
   simgrid::s4u::Host* port_host(int rank, LinkClass link) const {
-    return port_hosts_[static_cast<size_t>(topology_.node_of_rank(rank) * kNumLinkClasses +
-                                           static_cast<int>(link))];
+    return port_hosts_[static_cast<size_t>(topology_.node_of_rank(rank)) * kNumLinkClasses +
+                       static_cast<size_t>(link)];
   }
   const Topology& topology() const { return topology_; }
   // A fault slows both directions of `rank`'s link of class `link` to its bandwidth ÷ `factor`

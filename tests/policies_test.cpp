@@ -16,7 +16,6 @@
 namespace eplb {
 namespace {
 
-using testing::Drift;
 using testing::MakeTopology;
 using testing::RandomLoad;
 using testing::RandomPlacement;

@@ -16,7 +16,6 @@ namespace {
 
 using testing::MakeTopology;
 using testing::RandomPlacement;
-using testing::RandomRow;
 
 std::set<std::tuple<int, int, int>> Moves(const LayerPlan& plan) {
   std::set<std::tuple<int, int, int>> out;  // (src rank, dst rank, expert)

@@ -64,7 +64,7 @@ class ViewerTest : public QObject {
   }
 
   static QString CopyRun(const QTemporaryDir& tmp, const QString& name) {
-    const QString dst = tmp.path() + "/" + name;
+    QString dst = tmp.path() + "/" + name;
     QDir().mkpath(dst);
     for (const QString& f : QDir(RunDir()).entryList(QDir::Files)) {
       QFile::copy(RunDir() + "/" + f, dst + "/" + f);

@@ -41,7 +41,7 @@ void BM_OptimalLayer(benchmark::State& state) {
   const int experts = static_cast<int>(state.range(0)), gpus = static_cast<int>(state.range(1));
   const int per_gpu = static_cast<int>(state.range(2));
   const eplb::OptimumOptions options{.node_budget = state.range(3) * 1000};
-  const auto topology = *eplb::Topology::FromReplicas(gpus * per_gpu, 1, gpus);
+  const auto topology = *eplb::Topology::FromReplicas(int64_t{gpus} * per_gpu, 1, gpus);
   std::mt19937_64 rng(42);
   std::lognormal_distribution<double> dist(0.0, 1.0);
   eplb::LoadMatrix load(kLayers, experts);

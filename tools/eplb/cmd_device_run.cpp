@@ -34,7 +34,7 @@ Status RunDeviceRun(const DeviceArgs& a) {
                : run.status();
   }
   if (!lead) return Status::Ok();
-  if (const Status s = WriteRunFolder(dir, *run); !s.ok()) return s;
+  if (Status s = WriteRunFolder(dir, *run); !s.ok()) return s;
   fmt::print("  expert bytes   {} on the device\n", run->scenario.model.expert_bytes);
   PrintRunSummary(*run, dir);
   return Status::Ok();

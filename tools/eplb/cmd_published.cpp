@@ -45,7 +45,7 @@ Status RunPublished(const PublishedArgs& a) {
   }
   const std::string table = PublishedTable(results);
   const std::string json = PublishedJson(results).dump(2) + "\n";
-  const Status written = WriteFolderAtomically(dir, "published", [&](const std::string& p) {
+  Status written = WriteFolderAtomically(dir, "published", [&](const std::string& p) {
     EPLB_RETURN_IF_ERROR(WriteTextFile(p + "/published.txt", table));
     return WriteTextFile(p + "/published.json", json);
   });

@@ -43,7 +43,7 @@ Status RunRun(const RunArgs& args) {
   progress[0].state = run.ok() ? ProgressReporter::State::kDone : ProgressReporter::State::kFailed;
   reporter.Finish(progress);
   if (!run.ok()) return run.status();
-  const Status written = WriteRunFolder(dir, *run, args.folder);
+  Status written = WriteRunFolder(dir, *run, args.folder);
   if (!written.ok()) return written;
   PrintRunSummary(*run, dir, HumanOutput(args.json));
   if (args.json) {

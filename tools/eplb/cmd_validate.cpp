@@ -79,7 +79,7 @@ Status RunValidate(const DeviceArgs& a) {
   json["mode"] = device::DeviceModeName(options->mode);
   json["expert_bytes"] = measured->scenario.model.expert_bytes;
   const std::string table = ValidationTable(v);
-  const Status written = WriteFolderAtomically(dir, "validation", [&](const std::string& p) {
+  Status written = WriteFolderAtomically(dir, "validation", [&](const std::string& p) {
     EPLB_RETURN_IF_ERROR(WriteRunFolder(p + "/measured", *measured));
     EPLB_RETURN_IF_ERROR(WriteRunFolder(p + "/simulated", *simulated));
     EPLB_RETURN_IF_ERROR(WriteTextFile(p + "/validation.txt", table));

@@ -83,6 +83,9 @@ template <class... F>
 struct Overloaded : F... {
   using F::operator()...;
 };
+// C++20 deduces this from the braces itself; clang 14 (which clang-tidy parses with) needs it.
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
 
 CLI::Validator NumberCheck(double min, bool strictly_above) {
   const std::string what = fmt::format("{} {}", strictly_above ? "above" : "at least", min);

@@ -114,7 +114,7 @@ Status WriteFolderManifest(const std::string& dir, const std::string& kind) {
     std::error_code ec;
     const auto bytes = fs::file_size(fs::path(dir) / f, ec);
     if (ec) return Status::IoError(fmt::format("{}/{}: {}", dir, f, ec.message()));
-    EPLB_ASSIGN_OR_RETURN(const uint32_t checksum, FileChecksum(dir + "/" + f));
+    EPLB_ASSIGN_OR_RETURN(const uint32_t checksum, FileChecksum(fmt::format("{}/{}", dir, f)));
     text += fmt::format("file\t{}\t{}\t{:08x}\n", f, bytes, checksum);
   }
   return WriteTextFile(dir + "/" + kManifestName, text);

@@ -177,7 +177,7 @@ Result<LoadSeries> ParseLongCsv(CsvLines& csv, const std::vector<std::string_vie
   LoadSeries series;
   for (auto& [step, index] : index_of_step) {
     index = series.steps.size();
-    series.steps.push_back(LoadMatrix::Zero(layers, experts));
+    series.steps.emplace_back(LoadMatrix::Zero(layers, experts));
   }
   // Each cell once: a key given twice is a concatenation or an export gone wrong more often than
   // a count meant to be summed, and summing it would hide that.
@@ -219,7 +219,7 @@ std::vector<LoadMatrix> LoadSeries::Chunks(int max_chunks) const {
   for (size_t first = 0; first < n; first += per_chunk) {
     LoadMatrix chunk = steps[first];
     for (size_t t = first + 1; t < std::min(n, first + per_chunk); ++t) chunk += steps[t];
-    chunks.push_back(chunk.cwiseMin(kMaxLoad));
+    chunks.emplace_back(chunk.cwiseMin(kMaxLoad));
   }
   return chunks;
 }
@@ -379,7 +379,7 @@ Result<LoadSeries> FoldPhysicalLoad(const LoadSeries& series, const Placement& m
         }
       }
     }
-    out.steps.push_back(logical.cwiseMin(kMaxLoad));
+    out.steps.emplace_back(logical.cwiseMin(kMaxLoad));
   }
   return out;
 }

@@ -40,7 +40,7 @@ svg::Series Downsample(const std::string& name, const std::vector<double>& x,
       lo = std::min(lo, y[k]);
       hi = std::max(hi, y[k]);
     }
-    out.points.push_back({x[i], sy / static_cast<double>(end - i)});
+    out.points.emplace_back(x[i], sy / static_cast<double>(end - i));
     if (bucket > 1) out.band.push_back({x[i], lo, hi});
   }
   return out;
@@ -258,9 +258,9 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
     svg::Series c{label, {}};
     const size_t stride = std::max<size_t>(1, pooled_ms.size() / 400);
     for (size_t i = 0; i < pooled_ms.size(); i += stride)
-      c.points.push_back(
-          {pooled_ms[i], static_cast<double>(i + 1) / static_cast<double>(pooled_ms.size())});
-    if (!pooled_ms.empty()) c.points.push_back({pooled_ms.back(), 1.0});
+      c.points.emplace_back(pooled_ms[i],
+                            static_cast<double>(i + 1) / static_cast<double>(pooled_ms.size()));
+    if (!pooled_ms.empty()) c.points.emplace_back(pooled_ms.back(), 1.0);
     cdf.push_back(std::move(c));
     svg::Series b{label, {}};
     svg::Series m{label, {}};
@@ -271,8 +271,8 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
       const double resident = r->folder.summary.gpu_memory.resident;
       for (size_t i = 0; i < rearrangements.size(); ++i) {
         const RearrangementRecord& rr = rearrangements[i];
-        if (b.points.size() <= i) b.points.push_back({static_cast<double>(i), 0.0});
-        if (m.points.size() <= i) m.points.push_back({static_cast<double>(i), 0.0});
+        if (b.points.size() <= i) b.points.emplace_back(static_cast<double>(i), 0.0);
+        if (m.points.size() <= i) m.points.emplace_back(static_cast<double>(i), 0.0);
         b.points[i].second +=
             static_cast<double>(rr.bytes.sum()) / 1e9 / static_cast<double>(group.size());
         m.points[i].second += (resident + static_cast<double>(rr.most_staged_bytes())) / 1e9 /
@@ -281,8 +281,8 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
       }
       most = std::max(most, rearrangements.size());
       const nlohmann::ordered_json row = ComparisonRow(*r);  // a dot per seed
-      t.points.push_back({row[KeyOf(&RunNumbers::bytes_per_rearrangement)].get<double>() / 1e9,
-                          row[KeyOf(&RunNumbers::following_balancedness)].get<double>()});
+      t.points.emplace_back(row[KeyOf(&RunNumbers::bytes_per_rearrangement)].get<double>() / 1e9,
+                            row[KeyOf(&RunNumbers::following_balancedness)].get<double>());
     }
     bytes.push_back(std::move(b));
     memory.push_back(std::move(m));
@@ -435,7 +435,7 @@ std::string SweepReportHtml(const std::string& scenario_name, const std::vector<
                             const std::vector<nlohmann::ordered_json>& rows,
                             std::vector<Figure>* figures) {
   std::vector<std::string> lead = keys;
-  lead.push_back("policy");
+  lead.emplace_back("policy");
   std::string body = "<p>Scenario <b>" + svg::Escape(scenario_name) +
                      "</b>: " + std::to_string(rows.size()) +
                      " points. Each plot shows one varied field against a metric, a line per "
@@ -459,7 +459,7 @@ std::string SweepReportHtml(const std::string& scenario_name, const std::vector<
       std::vector<svg::Series> series;
       for (const auto& [line, points] : by_line) {
         svg::Series s{line, {}};
-        for (const auto& [x, y] : points) s.points.push_back({x, y});
+        for (const auto& [x, y] : points) s.points.emplace_back(x, y);
         s.markers = true;
         series.push_back(std::move(s));
       }
@@ -475,8 +475,8 @@ std::string SweepReportHtml(const std::string& scenario_name, const std::vector<
     svg::Series& s = tradeoff[row["policy"].get<std::string>()];
     s.name = row["policy"].get<std::string>();
     s.line = false;
-    s.points.push_back({row[KeyOf(&RunNumbers::bytes_per_rearrangement)].get<double>() / 1e9,
-                        row[KeyOf(&RunNumbers::following_balancedness)].get<double>()});
+    s.points.emplace_back(row[KeyOf(&RunNumbers::bytes_per_rearrangement)].get<double>() / 1e9,
+                          row[KeyOf(&RunNumbers::following_balancedness)].get<double>());
   }
   std::vector<svg::Series> scatter;
   for (auto& [policy, s] : tradeoff) scatter.push_back(std::move(s));

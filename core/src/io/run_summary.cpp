@@ -12,8 +12,8 @@ namespace {
 
 double Quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
-  const size_t k =
-      std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5));
+  const size_t k = std::min(
+      v.size() - 1, static_cast<size_t>(std::lround(q * static_cast<double>(v.size() - 1))));
   std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(k), v.end());
   return v[k];
 }

@@ -361,8 +361,8 @@ Result<std::vector<int>> Rearranger::CommitStaged(int limit) {
   // the same agreed numbers and they all stop at the same boundary.
   const bool failed_here = cancelled_;
   int ready = 0;
-  while (!failed_here && static_cast<size_t>(committed_ + ready) < plans_.size() &&
-         staged_here(ranks_ready_[static_cast<size_t>(committed_ + ready)])) {
+  while (!failed_here && static_cast<size_t>(committed_) + ready < plans_.size() &&
+         staged_here(ranks_ready_[static_cast<size_t>(committed_) + ready])) {
     ++ready;
   }
   lock.unlock();

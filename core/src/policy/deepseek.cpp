@@ -40,7 +40,8 @@ class LoserTree {
     winners.resize(2 * static_cast<size_t>(size_));
     for (int i = 0; i < size_; ++i) winners[size_ + i] = leaves_[i];
     for (int node = size_ - 1; node >= 1; --node) {
-      const uint64_t a = winners[2 * node], b = winners[2 * node + 1];
+      const uint64_t a = winners[2 * static_cast<size_t>(node)],
+                     b = winners[2 * static_cast<size_t>(node) + 1];
       winners[node] = std::min(a, b);
       losers_[node] = std::max(a, b);
     }

@@ -168,7 +168,7 @@ LayerOptimum OptimalLayer(std::span<const double> load, const Topology& topology
       // Replicas heaviest first, with their experts.
       std::vector<std::pair<double, int32_t>> replicas;
       for (int e = 0; e < experts; ++e) {
-        for (int c = 0; c < counts[e]; ++c) replicas.push_back({load[e] / counts[e], e});
+        for (int c = 0; c < counts[e]; ++c) replicas.emplace_back(load[e] / counts[e], e);
       }
       std::stable_sort(replicas.begin(), replicas.end(),
                        [](const auto& a, const auto& b) { return a.first > b.first; });
@@ -184,7 +184,7 @@ LayerOptimum OptimalLayer(std::span<const double> load, const Topology& topology
         std::vector<int> fill(static_cast<size_t>(gpus), 0);
         for (size_t i = 0; i < weights.size(); ++i) {
           const int g = packer.gpu_of()[i];
-          out.phy2log[static_cast<size_t>(g * per_gpu + fill[g]++)] = replica_expert[i];
+          out.phy2log[static_cast<size_t>(g) * per_gpu + fill[g]++] = replica_expert[i];
         }
         out.max_gpu_load = best;
       }

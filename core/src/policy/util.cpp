@@ -120,7 +120,7 @@ Result<Placement> OnLiveRanks(const PolicyInput& input,
     const auto row = inner.phy2log(l);
     int32_t* out = flat.data() + static_cast<size_t>(l) * t.num_slots();
     for (int i = 0; i < count; ++i) {
-      for (int k = 0; k < per; ++k) out[live[i] * per + k] = row[static_cast<size_t>(i * per + k)];
+      for (int k = 0; k < per; ++k) out[live[i] * per + k] = row[static_cast<size_t>(i) * per + k];
     }
   }
   return Placement::Create(inner.num_experts(), t.num_slots(), std::move(flat));

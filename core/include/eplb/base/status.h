@@ -102,11 +102,14 @@ class [[nodiscard]] Result {
 // `lhs = value of expr`, where expr is a Result<T>; returns its Status early when it failed.
 //   EPLB_ASSIGN_OR_RETURN(auto text, ReadTextFile(path));
 //   EPLB_ASSIGN_OR_RETURN(folder.summary, ParseSummary(text, path));
+// `lhs` may be a declaration ("auto text"), which parentheses would break.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define EPLB_ASSIGN_OR_RETURN(lhs, expr) \
   EPLB_ASSIGN_OR_RETURN_IMPL_(EPLB_STATUS_CONCAT_(eplb_result_, __LINE__), lhs, expr)
 #define EPLB_ASSIGN_OR_RETURN_IMPL_(result, lhs, expr) \
   auto result = (expr);                                \
   if (!result.ok()) return result.status();            \
   lhs = std::move(result).value()
+// NOLINTEND(bugprone-macro-parentheses)
 #define EPLB_STATUS_CONCAT_(a, b) EPLB_STATUS_CONCAT_INNER_(a, b)
 #define EPLB_STATUS_CONCAT_INNER_(a, b) a##b
