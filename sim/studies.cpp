@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <functional>
 
@@ -270,6 +271,19 @@ Status RunPoints(const SweepPlan& plan, const std::string& root, const Launch& l
   return RunInChildProcesses(jobs, plan.jobs, observer);
 }
 
+// A varied value as the sweep's tables hold it: an integer exactly (a seed past 2^53 too), a
+// real as a number, and anything else, "007" included, as the text given.
+nlohmann::ordered_json TableValue(const std::string& text) {
+  const size_t first = text.rfind('-', 0) == 0 ? 1 : 0;  // the first digit
+  const bool leading_zero = text.size() > first + 1 && text[first] == '0' &&
+                            std::isdigit(static_cast<unsigned char>(text[first + 1])) != 0;
+  int64_t integer = 0;
+  if (ParseCsvInt64(text, integer) && std::to_string(integer) == text) return integer;
+  double real = 0;
+  if (!leading_zero && ParseCsvDouble(text, real)) return real;
+  return text;
+}
+
 // sweep.csv, sweep.json, scenario.yaml, report.html and figures/ from the points in ROOT.
 Status WriteSweepReport(const SweepPlan& plan, const std::string& root) {
   std::vector<nlohmann::ordered_json> rows;
@@ -277,14 +291,7 @@ Status WriteSweepReport(const SweepPlan& plan, const std::string& root) {
     const SweepPlan::Point& point = plan.points[i];
     EPLB_ASSIGN_OR_RETURN(RunFolder folder, ReadRunFolder(fmt::format("{}/points/{}", root, i)));
     nlohmann::ordered_json row{{"point", i}};
-    for (size_t k = 0; k < plan.keys.size(); ++k) {
-      double num = 0;
-      if (ParseCsvDouble(point.values[k], num)) {
-        row[plan.keys[k]] = num;
-      } else {
-        row[plan.keys[k]] = point.values[k];
-      }
-    }
+    for (size_t k = 0; k < plan.keys.size(); ++k) row[plan.keys[k]] = TableValue(point.values[k]);
     row["policy"] = point.policy;
     const nlohmann::ordered_json numbers = ComparisonRow({point.policy, std::move(folder)});
     for (auto it = numbers.begin(); it != numbers.end(); ++it) {

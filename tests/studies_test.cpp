@@ -129,6 +129,9 @@ TEST_F(Studies, ComparisonRefusesABadSpecBeforeWritingAnything) {
        "--seeds names '7' twice"},
       {"map layer", [](auto& s) { s.report.map_layer = 4; }, "layers 0..3"},
       {"map step", [](auto& s) { s.report.map_step = 300; }, "steps 0..299"},
+      // Its partial folder would be written inside it.
+      {"out is .", [](auto& s) { s.out = "."; }, "names no folder of its own"},
+      {"out is ..", [](auto& s) { s.out = "a/../.."; }, "names no folder of its own"},
   };
   ExpectEachRefused(TinyComparison(Path("cmp")), cases, [&](const sim::ComparisonSpec& spec) {
     const Status s = sim::RunComparison(spec).status();
@@ -150,6 +153,21 @@ TEST_F(Studies, ComparisonWithAFailingRunLeavesNoFolder) {
   EXPECT_NE(message.find("deepseek"), std::string::npos) << message;
   // Nothing of it is left, finished or not.
   EXPECT_TRUE(fs::is_empty(dir_)) << fs::directory_iterator(dir_)->path();
+}
+
+// A link the user put in a comparison folder is theirs: a second comparison into the folder is
+// refused, naming the link, and the link stays.
+TEST_F(Studies, AUsersLinkInAComparisonFolderIsNeverDeleted) {
+  sim::ComparisonSpec spec = TinyComparison(Path("cmp"));
+  spec.policies = {"static"};
+  ASSERT_TRUE(sim::RunComparison(spec).ok());
+  fs::create_symlink("report.html", Path("cmp/my-shortcut.html"));
+  auto again = sim::RunComparison(spec);
+  ASSERT_FALSE(again.ok());
+  EXPECT_NE(again.status().message().find("my-shortcut.html"), std::string::npos)
+      << again.status().message();
+  EXPECT_TRUE(fs::is_symlink(Path("cmp/my-shortcut.html")));
+  EXPECT_TRUE(fs::exists(Path("cmp/report.html")));
 }
 
 sim::SweepSpec TinySweep(const std::string& out) {
@@ -214,6 +232,24 @@ TEST_F(Studies, SweepRefusesABadSpecNamingWhatIsWrong) {
   };
   ExpectEachRefused(TinySweep(Path("sweep")), cases,
                     [](const sim::SweepSpec& spec) { return sim::PlanSweep(spec).status(); });
+}
+
+// Values past 2^53, one apart in the doubles' spacing: the tables keep them exactly, and the
+// report's axes (whose tick step is below that spacing) end.
+TEST_F(Studies, ASweepOverHugeIntegersKeepsThemAndEnds) {
+  sim::SweepSpec spec = TinySweep(Path("sweep"));
+  spec.overrides = {"run.steps=20"};
+  spec.vary = {{"run.seed", {"10000000000000000", "10000000000000002"}}};
+  spec.policies = {"static"};
+  auto plan = sim::PlanSweep(spec);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  auto done = sim::RunSweep(*plan, Launch{});
+  ASSERT_TRUE(done.ok()) << done.status().message();
+  const nlohmann::json doc = ReadJson(Path("sweep/sweep.json"));
+  EXPECT_EQ(doc["points"][1]["run.seed"].get<int64_t>(), int64_t{10000000000000002});
+  auto csv = ReadTextFile(Path("sweep/sweep.csv"));
+  ASSERT_TRUE(csv.ok());
+  EXPECT_NE(csv->find("\n1,10000000000000002,"), std::string::npos) << *csv;
 }
 
 // Two processes of a launch, one after the other (a Slurm array's tasks may run so): the first

@@ -20,6 +20,7 @@ the same either way: `run.metrics["balancedness"]`.
 """
 
 import json
+import operator
 import os
 
 import numpy as np
@@ -200,7 +201,9 @@ class Sweep:
         self.points = _rows_table(doc.get("points", []), frames)
 
     def run(self, point):
-        point = int(point)
+        if isinstance(point, bool):
+            raise TypeError(f"point: {point!r} is not a point's number")
+        point = operator.index(point)  # 1.5 is no point
         if not 0 <= point < self._count:
             raise ValueError(f"{self.folder}: no point {point}; it has 0..{self._count - 1}")
         return _part_of(self, RunResult(os.path.join(self.folder, "points", str(point)),

@@ -43,6 +43,8 @@ def _simulate(command, scenario, out, set, trace, extra, timeout, read):
     if scenario is not None:
         args.append(os.fspath(scenario))
     overrides = set or []
+    if isinstance(overrides, str):
+        overrides = [overrides]
     if isinstance(overrides, dict):
         overrides = [f"{k}={_yaml_value(v)}" for k, v in overrides.items()]
     for item in overrides:
@@ -56,11 +58,9 @@ def _simulate(command, scenario, out, set, trace, extra, timeout, read):
         args.append("--no-trace")
     args += extra
     try:
-        done = subprocess.run(args, capture_output=True, text=True, timeout=timeout,
-                              env=_environment_alone())
-        if done.returncode != 0:
-            raise EplbError(_error_of(done.stderr) or f"eplb {command} exited with "
-                            f"{done.returncode}")
+        returncode, stderr = _run_stopping_on_interrupt(args, timeout, command)
+        if returncode != 0:
+            raise EplbError(_error_of(stderr) or f"eplb {command} exited with {returncode}")
         result = read(os.fspath(out))
     except BaseException:
         if temporary is not None:
@@ -69,6 +69,29 @@ def _simulate(command, scenario, out, set, trace, extra, timeout, read):
     if temporary is not None:  # the folder goes when the result does
         weakref.finalize(result, shutil.rmtree, temporary, ignore_errors=True)
     return result
+
+
+def _run_stopping_on_interrupt(args, timeout, command):
+    """Runs eplb and returns (exit status, stderr). On a timeout or an interrupt of Python
+    (Ctrl-C in a notebook), eplb gets SIGTERM, as Ctrl-C on the command line would give it: it
+    stops its simulations and removes what it had begun to write, leaving any earlier folder at
+    --out whole. A timeout then raises EplbError; an interrupt is raised again."""
+    with subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                          env=_environment_alone()) as process:
+        try:
+            _, stderr = process.communicate(timeout=timeout)
+            return process.returncode, stderr
+        except BaseException as stopped:
+            process.terminate()
+            try:
+                process.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.communicate()
+            if isinstance(stopped, subprocess.TimeoutExpired):
+                raise EplbError(f"eplb {command} did not finish within {timeout} s; it was "
+                                "stopped, and nothing it began was kept") from None
+            raise
 
 
 # What base/launcher.h reads to tell a process it is one of an MPI launch or Slurm array.
@@ -106,12 +129,16 @@ def run_scenario(scenario=None, out=None, set=None, trace=False, timeout=None, f
 
 
 def _names(values, what):
+    if isinstance(values, bytes):
+        values = values.decode()
     if isinstance(values, str):
         values = values.split(",")
     elif not hasattr(values, "__iter__"):
         values = [values]
     values = [str(v) for v in values]
-    if any("," in v or not v for v in values):
+    if not values:
+        raise ValueError(f"{what}: the list is empty; name at least one, or pass None")
+    if any("," in v or not v.strip() for v in values):
         raise ValueError(f"{what}: {values} has an empty name or one with a comma")
     return ",".join(values)
 
@@ -157,6 +184,8 @@ def sweep(scenario=None, vary=None, policies=None, out=None, set=None, trace=Fal
         raise ValueError("vary: name at least one field and its values, {'key.path': [...]}")
     extra = _study_options(policies, jobs)
     for key, values in vary.items():
+        if not isinstance(key, str) or not key or "=" in key or "," in key:
+            raise ValueError(f"vary: {key!r} is not a field's key.path")
         if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
             values = [values]
         extra.append(f"--vary={key}={_names([_yaml_value(v) for v in values], key)}")

@@ -317,6 +317,31 @@ class Scenarios(unittest.TestCase):
         with self.assertRaises(ValueError):
             eplb.sweep(tiny, vary={})
 
+    def test_a_study_past_its_timeout_is_stopped_and_the_old_folder_stays(self):
+        tiny = os.path.join(SCENARIOS, "tiny.yaml")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "cmp")
+            eplb.compare_policies(tiny, policies="static", out=out, set={"run.steps": 20})
+            with self.assertRaisesRegex(EplbError, "did not finish within 1 s"):
+                eplb.compare_policies(tiny, policies="static", out=out,
+                                      set={"run.steps": 10000000}, timeout=1)
+            self.assertEqual(sorted(os.listdir(tmp)), ["cmp"])  # no partial folder left
+            self.assertEqual(eplb.read_comparison(out).labels, ["static"])
+
+    def test_study_arguments_are_checked_before_eplb_runs(self):
+        tiny = os.path.join(SCENARIOS, "tiny.yaml")
+        with self.assertRaisesRegex(ValueError, "policies: the list is empty"):
+            eplb.compare_policies(tiny, policies=[])
+        with self.assertRaisesRegex(ValueError, "seeds: the list is empty"):
+            eplb.compare_policies(tiny, seeds=[])
+        with self.assertRaisesRegex(ValueError, "not a field's key.path"):
+            eplb.sweep(tiny, vary={"workload.sigma=0.5": [1]})
+        result = eplb.sweep(tiny, vary={"workload.sigma": 0.5}, set="run.steps=20")
+        self.assertEqual(result.run(0).summary["steps"], 20)
+        for point in (1.5, True):
+            with self.assertRaises(TypeError):
+                result.run(point)
+
     def test_a_study_inside_a_launch_runs_whole_and_its_runs_outlive_it(self):
         # A notebook in a Slurm array task (or under mpirun) runs its whole sweep: eplb sweep
         # would otherwise take one task's share of the points and leave the folder to others.

@@ -77,7 +77,9 @@ Result<FolderEntries> ListEntries(const fs::path& dir) {
   std::error_code ec;
   for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const bool folder = fs::is_directory(it->symlink_status(ec));
-    const std::string path = fs::relative(it->path(), dir, ec).generic_string();
+    // Lexically: fs::relative resolves symbolic links, and a link's entry must be the link's
+    // own name (one eplb did not write is then refused, never taken for what it points to).
+    const std::string path = it->path().lexically_relative(dir).generic_string();
     (folder ? out.folders : out.files).push_back(path);
   }
   if (ec) return Status::IoError(fmt::format("{}: cannot list: {}", dir.string(), ec.message()));
@@ -434,20 +436,31 @@ Result<FolderManifest> ReadFolderManifest(const std::string& dir) {
 namespace {
 
 // DIR without a trailing separator or dot segments, as the partial name is built from it.
-std::string CleanFolderPath(const std::string& dir) {
-  const fs::path dir_path = fs::path(dir).lexically_normal();
-  return dir_path.filename().empty() ? dir_path.parent_path().string() : dir_path.string();
+// DIR without "." and ".." steps or a trailing "/". A folder that names no folder of its own
+// (".", "..", "/") is refused: its partial folder would be written inside it.
+Result<std::string> CleanFolderPath(const std::string& dir) {
+  fs::path clean = fs::path(dir).lexically_normal();
+  if (clean.filename().empty() && clean != clean.root_path()) clean = clean.parent_path();
+  const std::string name = clean.filename().string();
+  if (name.empty() || name == "." || name == "..") {
+    return Status::InvalidArgument(fmt::format(
+        "--out '{}' names no folder of its own; eplb writes a new folder and puts it in place "
+        "whole: give it a name, e.g. {}",
+        dir, (clean / "results").lexically_normal().string()));
+  }
+  return clean.string();
 }
 
 }  // namespace
 
 Status CheckOutputFolder(const std::string& dir, const std::string& kind) {
-  return CheckReplaceable(CleanFolderPath(dir), kind);
+  EPLB_ASSIGN_OR_RETURN(const std::string clean, CleanFolderPath(dir));
+  return CheckReplaceable(clean, kind);
 }
 
 Status WriteFolderAtomically(const std::string& dir, const std::string& kind,
                              const std::function<Status(const std::string&)>& fill) {
-  const std::string clean = CleanFolderPath(dir);
+  EPLB_ASSIGN_OR_RETURN(const std::string clean, CleanFolderPath(dir));
   RemoveStalePartials(clean);
   EPLB_RETURN_IF_ERROR(CheckReplaceable(clean, kind));
   const std::string partial = clean + ".partial-" + HostName() + "-" + std::to_string(::getpid());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -20,6 +21,19 @@ double TickStep(double lo, double hi, int n) {
     if (raw <= m * mag) return m * mag;
   }
   return 10 * mag;
+}
+
+// The ticks from the first multiple of `step` at or above `lo` to `hi`, at most 64: past 2^53 a
+// step can be smaller than the spacing of doubles, and x + step == x.
+std::vector<double> Ticks(double lo, double hi, double step) {
+  std::vector<double> ticks;
+  const double first = std::ceil(lo / step);
+  for (int i = 0; i < 64; ++i) {
+    const double t = (first + i) * step;
+    if (!(t <= hi + step * 1e-9) || (!ticks.empty() && t <= ticks.back())) break;
+    ticks.push_back(t);
+  }
+  return ticks;
 }
 
 std::string Number(double v) {
@@ -50,7 +64,7 @@ std::string Axes(const Chart& c, const Frame& f, bool x_ticks) {
   out +=
       fmt::format(R"svg(<text x="{}" y="18" class="title">{}</text>)svg", kLeft, Escape(c.title));
   const double ys = TickStep(f.y0, f.y1, 5);
-  for (double y = std::ceil(f.y0 / ys) * ys; y <= f.y1 + ys * 1e-9; y += ys) {
+  for (const double y : Ticks(f.y0, f.y1, ys)) {
     out += fmt::format(R"svg(<line x1="{}" x2="{}" y1="{:.1f}" y2="{:.1f}" class="grid"/>)svg",
                        kLeft, c.width - c.legend_width, f.Y(y), f.Y(y));
     out += fmt::format(R"svg(<text x="{}" y="{:.1f}" class="tick" text-anchor="end">{}</text>)svg",
@@ -58,7 +72,7 @@ std::string Axes(const Chart& c, const Frame& f, bool x_ticks) {
   }
   if (x_ticks) {
     const double xs = TickStep(f.x0, f.x1, 6);
-    for (double x = std::ceil(f.x0 / xs) * xs; x <= f.x1 + xs * 1e-9; x += xs) {
+    for (const double x : Ticks(f.x0, f.x1, xs)) {
       out += fmt::format(
           R"svg(<text x="{:.1f}" y="{}" class="tick" text-anchor="middle">{}</text>)svg", f.X(x),
           c.height - kBottom + 16, Number(x));
