@@ -31,9 +31,18 @@ bool SafeName(std::string_view name) {
 
 }  // namespace
 
+// The folder each input is written into, removed when the fuzzer exits.
+struct Scratch {
+  fs::path root = fs::temp_directory_path() / fmt::format("eplb-fuzz-run-{}", ::getpid());
+  ~Scratch() {
+    std::error_code ec;
+    fs::remove_all(root, ec);
+  }
+};
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const fs::path dir =
-      fs::temp_directory_path() / fmt::format("eplb-fuzz-run-{}", ::getpid()) / "run";
+  static const Scratch scratch;
+  static const fs::path dir = scratch.root / "run";
   std::error_code ec;
   fs::remove_all(dir, ec);
   fs::create_directories(dir);
