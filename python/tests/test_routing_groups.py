@@ -2,27 +2,16 @@
 router keeps DeepSeek-V3's rule (8 distinct experts within 4 of 8 groups) and, without groups,
 draws experts in proportion to their popularity."""
 
-import importlib.util
-import os
 import unittest
 
 import numpy as np
 
-SCENARIOS = os.environ.get("EPLB_SCENARIOS",
-                           os.path.join(os.path.dirname(__file__), "../../scenarios"))
-TOOL = os.path.join(SCENARIOS, "../tools/routing_groups.py")
-
-
-def load_tool():
-    spec = importlib.util.spec_from_file_location("routing_groups", TOOL)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from project_tools import load_tool
 
 
 class RoutingGroups(unittest.TestCase):
     def setUp(self):
-        self.tool = load_tool()
+        self.tool = load_tool("routing_groups")
         self.rng = np.random.default_rng(3)
 
     def test_grouped_tokens_take_8_distinct_experts_in_at_most_4_groups(self):

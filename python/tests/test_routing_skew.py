@@ -2,22 +2,12 @@
 scenarios/published/figures.yaml hold: by hand, and against those figures' published values, so
 that a figure cannot drift from the counts it comes from."""
 
-import importlib.util
 import math
 import os
 import re
 import unittest
 
-SCENARIOS = os.environ.get("EPLB_SCENARIOS",
-                           os.path.join(os.path.dirname(__file__), "../../scenarios"))
-TOOL = os.path.join(SCENARIOS, "../tools/routing_skew.py")
-
-
-def load_tool():
-    spec = importlib.util.spec_from_file_location("routing_skew", TOOL)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from project_tools import SCENARIOS, load_tool
 
 
 def published(figure_id):
@@ -29,7 +19,7 @@ def published(figure_id):
 
 class RoutingSkew(unittest.TestCase):
     def setUp(self):
-        self.tool = load_tool()
+        self.tool = load_tool("routing_skew")
 
     def test_by_hand(self):
         # Experts [3, 1, 2, 2] on 2 GPUs load 4 and 4; on 4 GPUs the busiest holds 3 of a mean 2.
