@@ -5,26 +5,51 @@
 #include <fmt/format.h>
 
 namespace eplb {
+namespace {
 
-Status ValidateLoad(const LoadMatrix& load) {
-  if (load.rows() == 0) return Status::InvalidArgument("load has no layers");
-  if (load.cols() == 0) return Status::InvalidArgument("load has no experts");
-  for (Eigen::Index layer = 0; layer < load.rows(); ++layer) {
-    for (Eigen::Index expert = 0; expert < load.cols(); ++expert) {
-      const double v = load(layer, expert);
-      if (!std::isfinite(v) || v < 0) {
-        return Status::InvalidArgument(
-            fmt::format("load of layer {}, expert {} is {}; loads must be finite and non-negative",
-                        layer, expert, v));
-      }
-      if (v > kMaxLoad) {
-        return Status::InvalidArgument(
-            fmt::format("load of layer {}, expert {} is {}; loads are at most {:g} tokens", layer,
-                        expert, v, kMaxLoad));
-      }
+// Row-major [layers, experts] values of type T, checked as ValidateLoad states.
+template <typename T>
+Status ValidateRows(const T* values, int64_t layers, int64_t experts) {
+  if (layers == 0) return Status::InvalidArgument("load has no layers");
+  if (experts == 0) return Status::InvalidArgument("load has no experts");
+  // One pass with no early exit, which vectorises (NaN fails both compares); the loop below
+  // runs only to name the first bad value.
+  const int64_t size = layers * experts;
+  int all_valid = 1;
+  for (int64_t i = 0; i < size; ++i) {
+    const double v = values[i];
+    all_valid &= static_cast<int>(v >= 0) & static_cast<int>(v <= kMaxLoad);
+  }
+  if (all_valid != 0) return Status::Ok();
+  for (int64_t i = 0; i < size; ++i) {
+    const double v = values[i];
+    if (!std::isfinite(v) || v < 0) {
+      return Status::InvalidArgument(
+          fmt::format("load of layer {}, expert {} is {}; loads must be finite and non-negative",
+                      i / experts, i % experts, v));
+    }
+    if (v > kMaxLoad) {
+      return Status::InvalidArgument(
+          fmt::format("load of layer {}, expert {} is {}; loads are at most {:g} tokens",
+                      i / experts, i % experts, v, kMaxLoad));
     }
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateLoad(const LoadMatrix& load) {
+  return ValidateRows(load.data(), load.rows(), load.cols());
+}
+
+Status ValidateLoad(std::span<const float> load, int64_t layers, int64_t experts) {
+  if (layers < 0 || experts < 0 || static_cast<uint64_t>(layers * experts) != load.size()) {
+    return Status::InvalidArgument(
+        fmt::format("load has {} values, which do not make {} layers of {} experts", load.size(),
+                    layers, experts));
+  }
+  return ValidateRows(load.data(), layers, experts);
 }
 
 }  // namespace eplb

@@ -1,6 +1,7 @@
 #include "eplb/model/placement.h"
 
 #include <algorithm>
+#include <cassert>
 
 #include <fmt/format.h>
 
@@ -19,33 +20,12 @@ Result<Placement> Placement::Create(int num_experts, int num_slots, std::vector<
         "phy2log has {} entries; it must be a positive multiple of the {} slots per layer",
         phy2log.size(), num_slots));
   }
-  const int layers = static_cast<int>(phy2log.size() / static_cast<size_t>(num_slots));
-  std::vector<int> count(static_cast<size_t>(num_experts));
-  for (int layer = 0; layer < layers; ++layer) {
-    std::fill(count.begin(), count.end(), 0);
-    for (int slot = 0; slot < num_slots; ++slot) {
-      const int32_t e = phy2log[static_cast<size_t>(layer) * num_slots + slot];
-      if (e == kEmptySlot) continue;
-      if (e < 0 || e >= num_experts) {
-        return Status::InvalidArgument(
-            fmt::format("phy2log[{}][{}] is {}; valid values are -1 (empty) or 0..{}", layer, slot,
-                        e, num_experts - 1));
-      }
-      ++count[e];
-    }
-    const auto missing = std::find(count.begin(), count.end(), 0);
-    if (missing != count.end()) {
-      return Status::InvalidArgument(fmt::format(
-          "layer {}: logical expert {} has no replica; every expert 0..{} needs at least one slot",
-          layer, missing - count.begin(), num_experts - 1));
-    }
-  }
   Placement p;
-  p.num_layers_ = layers;
+  p.num_layers_ = static_cast<int>(phy2log.size() / static_cast<size_t>(num_slots));
   p.num_slots_ = num_slots;
   p.num_experts_ = num_experts;
   p.phy2log_ = std::move(phy2log);
-  p.Derive();
+  EPLB_RETURN_IF_ERROR(p.Derive());
   return p;
 }
 
@@ -81,25 +61,48 @@ Result<Placement> Placement::Initial(int num_layers, int num_experts, int num_sl
   return Create(num_experts, num_slots, std::move(flat));
 }
 
-void Placement::Derive() {
-  const size_t stride = static_cast<size_t>(num_experts_) + 1;
-  offsets_.assign(static_cast<size_t>(num_layers_) * stride, 0);
+Status Placement::Derive() {
+  // Sizes in locals: the compiler cannot keep members in registers across stores to int32
+  // arrays, which might alias them.
+  const int experts = num_experts_, slots = num_slots_, layers = num_layers_;
+  const size_t stride = static_cast<size_t>(experts) + 1;
+  offsets_.assign(static_cast<size_t>(layers) * stride, 0);
   by_expert_.assign(phy2log_.size(), 0);
+  std::vector<int32_t> cursor(static_cast<size_t>(experts));
   int32_t base = 0;
-  for (int layer = 0; layer < num_layers_; ++layer) {
+  for (int layer = 0; layer < layers; ++layer) {
     int32_t* off = offsets_.data() + layer * stride;
-    const auto row = phy2log(layer);
-    for (int32_t e : row) {
-      if (e != kEmptySlot) ++off[e + 1];
+    const int32_t* row = phy2log_.data() + static_cast<size_t>(layer) * slots;
+    for (int slot = 0; slot < slots; ++slot) {
+      const int32_t e = row[slot];
+      if (e == kEmptySlot) continue;
+      if (e < 0 || e >= experts) {
+        return Status::InvalidArgument(
+            fmt::format("phy2log[{}][{}] is {}; valid values are -1 (empty) or 0..{}", layer, slot,
+                        e, experts - 1));
+      }
+      ++off[e + 1];
     }
     off[0] = base;
-    for (int e = 0; e < num_experts_; ++e) off[e + 1] += off[e];
-    std::vector<int32_t> cursor(off, off + num_experts_);
-    for (int slot = 0; slot < num_slots_; ++slot) {
-      if (row[slot] != kEmptySlot) by_expert_[cursor[row[slot]]++] = slot;
+    int32_t end = base;  // in a register: off[e + 1] += off[e] would wait on its own store
+    for (int e = 0; e < experts; ++e) {
+      if (off[e + 1] == 0) {
+        return Status::InvalidArgument(fmt::format(
+            "layer {}: logical expert {} has no replica; every expert 0..{} needs at least one "
+            "slot",
+            layer, e, experts - 1));
+      }
+      end += off[e + 1];
+      off[e + 1] = end;
     }
-    base = off[num_experts_];
+    std::copy(off, off + experts, cursor.begin());
+    int32_t* by_expert = by_expert_.data();
+    for (int slot = 0; slot < slots; ++slot) {
+      if (row[slot] != kEmptySlot) by_expert[cursor[row[slot]]++] = slot;
+    }
+    base = end;
   }
+  return Status::Ok();
 }
 
 std::span<const int32_t> Placement::replicas(int layer, int expert) const {
@@ -131,7 +134,9 @@ Placement Placement::WithLayerFrom(const Placement& other, int layer) const {
   const auto src = other.phy2log(layer);
   std::copy(src.begin(), src.end(),
             p.phy2log_.begin() + static_cast<ptrdiff_t>(layer) * num_slots_);
-  p.Derive();
+  const Status derived = p.Derive();  // a layer of a whole placement keeps it whole
+  assert(derived.ok());
+  (void)derived;
   return p;
 }
 

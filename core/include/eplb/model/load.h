@@ -1,6 +1,9 @@
 // Load matrices: tokens routed to each logical expert, `layers × experts`, one row per MoE layer.
 #pragma once
 
+#include <cstdint>
+#include <span>
+
 #include <Eigen/Core>
 
 #include "eplb/base/status.h"
@@ -17,5 +20,7 @@ inline constexpr double kMaxLoad = 1e15;
 // OK when `load` has at least one layer and one expert and every entry is within
 // [0, kMaxLoad]; otherwise the error names the first bad (layer, expert) and its value.
 Status ValidateLoad(const LoadMatrix& load);
+// The same for a row-major [layers, experts] float32 load, as engines hand theirs over.
+Status ValidateLoad(std::span<const float> load, int64_t layers, int64_t experts);
 
 }  // namespace eplb

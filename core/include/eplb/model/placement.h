@@ -59,7 +59,9 @@ class Placement {
 
  private:
   Placement() = default;
-  void Derive();
+  // Checks phy2log_ (each entry an expert or kEmptySlot, every expert in every layer) while it
+  // fills the views below, in one pass: the first bad entry is named.
+  Status Derive();
 
   int num_layers_ = 0;
   int num_slots_ = 0;
