@@ -139,28 +139,15 @@ py::array_t<int64_t> ToArray(const Placement& placement) {
   return out;
 }
 
-// (log2phy [layers, experts, max count], logcnt [layers, experts]), padded with -1: each
-// expert's slots in ascending order, or by replica rank when `rank` (one per slot) is given.
-py::tuple Log2PhyArrays(const Placement& placement, const std::vector<int32_t>* rank = nullptr) {
+// (log2phy [layers, experts, max count], logcnt [layers, experts]): each expert's slots in
+// ascending order, padded with -1.
+py::tuple Log2PhyArrays(const Placement& placement) {
   const int experts = placement.num_experts(), width = placement.max_logcnt();
-  const int slots_per_layer = placement.num_slots();
   py::array_t<int64_t> log2phy({placement.num_layers(), experts, width});
   py::array_t<int64_t> logcnt({placement.num_layers(), experts});
   int64_t* out = log2phy.mutable_data();
   int64_t* count = logcnt.mutable_data();
   std::fill(out, out + log2phy.size(), -1);
-  if (rank != nullptr) {
-    // One pass over the slots: slot s holds replica rank[s] of its expert.
-    const int32_t* r = rank->data();
-    for (int l = 0; l < placement.num_layers(); ++l, out += static_cast<size_t>(experts) * width) {
-      const auto row = placement.phy2log(l);
-      for (int s = 0; s < slots_per_layer; ++s, ++r) {
-        if (row[s] != kEmptySlot) out[static_cast<size_t>(row[s]) * width + *r] = s;
-      }
-      for (int e = 0; e < experts; ++e) *count++ = placement.logcnt(l, e);
-    }
-    return py::make_tuple(log2phy, logcnt);
-  }
   for (int l = 0; l < placement.num_layers(); ++l) {
     for (int e = 0; e < experts; ++e, out += width) {
       const auto slots = placement.replicas(l, e);
@@ -171,24 +158,10 @@ py::tuple Log2PhyArrays(const Placement& placement, const std::vector<int32_t>* 
   return py::make_tuple(log2phy, logcnt);
 }
 
-// DeepSeek's policy on a [layers, experts] weight, the GIL released while it runs. The weight
-// comes as float32, the reference's type, and is widened once on its way in.
-eplb::RankedPlacement DeepSeekOf(const Float32Array& weight, int num_replicas, int num_groups,
-                                 int num_nodes, int num_gpus) {
-  if (weight.ndim() != 2) {
-    throw py::value_error(fmt::format(
-        "weight has {} dimensions; expected [layers, num_logical_experts]", weight.ndim()));
-  }
-  using Float32Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  const eplb::LoadMatrix load =
-      Eigen::Map<const Float32Matrix>(weight.data(), weight.shape(0), weight.shape(1))
-          .cast<double>();
-  std::optional<eplb::Result<eplb::RankedPlacement>> placement;
-  {
-    py::gil_scoped_release release;
-    placement = eplb::RebalanceDeepSeekRanked(load, num_replicas, num_groups, num_nodes, num_gpus);
-  }
-  return Take(std::move(*placement));
+// `values` as a numpy array of `shape` that takes them over: no copy.
+py::array_t<int64_t> Adopt(std::unique_ptr<int64_t[]> values, std::vector<py::ssize_t> shape) {
+  const py::capsule release(values.get(), [](void* p) { delete[] static_cast<int64_t*>(p); });
+  return py::array_t<int64_t>(std::move(shape), values.release(), release);
 }
 
 py::array_t<double> ToArray(const LoadMatrix& m) {
@@ -379,25 +352,33 @@ PYBIND11_MODULE(_eplb, m) {
       "deepseek_full",
       [](const Float32Array& weight, int num_replicas, int num_groups, int num_nodes,
          int num_gpus) {
-        const eplb::RankedPlacement p =
-            DeepSeekOf(weight, num_replicas, num_groups, num_nodes, num_gpus);
-        const py::tuple maps = Log2PhyArrays(p.placement, &p.replica_rank);
-        return py::make_tuple(ToArray(p.placement), maps[0], maps[1]);
+        if (weight.ndim() != 2) {
+          throw py::value_error(fmt::format(
+              "weight has {} dimensions; expected [layers, num_logical_experts]", weight.ndim()));
+        }
+        if (weight.shape(0) > std::numeric_limits<int>::max()) {
+          throw py::value_error(fmt::format("weight has {} layers; at most {} are supported",
+                                            weight.shape(0), std::numeric_limits<int>::max()));
+        }
+        std::optional<eplb::Result<eplb::DeepSeekMaps>> result;
+        {
+          py::gil_scoped_release release;
+          result = eplb::RebalanceDeepSeekMaps(
+              std::span(weight.data(), static_cast<size_t>(weight.size())),
+              static_cast<int>(weight.shape(0)), weight.shape(1), num_replicas, num_groups,
+              num_nodes, num_gpus);
+        }
+        eplb::DeepSeekMaps maps = Take(std::move(*result));
+        return py::make_tuple(
+            Adopt(std::move(maps.phy2log), {maps.layers, maps.replicas}),
+            Adopt(std::move(maps.log2phy), {maps.layers, maps.experts, maps.width}),
+            Adopt(std::move(maps.logcnt), {maps.layers, maps.experts}));
       },
       py::arg("weight"), py::arg("num_replicas"), py::arg("num_groups"), py::arg("num_nodes"),
       py::arg("num_gpus"),
-      "DeepSeek's rebalance_experts with all three of its outputs from one placement: (phy2log, "
-      "log2phy, logcnt), int64.");
-  m.def(
-      "deepseek",
-      [](const Float32Array& weight, int num_replicas, int num_groups, int num_nodes,
-         int num_gpus) {
-        return ToArray(DeepSeekOf(weight, num_replicas, num_groups, num_nodes, num_gpus).placement);
-      },
-      py::arg("weight"), py::arg("num_replicas"), py::arg("num_groups"), py::arg("num_nodes"),
-      py::arg("num_gpus"),
-      "DeepSeek's rebalance_experts exactly (the global policy when groups % nodes != 0): "
-      "phy2log [layers, num_replicas], int64.");
+      "DeepSeek's rebalance_experts exactly, all three of its outputs (the global policy when "
+      "groups % nodes != 0): (phy2log [layers, num_replicas], log2phy [layers, experts, max "
+      "count], logcnt [layers, experts]), int64.");
   m.def(
       "log2phy",
       [](const IndexArray& phy2log, int num_experts) {

@@ -7,15 +7,18 @@
 #include <algorithm>
 #include <atomic>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <set>
 #include <thread>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "eplb/model/metrics.h"
 #include "policy/parallel_for.h"
+#include "policy/torch_sort.h"
 #include "test_util.h"
 
 namespace eplb {
@@ -293,6 +296,66 @@ TEST(DeepSeekPolicy, ParallelLayersEqualLayerByLayer) {
   }
 }
 
+// The engines' three arrays straight from float32 weights: the placement and replica ranks of
+// RebalanceDeepSeekRanked, each expert's slots listed by rank and padded with -1 to the largest
+// count, on random shapes (hierarchical and global, small and spread over threads) with ties.
+TEST(DeepSeekPolicy, MapsHoldWhatTheRankedPlacementHolds) {
+  std::mt19937 rng(17);
+  for (int trial = 0; trial < 60; ++trial) {
+    const int nodes = 1 << (rng() % 3);
+    const int groups = trial % 5 == 0 ? 3 : nodes * static_cast<int>(1 + rng() % 2);
+    const int gpus = nodes * static_cast<int>(1 + rng() % 4);
+    const int experts = groups * static_cast<int>(2 + rng() % 7);
+    const int replicas = gpus * ((experts + gpus - 1) / gpus + static_cast<int>(rng() % 3));
+    const int layers = trial == 0 ? 58 : static_cast<int>(1 + rng() % 40);
+    std::vector<float> weight(static_cast<size_t>(layers) * experts);
+    for (float& w : weight) w = static_cast<float>(rng() % 6) * 100.0f;  // ties throughout
+    LoadMatrix load(layers, experts);
+    for (int i = 0; i < load.size(); ++i) load.data()[i] = weight[i];
+    SCOPED_TRACE(fmt::format("{} layers, {} experts, {} replicas, {} groups, {} nodes, {} GPUs",
+                             layers, experts, replicas, groups, nodes, gpus));
+
+    auto ranked = RebalanceDeepSeekRanked(load, replicas, groups, nodes, gpus);
+    auto maps = RebalanceDeepSeekMaps(weight, layers, experts, replicas, groups, nodes, gpus);
+    ASSERT_TRUE(ranked.ok()) << ranked.status().message();
+    ASSERT_TRUE(maps.ok()) << maps.status().message();
+    const Placement& p = ranked->placement;
+    ASSERT_EQ(maps->width, p.max_logcnt());
+    std::vector<int64_t> log2phy(static_cast<size_t>(layers) * experts * maps->width, -1);
+    for (int l = 0; l < layers; ++l) {
+      for (int s = 0; s < replicas; ++s) {
+        const size_t slot = static_cast<size_t>(l) * replicas + s;
+        ASSERT_EQ(maps->phy2log[slot], p.phy2log(l)[s]);
+        log2phy[(static_cast<size_t>(l) * experts + p.phy2log(l)[s]) * maps->width +
+                ranked->replica_rank[slot]] = s;
+      }
+      for (int e = 0; e < experts; ++e) {
+        ASSERT_EQ(maps->logcnt[static_cast<size_t>(l) * experts + e], p.logcnt(l, e));
+      }
+    }
+    ASSERT_TRUE(std::equal(log2phy.begin(), log2phy.end(), maps->log2phy.get()));
+  }
+}
+
+TEST(DeepSeekPolicy, MapsNameTheFirstBadWeight) {
+  std::vector<float> weight(2 * 4, 1.0f);
+  weight[6] = std::numeric_limits<float>::quiet_NaN();
+  weight[7] = -1.0f;
+  auto maps = RebalanceDeepSeekMaps(weight, 2, 4, 4, 1, 1, 1);
+  ASSERT_FALSE(maps.ok());
+  EXPECT_EQ(maps.status().message(),
+            "load of layer 1, expert 2 is nan; loads must be finite and non-negative");
+  auto short_weight = RebalanceDeepSeekMaps(weight, 3, 4, 4, 1, 1, 1);
+  ASSERT_FALSE(short_weight.ok());
+  EXPECT_EQ(short_weight.status().message(),
+            "load has 8 values, which do not make 3 layers of 4 experts");
+  weight[6] = weight[7] = 1.0f;
+  auto few_slots = RebalanceDeepSeekMaps(weight, 2, 4, 3, 1, 1, 1);
+  ASSERT_FALSE(few_slots.ok());
+  EXPECT_EQ(few_slots.status().message(),
+            "replicas is 3 but the load has 4 experts; every expert needs at least one replica");
+}
+
 // Each thread keeps its balancer for the next call of the same shape: calls of other shapes in
 // between, on the pool's threads and on this one, must not leak into it.
 TEST(DeepSeekPolicy, ShapesInTurnGiveWhatFirstCallsGive) {
@@ -355,6 +418,64 @@ TEST(PolicyRegistry, PolicyChecksCurrentPlacementShape) {
 
 namespace eplb {
 namespace {
+
+// Values that drive an introsort into its worst case (McIlroy, "A killer adversary for
+// quicksort", 1999): std::sort itself, run on values that are fixed only when a comparison
+// needs them, leaves values that make it partition badly and fall back on heapsort.
+std::vector<uint32_t> IntroSortAdversary(int n) {
+  const auto gas = static_cast<uint32_t>(n);
+  std::vector<uint32_t> value(static_cast<size_t>(n), gas);
+  uint32_t solid = 0;
+  int candidate = 0;
+  std::vector<int> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int x, int y) {
+    if (value[x] == gas && value[y] == gas) value[x == candidate ? x : y] = solid++;
+    if (value[x] == gas) {
+      candidate = x;
+    } else if (value[y] == gas) {
+      candidate = y;
+    }
+    return value[x] < value[y];
+  });
+  return value;
+}
+
+// The reference's order of equal weights: SortLikeStdSort leaves every array exactly as
+// std::sort does, on sizes around its thresholds, with values from all equal to all distinct,
+// random and in the patterns that steer a partition.
+TEST(TorchSort, LeavesEveryArrayAsStdSortDoes) {
+  std::mt19937_64 rng(11);
+  std::vector<int32_t> scratch;
+  auto check = [&](const std::vector<uint32_t>& values) {
+    std::vector<uint64_t> keys(values.size());
+    for (size_t i = 0; i < values.size(); ++i) keys[i] = uint64_t{values[i]} << 32 | i;
+    std::vector<uint64_t> expected = keys;
+    std::sort(expected.begin(), expected.end(), ValueLess);
+    SortLikeStdSort(keys, scratch);
+    ASSERT_EQ(keys, expected) << values.size() << " values";
+  };
+  for (const int n : {0, 1, 2, 3, 15, 16, 17, 18, 31, 32, 33, 40, 72, 100, 192, 257, 600, 2000}) {
+    for (const uint32_t distinct : {1u, 2u, 3u, 8u, 64u, 0xffffffffu}) {
+      std::uniform_int_distribution<uint32_t> draw(0, distinct - 1);
+      std::vector<uint32_t> v(static_cast<size_t>(n));
+      for (int rep = 0; rep < 20; ++rep) {
+        for (auto& x : v) x = draw(rng);
+        check(v);
+      }
+      const uint64_t span = uint64_t{distinct} + 1;
+      for (int i = 0; i < n; ++i) v[i] = static_cast<uint32_t>(uint64_t(i) * span / (n + 1));
+      check(v);  // ascending
+      std::reverse(v.begin(), v.end());
+      check(v);  // descending
+      for (int i = 0; i < n; ++i) v[i] = static_cast<uint32_t>(std::min(i, n - 1 - i) % span);
+      check(v);  // organ pipe
+      for (int i = 0; i < n; ++i) v[i] = static_cast<uint32_t>(i % span);
+      check(v);  // saw tooth
+    }
+    check(IntroSortAdversary(n));
+  }
+}
 
 // The pool behind ParallelFor: every index runs exactly once, whoever calls and however many
 // call at once; a call from inside a chunk (the pool busy) runs on its own thread; a forked

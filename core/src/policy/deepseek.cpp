@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <numeric>
@@ -14,6 +15,7 @@
 #include "policy/util.h"
 
 #include "policy/parallel_for.h"
+#include "policy/torch_sort.h"
 
 namespace eplb {
 namespace {
@@ -90,20 +92,10 @@ struct Scratch {
   std::vector<uint64_t> keys;
   std::vector<int32_t> pack_items;
   std::vector<float> pack_weight;
+  std::vector<int32_t> sort_scratch;
   LoserTree lightest_pack;
   LoserTree heaviest_expert;
 };
-
-// The reference sorts with torch.sort(descending=True), which on the CPU is std::sort over
-// (value, index) pairs comparing values only (PyTorch's SortingKernel.cpp, KeyValueCompDesc).
-// Equal values leave that unstable sort in an order set by its partitioning, and the order
-// decides which of an expert's replicas lands on which GPU, so the engines' log2phy, indexed
-// by replica rank, follows it. std::sort over keys in the same index order, compared by value
-// alone, takes the same steps and leaves the same order. (A radix sort is faster but stable,
-// and an expert's replicas always tie.)
-void TorchSortOrder(std::vector<uint64_t>& keys) {
-  std::sort(keys.begin(), keys.end(), [](uint64_t a, uint64_t b) { return (a >> 32) < (b >> 32); });
-}
 
 // eplb.py's balanced_packing for one row: items in descending weight order (torch's, ties
 // included) each go to the lightest pack (first on ties) that still has room; every pack takes
@@ -122,7 +114,7 @@ void BalancedPacking(std::span<const float> weight, int num_packs, std::span<int
   // bits order like the values; (~bits, index) keys sort without an indirect load.
   s.keys.resize(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) s.keys[i] = DescendingKey(weight[i], i);
-  TorchSortOrder(s.keys);
+  SortLikeStdSort(s.keys, s.sort_scratch);
   s.pack_items.assign(static_cast<size_t>(num_packs), 0);
   s.pack_weight.assign(static_cast<size_t>(num_packs), 0.0f);
   // While every pack is empty and the items weigh something, item k of the order goes to pack
@@ -177,10 +169,8 @@ void ReplicateExperts(std::span<const float> weight, std::span<int32_t> phy2log,
   }
 }
 
-Status CheckShape(const LoadMatrix& load, int num_replicas, int num_groups, int num_nodes,
-                  int num_gpus) {
-  EPLB_RETURN_IF_ERROR(ValidateLoad(load));
-  const auto experts = load.cols();
+// The reference's asserts on a shape, as errors naming the values.
+Status CheckShape(int64_t experts, int num_replicas, int num_groups, int num_nodes, int num_gpus) {
   if (num_groups < 1) {
     return Status::InvalidArgument(fmt::format("groups is {}; it must be at least 1", num_groups));
   }
@@ -240,18 +230,28 @@ class LayerBalancer {
         phy_rank_(phy_per_node_),
         mlogcnt_(experts_per_node_),
         gpu_pack_(phy_per_node_),
-        gpu_rank_(phy_per_node_) {}
+        gpu_rank_(phy_per_node_),
+        phy2log_(replicas),
+        replica_rank_(replicas),
+        logcnt_(experts) {}
 
   bool Fits(int experts, int replicas, int groups, int nodes, int gpus) const {
     return experts == experts_ && groups == groups_ && nodes == nodes_ &&
            replicas == phy_per_node_ * nodes && gpus == gpus_per_node_ * nodes;
   }
 
-  // Writes layer `layer`'s phy2log into `out` and each slot's replica rank into `rank`
-  // (replicas entries each).
-  void Run(const LoadMatrix& load, int layer, int32_t* out, int32_t* rank) {
+  // The layer's weights go here (experts of them) before Run.
+  std::span<float> weight() { return weight_; }
+
+  // After Run: the expert in each slot, each slot's replica rank, each expert's replica count.
+  std::span<const int32_t> phy2log() const { return phy2log_; }
+  std::span<const int32_t> replica_rank() const { return replica_rank_; }
+  std::span<const int32_t> logcnt() const { return logcnt_; }
+
+  // Balances the layer whose weights weight() holds.
+  void Run() {
     // + 0.0f turns a -0.0 load into +0.0, whose bits order below every positive weight's.
-    for (int e = 0; e < experts_; ++e) weight_[e] = static_cast<float>(load(layer, e)) + 0.0f;
+    for (float& w : weight_) w += 0.0f;
 
     // Step 1: pack groups onto nodes; "mlog" numbers the experts node by node.
     for (int g = 0; g < groups_; ++g) {
@@ -271,6 +271,7 @@ class LayerBalancer {
       for (int i = 0; i < experts_per_node_; ++i)
         node_weight_[i] = weight_[mlog2log_[mlog_base + i]];
       ReplicateExperts(node_weight_, phy2mlog_, phy_rank_, mlogcnt_, scratch_);
+      for (int i = 0; i < experts_per_node_; ++i) logcnt_[mlog2log_[mlog_base + i]] = mlogcnt_[i];
 
       // Step 3: pack the node's replicas onto its GPUs; within a GPU, heaviest first.
       for (int p = 0; p < phy_per_node_; ++p) {
@@ -279,8 +280,8 @@ class LayerBalancer {
       BalancedPacking(phy_weight_, gpus_per_node_, gpu_pack_, gpu_rank_, scratch_);
       for (int p = 0; p < phy_per_node_; ++p) {
         const int slot = node * phy_per_node_ + gpu_pack_[p] * phy_per_gpu_ + gpu_rank_[p];
-        out[slot] = mlog2log_[mlog_base + phy2mlog_[p]];
-        rank[slot] = phy_rank_[p];
+        phy2log_[slot] = mlog2log_[mlog_base + phy2mlog_[p]];
+        replica_rank_[slot] = phy_rank_[p];
       }
     }
   }
@@ -290,41 +291,108 @@ class LayerBalancer {
       phy_per_node_, gpus_per_node_, phy_per_gpu_;
   std::vector<float> weight_, group_weight_, node_weight_, phy_weight_;
   std::vector<int32_t> group_pack_, group_rank_, mlog2log_, phy2mlog_, phy_rank_, mlogcnt_,
-      gpu_pack_, gpu_rank_;
+      gpu_pack_, gpu_rank_, phy2log_, replica_rank_, logcnt_;
   Scratch scratch_;
 };
 
-}  // namespace
-
-Result<RankedPlacement> RebalanceDeepSeekRanked(const LoadMatrix& load, int num_replicas,
-                                                int num_groups, int num_nodes, int num_gpus) {
-  EPLB_RETURN_IF_ERROR(CheckShape(load, num_replicas, num_groups, num_nodes, num_gpus));
-  if (num_groups % num_nodes != 0) num_groups = num_nodes = 1;  // the global policy
-
-  const int layers = static_cast<int>(load.rows());
-  const int experts = static_cast<int>(load.cols());
-  std::vector<int32_t> phy2log(static_cast<size_t>(layers) * num_replicas);
-  std::vector<int32_t> rank(phy2log.size());
+// The policy on each of `layers` layers, spread over the cores when the call is big enough.
+// fill(layer, weight) writes the layer's weights; then emit(layer, balancer) reads its result
+// (phy2log() and replica_rank()). Both run on worker threads, once per layer, and must be
+// safe to run for different layers at once. The shape must have passed CheckShape.
+using FillWeights = std::function<void(int layer, std::span<float> weight)>;
+using EmitLayer = std::function<void(int layer, const LayerBalancer& balancer)>;
+void BalanceLayers(int layers, int experts, int replicas, int groups, int nodes, int gpus,
+                   const FillWeights& fill, const EmitLayer& emit) {
+  if (groups % nodes != 0) groups = nodes = 1;  // the global policy
   // Layers are independent; big calls spread them over the cores.
-  const int64_t work = static_cast<int64_t>(layers) * num_replicas;
+  const int64_t work = static_cast<int64_t>(layers) * replicas;
   ParallelFor(layers, work >= kParallelMinWork ? 0 : 1, [&](int begin, int end) {
     // Kept per thread for the next call of the same shape: a balancer's buffers made and
     // freed at every call cost more than the balancing, in page faults and in the TLB
     // shootdowns of the memory returned to the system (the pool's threads live on).
     thread_local std::unique_ptr<LayerBalancer> kept;
-    if (kept == nullptr || !kept->Fits(experts, num_replicas, num_groups, num_nodes, num_gpus)) {
-      kept =
-          std::make_unique<LayerBalancer>(experts, num_replicas, num_groups, num_nodes, num_gpus);
+    if (kept == nullptr || !kept->Fits(experts, replicas, groups, nodes, gpus)) {
+      kept = std::make_unique<LayerBalancer>(experts, replicas, groups, nodes, gpus);
     }
     LayerBalancer& balancer = *kept;
     for (int layer = begin; layer < end; ++layer) {
-      const size_t first = static_cast<size_t>(layer) * num_replicas;
-      balancer.Run(load, layer, phy2log.data() + first, rank.data() + first);
+      fill(layer, balancer.weight());
+      balancer.Run();
+      emit(layer, balancer);
     }
   });
+}
+
+}  // namespace
+
+Result<RankedPlacement> RebalanceDeepSeekRanked(const LoadMatrix& load, int num_replicas,
+                                                int num_groups, int num_nodes, int num_gpus) {
+  EPLB_RETURN_IF_ERROR(ValidateLoad(load));
+  EPLB_RETURN_IF_ERROR(CheckShape(load.cols(), num_replicas, num_groups, num_nodes, num_gpus));
+  const int layers = static_cast<int>(load.rows());
+  const int experts = static_cast<int>(load.cols());
+  std::vector<int32_t> phy2log(static_cast<size_t>(layers) * num_replicas);
+  std::vector<int32_t> rank(phy2log.size());
+  BalanceLayers(
+      layers, experts, num_replicas, num_groups, num_nodes, num_gpus,
+      [&](int layer, std::span<float> weight) {
+        for (int e = 0; e < experts; ++e) weight[e] = static_cast<float>(load(layer, e));
+      },
+      [&](int layer, const LayerBalancer& balancer) {
+        const auto first = static_cast<ptrdiff_t>(layer) * num_replicas;
+        std::copy(balancer.phy2log().begin(), balancer.phy2log().end(), phy2log.begin() + first);
+        std::copy(balancer.replica_rank().begin(), balancer.replica_rank().end(),
+                  rank.begin() + first);
+      });
   EPLB_ASSIGN_OR_RETURN(Placement placement,
                         Placement::Create(experts, num_replicas, std::move(phy2log)));
   return RankedPlacement{std::move(placement), std::move(rank)};
+}
+
+Result<DeepSeekMaps> RebalanceDeepSeekMaps(std::span<const float> weight, int layers,
+                                           int64_t experts, int num_replicas, int num_groups,
+                                           int num_nodes, int num_gpus) {
+  EPLB_RETURN_IF_ERROR(ValidateLoad(weight, layers, experts));
+  EPLB_RETURN_IF_ERROR(CheckShape(experts, num_replicas, num_groups, num_nodes, num_gpus));
+  DeepSeekMaps maps;
+  maps.layers = layers;
+  maps.experts = static_cast<int>(experts);
+  maps.replicas = num_replicas;
+  // Every element is written below: made without the zeroing that costs as much as the
+  // writes on the arrays of a model's every layer.
+  const size_t slots = static_cast<size_t>(layers) * num_replicas;
+  maps.phy2log = std::make_unique_for_overwrite<int64_t[]>(slots);
+  maps.logcnt = std::make_unique_for_overwrite<int64_t[]>(static_cast<size_t>(layers) * experts);
+  const auto rank = std::make_unique_for_overwrite<int32_t[]>(slots);
+  std::vector<int> widths(static_cast<size_t>(layers));
+  BalanceLayers(
+      layers, maps.experts, num_replicas, num_groups, num_nodes, num_gpus,
+      [&](int layer, std::span<float> w) {
+        std::copy_n(weight.begin() + static_cast<ptrdiff_t>(layer) * experts, experts, w.begin());
+      },
+      [&](int layer, const LayerBalancer& balancer) {
+        const auto first = static_cast<ptrdiff_t>(layer) * num_replicas;
+        std::copy(balancer.replica_rank().begin(), balancer.replica_rank().end(),
+                  rank.get() + first);
+        std::copy(balancer.phy2log().begin(), balancer.phy2log().end(), maps.phy2log.get() + first);
+        std::copy(balancer.logcnt().begin(), balancer.logcnt().end(),
+                  maps.logcnt.get() + static_cast<ptrdiff_t>(layer) * experts);
+        widths[layer] = *std::max_element(balancer.logcnt().begin(), balancer.logcnt().end());
+      });
+  maps.width = *std::max_element(widths.begin(), widths.end());
+  const size_t row = static_cast<size_t>(maps.experts) * maps.width;
+  maps.log2phy = std::make_unique_for_overwrite<int64_t[]>(row * layers);
+  ParallelFor(layers, slots >= kParallelMinWork ? 0 : 1, [&](int begin, int end) {
+    for (int layer = begin; layer < end; ++layer) {
+      int64_t* log2phy = maps.log2phy.get() + row * layer;
+      std::fill_n(log2phy, row, -1);
+      const size_t first = static_cast<size_t>(layer) * num_replicas;
+      for (int s = 0; s < num_replicas; ++s) {
+        log2phy[maps.phy2log[first + s] * maps.width + rank[first + s]] = s;
+      }
+    }
+  });
+  return maps;
 }
 
 namespace {

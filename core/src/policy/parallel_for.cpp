@@ -110,9 +110,10 @@ void ParallelFor(int n, int threads, const std::function<void(int, int)>& body) 
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   threads = std::min(threads, n);
   if (threads > 1) {
-    // Several chunks per thread: a worker that wakes late, or a core that another process
-    // holds, leaves its share to the others instead of making the call wait for it.
-    const int pieces = std::min(n, threads * 4);
+    // Many small chunks per thread: a worker that wakes late, or a core that another process
+    // holds, leaves its share to the others, and the call waits at most one small chunk for
+    // the last thread to finish.
+    const int pieces = std::min(n, threads * 16);
     const int chunk = (n + pieces - 1) / pieces;
     const int chunks = (n + chunk - 1) / chunk;
     const std::function<void(int)> run = [&](int c) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -36,6 +37,21 @@ struct RankedPlacement {
 };
 Result<RankedPlacement> RebalanceDeepSeekRanked(const LoadMatrix& load, int num_replicas,
                                                 int num_groups, int num_nodes, int num_gpus);
+
+// All three of the reference's outputs, as eplb.py returns them (int64, row-major), from a
+// row-major [layers, experts] float32 weight, the type the reference reads. For callers that
+// hand the arrays on, as the Python module does: no Placement is built. Errors as
+// RebalanceDeepSeek's, and ValidateLoad's for the weights.
+struct DeepSeekMaps {
+  int layers = 0, experts = 0, replicas = 0;
+  int width = 0;                       // the most replicas any expert has
+  std::unique_ptr<int64_t[]> phy2log;  // [layers, replicas]: the expert in each slot
+  std::unique_ptr<int64_t[]> log2phy;  // [layers, experts, width]: slots by replica rank, then -1
+  std::unique_ptr<int64_t[]> logcnt;   // [layers, experts]: each expert's replica count
+};
+Result<DeepSeekMaps> RebalanceDeepSeekMaps(std::span<const float> weight, int layers,
+                                           int64_t experts, int num_replicas, int num_groups,
+                                           int num_nodes, int num_gpus);
 
 // The reference's two building blocks, row by row over a row-major [rows, n] float32 matrix
 // of finite, non-negative weights, for callers that compose them as vLLM's DefaultEplbPolicy
