@@ -29,49 +29,55 @@ class LoserTree {
  public:
   static constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();  // never wins
 
+  // Makes room for n leaves, all kNever until set.
   void Reset(int n) {
     size_ = 1;
     while (size_ < n) size_ *= 2;
-    leaves_.assign(static_cast<size_t>(size_), kNever);
-    losers_.resize(static_cast<size_t>(size_));
+    // Nodes 1..size_-1 hold the tree; the leaves follow at size_..2*size_-1, where Build
+    // reads them.
+    nodes_.resize(2 * static_cast<size_t>(size_));
+    std::fill(nodes_.begin() + size_, nodes_.end(), kNever);
   }
-  uint64_t& leaf(int i) { return leaves_[i]; }
+  uint64_t& leaf(int i) { return nodes_[static_cast<size_t>(size_) + i]; }
   void Build() {
-    // Winners of each subtree, bottom-up, in the losers' array's upper half's place.
-    std::vector<uint64_t>& winners = scratch_;
-    winners.resize(2 * static_cast<size_t>(size_));
-    for (int i = 0; i < size_; ++i) winners[size_ + i] = leaves_[i];
+    // Bottom-up, each node's winner goes up to its parent's place in `winners` while the loser
+    // stays in the node; the leaves are overwritten on the way.
+    winners_.resize(2 * static_cast<size_t>(size_));
+    std::copy(nodes_.begin() + size_, nodes_.end(), winners_.begin() + size_);
     for (int node = size_ - 1; node >= 1; --node) {
-      const uint64_t a = winners[2 * static_cast<size_t>(node)],
-                     b = winners[2 * static_cast<size_t>(node) + 1];
-      winners[node] = std::min(a, b);
-      losers_[node] = std::max(a, b);
+      const uint64_t a = winners_[2 * static_cast<size_t>(node)],
+                     b = winners_[2 * static_cast<size_t>(node) + 1];
+      const auto [smaller, larger] = MinMax(a, b);
+      winners_[node] = smaller;
+      nodes_[node] = larger;
     }
-    winner_ = winners[1];
+    winner_ = winners_[1];
   }
   uint64_t Winner() const { return winner_; }
-  // Replaces the winner, whose leaf is `leaf`, by `key`.
+  // Replaces the winner, whose leaf is `leaf`, by `key`. (leaf(i) is left as it was.)
   void ReplaceWinner(int leaf, uint64_t key) {
-    leaves_[leaf] = key;
     uint64_t cand = key;
     for (int node = (leaf + size_) / 2; node >= 1; node /= 2) {
-      // Masks, not std::min/max: compilers turn those into a branch, and the outcome is a
-      // coin toss that the branch predictor loses half the time.
-      const uint64_t other = losers_[node];
-      const uint64_t other_wins = uint64_t{0} - static_cast<uint64_t>(other < cand);
-      const uint64_t diff = (other ^ cand) & other_wins;
-      losers_[node] = other ^ diff;  // the larger
-      cand ^= diff;                  // the smaller
+      const auto [smaller, larger] = MinMax(nodes_[node], cand);
+      nodes_[node] = larger;
+      cand = smaller;
     }
     winner_ = cand;
   }
 
  private:
+  // (min, max) by masks, not std::min/max: compilers turn those into a branch, and the outcome
+  // is a coin toss that the branch predictor loses half the time.
+  static std::pair<uint64_t, uint64_t> MinMax(uint64_t a, uint64_t b) {
+    const uint64_t b_smaller = uint64_t{0} - static_cast<uint64_t>(b < a);
+    const uint64_t diff = (a ^ b) & b_smaller;
+    return {a ^ diff, b ^ diff};
+  }
+
   int size_ = 1;
   uint64_t winner_ = kNever;
-  std::vector<uint64_t> leaves_;
-  std::vector<uint64_t> losers_;
-  std::vector<uint64_t> scratch_;
+  std::vector<uint64_t> nodes_;    // losers at 1..size_-1, leaves at size_..2*size_-1
+  std::vector<uint64_t> winners_;  // Build's scratch
 };
 
 // Keys for the tree: non-negative floats (and +inf) order like their IEEE bits.
@@ -82,6 +88,9 @@ uint64_t AscendingKey(float value, int index) {
 uint64_t DescendingKey(float value, int index) {
   return (static_cast<uint64_t>(~std::bit_cast<uint32_t>(value)) << 32) |
          static_cast<uint32_t>(index);
+}
+float WeightOf(uint64_t ascending_key) {
+  return std::bit_cast<float>(static_cast<uint32_t>(ascending_key >> 32));
 }
 int IndexOf(uint64_t key) {
   return static_cast<int>(key & 0xffffffffu);
@@ -134,14 +143,15 @@ void BalancedPacking(std::span<const float> weight, int num_packs, std::span<int
   packs.Build();
   for (const uint64_t key : std::span(s.keys).subspan(static_cast<size_t>(first_round))) {
     const int item = IndexOf(key);
-    const int pack = IndexOf(packs.Winner());
+    const uint64_t lightest = packs.Winner();
+    const int pack = IndexOf(lightest);
     pack_index[item] = pack;
     rank_in_pack[item] = s.pack_items[pack]++;
-    s.pack_weight[pack] += weight[item];
+    // The winner's key holds its pack's weight: no trip through memory on this step's chain.
+    const float pack_weight = WeightOf(lightest) + weight[item];
     // A full pack leaves the contest.
-    packs.ReplaceWinner(pack, s.pack_items[pack] == per_pack
-                                  ? LoserTree::kNever
-                                  : AscendingKey(s.pack_weight[pack], pack));
+    packs.ReplaceWinner(
+        pack, s.pack_items[pack] == per_pack ? LoserTree::kNever : AscendingKey(pack_weight, pack));
   }
 }
 
