@@ -232,7 +232,9 @@ class LayerBalancer {
         weight_(experts),
         group_weight_(groups),
         node_weight_(experts_per_node_),
+        replica_weight_(experts_per_node_),
         phy_weight_(phy_per_node_),
+        group_sum_(groups),
         group_pack_(groups),
         group_rank_(groups),
         mlog2log_(experts),
@@ -260,38 +262,48 @@ class LayerBalancer {
 
   // Balances the layer whose weights weight() holds.
   void Run() {
+    // Sizes in locals: the compiler cannot keep members in registers across stores to int32
+    // arrays, which might alias them.
+    const int groups = groups_, group_size = group_size_, per_node = experts_per_node_,
+              phy_per_node = phy_per_node_, phy_per_gpu = phy_per_gpu_;
     // + 0.0f turns a -0.0 load into +0.0, whose bits order below every positive weight's.
     for (float& w : weight_) w += 0.0f;
 
-    // Step 1: pack groups onto nodes; "mlog" numbers the experts node by node.
-    for (int g = 0; g < groups_; ++g) {
-      double sum = 0;
-      for (int j = 0; j < group_size_; ++j) sum += weight_[g * group_size_ + j];
-      group_weight_[g] = static_cast<float>(sum);
+    // Step 1: pack groups onto nodes; "mlog" numbers the experts node by node. Each group's
+    // sum adds its weights in order, as the reference does; the groups go side by side so that
+    // their chains of additions overlap.
+    std::fill(group_sum_.begin(), group_sum_.end(), 0.0);
+    for (int j = 0; j < group_size; ++j) {
+      for (int g = 0; g < groups; ++g) group_sum_[g] += weight_[g * group_size + j];
     }
+    for (int g = 0; g < groups; ++g) group_weight_[g] = static_cast<float>(group_sum_[g]);
     BalancedPacking(group_weight_, nodes_, group_pack_, group_rank_, scratch_);
-    for (int g = 0; g < groups_; ++g) {
-      const int first_mlog = (group_pack_[g] * groups_per_node_ + group_rank_[g]) * group_size_;
-      for (int j = 0; j < group_size_; ++j) mlog2log_[first_mlog + j] = g * group_size_ + j;
+    for (int g = 0; g < groups; ++g) {
+      const int first_mlog = (group_pack_[g] * groups_per_node_ + group_rank_[g]) * group_size;
+      for (int j = 0; j < group_size; ++j) mlog2log_[first_mlog + j] = g * group_size + j;
     }
 
     for (int node = 0; node < nodes_; ++node) {
       // Step 2: replicate experts inside the node.
-      const int mlog_base = node * experts_per_node_;
-      for (int i = 0; i < experts_per_node_; ++i)
-        node_weight_[i] = weight_[mlog2log_[mlog_base + i]];
+      const int32_t* mlog2log = mlog2log_.data() + static_cast<ptrdiff_t>(node) * per_node;
+      for (int i = 0; i < per_node; ++i) node_weight_[i] = weight_[mlog2log[i]];
       ReplicateExperts(node_weight_, phy2mlog_, phy_rank_, mlogcnt_, scratch_);
-      for (int i = 0; i < experts_per_node_; ++i) logcnt_[mlog2log_[mlog_base + i]] = mlogcnt_[i];
+      for (int i = 0; i < per_node; ++i) {
+        logcnt_[mlog2log[i]] = mlogcnt_[i];
+        // What each of the expert's replicas carries (the reference's float32 division), once
+        // per expert rather than once per replica.
+        replica_weight_[i] = node_weight_[i] / static_cast<float>(mlogcnt_[i]);
+      }
 
       // Step 3: pack the node's replicas onto its GPUs; within a GPU, heaviest first.
-      for (int p = 0; p < phy_per_node_; ++p) {
-        phy_weight_[p] = node_weight_[phy2mlog_[p]] / static_cast<float>(mlogcnt_[phy2mlog_[p]]);
-      }
+      for (int p = 0; p < phy_per_node; ++p) phy_weight_[p] = replica_weight_[phy2mlog_[p]];
       BalancedPacking(phy_weight_, gpus_per_node_, gpu_pack_, gpu_rank_, scratch_);
-      for (int p = 0; p < phy_per_node_; ++p) {
-        const int slot = node * phy_per_node_ + gpu_pack_[p] * phy_per_gpu_ + gpu_rank_[p];
-        phy2log_[slot] = mlog2log_[mlog_base + phy2mlog_[p]];
-        replica_rank_[slot] = phy_rank_[p];
+      int32_t* phy2log = phy2log_.data() + static_cast<ptrdiff_t>(node) * phy_per_node;
+      int32_t* replica_rank = replica_rank_.data() + static_cast<ptrdiff_t>(node) * phy_per_node;
+      for (int p = 0; p < phy_per_node; ++p) {
+        const int slot = gpu_pack_[p] * phy_per_gpu + gpu_rank_[p];
+        phy2log[slot] = mlog2log[phy2mlog_[p]];
+        replica_rank[slot] = phy_rank_[p];
       }
     }
   }
@@ -299,7 +311,8 @@ class LayerBalancer {
  private:
   const int experts_, groups_, nodes_, group_size_, groups_per_node_, experts_per_node_,
       phy_per_node_, gpus_per_node_, phy_per_gpu_;
-  std::vector<float> weight_, group_weight_, node_weight_, phy_weight_;
+  std::vector<float> weight_, group_weight_, node_weight_, replica_weight_, phy_weight_;
+  std::vector<double> group_sum_;
   std::vector<int32_t> group_pack_, group_rank_, mlog2log_, phy2mlog_, phy_rank_, mlogcnt_,
       gpu_pack_, gpu_rank_, phy2log_, replica_rank_, logcnt_;
   Scratch scratch_;
