@@ -13,7 +13,7 @@ Without them, only eplb's own rows are printed. Needs Debian's python3 (numpy, t
 package on PYTHONPATH (build/python) or installed.
 
 Reported per shape: the median and the best of --repeat calls (ms), and the speed-up of eplb's
-DeepSeek-convention call over the fastest reference. Shapes: the DeepSeek-V3 rows of
+DeepSeek-convention call over the fastest reference. Shapes: the rows of
 tools/bench/bench_policy.cpp. Loads are skewed (log-normal per expert, continuous values) so
 that every implementation sees the same strict order and must return the same placement; the
 script checks that it does.
@@ -38,6 +38,7 @@ SHAPES = [
     (58, 256, 288, 8, 4, 32),
     (58, 256, 320, 8, 8, 64),
     (58, 256, 384, 8, 2, 128),
+    (94, 128, 144, 1, 1, 16),  # Qwen3-235B-like: the global policy
 ]
 
 

@@ -96,62 +96,87 @@ int IndexOf(uint64_t key) {
   return static_cast<int>(key & 0xffffffffu);
 }
 
+// One row of a balanced packing between its set-up and its contest.
+struct PackingRow {
+  std::vector<uint64_t> order;  // the row's items, heaviest first, as keys
+  std::vector<int32_t> items;   // per pack
+  LoserTree lightest;           // the packs with room, by weight
+  int start = 0;                // the first item of `order` that the contest places
+};
+
+// How many rows' contests go side by side: each is one chain of dependent steps, and four
+// overlap well on a core (a third off the contest's time on DeepSeek-V3's nodes).
+constexpr int kRowsTogether = 4;
+
 // Scratch reused across layers so that a call allocates once.
 struct Scratch {
-  std::vector<uint64_t> keys;
-  std::vector<int32_t> pack_items;
-  std::vector<float> pack_weight;
+  std::array<PackingRow, kRowsTogether> rows;
   std::vector<int32_t> sort_scratch;
-  LoserTree lightest_pack;
   LoserTree heaviest_expert;
 };
 
-// eplb.py's balanced_packing for one row: items in descending weight order (torch's, ties
-// included) each go to the lightest pack (first on ties) that still has room; every pack takes
-// n / num_packs items. Pack weights accumulate in float32, as the reference adds float32
-// tensor elements.
-void BalancedPacking(std::span<const float> weight, int num_packs, std::span<int32_t> pack_index,
-                     std::span<int32_t> rank_in_pack, Scratch& s) {
-  const int n = static_cast<int>(weight.size());
+// eplb.py's balanced_packing for each row of a row-major [rows, n] weight: items in descending
+// weight order (torch's, ties included) each go to the lightest pack (first on ties) that still
+// has room; every pack takes n / num_packs items. Pack weights accumulate in float32, as the
+// reference adds float32 tensor elements. pack_index and rank_in_pack are [rows, n] too.
+void BalancedPacking(std::span<const float> weight, int rows, int num_packs,
+                     std::span<int32_t> pack_index, std::span<int32_t> rank_in_pack, Scratch& s) {
+  const int n = static_cast<int>(weight.size() / static_cast<size_t>(rows));
   const int per_pack = n / num_packs;
   if (per_pack == 1) {
-    std::iota(pack_index.begin(), pack_index.end(), 0);
+    for (int r = 0; r < rows; ++r) {
+      std::iota(pack_index.begin() + static_cast<ptrdiff_t>(r) * n,
+                pack_index.begin() + static_cast<ptrdiff_t>(r + 1) * n, 0);
+    }
     std::fill(rank_in_pack.begin(), rank_in_pack.end(), 0);
     return;
   }
-  // Descending by weight, in torch's order on ties. Weights are finite and >= 0, so their IEEE
-  // bits order like the values; (~bits, index) keys sort without an indirect load.
-  s.keys.resize(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) s.keys[i] = DescendingKey(weight[i], i);
-  SortLikeStdSort(s.keys, s.sort_scratch);
-  s.pack_items.assign(static_cast<size_t>(num_packs), 0);
-  s.pack_weight.assign(static_cast<size_t>(num_packs), 0.0f);
-  // While every pack is empty and the items weigh something, item k of the order goes to pack
-  // k: the lightest packs are the empty ones, and ties go to the first. Then the contest.
-  const int first_round =
-      weight[IndexOf(s.keys[static_cast<size_t>(num_packs - 1)])] > 0.0f ? num_packs : 0;
-  for (int k = 0; k < first_round; ++k) {
-    const int item = IndexOf(s.keys[static_cast<size_t>(k)]);
-    pack_index[item] = k;
-    rank_in_pack[item] = 0;
-    s.pack_items[k] = 1;
-    s.pack_weight[k] = weight[item];
-  }
-  LoserTree& packs = s.lightest_pack;
-  packs.Reset(num_packs);
-  for (int p = 0; p < num_packs; ++p) packs.leaf(p) = AscendingKey(s.pack_weight[p], p);
-  packs.Build();
-  for (const uint64_t key : std::span(s.keys).subspan(static_cast<size_t>(first_round))) {
-    const int item = IndexOf(key);
-    const uint64_t lightest = packs.Winner();
-    const int pack = IndexOf(lightest);
-    pack_index[item] = pack;
-    rank_in_pack[item] = s.pack_items[pack]++;
-    // The winner's key holds its pack's weight: no trip through memory on this step's chain.
-    const float pack_weight = WeightOf(lightest) + weight[item];
-    // A full pack leaves the contest.
-    packs.ReplaceWinner(
-        pack, s.pack_items[pack] == per_pack ? LoserTree::kNever : AscendingKey(pack_weight, pack));
+  for (int first_row = 0; first_row < rows; first_row += kRowsTogether) {
+    const int together = std::min(kRowsTogether, rows - first_row);
+    for (int r = 0; r < together; ++r) {
+      PackingRow& row = s.rows[r];
+      const size_t base = static_cast<size_t>(first_row + r) * n;
+      const float* w = weight.data() + base;
+      // Descending by weight, in torch's order on ties. Weights are finite and >= 0, so their
+      // IEEE bits order like the values; (~bits, index) keys sort without an indirect load.
+      row.order.resize(static_cast<size_t>(n));
+      for (int i = 0; i < n; ++i) row.order[i] = DescendingKey(w[i], i);
+      SortLikeStdSort(row.order, s.sort_scratch);
+      // While every pack is empty and the items weigh something, item k of the order goes to
+      // pack k: the lightest packs are the empty ones, and ties go to the first.
+      row.start = w[IndexOf(row.order[static_cast<size_t>(num_packs - 1)])] > 0.0f ? num_packs : 0;
+      row.items.assign(static_cast<size_t>(num_packs), row.start > 0 ? 1 : 0);
+      row.lightest.Reset(num_packs);
+      for (int k = 0; k < num_packs; ++k) {
+        const int item = IndexOf(row.order[static_cast<size_t>(k)]);
+        const bool placed = k < row.start;
+        if (placed) {
+          pack_index[base + item] = k;
+          rank_in_pack[base + item] = 0;
+        }
+        row.lightest.leaf(k) = AscendingKey(placed ? w[item] : 0.0f, k);
+      }
+      row.lightest.Build();
+    }
+    // Then the contests, the rows' steps in turn.
+    for (int k = 0; k < n; ++k) {
+      for (int r = 0; r < together; ++r) {
+        PackingRow& row = s.rows[r];
+        if (k < row.start) continue;
+        const size_t base = static_cast<size_t>(first_row + r) * n;
+        const int item = IndexOf(row.order[static_cast<size_t>(k)]);
+        const uint64_t lightest = row.lightest.Winner();
+        const int pack = IndexOf(lightest);
+        pack_index[base + item] = pack;
+        rank_in_pack[base + item] = row.items[pack]++;
+        // The winner's key holds its pack's weight: no trip through memory on the chain.
+        const float pack_weight = WeightOf(lightest) + weight[base + item];
+        // A full pack leaves the contest.
+        row.lightest.ReplaceWinner(pack, row.items[pack] == per_pack
+                                             ? LoserTree::kNever
+                                             : AscendingKey(pack_weight, pack));
+      }
+    }
   }
 }
 
@@ -216,11 +241,17 @@ Status CheckShape(int64_t experts, int num_replicas, int num_groups, int num_nod
 // more than they save.
 constexpr int64_t kParallelMinWork = 4096;
 
-// The three steps of the hierarchical policy for one layer, with buffers sized once.
+// How many layers a balancer takes at once: their nodes' packings go side by side.
+constexpr int kLayersTogether = kRowsTogether;
+
+// The three steps of the hierarchical policy for up to kLayersTogether layers at a time, with
+// buffers sized once. Buffers hold the batch's layers one after another, and within a layer
+// its nodes one after another.
 class LayerBalancer {
  public:
   LayerBalancer(int experts, int replicas, int groups, int nodes, int gpus)
       : experts_(experts),
+        replicas_(replicas),
         groups_(groups),
         nodes_(nodes),
         group_size_(experts / groups),
@@ -229,87 +260,130 @@ class LayerBalancer {
         phy_per_node_(replicas / nodes),
         gpus_per_node_(gpus / nodes),
         phy_per_gpu_(replicas / gpus),
-        weight_(experts),
-        group_weight_(groups),
+        weight_(static_cast<size_t>(kLayersTogether) * experts),
+        group_weight_(static_cast<size_t>(kLayersTogether) * groups),
         node_weight_(experts_per_node_),
         replica_weight_(experts_per_node_),
-        phy_weight_(phy_per_node_),
+        phy_weight_(static_cast<size_t>(kLayersTogether) * replicas),
         group_sum_(groups),
-        group_pack_(groups),
-        group_rank_(groups),
-        mlog2log_(experts),
-        phy2mlog_(phy_per_node_),
-        phy_rank_(phy_per_node_),
+        group_pack_(group_weight_.size()),
+        group_rank_(group_weight_.size()),
+        mlog2log_(weight_.size()),
+        phy2mlog_(phy_weight_.size()),
+        phy_rank_(phy_weight_.size()),
         mlogcnt_(experts_per_node_),
-        gpu_pack_(phy_per_node_),
-        gpu_rank_(phy_per_node_),
-        phy2log_(replicas),
-        replica_rank_(replicas),
-        logcnt_(experts) {}
+        gpu_pack_(phy_weight_.size()),
+        gpu_rank_(phy_weight_.size()),
+        phy2log_(phy_weight_.size()),
+        replica_rank_(phy_weight_.size()),
+        logcnt_(weight_.size()) {}
 
   bool Fits(int experts, int replicas, int groups, int nodes, int gpus) const {
-    return experts == experts_ && groups == groups_ && nodes == nodes_ &&
-           replicas == phy_per_node_ * nodes && gpus == gpus_per_node_ * nodes;
+    return experts == experts_ && groups == groups_ && nodes == nodes_ && replicas == replicas_ &&
+           gpus == gpus_per_node_ * nodes;
   }
 
-  // The layer's weights go here (experts of them) before Run.
-  std::span<float> weight() { return weight_; }
+  // The weights of the batch's layer i (experts of them) go here before Run.
+  std::span<float> weight(int i) { return Row(weight_, i, experts_); }
 
-  // After Run: the expert in each slot, each slot's replica rank, each expert's replica count.
-  std::span<const int32_t> phy2log() const { return phy2log_; }
-  std::span<const int32_t> replica_rank() const { return replica_rank_; }
-  std::span<const int32_t> logcnt() const { return logcnt_; }
+  // After Run, for the batch's layer i: the expert in each slot, each slot's replica rank, and
+  // each expert's replica count.
+  std::span<const int32_t> phy2log(int i) const { return Row(phy2log_, i, replicas_); }
+  std::span<const int32_t> replica_rank(int i) const { return Row(replica_rank_, i, replicas_); }
+  std::span<const int32_t> logcnt(int i) const { return Row(logcnt_, i, experts_); }
 
-  // Balances the layer whose weights weight() holds.
-  void Run() {
+  // Balances the batch's first `layers` layers, whose weights weight(i) holds.
+  void Run(int layers) {
     // Sizes in locals: the compiler cannot keep members in registers across stores to int32
     // arrays, which might alias them.
-    const int groups = groups_, group_size = group_size_, per_node = experts_per_node_,
-              phy_per_node = phy_per_node_, phy_per_gpu = phy_per_gpu_;
+    const int experts = experts_, groups = groups_, group_size = group_size_,
+              per_node = experts_per_node_, phy_per_node = phy_per_node_,
+              phy_per_gpu = phy_per_gpu_, nodes = nodes_;
     // + 0.0f turns a -0.0 load into +0.0, whose bits order below every positive weight's.
-    for (float& w : weight_) w += 0.0f;
+    for (float& w : std::span(weight_).first(static_cast<size_t>(layers) * experts)) w += 0.0f;
 
     // Step 1: pack groups onto nodes; "mlog" numbers the experts node by node. Each group's
     // sum adds its weights in order, as the reference does; the groups go side by side so that
     // their chains of additions overlap.
-    std::fill(group_sum_.begin(), group_sum_.end(), 0.0);
-    for (int j = 0; j < group_size; ++j) {
-      for (int g = 0; g < groups; ++g) group_sum_[g] += weight_[g * group_size + j];
-    }
-    for (int g = 0; g < groups; ++g) group_weight_[g] = static_cast<float>(group_sum_[g]);
-    BalancedPacking(group_weight_, nodes_, group_pack_, group_rank_, scratch_);
-    for (int g = 0; g < groups; ++g) {
-      const int first_mlog = (group_pack_[g] * groups_per_node_ + group_rank_[g]) * group_size;
-      for (int j = 0; j < group_size; ++j) mlog2log_[first_mlog + j] = g * group_size + j;
-    }
-
-    for (int node = 0; node < nodes_; ++node) {
-      // Step 2: replicate experts inside the node.
-      const int32_t* mlog2log = mlog2log_.data() + static_cast<ptrdiff_t>(node) * per_node;
-      for (int i = 0; i < per_node; ++i) node_weight_[i] = weight_[mlog2log[i]];
-      ReplicateExperts(node_weight_, phy2mlog_, phy_rank_, mlogcnt_, scratch_);
-      for (int i = 0; i < per_node; ++i) {
-        logcnt_[mlog2log[i]] = mlogcnt_[i];
-        // What each of the expert's replicas carries (the reference's float32 division), once
-        // per expert rather than once per replica.
-        replica_weight_[i] = node_weight_[i] / static_cast<float>(mlogcnt_[i]);
+    for (int l = 0; l < layers; ++l) {
+      const float* w = weight_.data() + static_cast<ptrdiff_t>(l) * experts;
+      std::fill(group_sum_.begin(), group_sum_.end(), 0.0);
+      for (int j = 0; j < group_size; ++j) {
+        for (int g = 0; g < groups; ++g) group_sum_[g] += w[g * group_size + j];
       }
+      for (int g = 0; g < groups; ++g) {
+        group_weight_[static_cast<size_t>(l) * groups + g] = static_cast<float>(group_sum_[g]);
+      }
+    }
+    const size_t group_cells = static_cast<size_t>(layers) * groups;
+    BalancedPacking(std::span(group_weight_).first(group_cells), layers, nodes,
+                    std::span(group_pack_).first(group_cells),
+                    std::span(group_rank_).first(group_cells), scratch_);
+    for (int l = 0; l < layers; ++l) {
+      int32_t* mlog2log = mlog2log_.data() + static_cast<ptrdiff_t>(l) * experts;
+      for (int g = 0; g < groups; ++g) {
+        const size_t cell = static_cast<size_t>(l) * groups + g;
+        const int first_mlog =
+            (group_pack_[cell] * groups_per_node_ + group_rank_[cell]) * group_size;
+        for (int j = 0; j < group_size; ++j) mlog2log[first_mlog + j] = g * group_size + j;
+      }
+    }
 
-      // Step 3: pack the node's replicas onto its GPUs; within a GPU, heaviest first.
-      for (int p = 0; p < phy_per_node; ++p) phy_weight_[p] = replica_weight_[phy2mlog_[p]];
-      BalancedPacking(phy_weight_, gpus_per_node_, gpu_pack_, gpu_rank_, scratch_);
-      int32_t* phy2log = phy2log_.data() + static_cast<ptrdiff_t>(node) * phy_per_node;
-      int32_t* replica_rank = replica_rank_.data() + static_cast<ptrdiff_t>(node) * phy_per_node;
-      for (int p = 0; p < phy_per_node; ++p) {
-        const int slot = gpu_pack_[p] * phy_per_gpu + gpu_rank_[p];
-        phy2log[slot] = mlog2log[phy2mlog_[p]];
-        replica_rank[slot] = phy_rank_[p];
+    // Step 2: replicate experts inside each node.
+    for (int l = 0; l < layers; ++l) {
+      for (int node = 0; node < nodes; ++node) {
+        const int32_t* mlog2log = mlog2log_.data() + static_cast<ptrdiff_t>(l) * experts +
+                                  static_cast<ptrdiff_t>(node) * per_node;
+        const float* w = weight_.data() + static_cast<ptrdiff_t>(l) * experts;
+        int32_t* logcnt = logcnt_.data() + static_cast<ptrdiff_t>(l) * experts;
+        const auto phy = (static_cast<ptrdiff_t>(l) * nodes + node) * phy_per_node;
+        for (int i = 0; i < per_node; ++i) node_weight_[i] = w[mlog2log[i]];
+        ReplicateExperts(node_weight_, std::span(phy2mlog_).subspan(phy, phy_per_node),
+                         std::span(phy_rank_).subspan(phy, phy_per_node), mlogcnt_, scratch_);
+        for (int i = 0; i < per_node; ++i) {
+          logcnt[mlog2log[i]] = mlogcnt_[i];
+          // What each of the expert's replicas carries (the reference's float32 division),
+          // once per expert rather than once per replica.
+          replica_weight_[i] = node_weight_[i] / static_cast<float>(mlogcnt_[i]);
+        }
+        for (int p = 0; p < phy_per_node; ++p) {
+          phy_weight_[phy + p] = replica_weight_[phy2mlog_[phy + p]];
+        }
+      }
+    }
+
+    // Step 3: pack each node's replicas onto its GPUs, every node of every layer side by side;
+    // within a GPU, heaviest first.
+    const size_t slots = static_cast<size_t>(layers) * replicas_;
+    BalancedPacking(std::span(phy_weight_).first(slots), layers * nodes, gpus_per_node_,
+                    std::span(gpu_pack_).first(slots), std::span(gpu_rank_).first(slots), scratch_);
+    for (int l = 0; l < layers; ++l) {
+      for (int node = 0; node < nodes; ++node) {
+        const int32_t* mlog2log = mlog2log_.data() + static_cast<ptrdiff_t>(l) * experts +
+                                  static_cast<ptrdiff_t>(node) * per_node;
+        const auto phy = (static_cast<ptrdiff_t>(l) * nodes + node) * phy_per_node;
+        int32_t* phy2log = phy2log_.data() + phy;
+        int32_t* replica_rank = replica_rank_.data() + phy;
+        for (int p = 0; p < phy_per_node; ++p) {
+          const int slot = gpu_pack_[phy + p] * phy_per_gpu + gpu_rank_[phy + p];
+          phy2log[slot] = mlog2log[phy2mlog_[phy + p]];
+          replica_rank[slot] = phy_rank_[phy + p];
+        }
       }
     }
   }
 
  private:
-  const int experts_, groups_, nodes_, group_size_, groups_per_node_, experts_per_node_,
+  template <typename T>
+  static std::span<T> Row(std::vector<T>& v, int i, int width) {
+    return std::span(v).subspan(static_cast<size_t>(i) * width, width);
+  }
+  template <typename T>
+  static std::span<const T> Row(const std::vector<T>& v, int i, int width) {
+    return std::span(v).subspan(static_cast<size_t>(i) * width, width);
+  }
+
+  const int experts_, replicas_, groups_, nodes_, group_size_, groups_per_node_, experts_per_node_,
       phy_per_node_, gpus_per_node_, phy_per_gpu_;
   std::vector<float> weight_, group_weight_, node_weight_, replica_weight_, phy_weight_;
   std::vector<double> group_sum_;
@@ -319,17 +393,19 @@ class LayerBalancer {
 };
 
 // The policy on each of `layers` layers, spread over the cores when the call is big enough.
-// fill(layer, weight) writes the layer's weights; then emit(layer, balancer) reads its result
-// (phy2log() and replica_rank()). Both run on worker threads, once per layer, and must be
-// safe to run for different layers at once. The shape must have passed CheckShape.
+// fill(layer, weight) writes the layer's weights; then emit(layer, balancer, i) reads its
+// result, the balancer's layer i (phy2log(i), replica_rank(i), logcnt(i)). Both run on worker
+// threads, once per layer, and must be safe to run for different layers at once. The shape
+// must have passed CheckShape.
 using FillWeights = std::function<void(int layer, std::span<float> weight)>;
-using EmitLayer = std::function<void(int layer, const LayerBalancer& balancer)>;
+using EmitLayer = std::function<void(int layer, const LayerBalancer& balancer, int i)>;
 void BalanceLayers(int layers, int experts, int replicas, int groups, int nodes, int gpus,
                    const FillWeights& fill, const EmitLayer& emit) {
   if (groups % nodes != 0) groups = nodes = 1;  // the global policy
-  // Layers are independent; big calls spread them over the cores.
+  // Batches of layers are independent; big calls spread them over the cores.
+  const int batches = (layers + kLayersTogether - 1) / kLayersTogether;
   const int64_t work = static_cast<int64_t>(layers) * replicas;
-  ParallelFor(layers, work >= kParallelMinWork ? 0 : 1, [&](int begin, int end) {
+  ParallelFor(batches, work >= kParallelMinWork ? 0 : 1, [&](int begin, int end) {
     // Kept per thread for the next call of the same shape: a balancer's buffers made and
     // freed at every call cost more than the balancing, in page faults and in the TLB
     // shootdowns of the memory returned to the system (the pool's threads live on).
@@ -338,10 +414,12 @@ void BalanceLayers(int layers, int experts, int replicas, int groups, int nodes,
       kept = std::make_unique<LayerBalancer>(experts, replicas, groups, nodes, gpus);
     }
     LayerBalancer& balancer = *kept;
-    for (int layer = begin; layer < end; ++layer) {
-      fill(layer, balancer.weight());
-      balancer.Run();
-      emit(layer, balancer);
+    for (int batch = begin; batch < end; ++batch) {
+      const int first = batch * kLayersTogether;
+      const int count = std::min(kLayersTogether, layers - first);
+      for (int i = 0; i < count; ++i) fill(first + i, balancer.weight(i));
+      balancer.Run(count);
+      for (int i = 0; i < count; ++i) emit(first + i, balancer, i);
     }
   });
 }
@@ -361,11 +439,10 @@ Result<RankedPlacement> RebalanceDeepSeekRanked(const LoadMatrix& load, int num_
       [&](int layer, std::span<float> weight) {
         for (int e = 0; e < experts; ++e) weight[e] = static_cast<float>(load(layer, e));
       },
-      [&](int layer, const LayerBalancer& balancer) {
+      [&](int layer, const LayerBalancer& balancer, int i) {
         const auto first = static_cast<ptrdiff_t>(layer) * num_replicas;
-        std::copy(balancer.phy2log().begin(), balancer.phy2log().end(), phy2log.begin() + first);
-        std::copy(balancer.replica_rank().begin(), balancer.replica_rank().end(),
-                  rank.begin() + first);
+        std::ranges::copy(balancer.phy2log(i), phy2log.begin() + first);
+        std::ranges::copy(balancer.replica_rank(i), rank.begin() + first);
       });
   EPLB_ASSIGN_OR_RETURN(Placement placement,
                         Placement::Create(experts, num_replicas, std::move(phy2log)));
@@ -393,14 +470,13 @@ Result<DeepSeekMaps> RebalanceDeepSeekMaps(std::span<const float> weight, int la
       [&](int layer, std::span<float> w) {
         std::copy_n(weight.begin() + static_cast<ptrdiff_t>(layer) * experts, experts, w.begin());
       },
-      [&](int layer, const LayerBalancer& balancer) {
+      [&](int layer, const LayerBalancer& balancer, int i) {
         const auto first = static_cast<ptrdiff_t>(layer) * num_replicas;
-        std::copy(balancer.replica_rank().begin(), balancer.replica_rank().end(),
-                  rank.get() + first);
-        std::copy(balancer.phy2log().begin(), balancer.phy2log().end(), maps.phy2log.get() + first);
-        std::copy(balancer.logcnt().begin(), balancer.logcnt().end(),
-                  maps.logcnt.get() + static_cast<ptrdiff_t>(layer) * experts);
-        widths[layer] = *std::max_element(balancer.logcnt().begin(), balancer.logcnt().end());
+        std::ranges::copy(balancer.replica_rank(i), rank.get() + first);
+        std::ranges::copy(balancer.phy2log(i), maps.phy2log.get() + first);
+        std::ranges::copy(balancer.logcnt(i),
+                          maps.logcnt.get() + static_cast<ptrdiff_t>(layer) * experts);
+        widths[layer] = std::ranges::max(balancer.logcnt(i));
       });
   maps.width = *std::max_element(widths.begin(), widths.end());
   const size_t row = static_cast<size_t>(maps.experts) * maps.width;
@@ -454,12 +530,7 @@ Result<DeepSeekPacking> DeepSeekBalancedPacking(std::span<const float> weight, i
   }
   DeepSeekPacking out{std::vector<int32_t>(w.size()), std::vector<int32_t>(w.size())};
   Scratch scratch;
-  for (int r = 0; r < rows; ++r) {
-    const size_t first = static_cast<size_t>(r) * n;
-    BalancedPacking(std::span(w).subspan(first, n), num_packs,
-                    std::span(out.pack_index).subspan(first, n),
-                    std::span(out.rank_in_pack).subspan(first, n), scratch);
-  }
+  BalancedPacking(w, rows, num_packs, out.pack_index, out.rank_in_pack, scratch);
   return out;
 }
 
