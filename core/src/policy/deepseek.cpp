@@ -112,7 +112,7 @@ constexpr int kRowsTogether = 4;
 struct Scratch {
   std::array<PackingRow, kRowsTogether> rows;
   std::vector<int32_t> sort_scratch;
-  LoserTree heaviest_expert;
+  std::array<LoserTree, kRowsTogether> heaviest;  // experts by weight per replica
 };
 
 // eplb.py's balanced_packing for each row of a row-major [rows, n] weight: items in descending
@@ -180,27 +180,42 @@ void BalancedPacking(std::span<const float> weight, int rows, int num_packs,
   }
 }
 
-// eplb.py's replicate_experts for one row: each extra replica goes to the expert with the
-// largest weight / count (float32 division), the lowest index on ties. rank[p] numbers replica
-// p among its expert's replicas in the order they were made.
-void ReplicateExperts(std::span<const float> weight, std::span<int32_t> phy2log,
+// eplb.py's replicate_experts for each row of a row-major [rows, num_log] weight: each extra
+// replica goes to the expert with the largest weight / count (float32 division), the lowest
+// index on ties. phy2log and rank are [rows, num_phy]: rank[p] numbers replica p among its
+// expert's replicas in the order they were made; logcnt is [rows, num_log]. As in
+// BalancedPacking, rows go four side by side so that their chains of steps overlap.
+void ReplicateExperts(std::span<const float> weight, int rows, std::span<int32_t> phy2log,
                       std::span<int32_t> rank, std::span<int32_t> logcnt, Scratch& s) {
-  const int num_log = static_cast<int>(weight.size());
-  const int num_phy = static_cast<int>(phy2log.size());
-  LoserTree& experts = s.heaviest_expert;
-  experts.Reset(num_log);
-  for (int e = 0; e < num_log; ++e) {
-    phy2log[e] = e;
-    rank[e] = 0;
-    logcnt[e] = 1;
-    experts.leaf(e) = DescendingKey(weight[e], e);
-  }
-  experts.Build();
-  for (int i = num_log; i < num_phy; ++i) {
-    const int e = IndexOf(experts.Winner());
-    phy2log[i] = e;
-    rank[i] = logcnt[e]++;
-    experts.ReplaceWinner(e, DescendingKey(weight[e] / static_cast<float>(logcnt[e]), e));
+  const int num_log = static_cast<int>(weight.size() / static_cast<size_t>(rows));
+  const int num_phy = static_cast<int>(phy2log.size() / static_cast<size_t>(rows));
+  for (int first_row = 0; first_row < rows; first_row += kRowsTogether) {
+    const int together = std::min(kRowsTogether, rows - first_row);
+    for (int r = 0; r < together; ++r) {
+      const size_t log = static_cast<size_t>(first_row + r) * num_log;
+      const size_t phy = static_cast<size_t>(first_row + r) * num_phy;
+      LoserTree& experts = s.heaviest[r];
+      experts.Reset(num_log);
+      for (int e = 0; e < num_log; ++e) {
+        phy2log[phy + e] = e;
+        rank[phy + e] = 0;
+        logcnt[log + e] = 1;
+        experts.leaf(e) = DescendingKey(weight[log + e], e);
+      }
+      experts.Build();
+    }
+    for (int i = num_log; i < num_phy; ++i) {
+      for (int r = 0; r < together; ++r) {
+        const size_t log = static_cast<size_t>(first_row + r) * num_log;
+        const size_t phy = static_cast<size_t>(first_row + r) * num_phy;
+        LoserTree& experts = s.heaviest[r];
+        const int e = IndexOf(experts.Winner());
+        phy2log[phy + i] = e;
+        rank[phy + i] = logcnt[log + e]++;
+        experts.ReplaceWinner(
+            e, DescendingKey(weight[log + e] / static_cast<float>(logcnt[log + e]), e));
+      }
+    }
   }
 }
 
@@ -262,7 +277,7 @@ class LayerBalancer {
         phy_per_gpu_(replicas / gpus),
         weight_(static_cast<size_t>(kLayersTogether) * experts),
         group_weight_(static_cast<size_t>(kLayersTogether) * groups),
-        node_weight_(experts_per_node_),
+        node_weight_(weight_.size()),
         replica_weight_(experts_per_node_),
         phy_weight_(static_cast<size_t>(kLayersTogether) * replicas),
         group_sum_(groups),
@@ -271,9 +286,10 @@ class LayerBalancer {
         mlog2log_(weight_.size()),
         phy2mlog_(phy_weight_.size()),
         phy_rank_(phy_weight_.size()),
-        mlogcnt_(experts_per_node_),
+        mlogcnt_(weight_.size()),
         gpu_pack_(phy_weight_.size()),
         gpu_rank_(phy_weight_.size()),
+        slot_(phy_per_node_),
         phy2log_(phy_weight_.size()),
         replica_rank_(phy_weight_.size()),
         logcnt_(weight_.size()) {}
@@ -329,47 +345,54 @@ class LayerBalancer {
       }
     }
 
-    // Step 2: replicate experts inside each node.
-    for (int l = 0; l < layers; ++l) {
-      for (int node = 0; node < nodes; ++node) {
-        const int32_t* mlog2log = mlog2log_.data() + static_cast<ptrdiff_t>(l) * experts +
-                                  static_cast<ptrdiff_t>(node) * per_node;
-        const float* w = weight_.data() + static_cast<ptrdiff_t>(l) * experts;
-        int32_t* logcnt = logcnt_.data() + static_cast<ptrdiff_t>(l) * experts;
-        const auto phy = (static_cast<ptrdiff_t>(l) * nodes + node) * phy_per_node;
-        for (int i = 0; i < per_node; ++i) node_weight_[i] = w[mlog2log[i]];
-        ReplicateExperts(node_weight_, std::span(phy2mlog_).subspan(phy, phy_per_node),
-                         std::span(phy_rank_).subspan(phy, phy_per_node), mlogcnt_, scratch_);
-        for (int i = 0; i < per_node; ++i) {
-          logcnt[mlog2log[i]] = mlogcnt_[i];
-          // What each of the expert's replicas carries (the reference's float32 division),
-          // once per expert rather than once per replica.
-          replica_weight_[i] = node_weight_[i] / static_cast<float>(mlogcnt_[i]);
-        }
-        for (int p = 0; p < phy_per_node; ++p) {
-          phy_weight_[phy + p] = replica_weight_[phy2mlog_[phy + p]];
-        }
+    // Step 2: replicate experts inside each node, every node of every layer side by side.
+    // "Rows" are the (layer, node) pairs.
+    const int rows = layers * nodes;
+    for (int row = 0; row < rows; ++row) {
+      const int32_t* mlog2log = mlog2log_.data() + static_cast<ptrdiff_t>(row) * per_node;
+      const float* w = weight_.data() + static_cast<ptrdiff_t>(row / nodes) * experts;
+      float* node_weight = node_weight_.data() + static_cast<ptrdiff_t>(row) * per_node;
+      for (int i = 0; i < per_node; ++i) node_weight[i] = w[mlog2log[i]];
+    }
+    const size_t mlog_cells = static_cast<size_t>(rows) * per_node;
+    const size_t slots = static_cast<size_t>(layers) * replicas_;
+    ReplicateExperts(std::span(node_weight_).first(mlog_cells), rows,
+                     std::span(phy2mlog_).first(slots), std::span(phy_rank_).first(slots),
+                     std::span(mlogcnt_).first(mlog_cells), scratch_);
+    for (int row = 0; row < rows; ++row) {
+      const int32_t* mlog2log = mlog2log_.data() + static_cast<ptrdiff_t>(row) * per_node;
+      int32_t* logcnt = logcnt_.data() + static_cast<ptrdiff_t>(row / nodes) * experts;
+      const auto mlog = static_cast<ptrdiff_t>(row) * per_node;
+      const auto phy = static_cast<ptrdiff_t>(row) * phy_per_node;
+      for (int i = 0; i < per_node; ++i) logcnt[mlog2log[i]] = mlogcnt_[mlog + i];
+      // What each of the expert's replicas carries (the reference's float32 division), once
+      // per expert rather than once per replica, in a loop of its own that vectorises.
+      for (int i = 0; i < per_node; ++i) {
+        replica_weight_[i] = node_weight_[mlog + i] / static_cast<float>(mlogcnt_[mlog + i]);
+      }
+      for (int p = 0; p < phy_per_node; ++p) {
+        phy_weight_[phy + p] = replica_weight_[phy2mlog_[phy + p]];
       }
     }
 
     // Step 3: pack each node's replicas onto its GPUs, every node of every layer side by side;
     // within a GPU, heaviest first.
-    const size_t slots = static_cast<size_t>(layers) * replicas_;
     BalancedPacking(std::span(phy_weight_).first(slots), layers * nodes, gpus_per_node_,
                     std::span(gpu_pack_).first(slots), std::span(gpu_rank_).first(slots), scratch_);
-    for (int l = 0; l < layers; ++l) {
-      for (int node = 0; node < nodes; ++node) {
-        const int32_t* mlog2log = mlog2log_.data() + static_cast<ptrdiff_t>(l) * experts +
-                                  static_cast<ptrdiff_t>(node) * per_node;
-        const auto phy = (static_cast<ptrdiff_t>(l) * nodes + node) * phy_per_node;
-        int32_t* phy2log = phy2log_.data() + phy;
-        int32_t* replica_rank = replica_rank_.data() + phy;
-        for (int p = 0; p < phy_per_node; ++p) {
-          const int slot = gpu_pack_[phy + p] * phy_per_gpu + gpu_rank_[phy + p];
-          phy2log[slot] = mlog2log[phy2mlog_[phy + p]];
-          replica_rank[slot] = phy_rank_[phy + p];
-        }
-      }
+    // Each replica to its slot: short loops, which the compiler keeps in registers where one
+    // loop over all six arrays spilled.
+    for (int row = 0; row < rows; ++row) {
+      const auto phy = static_cast<ptrdiff_t>(row) * phy_per_node;
+      const int32_t* pack = gpu_pack_.data() + phy;
+      const int32_t* place = gpu_rank_.data() + phy;
+      for (int p = 0; p < phy_per_node; ++p) slot_[p] = pack[p] * phy_per_gpu + place[p];
+      const int32_t* mlog2log = mlog2log_.data() + static_cast<ptrdiff_t>(row) * per_node;
+      const int32_t* replica_of = phy2mlog_.data() + phy;
+      int32_t* phy2log = phy2log_.data() + phy;
+      for (int p = 0; p < phy_per_node; ++p) phy2log[slot_[p]] = mlog2log[replica_of[p]];
+      const int32_t* rank = phy_rank_.data() + phy;
+      int32_t* replica_rank = replica_rank_.data() + phy;
+      for (int p = 0; p < phy_per_node; ++p) replica_rank[slot_[p]] = rank[p];
     }
   }
 
@@ -388,7 +411,7 @@ class LayerBalancer {
   std::vector<float> weight_, group_weight_, node_weight_, replica_weight_, phy_weight_;
   std::vector<double> group_sum_;
   std::vector<int32_t> group_pack_, group_rank_, mlog2log_, phy2mlog_, phy_rank_, mlogcnt_,
-      gpu_pack_, gpu_rank_, phy2log_, replica_rank_, logcnt_;
+      gpu_pack_, gpu_rank_, slot_, phy2log_, replica_rank_, logcnt_;
   Scratch scratch_;
 };
 
@@ -547,13 +570,7 @@ Result<DeepSeekReplication> DeepSeekReplicateExperts(std::span<const float> weig
   DeepSeekReplication out{std::vector<int32_t>(slots), std::vector<int32_t>(slots),
                           std::vector<int32_t>(w.size())};
   Scratch scratch;
-  for (int r = 0; r < rows; ++r) {
-    const size_t first = static_cast<size_t>(r) * num_phy;
-    ReplicateExperts(std::span(w).subspan(static_cast<size_t>(r) * n, n),
-                     std::span(out.phy2log).subspan(first, num_phy),
-                     std::span(out.rank).subspan(first, num_phy),
-                     std::span(out.logcnt).subspan(static_cast<size_t>(r) * n, n), scratch);
-  }
+  ReplicateExperts(w, rows, out.phy2log, out.rank, out.logcnt, scratch);
   return out;
 }
 
