@@ -256,12 +256,15 @@ Status CheckShape(int64_t experts, int num_replicas, int num_groups, int num_nod
 // more than they save.
 constexpr int64_t kParallelMinWork = 4096;
 
-// How many layers a balancer takes at once: their nodes' packings go side by side.
-constexpr int kLayersTogether = kRowsTogether;
+// How many layers a balancer takes at once: enough for their nodes' packings to go
+// kRowsTogether side by side, and no more, so that the cores share out small pieces of work.
+int LayersTogether(int nodes) {
+  return std::max(1, kRowsTogether / nodes);
+}
 
-// The three steps of the hierarchical policy for up to kLayersTogether layers at a time, with
-// buffers sized once. Buffers hold the batch's layers one after another, and within a layer
-// its nodes one after another.
+// The three steps of the hierarchical policy for up to LayersTogether(nodes) layers at a time,
+// with buffers sized once. Buffers hold the batch's layers one after another, and within a
+// layer its nodes one after another.
 class LayerBalancer {
  public:
   LayerBalancer(int experts, int replicas, int groups, int nodes, int gpus)
@@ -275,11 +278,11 @@ class LayerBalancer {
         phy_per_node_(replicas / nodes),
         gpus_per_node_(gpus / nodes),
         phy_per_gpu_(replicas / gpus),
-        weight_(static_cast<size_t>(kLayersTogether) * experts),
-        group_weight_(static_cast<size_t>(kLayersTogether) * groups),
+        weight_(static_cast<size_t>(LayersTogether(nodes)) * experts),
+        group_weight_(static_cast<size_t>(LayersTogether(nodes)) * groups),
         node_weight_(weight_.size()),
         replica_weight_(experts_per_node_),
-        phy_weight_(static_cast<size_t>(kLayersTogether) * replicas),
+        phy_weight_(static_cast<size_t>(LayersTogether(nodes)) * replicas),
         group_sum_(groups),
         group_pack_(group_weight_.size()),
         group_rank_(group_weight_.size()),
@@ -426,7 +429,8 @@ void BalanceLayers(int layers, int experts, int replicas, int groups, int nodes,
                    const FillWeights& fill, const EmitLayer& emit) {
   if (groups % nodes != 0) groups = nodes = 1;  // the global policy
   // Batches of layers are independent; big calls spread them over the cores.
-  const int batches = (layers + kLayersTogether - 1) / kLayersTogether;
+  const int together = LayersTogether(nodes);
+  const int batches = (layers + together - 1) / together;
   const int64_t work = static_cast<int64_t>(layers) * replicas;
   ParallelFor(batches, work >= kParallelMinWork ? 0 : 1, [&](int begin, int end) {
     // Kept per thread for the next call of the same shape: a balancer's buffers made and
@@ -438,8 +442,8 @@ void BalanceLayers(int layers, int experts, int replicas, int groups, int nodes,
     }
     LayerBalancer& balancer = *kept;
     for (int batch = begin; batch < end; ++batch) {
-      const int first = batch * kLayersTogether;
-      const int count = std::min(kLayersTogether, layers - first);
+      const int first = batch * together;
+      const int count = std::min(together, layers - first);
       for (int i = 0; i < count; ++i) fill(first + i, balancer.weight(i));
       balancer.Run(count);
       for (int i = 0; i < count; ++i) emit(first + i, balancer, i);

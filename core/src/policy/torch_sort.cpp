@@ -47,7 +47,9 @@ void MoveMedianToFirst(uint64_t* result, uint64_t* a, uint64_t* b, uint64_t* c) 
 uint64_t* UnguardedPartition(uint64_t* lo, uint64_t* hi, std::vector<int32_t>& scratch) {
   const uint32_t pivot = ValueOf(lo[-1]);
   const int n = static_cast<int>(hi - lo);
-  scratch.resize(2 * static_cast<size_t>(n) + 3);
+  // Grown, never shrunk: a resize back up would zero what the loop below overwrites.
+  if (scratch.size() < 2 * static_cast<size_t>(n) + 3)
+    scratch.resize(2 * static_cast<size_t>(n) + 3);
   int32_t* left = scratch.data();  // left stops, ascending; then n, past every right stop
   int32_t* right = left + n + 2;   // right stops, ascending from -1, the pivot's place
   right[0] = -1;
@@ -63,22 +65,27 @@ uint64_t* UnguardedPartition(uint64_t* lo, uint64_t* hi, std::vector<int32_t>& s
   // The k-th right stop, counted from the end as the right scan meets them.
   const int32_t* right_scan = right + rights - 1;
   int swaps = 0;
-  while (left[swaps] < right_scan[-swaps]) ++swaps;
-  for (int k = 0; k < swaps; ++k) std::swap(lo[left[k]], lo[right_scan[-k]]);
+  for (; left[swaps] < right_scan[-swaps]; ++swaps) {
+    std::swap(lo[left[swaps]], lo[right_scan[-swaps]]);
+  }
   const int cut = swaps == 0 ? left[0] : std::min(left[swaps], right_scan[1 - swaps]);
   return lo + cut;
 }
 
-// The comparators of Batcher's odd-even merge sort for N inputs, N a power of two: a sorting
-// network, the same compares whatever the data, so no branch to mispredict.
-template <int N>
+// The comparators of Batcher's odd-even merge sort for N inputs, N a power of two, that touch
+// only the first M (M <= N): a sorting network for M inputs, the same compares whatever the
+// data, so no branch to mispredict. (A network on N inputs sorts M of them with the rest
+// padded with maxima, which never move, so the compares that touch the padding drop out:
+// 32 of the 63 stay for 10 inputs.)
+template <int M, int N = static_cast<int>(std::bit_ceil(static_cast<unsigned>(M)))>
 constexpr auto OddEvenMergeNetwork() {
   auto visit = [](auto&& compare) {
     for (int p = 1; p < N; p <<= 1) {
       for (int k = p; k >= 1; k >>= 1) {
         for (int j = k % p; j + k < N; j += 2 * k) {
           for (int i = 0; i < std::min(k, N - j - k); ++i) {
-            if ((i + j) / (2 * p) == (i + j + k) / (2 * p)) compare(i + j, i + j + k);
+            const int a = i + j, b = i + j + k;
+            if (a / (2 * p) == b / (2 * p) && b < M) compare(a, b);
           }
         }
       }
@@ -95,19 +102,18 @@ constexpr auto OddEvenMergeNetwork() {
   return pairs;
 }
 
-// A stable sort of m <= N keys, as insertion sort leaves them. Each key's value goes out with
-// its position in place of its payload, so that equal values keep their order; the network
-// sorts those in registers, and the keys follow their positions.
-template <int N>
-void StableSortByNetwork(uint64_t* first, int m) {
-  static constexpr auto kNetwork = OddEvenMergeNetwork<N>();
-  std::array<uint64_t, N> rank_key;  // every element set below
-  std::array<uint64_t, N> kept;      // the first m set below
-  for (int i = 0; i < N; ++i) {
-    rank_key[i] = i < m ? (first[i] & ~uint64_t{0xffffffff}) | static_cast<uint64_t>(i)
-                        : ~uint64_t{0};  // padding sorts last
+// A stable sort of M keys, as insertion sort leaves them. Each key's value goes out with its
+// position in place of its payload, so that equal values keep their order; the network sorts
+// those in registers, and the keys follow their positions.
+template <int M>
+void StableSortByNetwork(uint64_t* first) {
+  static constexpr auto kNetwork = OddEvenMergeNetwork<M>();
+  std::array<uint64_t, M> rank_key;  // every element set below
+  std::array<uint64_t, M> kept;      // every element set below
+  for (int i = 0; i < M; ++i) {
+    kept[i] = first[i];
+    rank_key[i] = (first[i] & ~uint64_t{0xffffffff}) | static_cast<uint64_t>(i);
   }
-  std::copy_n(first, m, kept.begin());
 #pragma GCC unroll 128
   for (const auto& [a, b] : kNetwork) {
     // Selects, not std::min and std::max, which GCC turns into a mispredicted branch here.
@@ -116,17 +122,46 @@ void StableSortByNetwork(uint64_t* first, int m) {
     rank_key[a] = in_order ? x : y;
     rank_key[b] = in_order ? y : x;
   }
-  for (int i = 0; i < m; ++i) first[i] = kept[rank_key[i] & 0xff];
+  for (int i = 0; i < M; ++i) first[i] = kept[rank_key[i] & 0xff];
 }
 
 // A stable sort of a range of at most kSmallRange keys, as insertion sort leaves it.
 void StableSortSmall(uint64_t* first, uint64_t* last) {
-  const int m = static_cast<int>(last - first);
   static_assert(kSmallRange == 16);
-  if (m < 2) return;
-  if (m <= 4) return StableSortByNetwork<4>(first, m);
-  if (m <= 8) return StableSortByNetwork<8>(first, m);
-  StableSortByNetwork<16>(first, m);
+  switch (last - first) {
+    case 2:
+      return StableSortByNetwork<2>(first);
+    case 3:
+      return StableSortByNetwork<3>(first);
+    case 4:
+      return StableSortByNetwork<4>(first);
+    case 5:
+      return StableSortByNetwork<5>(first);
+    case 6:
+      return StableSortByNetwork<6>(first);
+    case 7:
+      return StableSortByNetwork<7>(first);
+    case 8:
+      return StableSortByNetwork<8>(first);
+    case 9:
+      return StableSortByNetwork<9>(first);
+    case 10:
+      return StableSortByNetwork<10>(first);
+    case 11:
+      return StableSortByNetwork<11>(first);
+    case 12:
+      return StableSortByNetwork<12>(first);
+    case 13:
+      return StableSortByNetwork<13>(first);
+    case 14:
+      return StableSortByNetwork<14>(first);
+    case 15:
+      return StableSortByNetwork<15>(first);
+    case 16:
+      return StableSortByNetwork<16>(first);
+    default:
+      return;  // 0 or 1 keys
+  }
 }
 
 // libstdc++'s __introsort_loop, each range of at most kSmallRange sorted as it is left.
