@@ -15,9 +15,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -160,6 +162,8 @@ py::tuple Log2PhyArrays(const Placement& placement) {
 
 // `values` as a numpy array of `shape` that takes them over: no copy.
 py::array_t<int64_t> Adopt(std::unique_ptr<int64_t[]> values, std::vector<py::ssize_t> shape) {
+  // The capsule owns the buffer from here on (if making it throws, `values` still does), and
+  // frees it with the array, or at once if the array cannot be made.
   const py::capsule release(values.get(), [](void* p) { delete[] static_cast<int64_t*>(p); });
   return py::array_t<int64_t>(std::move(shape), values.release(), release);
 }

@@ -11,6 +11,7 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -187,12 +188,12 @@ TEST(DeepSeekPolicy, PropertiesOverRandomShapes) {
   std::mt19937_64 rng(20261129);
   int hierarchical = 0;
   for (int trial = 0; trial < 3000; ++trial) {
-    const int nodes = 1 + static_cast<int>(rng() % 4);
-    const int gpus = nodes * (1 + static_cast<int>(rng() % 4));
-    const int groups = 1 + static_cast<int>(rng() % 8);
-    const int experts = groups * (1 + static_cast<int>(rng() % 6));
+    int nodes = 1 + static_cast<int>(rng() % 4);
+    int gpus = nodes * (1 + static_cast<int>(rng() % 4));
+    int groups = 1 + static_cast<int>(rng() % 8);
+    int experts = groups * (1 + static_cast<int>(rng() % 6));
     const int per_gpu = (experts + gpus - 1) / gpus + static_cast<int>(rng() % 3);
-    const int replicas = per_gpu * gpus;
+    int replicas = per_gpu * gpus;
     const int layers = 1 + static_cast<int>(rng() % 3);
     LoadMatrix load = RandomLoad(rng, layers, experts);
     if (trial % 10 == 0) load.setZero();
@@ -283,16 +284,24 @@ TEST(DeepSeekSteps, RejectBadShapesAndWeightsNamingThem) {
 
 // Large calls spread layers over threads; each layer must come out as it does alone.
 TEST(DeepSeekPolicy, ParallelLayersEqualLayerByLayer) {
-  std::mt19937_64 rng(5);
-  const LoadMatrix load = RandomLoad(rng, 58, 256);
-  auto whole = RebalanceDeepSeek(load, 288, 8, 4, 32);
-  ASSERT_TRUE(whole.ok());
-  for (int l = 0; l < 58; ++l) {
-    auto one = RebalanceDeepSeek(load.row(l), 288, 8, 4, 32);
-    ASSERT_TRUE(one.ok());
-    ASSERT_TRUE(
-        std::equal(one->phy2log(0).begin(), one->phy2log(0).end(), whole->phy2log(l).begin()))
-        << "layer " << l;
+  struct Shape {
+    int layers, experts, replicas, groups, nodes, gpus;
+  };
+  // DeepSeek-V3 at EP32 (a layer at a time), on 2 nodes (layers in pairs) and the global
+  // policy (layers four at a time, the last batch short).
+  for (const Shape& s : {Shape{58, 256, 288, 8, 4, 32}, Shape{57, 256, 384, 8, 2, 128},
+                         Shape{94, 128, 144, 1, 1, 16}}) {
+    std::mt19937_64 rng(5);
+    const LoadMatrix load = RandomLoad(rng, s.layers, s.experts);
+    auto whole = RebalanceDeepSeek(load, s.replicas, s.groups, s.nodes, s.gpus);
+    ASSERT_TRUE(whole.ok());
+    for (int l = 0; l < s.layers; ++l) {
+      auto one = RebalanceDeepSeek(load.row(l), s.replicas, s.groups, s.nodes, s.gpus);
+      ASSERT_TRUE(one.ok());
+      ASSERT_TRUE(
+          std::equal(one->phy2log(0).begin(), one->phy2log(0).end(), whole->phy2log(l).begin()))
+          << s.replicas << " slots, layer " << l;
+    }
   }
 }
 
@@ -302,12 +311,17 @@ TEST(DeepSeekPolicy, ParallelLayersEqualLayerByLayer) {
 TEST(DeepSeekPolicy, MapsHoldWhatTheRankedPlacementHolds) {
   std::mt19937 rng(17);
   for (int trial = 0; trial < 60; ++trial) {
-    const int nodes = 1 << (rng() % 3);
-    const int groups = trial % 5 == 0 ? 3 : nodes * static_cast<int>(1 + rng() % 2);
-    const int gpus = nodes * static_cast<int>(1 + rng() % 4);
-    const int experts = groups * static_cast<int>(2 + rng() % 7);
-    const int replicas = gpus * ((experts + gpus - 1) / gpus + static_cast<int>(rng() % 3));
-    const int layers = trial == 0 ? 58 : static_cast<int>(1 + rng() % 40);
+    int nodes = 1 << (rng() % 3);
+    int groups = trial % 5 == 0 ? 3 : nodes * static_cast<int>(1 + rng() % 2);
+    int gpus = nodes * static_cast<int>(1 + rng() % 4);
+    int experts = groups * static_cast<int>(2 + rng() % 7);
+    int replicas = gpus * ((experts + gpus - 1) / gpus + static_cast<int>(rng() % 3));
+    int layers = static_cast<int>(1 + rng() % 40);
+    // And DeepSeek-V3's shape and the global policy's, big enough to spread over threads.
+    if (trial == 0)
+      std::tie(layers, experts, replicas, groups, nodes, gpus) = std::tuple{58, 256, 288, 8, 4, 32};
+    if (trial == 1)
+      std::tie(layers, experts, replicas, groups, nodes, gpus) = std::tuple{94, 128, 144, 1, 1, 16};
     std::vector<float> weight(static_cast<size_t>(layers) * experts);
     for (float& w : weight) w = static_cast<float>(rng() % 6) * 100.0f;  // ties throughout
     LoadMatrix load(layers, experts);
@@ -349,11 +363,30 @@ TEST(DeepSeekPolicy, MapsNameTheFirstBadWeight) {
   ASSERT_FALSE(short_weight.ok());
   EXPECT_EQ(short_weight.status().message(),
             "load has 8 values, which do not make 3 layers of 4 experts");
-  weight[6] = weight[7] = 1.0f;
+  weight[6] = std::numeric_limits<float>::infinity();
+  weight[7] = 1.0f;
+  EXPECT_EQ(RebalanceDeepSeekMaps(weight, 2, 4, 4, 1, 1, 1).status().message(),
+            "load of layer 1, expert 2 is inf; loads must be finite and non-negative");
+  weight[6] = 1e20f;
+  EXPECT_EQ(RebalanceDeepSeekMaps(weight, 2, 4, 4, 1, 1, 1).status().message(),
+            "load of layer 1, expert 2 is 1.0000000200408773e+20; loads are at most 1e+15 tokens");
+  weight[6] = 1.0f;
   auto few_slots = RebalanceDeepSeekMaps(weight, 2, 4, 3, 1, 1, 1);
   ASSERT_FALSE(few_slots.ok());
   EXPECT_EQ(few_slots.status().message(),
             "replicas is 3 but the load has 4 experts; every expert needs at least one replica");
+}
+
+// -0.0 is no load, as +0.0 is: its bits would otherwise sort it above every weight.
+TEST(DeepSeekPolicy, MapsTakeNegativeZeroForZero) {
+  const std::vector<float> negative = {-0.0f, 5.0f, 0.0f, 7.0f, -0.0f, 1.0f};
+  const std::vector<float> positive = {0.0f, 5.0f, 0.0f, 7.0f, 0.0f, 1.0f};
+  auto a = RebalanceDeepSeekMaps(negative, 1, 6, 8, 1, 1, 2);
+  auto b = RebalanceDeepSeekMaps(positive, 1, 6, 8, 1, 1, 2);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->width, b->width);
+  EXPECT_TRUE(std::equal(a->phy2log.get(), a->phy2log.get() + 8, b->phy2log.get()));
+  EXPECT_TRUE(std::equal(a->log2phy.get(), a->log2phy.get() + 6 * a->width, b->log2phy.get()));
 }
 
 // Each thread keeps its balancer for the next call of the same shape: calls of other shapes in
@@ -474,6 +507,23 @@ TEST(TorchSort, LeavesEveryArrayAsStdSortDoes) {
       check(v);  // saw tooth
     }
     check(IntroSortAdversary(n));
+  }
+}
+
+// Up to 16 keys, std::sort is an insertion sort and SortLikeStdSort a sorting network: every
+// array of 0s and 1s (which a network sorts only if it sorts everything) comes out alike.
+TEST(TorchSort, SmallArraysOfZerosAndOnesComeOutAsStdSortLeavesThem) {
+  std::vector<int32_t> scratch;
+  for (int n = 2; n <= 16; ++n) {
+    for (uint32_t bits = 0; bits < (1u << n); ++bits) {
+      std::vector<uint64_t> keys(static_cast<size_t>(n));
+      for (int i = 0; i < n; ++i)
+        keys[i] = uint64_t{(bits >> i) & 1u} << 32 | static_cast<uint64_t>(i);
+      std::vector<uint64_t> expected = keys;
+      std::sort(expected.begin(), expected.end(), ValueLess);
+      SortLikeStdSort(keys, scratch);
+      ASSERT_EQ(keys, expected) << n << " keys, bits " << bits;
+    }
   }
 }
 

@@ -44,7 +44,14 @@ Status ValidateLoad(const LoadMatrix& load) {
 }
 
 Status ValidateLoad(std::span<const float> load, int64_t layers, int64_t experts) {
-  if (layers < 0 || experts < 0 || static_cast<uint64_t>(layers * experts) != load.size()) {
+  // Divided rather than multiplied: the product of a caller's sizes could overflow.
+  const auto values = static_cast<uint64_t>(load.size());
+  const bool fits =
+      layers >= 0 && experts >= 0 &&
+      (experts == 0 ? values == 0
+                    : values % static_cast<uint64_t>(experts) == 0 &&
+                          values / static_cast<uint64_t>(experts) == static_cast<uint64_t>(layers));
+  if (!fits) {
     return Status::InvalidArgument(
         fmt::format("load has {} values, which do not make {} layers of {} experts", load.size(),
                     layers, experts));

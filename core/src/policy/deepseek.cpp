@@ -120,7 +120,8 @@ class LayerBalancer {
     // arrays, which might alias them.
     const int experts = experts_, groups = groups_, group_size = group_size_,
               per_node = experts_per_node_, phy_per_node = phy_per_node_,
-              phy_per_gpu = phy_per_gpu_, nodes = nodes_;
+              phy_per_gpu = phy_per_gpu_, nodes = nodes_, groups_per_node = groups_per_node_,
+              replicas = replicas_, gpus_per_node = gpus_per_node_;
     // + 0.0f turns a -0.0 load into +0.0, whose bits order below every positive weight's.
     for (float& w : std::span(weight_).first(static_cast<size_t>(layers) * experts)) w += 0.0f;
 
@@ -146,7 +147,7 @@ class LayerBalancer {
       for (int g = 0; g < groups; ++g) {
         const size_t cell = static_cast<size_t>(l) * groups + g;
         const int first_mlog =
-            (group_pack_[cell] * groups_per_node_ + group_rank_[cell]) * group_size;
+            (group_pack_[cell] * groups_per_node + group_rank_[cell]) * group_size;
         for (int j = 0; j < group_size; ++j) mlog2log[first_mlog + j] = g * group_size + j;
       }
     }
@@ -161,7 +162,7 @@ class LayerBalancer {
       for (int i = 0; i < per_node; ++i) node_weight[i] = w[mlog2log[i]];
     }
     const size_t mlog_cells = static_cast<size_t>(rows) * per_node;
-    const size_t slots = static_cast<size_t>(layers) * replicas_;
+    const size_t slots = static_cast<size_t>(layers) * replicas;
     ReplicateExperts(std::span(node_weight_).first(mlog_cells), rows,
                      std::span(phy2mlog_).first(slots), std::span(phy_rank_).first(slots),
                      std::span(mlogcnt_).first(mlog_cells), scratch_);
@@ -183,7 +184,7 @@ class LayerBalancer {
 
     // Step 3: pack each node's replicas onto its GPUs, every node of every layer side by side;
     // within a GPU, heaviest first.
-    BalancedPacking(std::span(phy_weight_).first(slots), layers * nodes, gpus_per_node_,
+    BalancedPacking(std::span(phy_weight_).first(slots), layers * nodes, gpus_per_node,
                     std::span(gpu_pack_).first(slots), std::span(gpu_rank_).first(slots), scratch_);
     // Each replica to its slot: short loops, which the compiler keeps in registers where one
     // loop over all six arrays spilled.

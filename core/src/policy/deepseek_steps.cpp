@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cstddef>
 #include <limits>
 #include <numeric>
 #include <utility>
@@ -34,7 +35,7 @@ class LoserTree {
   uint64_t& leaf(int i) { return nodes_[static_cast<size_t>(size_) + i]; }
   void Build() {
     // Bottom-up, each node's winner goes up to its parent's place in `winners` while the loser
-    // stays in the node; the leaves are overwritten on the way.
+    // stays in the node.
     winners_.resize(2 * static_cast<size_t>(size_));
     std::copy(nodes_.begin() + size_, nodes_.end(), winners_.begin() + size_);
     for (int node = size_ - 1; node >= 1; --node) {

@@ -7,7 +7,8 @@
 // engines' log2phy, indexed by replica rank, follows it). So the policy must reproduce it.
 //
 // std::sort (GCC's introsort) is: median-of-three quicksort partitions down to ranges of at
-// most 16, then one insertion sort over the whole array. Insertion sort is stable, and the
+// most 16 (heapsort for a range that recurses too deep, as here too), then one insertion sort
+// over the whole array. Insertion sort is stable, and the
 // ranges are ordered among themselves, so that last pass equals a stable sort of each range
 // on its own, which a sorting network does without a branch. And a Hoare partition, for all
 // its branches, swaps the k-th element that stops the left scan with the k-th that stops the
@@ -31,7 +32,8 @@ inline bool ValueLess(uint64_t a, uint64_t b) {
 
 // Reorders `keys` exactly as std::sort(keys.begin(), keys.end(), ValueLess) does with
 // libstdc++ (GCC 12's introsort; torch's CPU sort on the platform the golden outputs were
-// made on). `scratch` is working memory, reused across calls. Not thread-safe on one scratch.
+// made on), for fewer than 2^31 keys. `scratch` is working memory, reused across calls. Not
+// thread-safe on one scratch.
 void SortLikeStdSort(std::span<uint64_t> keys, std::vector<int32_t>& scratch);
 
 }  // namespace eplb

@@ -60,7 +60,8 @@ class Placement {
  private:
   Placement() = default;
   // Checks phy2log_ (each entry an expert or kEmptySlot, every expert in every layer) while it
-  // fills the views below, in one pass: the first bad entry is named.
+  // fills the views below, the checks made on the way rather than in a pass of their own: the
+  // first bad entry is named.
   Status Derive();
 
   int num_layers_ = 0;
