@@ -800,7 +800,12 @@ TEST_F(CliTest, CompareAndSweepErrorsExitTwo) {
   ExpectErrors({
       {"unknown policy", "compare " + tiny + " --policies deepseek,oracle",
        "--policies: unknown policy 'oracle'"},
-      {"empty policies", "compare " + tiny + " --policies ,", "--policies names no policy"},
+      {"empty policies", "compare " + tiny + " --policies ,",
+       "--policies ',': item 1 is empty; expected values separated by single commas"},
+      {"an empty seed", "compare " + tiny + " --seeds 1,,2",
+       "--seeds '1,,2': item 2 is empty; expected values separated by single commas"},
+      {"a trailing comma", "sweep " + tiny + " --vary cluster.nodes=1,2,",
+       "--vary cluster.nodes '1,2,': item 3 is empty"},
       {"bad vary", "sweep " + tiny + " --vary cluster.nodes",
        "--vary 'cluster.nodes': expected key.path=v1,v2,..."},
       {"bad point", "sweep " + tiny + " --vary cluster.nodes=2,0",

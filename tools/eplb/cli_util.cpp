@@ -1,7 +1,6 @@
 #include "cli_util.h"
 
 #include <cstdio>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -49,13 +48,23 @@ void AddNoTraceFlag(Command& command, RunFolderOptions& options) {
       "read only by trace viewers)");
 }
 
-std::vector<std::string> SplitList(const std::string& list) {
+Result<std::vector<std::string>> SplitList(const std::string& list, std::string_view option) {
   std::vector<std::string> out;
-  std::stringstream ss(list);
-  for (std::string item; std::getline(ss, item, ',');) {
-    if (!item.empty()) out.push_back(item);
+  if (list.empty()) return out;
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = list.find(',', start);
+    out.push_back(list.substr(start, comma == std::string::npos ? comma : comma - start));
+    // An empty item is a slip (1,,2 or a trailing comma), not a wish for fewer points.
+    if (out.back().empty()) {
+      return Status::InvalidArgument(
+          fmt::format("{} '{}': item {} is empty; expected values separated by single commas, "
+                      "such as a,b,c",
+                      option, list, out.size()));
+    }
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
   }
-  return out;
 }
 
 void PrintRunSummary(const RunResult& run, const std::string& dir, std::FILE* out) {

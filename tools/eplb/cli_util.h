@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "command.h"
@@ -45,7 +46,8 @@ inline std::FILE* HumanOutput(bool json) {
 // --no-trace, for the commands that write run folders.
 void AddNoTraceFlag(Command& command, RunFolderOptions& options);
 
-// Splits "a,b,c".
-std::vector<std::string> SplitList(const std::string& list);
+// Splits "a,b,c" given to `option`: no items for "", an error naming the option for an empty
+// item.
+Result<std::vector<std::string>> SplitList(const std::string& list, std::string_view option);
 
 }  // namespace eplb::cli

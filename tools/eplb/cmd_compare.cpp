@@ -34,8 +34,9 @@ struct CompareArgs {
 Status RunCompare(const CompareArgs& args) {
   sim::ComparisonSpec spec;
   EPLB_ASSIGN_OR_RETURN(spec.scenario, LoadScenarioOrDefault(args.scenario_path, args.overrides));
-  spec.policies = SplitList(args.policies);
-  for (const std::string& text : SplitList(args.seeds)) {
+  EPLB_ASSIGN_OR_RETURN(spec.policies, SplitList(args.policies, "--policies"));
+  EPLB_ASSIGN_OR_RETURN(const std::vector<std::string> seeds, SplitList(args.seeds, "--seeds"));
+  for (const std::string& text : seeds) {
     int64_t seed = 0;
     if (!ParseCsvInt64(text, seed) || seed < 0) {
       return Status::InvalidArgument(
@@ -43,16 +44,14 @@ Status RunCompare(const CompareArgs& args) {
     }
     spec.seeds.push_back(static_cast<uint64_t>(seed));
   }
-  if (!args.seeds.empty() && spec.seeds.empty())
-    return Status::InvalidArgument("--seeds names no seed");
   spec.out = args.out;
   spec.folder = args.folder;
   spec.report = args.report;
   spec.jobs = args.jobs;
-  const size_t seeds = spec.seeds.size();
+  const size_t seed_count = spec.seeds.size();
   const std::string header =
       fmt::format("eplb compare: {} policies{} on {} ({} steps each)", spec.policies.size(),
-                  seeds > 1 ? fmt::format(" × {} seeds", seeds) : "", spec.scenario.name,
+                  seed_count > 1 ? fmt::format(" × {} seeds", seed_count) : "", spec.scenario.name,
                   spec.scenario.run.steps);
   EPLB_ASSIGN_OR_RETURN(const sim::Comparison comparison,
                         sim::RunComparison(spec, ProgressLines("eplb compare", header)));

@@ -35,14 +35,14 @@ Status RunSweep(const SweepArgs& args) {
   spec.overrides = args.overrides;
   for (const std::string& v : args.vary) {
     const size_t eq = v.find('=');
-    if (eq == std::string::npos || eq == 0 || SplitList(v.substr(eq + 1)).empty()) {
+    if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) {
       return Status::InvalidArgument(fmt::format("--vary '{}': expected key.path=v1,v2,...", v));
     }
-    spec.vary.emplace_back(v.substr(0, eq), SplitList(v.substr(eq + 1)));
+    EPLB_ASSIGN_OR_RETURN(std::vector<std::string> values,
+                          SplitList(v.substr(eq + 1), "--vary " + v.substr(0, eq)));
+    spec.vary.emplace_back(v.substr(0, eq), std::move(values));
   }
-  spec.policies = SplitList(args.policies);
-  if (!args.policies.empty() && spec.policies.empty())
-    return Status::InvalidArgument("--policies names no policy");
+  EPLB_ASSIGN_OR_RETURN(spec.policies, SplitList(args.policies, "--policies"));
   spec.out = args.out;
   spec.folder = args.folder;
   spec.jobs = args.jobs;
