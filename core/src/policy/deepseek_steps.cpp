@@ -12,7 +12,9 @@
 #include "policy/torch_sort.h"
 
 namespace eplb::deepseek_steps {
-namespace {
+
+// The two classes below are not in an anonymous namespace: StepScratch::Impl, which has
+// external linkage, holds them.
 
 // A loser tree over n uint64 keys: Winner() is the smallest. Callers pack a non-negative float
 // and its index into one key, (ordered float bits << 32) | index, so that one integer compare
@@ -74,6 +76,16 @@ class LoserTree {
   std::vector<uint64_t> winners_;  // Build's scratch
 };
 
+// One row of a balanced packing between its set-up and its contest.
+struct PackingRow {
+  std::vector<uint64_t> order;  // the row's items, heaviest first, as keys
+  std::vector<int32_t> items;   // per pack
+  LoserTree lightest;           // the packs with room, by weight
+  int start = 0;                // the first item of `order` that the contest places
+};
+
+namespace {
+
 // Keys for the tree: non-negative floats (and +inf) order like their IEEE bits.
 uint64_t AscendingKey(float value, int index) {
   return (static_cast<uint64_t>(std::bit_cast<uint32_t>(value)) << 32) |
@@ -89,14 +101,6 @@ float WeightOf(uint64_t ascending_key) {
 int IndexOf(uint64_t key) {
   return static_cast<int>(key & 0xffffffffu);
 }
-
-// One row of a balanced packing between its set-up and its contest.
-struct PackingRow {
-  std::vector<uint64_t> order;  // the row's items, heaviest first, as keys
-  std::vector<int32_t> items;   // per pack
-  LoserTree lightest;           // the packs with room, by weight
-  int start = 0;                // the first item of `order` that the contest places
-};
 
 }  // namespace
 
