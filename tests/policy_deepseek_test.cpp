@@ -305,9 +305,38 @@ TEST(DeepSeekPolicy, ParallelLayersEqualLayerByLayer) {
   }
 }
 
-// The engines' three arrays straight from float32 weights: the placement and replica ranks of
-// RebalanceDeepSeekRanked, each expert's slots listed by rank and padded with -1 to the largest
-// count, on random shapes (hierarchical and global, small and spread over threads) with ties.
+// RebalanceDeepSeekMaps on `weight` against RebalanceDeepSeekRanked on the same loads: the
+// placement, each expert's count, and its slots listed by rank and padded with -1 to the
+// largest count.
+void ExpectMapsHoldTheRankedPlacement(const std::vector<float>& weight, int layers, int experts,
+                                      int replicas, int groups, int nodes, int gpus) {
+  SCOPED_TRACE(fmt::format("{} layers, {} experts, {} replicas, {} groups, {} nodes, {} GPUs",
+                           layers, experts, replicas, groups, nodes, gpus));
+  LoadMatrix load(layers, experts);
+  for (int i = 0; i < load.size(); ++i) load.data()[i] = weight[static_cast<size_t>(i)];
+  auto ranked = RebalanceDeepSeekRanked(load, replicas, groups, nodes, gpus);
+  auto maps = RebalanceDeepSeekMaps(weight, layers, experts, replicas, groups, nodes, gpus);
+  ASSERT_TRUE(ranked.ok()) << ranked.status().message();
+  ASSERT_TRUE(maps.ok()) << maps.status().message();
+  const Placement& p = ranked->placement;
+  ASSERT_EQ(maps->width, p.max_logcnt());
+  std::vector<int64_t> log2phy(static_cast<size_t>(layers) * experts * maps->width, -1);
+  for (int l = 0; l < layers; ++l) {
+    for (int s = 0; s < replicas; ++s) {
+      const size_t slot = static_cast<size_t>(l) * replicas + s;
+      ASSERT_EQ(maps->phy2log[slot], p.phy2log(l)[s]);
+      log2phy[(static_cast<size_t>(l) * experts + p.phy2log(l)[s]) * maps->width +
+              ranked->replica_rank[slot]] = s;
+    }
+    for (int e = 0; e < experts; ++e) {
+      ASSERT_EQ(maps->logcnt[static_cast<size_t>(l) * experts + e], p.logcnt(l, e));
+    }
+  }
+  ASSERT_TRUE(std::equal(log2phy.begin(), log2phy.end(), maps->log2phy.get()));
+}
+
+// The engines' three arrays straight from float32 weights, on random shapes (hierarchical and
+// global, small and spread over threads) with ties.
 TEST(DeepSeekPolicy, MapsHoldWhatTheRankedPlacementHolds) {
   std::mt19937 rng(17);
   for (int trial = 0; trial < 60; ++trial) {
@@ -324,30 +353,42 @@ TEST(DeepSeekPolicy, MapsHoldWhatTheRankedPlacementHolds) {
       std::tie(layers, experts, replicas, groups, nodes, gpus) = std::tuple{94, 128, 144, 1, 1, 16};
     std::vector<float> weight(static_cast<size_t>(layers) * experts);
     for (float& w : weight) w = static_cast<float>(rng() % 6) * 100.0f;  // ties throughout
-    LoadMatrix load(layers, experts);
-    for (int i = 0; i < load.size(); ++i) load.data()[i] = weight[i];
-    SCOPED_TRACE(fmt::format("{} layers, {} experts, {} replicas, {} groups, {} nodes, {} GPUs",
-                             layers, experts, replicas, groups, nodes, gpus));
+    ExpectMapsHoldTheRankedPlacement(weight, layers, experts, replicas, groups, nodes, gpus);
+  }
+}
 
-    auto ranked = RebalanceDeepSeekRanked(load, replicas, groups, nodes, gpus);
-    auto maps = RebalanceDeepSeekMaps(weight, layers, experts, replicas, groups, nodes, gpus);
-    ASSERT_TRUE(ranked.ok()) << ranked.status().message();
-    ASSERT_TRUE(maps.ok()) << maps.status().message();
-    const Placement& p = ranked->placement;
-    ASSERT_EQ(maps->width, p.max_logcnt());
-    std::vector<int64_t> log2phy(static_cast<size_t>(layers) * experts * maps->width, -1);
-    for (int l = 0; l < layers; ++l) {
-      for (int s = 0; s < replicas; ++s) {
-        const size_t slot = static_cast<size_t>(l) * replicas + s;
-        ASSERT_EQ(maps->phy2log[slot], p.phy2log(l)[s]);
-        log2phy[(static_cast<size_t>(l) * experts + p.phy2log(l)[s]) * maps->width +
-                ranked->replica_rank[slot]] = s;
+// A call writes log2phy at the width the last call of its shape had, and redoes it when the
+// width turns out otherwise: one shape called again and again with loads whose widest expert
+// grows, shrinks and stays, some layers wider than the last call's width and some not, on a
+// shape small enough for one thread and on DeepSeek-V3's, spread over threads.
+TEST(DeepSeekPolicy, MapsOfOneShapeCalledAgainFollowEachCallsWidth) {
+  struct Shape {
+    int layers, experts, replicas, groups, nodes, gpus;
+  };
+  for (const Shape& s : {Shape{6, 16, 32, 4, 2, 4}, Shape{58, 256, 320, 8, 8, 64}}) {
+    std::mt19937 rng(static_cast<unsigned>(s.layers));
+    int last_width = 0;
+    for (const auto& [hot_every, heat] :
+         {std::pair{1, 1.0f}, std::pair{3, 40.0f}, std::pair{2, 3.0f}, std::pair{1, 1.0f},
+          std::pair{4, 3.0f}, std::pair{4, 3.0f}, std::pair{1, 40.0f}}) {
+      // Every layer evenly loaded (each expert takes replicas / experts slots), but every
+      // hot_every-th layer's first expert `heat` times the others.
+      std::vector<float> weight(static_cast<size_t>(s.layers) * s.experts);
+      for (size_t i = 0; i < weight.size(); ++i) {
+        weight[i] = 100.0f + static_cast<float>(rng() % 3);
+        const size_t expert = i % static_cast<size_t>(s.experts),
+                     layer = i / static_cast<size_t>(s.experts);
+        if (expert == 0 && layer % static_cast<size_t>(hot_every) == 0) weight[i] *= heat;
       }
-      for (int e = 0; e < experts; ++e) {
-        ASSERT_EQ(maps->logcnt[static_cast<size_t>(l) * experts + e], p.logcnt(l, e));
-      }
+      ExpectMapsHoldTheRankedPlacement(weight, s.layers, s.experts, s.replicas, s.groups, s.nodes,
+                                       s.gpus);
+      auto maps =
+          RebalanceDeepSeekMaps(weight, s.layers, s.experts, s.replicas, s.groups, s.nodes, s.gpus);
+      ASSERT_TRUE(maps.ok());
+      EXPECT_TRUE(maps->width != last_width || heat == 3.0f)
+          << "each load but the repeated one changes the width, so that both ways are tried";
+      last_width = maps->width;
     }
-    ASSERT_TRUE(std::equal(log2phy.begin(), log2phy.end(), maps->log2phy.get()));
   }
 }
 

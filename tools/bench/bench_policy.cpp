@@ -1,6 +1,7 @@
 // Latency of the rebalancing policies on DeepSeek-V3-like and Qwen3-like shapes.
 // DeepSeek's Python reference takes 330-1,700 ms per call on these shapes.
 #include <random>
+#include <vector>
 
 #include <benchmark/benchmark.h>
 
@@ -19,29 +20,61 @@ eplb::LoadMatrix SkewedLoad(int layers, int experts, uint64_t seed) {
   return m;
 }
 
-// Args: layers, experts, replicas, groups, nodes, gpus.
-void BM_DeepSeek(benchmark::State& state) {
-  const int layers = static_cast<int>(state.range(0)), experts = static_cast<int>(state.range(1));
-  const int replicas = static_cast<int>(state.range(2)), groups = static_cast<int>(state.range(3));
-  const int nodes = static_cast<int>(state.range(4)), gpus = static_cast<int>(state.range(5));
-  const eplb::LoadMatrix load = SkewedLoad(layers, experts, 42);
-  for (auto _ : state) {
-    auto p = eplb::RebalanceDeepSeek(load, replicas, groups, nodes, gpus);
-    if (!p.ok()) state.SkipWithError(p.status().message().c_str());
-    benchmark::DoNotOptimize(p);
-  }
+// A DeepSeek-shaped call, from a benchmark's Args: layers, experts, replicas, groups, nodes,
+// gpus.
+struct DeepSeekShape {
+  int layers, experts, replicas, groups, nodes, gpus;
+};
+DeepSeekShape ShapeOf(const benchmark::State& state) {
+  const auto arg = [&](int i) { return static_cast<int>(state.range(i)); };
+  return {arg(0), arg(1), arg(2), arg(3), arg(4), arg(5)};
+}
+
+void CountLayers(benchmark::State& state, int layers) {
   state.counters["layers/s"] =
       benchmark::Counter(static_cast<double>(layers) * static_cast<double>(state.iterations()),
                          benchmark::Counter::kIsRate);
 }
 
-BENCHMARK(BM_DeepSeek)
-    ->ArgNames({"layers", "experts", "replicas", "groups", "nodes", "gpus"})
-    ->Args({58, 256, 288, 8, 4, 32})   // DeepSeek-V3, EP32 prefill: hierarchical
-    ->Args({58, 256, 320, 8, 8, 64})   // EP64: hierarchical
-    ->Args({58, 256, 384, 8, 2, 128})  // 384 slots on 128 GPUs / 2 nodes
-    ->Args({94, 128, 144, 1, 1, 16})   // Qwen3-235B-like: global
-    ->Unit(benchmark::kMicrosecond);
+void DeepSeekShapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"layers", "experts", "replicas", "groups", "nodes", "gpus"})
+      ->Args({58, 256, 288, 8, 4, 32})   // DeepSeek-V3, EP32 prefill: hierarchical
+      ->Args({58, 256, 320, 8, 8, 64})   // EP64: hierarchical
+      ->Args({58, 256, 384, 8, 2, 128})  // 384 slots on 128 GPUs / 2 nodes
+      ->Args({94, 128, 144, 1, 1, 16})   // Qwen3-235B-like: global
+      ->Unit(benchmark::kMicrosecond);
+}
+
+void BM_DeepSeek(benchmark::State& state) {
+  const DeepSeekShape s = ShapeOf(state);
+  const eplb::LoadMatrix load = SkewedLoad(s.layers, s.experts, 42);
+  for (auto _ : state) {
+    auto p = eplb::RebalanceDeepSeek(load, s.replicas, s.groups, s.nodes, s.gpus);
+    if (!p.ok()) state.SkipWithError(p.status().message().c_str());
+    benchmark::DoNotOptimize(p);
+  }
+  CountLayers(state, s.layers);
+}
+BENCHMARK(BM_DeepSeek)->Apply(DeepSeekShapes);
+
+// The same shapes through RebalanceDeepSeekMaps, which the Python module's DeepSeek convention
+// calls: float32 weights in, the reference's three int64 arrays out, log2phy included. Calls
+// repeat on one load, as an engine's calls repeat on one model, so that log2phy's width is
+// the last call's (see RebalanceDeepSeekMaps).
+void BM_DeepSeekMaps(benchmark::State& state) {
+  const DeepSeekShape s = ShapeOf(state);
+  const eplb::LoadMatrix load = SkewedLoad(s.layers, s.experts, 42);
+  std::vector<float> weight(static_cast<size_t>(load.size()));
+  for (Eigen::Index i = 0; i < load.size(); ++i) weight[i] = static_cast<float>(load.data()[i]);
+  for (auto _ : state) {
+    auto maps = eplb::RebalanceDeepSeekMaps(weight, s.layers, s.experts, s.replicas, s.groups,
+                                            s.nodes, s.gpus);
+    if (!maps.ok()) state.SkipWithError(maps.status().message().c_str());
+    benchmark::DoNotOptimize(maps);
+  }
+  CountLayers(state, s.layers);
+}
+BENCHMARK(BM_DeepSeekMaps)->Apply(DeepSeekShapes);
 
 // Every registered policy on DeepSeek-V3 EP32 (58 layers, 256 experts, 288 slots, 32 GPUs,
 // 4 nodes, 8 groups), from the placement deepseek chose on the previous window.

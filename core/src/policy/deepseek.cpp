@@ -1,6 +1,7 @@
 #include "eplb/policy/deepseek.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -280,6 +281,38 @@ Result<RankedPlacement> RebalanceDeepSeekRanked(const LoadMatrix& load, int num_
   return RankedPlacement{std::move(placement), std::move(rank)};
 }
 
+namespace {
+
+// A layer's log2phy at `width`: each expert's slots by replica rank, then -1.
+template <typename Expert>
+void WriteLog2Phy(std::span<const Expert> phy2log, const int32_t* rank, int experts, int width,
+                  int64_t* out) {
+  std::fill_n(out, static_cast<size_t>(experts) * width, -1);
+  for (size_t s = 0; s < phy2log.size(); ++s) {
+    out[static_cast<size_t>(phy2log[s]) * width + rank[s]] = static_cast<int64_t>(s);
+  }
+}
+
+// The width of the last call's log2phy, with its shape: (a hash of the shape << 32) | width.
+// Engines rebalance one model again and again, and its widest expert's replica count moves
+// slowly, so this is nearly always the next call's width: layers are then written into
+// log2phy while their results are still in cache, with no pass over every layer once the
+// widest is known. A wrong guess costs that pass; a guess is only taken for the shape it was
+// made on, so that it never makes room for more than a call of that shape once needed.
+std::atomic<uint64_t> last_log2phy_width{0};
+
+uint64_t ShapeKey(int layers, int64_t experts, int replicas, int groups, int nodes, int gpus) {
+  uint64_t h = 0x9e3779b97f4a7c15u;
+  for (const int64_t v : {int64_t{layers}, experts, int64_t{replicas}, int64_t{groups},
+                          int64_t{nodes}, int64_t{gpus}}) {
+    h = (h ^ static_cast<uint64_t>(v)) * 0xff51afd7ed558ccdu;
+    h ^= h >> 29;
+  }
+  return h & 0xffffffff00000000u;
+}
+
+}  // namespace
+
 Result<DeepSeekMaps> RebalanceDeepSeekMaps(std::span<const float> weight, int layers,
                                            int64_t experts, int num_replicas, int num_groups,
                                            int num_nodes, int num_gpus) {
@@ -289,11 +322,22 @@ Result<DeepSeekMaps> RebalanceDeepSeekMaps(std::span<const float> weight, int la
   maps.layers = layers;
   maps.experts = static_cast<int>(experts);
   maps.replicas = num_replicas;
+  const uint64_t shape = ShapeKey(layers, experts, num_replicas, num_groups, num_nodes, num_gpus);
+  const uint64_t last = last_log2phy_width.load(std::memory_order_relaxed);
+  // The width lies between an even spread's and every extra slot going to one expert.
+  const int narrowest = static_cast<int>((num_replicas + experts - 1) / experts);
+  const int guess = (last & 0xffffffff00000000u) == shape
+                        ? std::clamp(static_cast<int>(last & 0xffffffffu), narrowest,
+                                     static_cast<int>(num_replicas - experts + 1))
+                        : narrowest;
   // Every element is written below: made without the zeroing that costs as much as the
   // writes on the arrays of a model's every layer.
   const size_t slots = static_cast<size_t>(layers) * num_replicas;
+  const size_t cells = static_cast<size_t>(layers) * experts;
   maps.phy2log = std::make_unique_for_overwrite<int64_t[]>(slots);
-  maps.logcnt = std::make_unique_for_overwrite<int64_t[]>(static_cast<size_t>(layers) * experts);
+  maps.logcnt = std::make_unique_for_overwrite<int64_t[]>(cells);
+  maps.log2phy = std::make_unique_for_overwrite<int64_t[]>(cells * guess);
+  // Replica ranks of the layers wider than the guess, which wait for the final width.
   const auto rank = std::make_unique_for_overwrite<int32_t[]>(slots);
   std::vector<int> widths(static_cast<size_t>(layers));
   BalanceLayers(
@@ -303,25 +347,43 @@ Result<DeepSeekMaps> RebalanceDeepSeekMaps(std::span<const float> weight, int la
       },
       [&](int layer, const LayerBalancer& balancer, int i) {
         const auto first = static_cast<ptrdiff_t>(layer) * num_replicas;
-        std::ranges::copy(balancer.replica_rank(i), rank.get() + first);
         std::ranges::copy(balancer.phy2log(i), maps.phy2log.get() + first);
         std::ranges::copy(balancer.logcnt(i),
                           maps.logcnt.get() + static_cast<ptrdiff_t>(layer) * experts);
         widths[layer] = std::ranges::max(balancer.logcnt(i));
+        if (widths[layer] <= guess) {
+          WriteLog2Phy(balancer.phy2log(i), balancer.replica_rank(i).data(), maps.experts, guess,
+                       maps.log2phy.get() + static_cast<size_t>(layer) * experts * guess);
+        } else {
+          std::ranges::copy(balancer.replica_rank(i), rank.get() + first);
+        }
       });
   maps.width = *std::max_element(widths.begin(), widths.end());
-  const size_t row = static_cast<size_t>(maps.experts) * maps.width;
-  maps.log2phy = std::make_unique_for_overwrite<int64_t[]>(row * layers);
+  last_log2phy_width.store(shape | static_cast<uint32_t>(maps.width), std::memory_order_relaxed);
+  if (maps.width == guess) return maps;
+
+  // The guess missed: every layer again at the true width, from its rows at the guessed width
+  // (an expert's slots fill at most its layer's width) or from its ranks.
+  auto log2phy = std::make_unique_for_overwrite<int64_t[]>(cells * maps.width);
+  const int width = maps.width;
+  const int kept = std::min(width, guess);
   ParallelFor(layers, slots >= kParallelMinWork ? 0 : 1, [&](int begin, int end) {
     for (int layer = begin; layer < end; ++layer) {
-      int64_t* log2phy = maps.log2phy.get() + row * layer;
-      std::fill_n(log2phy, row, -1);
-      const size_t first = static_cast<size_t>(layer) * num_replicas;
-      for (int s = 0; s < num_replicas; ++s) {
-        log2phy[maps.phy2log[first + s] * maps.width + rank[first + s]] = s;
+      int64_t* out = log2phy.get() + static_cast<size_t>(layer) * experts * width;
+      if (widths[layer] > guess) {
+        const auto first = static_cast<size_t>(layer) * num_replicas;
+        WriteLog2Phy(std::span<const int64_t>(maps.phy2log.get() + first, num_replicas),
+                     rank.get() + first, maps.experts, width, out);
+        continue;
+      }
+      const int64_t* in = maps.log2phy.get() + static_cast<size_t>(layer) * experts * guess;
+      for (int e = 0; e < maps.experts; ++e, in += guess, out += width) {
+        std::copy_n(in, kept, out);
+        std::fill(out + kept, out + width, -1);
       }
     }
   });
+  maps.log2phy = std::move(log2phy);
   return maps;
 }
 
