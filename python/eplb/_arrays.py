@@ -6,16 +6,22 @@ copied to the host once, and results go back to the device the input came from.
 """
 
 import operator
+import sys
 
 import numpy as np
 
 
 def _torch():
-    try:
-        import torch
-    except ImportError:  # numpy-only installs never see a tensor
-        return None
-    return torch
+    """torch when the caller has imported it (no tensor exists otherwise), else None: eplb never
+    pays torch's import for a numpy caller."""
+    return sys.modules.get("torch")
+
+
+def _same_dtype(tensor, dtype):
+    """Whether `tensor` holds numpy's `dtype` (float32, float64 or int64) as it is."""
+    torch = sys.modules["torch"]
+    return tensor.dtype == {np.float32: torch.float32, np.float64: torch.float64,
+                            np.int64: torch.int64}.get(dtype)
 
 
 class Kind:
@@ -32,7 +38,7 @@ class Kind:
         if not self.is_torch:
             return array
         torch = _torch()
-        tensor = torch.from_numpy(np.ascontiguousarray(array))
+        tensor = torch.from_numpy(array if array.flags.c_contiguous else np.ascontiguousarray(array))
         if self.device is not None and self.device.type != "cpu":
             tensor = tensor.to(self.device)
         return tensor
@@ -71,6 +77,10 @@ def to_numpy(value, dtype, name):
     numbers, are refused with ValueError naming `name`.
     """
     torch = _torch()
+    if (torch is not None and type(value) is torch.Tensor and _same_dtype(value, dtype)
+            and value.device.type == "cpu" and not value.requires_grad and not value.is_neg()):
+        # An engine's usual argument: a CPU tensor of the dtype wanted, viewed as it is.
+        return np.ascontiguousarray(value.numpy()), Kind(True, value.device)
     if torch is not None and isinstance(value, torch.Tensor):
         kind = Kind(True, value.device)
         value = value.detach()

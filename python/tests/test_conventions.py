@@ -2,6 +2,8 @@
 
 import json
 import os
+import subprocess
+import sys
 import unittest
 
 import numpy as np
@@ -49,6 +51,36 @@ class DeepSeekConvention(unittest.TestCase):
         self.assertIsInstance(phy2log, np.ndarray)
         self.assertEqual(phy2log.dtype, np.int64)
         self.assertEqual(phy2log.tolist(), c["phy2log"])
+
+    def test_a_tensor_is_read_whatever_its_guise(self):
+        # A plain float32 CPU tensor is viewed as it is; every other guise takes the general
+        # path. All must read the same weights.
+        load = random_load(4, 32, seed=3)
+        expected = eplb.deepseek.rebalance_experts(load, 48, 4, 2, 8)
+        plain = torch.from_numpy(load.copy())
+        guises = {
+            "plain": plain,
+            "requiring grad": plain.clone().requires_grad_(),
+            "a parameter": torch.nn.Parameter(plain.clone()),
+            "a negated view": (-plain)._neg_view(),
+            "transposed": plain.t().contiguous().t(),
+            "float64": plain.double(),
+        }
+        for name, tensor in guises.items():
+            with self.subTest(name):
+                outputs = eplb.deepseek.rebalance_experts(tensor, 48, 4, 2, 8)
+                for got, want in zip(outputs, expected):
+                    self.assertIsInstance(got, torch.Tensor)
+                    self.assertEqual(got.dtype, torch.int64)
+                    self.assertTrue(got.is_contiguous())
+                    self.assertEqual(got.tolist(), want.tolist())
+
+    def test_numpy_callers_never_import_torch(self):
+        script = ("import sys, numpy as np, eplb, eplb.deepseek, eplb.vllm, eplb.sglang\n"
+                  "eplb.deepseek.rebalance_experts(np.ones((2, 8), np.float32), 8, 1, 1, 2)\n"
+                  "eplb.rebalance(np.ones((2, 8)), 8, 2)\n"
+                  "sys.exit('torch' in sys.modules)\n")
+        subprocess.run([sys.executable, "-c", script], check=True)
 
     def test_log2phy_lists_each_experts_slots_once_then_padding(self):
         phy2log, log2phy, logcnt = eplb.deepseek.rebalance_experts(

@@ -121,12 +121,18 @@ def main():
         for name, fn in list(ours.items()) + list(references.items()):
             out, median, best = time_calls(lambda: fn(weight, replicas, groups, nodes, gpus),
                                            args.repeat)
-            results[name] = (first_tensor(out), median, best)
+            results[name] = (out, median, best)
             print(f"  {name:<22} {median:9.3f} / {best:9.3f}")
-        ours_phy2log, ours_median, _ = results["eplb.deepseek"]
+        ours_out, ours_median, _ = results["eplb.deepseek"]
         for name in references:
-            same = torch.equal(results[name][0].cpu().to(torch.int64), ours_phy2log)
+            same = torch.equal(first_tensor(results[name][0]).cpu().to(torch.int64), ours_out[0])
             print(f"  {name:<22} same placement as eplb: {'yes' if same else 'NO'}")
+        if "DeepSeek eplb.py" in references:
+            # DeepSeek's convention returns all three maps; log2phy lists replicas by rank.
+            theirs = results["DeepSeek eplb.py"][0]
+            same = all(torch.equal(a, b) for a, b in zip(theirs, ours_out))
+            print(f"  {'DeepSeek eplb.py':<22} same phy2log, log2phy and logcnt: "
+                  f"{'yes' if same else 'NO'}")
         if references:
             fastest = min(references, key=lambda n: results[n][1])
             print(f"  eplb.deepseek is {results[fastest][1] / ours_median:.1f}x faster than "
