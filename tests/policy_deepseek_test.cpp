@@ -359,35 +359,41 @@ TEST(DeepSeekPolicy, MapsHoldWhatTheRankedPlacementHolds) {
 
 // A call writes log2phy at the width the last call of its shape had, and redoes it when the
 // width turns out otherwise: one shape called again and again with loads whose widest expert
-// grows, shrinks and stays, some layers wider than the last call's width and some not, on a
+// grows (with the other layers as wide as the last call or narrower), shrinks and stays, on a
 // shape small enough for one thread and on DeepSeek-V3's, spread over threads.
 TEST(DeepSeekPolicy, MapsOfOneShapeCalledAgainFollowEachCallsWidth) {
   struct Shape {
     int layers, experts, replicas, groups, nodes, gpus;
   };
+  struct Load {
+    int hot_every;  // every hot_every-th layer's first expert is hot, the rest even
+    float heat;     // how many times the others' load the hot expert carries
+    int width;      // log2phy's width then: 2 when even, 3 at 2.5x, 9 (every extra slot) at 40x
+  };
   for (const Shape& s : {Shape{6, 16, 32, 4, 2, 4}, Shape{58, 256, 320, 8, 8, 64}}) {
     std::mt19937 rng(static_cast<unsigned>(s.layers));
-    int last_width = 0;
-    for (const auto& [hot_every, heat] :
-         {std::pair{1, 1.0f}, std::pair{3, 40.0f}, std::pair{2, 3.0f}, std::pair{1, 1.0f},
-          std::pair{4, 3.0f}, std::pair{4, 3.0f}, std::pair{1, 40.0f}}) {
-      // Every layer evenly loaded (each expert takes replicas / experts slots), but every
-      // hot_every-th layer's first expert `heat` times the others.
+    for (const Load& load :
+         {Load{1, 1.0f, 2}, Load{3, 40.0f, 9}, Load{2, 2.5f, 3}, Load{1, 1.0f, 2}, Load{4, 2.5f, 3},
+          Load{4, 2.5f, 3}, Load{3, 40.0f, 9}, Load{1, 40.0f, 9}}) {
       std::vector<float> weight(static_cast<size_t>(s.layers) * s.experts);
       for (size_t i = 0; i < weight.size(); ++i) {
         weight[i] = 100.0f + static_cast<float>(rng() % 3);
         const size_t expert = i % static_cast<size_t>(s.experts),
                      layer = i / static_cast<size_t>(s.experts);
-        if (expert == 0 && layer % static_cast<size_t>(hot_every) == 0) weight[i] *= heat;
+        if (expert == 0 && layer % static_cast<size_t>(load.hot_every) == 0) {
+          weight[i] *= load.heat;
+        }
       }
+      SCOPED_TRACE(fmt::format("hot every {} layers at {}x", load.hot_every, load.heat));
+      // The first call guesses the last load's width; the second, this one's.
+      ExpectMapsHoldTheRankedPlacement(weight, s.layers, s.experts, s.replicas, s.groups, s.nodes,
+                                       s.gpus);
       ExpectMapsHoldTheRankedPlacement(weight, s.layers, s.experts, s.replicas, s.groups, s.nodes,
                                        s.gpus);
       auto maps =
           RebalanceDeepSeekMaps(weight, s.layers, s.experts, s.replicas, s.groups, s.nodes, s.gpus);
       ASSERT_TRUE(maps.ok());
-      EXPECT_TRUE(maps->width != last_width || heat == 3.0f)
-          << "each load but the repeated one changes the width, so that both ways are tried";
-      last_width = maps->width;
+      EXPECT_EQ(maps->width, load.width);
     }
   }
 }

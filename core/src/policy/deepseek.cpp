@@ -297,8 +297,11 @@ void WriteLog2Phy(std::span<const Expert> phy2log, const int32_t* rank, int expe
 // Engines rebalance one model again and again, and its widest expert's replica count moves
 // slowly, so this is nearly always the next call's width: layers are then written into
 // log2phy while their results are still in cache, with no pass over every layer once the
-// widest is known. A wrong guess costs that pass; a guess is only taken for the shape it was
-// made on, so that it never makes room for more than a call of that shape once needed.
+// widest is known. A wrong guess costs that pass, after the layers were written at the
+// guessed width. A guess is taken only for the shape it was made on (or, on a collision of
+// the 32-bit hashes, clamped to what that shape can need), so that it makes room for no more
+// than a call of that shape once needed. One process-wide guess: callers that alternate
+// between shapes miss every time, and pay what every call paid before the guess.
 std::atomic<uint64_t> last_log2phy_width{0};
 
 uint64_t ShapeKey(int layers, int64_t experts, int replicas, int groups, int nodes, int gpus) {
