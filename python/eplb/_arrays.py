@@ -78,12 +78,16 @@ def to_numpy(value, dtype, name):
     """
     torch = _torch()
     if (torch is not None and type(value) is torch.Tensor and _same_dtype(value, dtype)
-            and value.device.type == "cpu" and not value.requires_grad and not value.is_neg()):
+            and value.layout is torch.strided and value.device.type == "cpu"
+            and not value.requires_grad and not value.is_neg()):
         # An engine's usual argument: a CPU tensor of the dtype wanted, viewed as it is.
         return np.ascontiguousarray(value.numpy()), Kind(True, value.device)
     if torch is not None and isinstance(value, torch.Tensor):
         kind = Kind(True, value.device)
         value = value.detach()
+        if value.layout is not torch.strided or value.device.type == "meta":
+            raise ValueError(f"{name} is a {value.layout} tensor on {value.device}; eplb reads "
+                             "dense tensors that hold their values")
         if value.device.type != "cpu":
             value = value.cpu()
         if value.is_complex():

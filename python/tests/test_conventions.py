@@ -75,6 +75,13 @@ class DeepSeekConvention(unittest.TestCase):
                     self.assertTrue(got.is_contiguous())
                     self.assertEqual(got.tolist(), want.tolist())
 
+    def test_tensors_without_dense_values_are_refused(self):
+        for name, tensor in {"sparse": torch.ones(2, 8).to_sparse(),
+                             "meta": torch.ones(2, 8, device="meta")}.items():
+            with self.subTest(name), self.assertRaisesRegex(ValueError,
+                                                            "eplb reads dense tensors"):
+                eplb.deepseek.rebalance_experts(tensor, 8, 1, 1, 2)
+
     def test_numpy_callers_never_import_torch(self):
         script = ("import sys, numpy as np, eplb, eplb.deepseek, eplb.vllm, eplb.sglang\n"
                   "eplb.deepseek.rebalance_experts(np.ones((2, 8), np.float32), 8, 1, 1, 2)\n"
