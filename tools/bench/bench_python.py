@@ -12,11 +12,12 @@ included. The references run from their own source files, which this script only
 Without them, only eplb's own rows are printed. Needs Debian's python3 (numpy, torch) and the
 package on PYTHONPATH (build/python) or installed.
 
-Reported per shape: the median and the best of --repeat calls (ms), and the speed-up of eplb's
-DeepSeek-convention call over the fastest reference. Shapes: the rows of
+Reported per shape: the median and the best of --repeat calls, or of --min-time seconds of
+calls where that is more (ms), and the speed-up of eplb's DeepSeek-convention call over the
+fastest reference. Shapes: the rows of
 tools/bench/bench_policy.cpp. Loads are skewed (log-normal per expert, continuous values) so
 that every implementation sees the same strict order and must return the same placement; the
-script checks that it does.
+script checks that it does, and that DeepSeek's three outputs (log2phy included) are eplb's.
 """
 
 import argparse
@@ -81,9 +82,13 @@ def first_tensor(out):
     return out[0] if isinstance(out, tuple) else out
 
 
-def time_calls(fn, repeat):
+def time_calls(fn, repeat, min_seconds):
+    """(the last output, median ms, best ms) of at least `repeat` calls lasting `min_seconds`.
+
+    The time floor keeps a fast call's median from resting on a few milliseconds of samples,
+    which one burst of another process's work on a shared machine can fill."""
     times = []
-    for _ in range(repeat):
+    while len(times) < repeat or sum(times) < min_seconds * 1e3:
         start = time.perf_counter()
         out = fn()
         times.append((time.perf_counter() - start) * 1e3)
@@ -94,7 +99,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--deepseek", help="DeepSeek's eplb.py")
     parser.add_argument("--vllm", help="folder with vLLM's policy default.py and batched.py")
-    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--repeat", type=int, default=20, help="calls at least (default 20)")
+    parser.add_argument("--min-time", type=float, default=1.0,
+                        help="seconds of calls at least, per implementation and shape (default 1)")
     args = parser.parse_args()
 
     references = {}
@@ -111,7 +118,8 @@ def main():
     }
 
     print(f"eplb {eplb.__version__}, torch {torch.__version__}, numpy {np.__version__}; "
-          f"{args.repeat} calls each, times in ms (median / best)")
+          f"at least {args.repeat} calls and {args.min_time:g} s each, times in ms "
+          "(median / best)")
     for shape in SHAPES:
         layers, experts, replicas, groups, nodes, gpus = shape
         weight = skewed_weight(layers, experts, seed=sum(shape))
@@ -120,7 +128,7 @@ def main():
         results = {}
         for name, fn in list(ours.items()) + list(references.items()):
             out, median, best = time_calls(lambda: fn(weight, replicas, groups, nodes, gpus),
-                                           args.repeat)
+                                           args.repeat, args.min_time)
             results[name] = (out, median, best)
             print(f"  {name:<22} {median:9.3f} / {best:9.3f}")
         ours_out, ours_median, _ = results["eplb.deepseek"]
