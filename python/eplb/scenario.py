@@ -46,7 +46,7 @@ def _simulate(command, scenario, out, set, trace, extra, timeout, read):
     if isinstance(overrides, str):
         overrides = [overrides]
     if isinstance(overrides, dict):
-        overrides = [f"{k}={_yaml_value(v)}" for k, v in overrides.items()]
+        overrides = [f"{k}={_yaml_value(v, f'set[{k!r}]')}" for k, v in overrides.items()]
     for item in overrides:
         args += ["--set", item]
     temporary = None
@@ -188,12 +188,17 @@ def sweep(scenario=None, vary=None, policies=None, out=None, set=None, trace=Fal
             raise ValueError(f"vary: {key!r} is not a field's key.path")
         if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
             values = [values]
-        extra.append(f"--vary={key}={_names([_yaml_value(v) for v in values], key)}")
+        texts = [_yaml_value(v, f"vary[{key!r}]") for v in values]
+        extra.append(f"--vary={key}={_names(texts, key)}")
     return _simulate("sweep", scenario, out, set, trace, extra, timeout,
                      lambda folder: Sweep(folder, frames))
 
 
-def _yaml_value(value):
+def _yaml_value(value, where):
+    """`value` as `eplb --set` and `--vary` read it; `where` names it in errors."""
+    if value is None:  # str() would send the string "None"
+        raise ValueError(f"{where} is None; an override needs a value (leave the key out to "
+                         "keep the scenario's)")
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)

@@ -287,6 +287,10 @@ class Scenarios(unittest.TestCase):
             self.assertTrue(os.path.exists(os.path.join(out, "trace.json")))
         with self.assertRaisesRegex(EplbError, "run.steps"):
             eplb.run_scenario(os.path.join(SCENARIOS, "tiny.yaml"), set={"run.steps": -3})
+        with self.assertRaisesRegex(ValueError, r"set\['run.steps'\] is None; an override"):
+            eplb.run_scenario(os.path.join(SCENARIOS, "tiny.yaml"), set={"run.steps": None})
+        with self.assertRaisesRegex(ValueError, r"vary\['workload.sigma'\] is None"):
+            eplb.sweep(os.path.join(SCENARIOS, "tiny.yaml"), vary={"workload.sigma": [0.5, None]})
 
     def test_compares_policies_over_seeds(self):
         tiny = os.path.join(SCENARIOS, "tiny.yaml")
