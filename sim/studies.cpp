@@ -7,6 +7,7 @@
 #include <cctype>
 #include <filesystem>
 #include <functional>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -134,6 +135,40 @@ Result<Comparison> RunComparison(const ComparisonSpec& spec, const ProgressObser
   return result;
 }
 
+namespace {
+
+std::string DescribePoint(const SweepPlan& plan, size_t i) {
+  const SweepPlan::Point& point = plan.points[i];
+  std::string text;
+  for (size_t k = 0; k < plan.keys.size(); ++k) {
+    text += fmt::format("{}={}, ", plan.keys[k], point.values[k]);
+  }
+  return fmt::format("point {} ({}{})", i, text, point.policy);
+}
+
+// Two spellings of one value (1 and 1.0, 1e3 and 1000) pass CheckDistinct but load the same
+// scenario: its runs would be one simulation twice, under two labels.
+Status CheckPointsDiffer(const SweepPlan& plan) {
+  std::unordered_multimap<size_t, size_t> by_hash;  // hash of the resolved scenario -> point
+  for (size_t i = 0; i < plan.points.size(); ++i) {
+    const std::string yaml = ScenarioToYaml(plan.points[i].scenario);
+    const size_t hash = std::hash<std::string>{}(yaml);
+    const auto [first, last] = by_hash.equal_range(hash);
+    for (auto it = first; it != last; ++it) {
+      if (ScenarioToYaml(plan.points[it->second].scenario) == yaml) {
+        return Status::InvalidArgument(
+            fmt::format("--vary: {} and {} are the same scenario (two spellings of one value); "
+                        "give each value once",
+                        DescribePoint(plan, it->second), DescribePoint(plan, i)));
+      }
+    }
+    by_hash.emplace(hash, i);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<SweepPlan> PlanSweep(const SweepSpec& spec) {
   SweepPlan plan;
   EPLB_ASSIGN_OR_RETURN(plan.base, LoadScenarioOrDefault(spec.scenario_path, spec.overrides));
@@ -186,6 +221,7 @@ Result<SweepPlan> PlanSweep(const SweepSpec& spec) {
       plan.points.push_back({values, runs, std::move(s).value()});
     }
   }
+  EPLB_RETURN_IF_ERROR(CheckPointsDiffer(plan));
   plan.dir = spec.out.empty() ? "runs/sweep-" + plan.base.name : spec.out;
   plan.folder = spec.folder;
   plan.jobs = spec.jobs;

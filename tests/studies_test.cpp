@@ -207,6 +207,12 @@ TEST_F(Studies, SweepRefusesABadSpecNamingWhatIsWrong) {
          s.vary[0].second = {"1", "1"};
        },
        "--vary cluster.nodes names '1' twice"},
+      {"one value spelt twice",
+       [](auto& s) {
+         s.vary[1].second = {"0.5", "5e-1"};
+       },
+       "--vary: point 0 (cluster.nodes=1, workload.sigma=0.5, static) and point 2 "
+       "(cluster.nodes=1, workload.sigma=5e-1, static) are the same scenario"},
       {"key twice", [](auto& s) { s.vary[1].first = "cluster.nodes"; },
        "--vary names 'cluster.nodes' twice"},
       {"no values", [](auto& s) { s.vary[1].second.clear(); }, "--vary 'workload.sigma'"},
