@@ -415,8 +415,8 @@ TEST(Workload, GeneratorIsDeterministicSkewedAndDrifts) {
 
 // Uniform popularity, so every count has the same mean: the counts' spread over 50 layers × 64
 // experts is their variance, Poisson's (the mean) plus mean² · (e^{σ²} − 1) / N for N sequences
-// that route alike.
-TEST(Workload, SequencesThatRouteAlikeSpreadTheCountsByTheirVariance) {
+// that route alike, plus mean² · (e^{σ²} − 1) for the step's own movement.
+TEST(Workload, SequencesThatRouteAlikeAndTheStepsMovementSpreadTheCountsByTheirVariance) {
   const auto spread = [](std::vector<std::string> more) {
     more.insert(more.end(), {"model.layers=50", "model.experts=64", "model.groups=8",
                              "eplb.num_redundant_experts=0", "cluster.nodes=1", "workload.sigma=0",
@@ -442,6 +442,15 @@ TEST(Workload, SequencesThatRouteAlikeSpreadTheCountsByTheirVariance) {
   EXPECT_EQ(spread({"workload.sequence_tokens=4096", "workload.noise=false"}).second, 0);
   EXPECT_NEAR(spread({"workload.sequence_tokens=4096", "workload.sequence_sigma=0"}).second,
               expected_mean, 0.1 * expected_mean);
+  // The step's own movement (workload.step_sigma) adds mean² · (e^{σ²} − 1) whatever the
+  // step's tokens, on top of the sequences': σ = 0.3 spreads the counts ~31% of the mean where
+  // sampling alone spreads them 2%.
+  const double moved = expected_mean + expected_mean * expected_mean * std::expm1(0.3 * 0.3);
+  EXPECT_NEAR(spread({"workload.step_sigma=0.3"}).second, moved, 0.1 * moved);
+  const double both = moved + expected_mean * expected_mean * std::expm1(0.67 * 0.67) / 4;
+  EXPECT_NEAR(spread({"workload.step_sigma=0.3", "workload.sequence_tokens=4096"}).second, both,
+              0.1 * both);
+  EXPECT_EQ(spread({"workload.step_sigma=0.3", "workload.noise=false"}).second, 0);
   // A sequence brings at most a step's tokens.
   auto big = ParseScenario("", "d", {"workload.sequence_tokens=20000"});
   ASSERT_FALSE(big.ok());

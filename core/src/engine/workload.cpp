@@ -48,7 +48,7 @@ class GeneratorWorkload final : public Workload {
         total_(s.tokens_per_forward() * s.model.top_k),
         rng_(s.run.seed * 0x9e3779b97f4a7c15ULL + 17),
         normal_(s.run.seed + 101),
-        sequence_variance_(SequenceVariance(s.workload, s.tokens_per_forward())),
+        sequence_variance_(StepVariance(s.workload, s.tokens_per_forward())),
         log_pop_(static_cast<size_t>(layers_) * experts_),
         share_(static_cast<size_t>(experts_)) {
     std::normal_distribution<double> n(0.0, 1.0);
@@ -139,7 +139,7 @@ class DistributionWorkload final : public Workload {
     for (Eigen::Index l = 0; l < share_.rows(); ++l) {
       const double sum = share_.row(l).sum();
       totals_.push_back(sum);
-      sequence_variance_.push_back(SequenceVariance(s.workload, sum / s.model.top_k));
+      sequence_variance_.push_back(StepVariance(s.workload, sum / s.model.top_k));
       if (sum > 0) share_.row(l) /= sum;
     }
     noise_ = s.workload.noise;
@@ -166,6 +166,10 @@ double SequenceVariance(const WorkloadSpec& w, double tokens) {
   if (w.sequence_tokens <= 0 || w.sequence_sigma <= 0 || tokens <= 0) return 0;
   const double sequences = std::max(1.0, tokens / w.sequence_tokens);
   return std::expm1(w.sequence_sigma * w.sequence_sigma) / sequences;
+}
+
+double StepVariance(const WorkloadSpec& w, double tokens) {
+  return SequenceVariance(w, tokens) + std::expm1(w.step_sigma * w.step_sigma);
 }
 
 Result<std::unique_ptr<Workload>> MakeWorkload(const Scenario& s) {

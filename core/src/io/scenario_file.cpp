@@ -318,6 +318,7 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
     w.Bool("noise", s.workload.noise);
     w.Int("sequence_tokens", s.workload.sequence_tokens, 0, 1 << 30);
     w.Double("sequence_sigma", s.workload.sequence_sigma, 0, 20);
+    w.Double("step_sigma", s.workload.step_sigma, 0, 20);
     w.String("trace", s.workload.trace);
     const YAML::Node phases = w.Take("phases");
     if (phases && !phases.IsNull()) {
@@ -524,7 +525,8 @@ std::string ScenarioToYaml(const Scenario& s) {
       << YAML::Value << Shortest(s.workload.drift) << YAML::Key << "noise" << YAML::Value
       << s.workload.noise << YAML::Key << "sequence_tokens" << YAML::Value
       << s.workload.sequence_tokens << YAML::Key << "sequence_sigma" << YAML::Value
-      << Shortest(s.workload.sequence_sigma);
+      << Shortest(s.workload.sequence_sigma) << YAML::Key << "step_sigma" << YAML::Value
+      << Shortest(s.workload.step_sigma);
   out << YAML::Key << "phases" << YAML::Value << YAML::BeginSeq;
   for (const PhaseChange& p : s.workload.phases) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "step" << YAML::Value << p.step << YAML::Key

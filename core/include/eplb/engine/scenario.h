@@ -153,6 +153,10 @@ struct WorkloadSpec {
   // experts' log-popularity deviates from the layer's by a normal of this spread.
   int sequence_tokens = 0;
   double sequence_sigma = 0.67;  // DeepSeek-V2-Lite's prompts of ≥ 1,000 tokens (scenarios/README)
+  // Each step's log-popularity of every expert deviates from the layer's by a normal of this
+  // spread, shared by all the step's tokens: the batch's popularity moving from step to step
+  // around the statistics a placement is made from (workload.h). 0: no such movement.
+  double step_sigma = 0;
   std::vector<PhaseChange> phases;
   std::string trace;  // kind: trace; resolved against the scenario file's folder
 };

@@ -82,7 +82,9 @@
 //                  drawn around n/2 with variance (n + n² · v) / 4 (v: the sequences' variance
 //                  factor, engine/workload.h; a sequence's tokens stay together); a half of
 //                  fewer tokens is further from its mean, so the busiest GPU of a micro-batch
-//                  is busier than half the step's. Without noise the halves are exact.
+//                  is busier than half the step's. The step's own movement
+//                  (workload.step_sigma) is in the step's counts already and both halves share
+//                  it, so it does not spread the split. Without noise the halves are exact.
 //   SMs shared     with two micro-batches and DeepEP's normal kernels, the kernels that run
 //                  beside compute hold compute.normal_sms of the GPU's S SMs (24, set by
 //                  Buffer.set_num_sms in DeepEP's README), and compute runs on the rest

@@ -6,7 +6,11 @@
 // per step with sampling noise. Tokens that come in sequences (workload.sequence_tokens) route
 // alike: a sequence's experts deviate from the layer's popularity together, so a step of few long
 // prompts is further from the mean than as many independent tokens; the counts carry that
-// variance (workload.cpp, Sample). Replay reads recorded loads in any layout ReadLoadSeries
+// variance (workload.cpp, Sample). Each step's popularity also moves around the layer's as a
+// whole (workload.step_sigma): every expert's log-popularity deviates by a normal drawn afresh
+// each step and shared by all the step's tokens, so a placement made from the average leaves
+// every step's GPUs less even than sampling alone would; the counts carry that variance too.
+// Replay reads recorded loads in any layout ReadLoadSeries
 // accepts (formats/load_file.h: CSV wide or long, JSON, SGLang and vLLM `.pt` dumps, TensorRT-LLM
 // statistics): a recording of several steps replays step by step; a single matrix is a fixed
 // distribution sampled per step. Recorded steps
@@ -35,6 +39,9 @@ class Workload {
 // of `tokens` in N = tokens / workload.sequence_tokens sequences (at least one); 0 when tokens
 // route on their own.
 double SequenceVariance(const WorkloadSpec& workload, double tokens);
+// The variance factor of a step's counts beyond sampling: the sequences' (above) plus the step's
+// own movement, e^{step_sigma²} − 1, which every token of the step shares.
+double StepVariance(const WorkloadSpec& workload, double tokens);
 
 // Builds the scenario's workload; trace files resolve against scenario.base_dir, and their
 // shape must match the model's.
