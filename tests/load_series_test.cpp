@@ -287,6 +287,44 @@ TEST_F(LoadSeriesTest, TraceStepsReplayStepByStep) {
   }
 }
 
+// A single recorded matrix is a distribution sampled per step, so each step moves around it
+// (workload.step_sigma) as well as sampling; recorded steps replay exactly as recorded.
+TEST_F(LoadSeriesTest, ASingleMatrixMovesEachStepAndRecordedStepsReplayAsRecorded) {
+  Scenario s;
+  s.model.layers = 1;
+  s.model.experts = 64;
+  s.workload.kind = "trace";
+  s.workload.step_sigma = 0.3;
+  s.base_dir = dir_.string();
+  std::string row;
+  for (int e = 0; e < 64; ++e) row += e == 0 ? "1000" : ",1000";
+  s.workload.trace = Write("one.json", R"({"logical_count": [[[)" + row + "]]]}");
+  auto w = MakeWorkload(s);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  LoadMatrix m;
+  double sum = 0, squares = 0;
+  const int steps = 50;
+  for (int step = 0; step < steps; ++step) {
+    (*w)->Next(m);
+    sum += m.sum();
+    squares += m.array().square().sum();
+  }
+  const double draws = steps * 64.0, mean = sum / draws, variance = squares / draws - mean * mean;
+  // Sampling's 1,000 plus the movement's 1,000² · (e^{0.09} − 1): a spread of ~31%, not 3%.
+  const double expected = 1000 + 1000.0 * 1000 * std::expm1(0.3 * 0.3);
+  EXPECT_NEAR(mean, 1000, 20);
+  EXPECT_NEAR(variance, expected, 0.1 * expected);
+
+  s.model.experts = 2;
+  s.workload.trace = Write("two.json", R"({"logical_count": [[[1,2]], [[3,4]]]})");
+  auto replay = MakeWorkload(s);
+  ASSERT_TRUE(replay.ok()) << replay.status().message();
+  for (const LoadMatrix& want : {M({{1, 2}}), M({{3, 4}}), M({{1, 2}})}) {
+    (*replay)->Next(m);
+    EXPECT_EQ(m, want);
+  }
+}
+
 TEST_F(LoadSeriesTest, AFolderOfNeitherKindIsNamed) {
   fs::create_directories(dir_ / "empty");
   EXPECT_EQ(Msg(ReadLoadSeries((dir_ / "empty").string())),

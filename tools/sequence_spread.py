@@ -8,7 +8,9 @@ the project's shared data: {"tokens": [...], "steps": [step][layer][expert], "to
   2. what in-distribution EPLB leaves on batches of real prompts (placement from the average,
      greedy replication and least-loaded packing; busiest GPU over the mean, mean over layers),
      against the model's moment-matched counts and against independent tokens.
-Usage: sequence_spread.py LOADS.json [--seed N] [--sigma S]
+With --step-sigma, the model's counts also carry each batch's own movement (workload.step_sigma,
+scenarios/README "Step movement"), to check whether real batches of prompts leave room for it.
+Usage: sequence_spread.py LOADS.json [--seed N] [--sigma S] [--step-sigma S]
 """
 import argparse
 import json
@@ -48,6 +50,8 @@ def main():
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--sigma", type=float, default=0.67,
                         help="the model's spread (the scenarios' workload.sequence_sigma)")
+    parser.add_argument("--step-sigma", type=float, default=0.0,
+                        help="each batch's own movement (the scenarios' workload.step_sigma)")
     args = parser.parse_args()
     data = json.load(open(args.loads))
     steps = np.array(data["steps"], dtype=float)
@@ -71,7 +75,8 @@ def main():
 
     rng = np.random.default_rng(args.seed)
     long_prompts = np.where(tokens >= 500)[0]
-    print(f"GPUs  slots  prompts/batch  real   model (sigma {args.sigma})  independent")
+    print(f"GPUs  slots  prompts/batch  real   model (sigma {args.sigma}, step {args.step_sigma})"
+          "  independent")
     for gpus, slots in ((8, experts + 16), (16, experts + 16)):
         placements = [place(average[l], gpus, slots) for l in range(layers)]
         for k in (4, 16):
@@ -80,11 +85,12 @@ def main():
                 batch = rng.choice(long_prompts, k, replace=False)
                 real.append(busiest_over_mean(steps[batch].sum(0), placements))
                 mean = average * top_k * tokens[batch].sum()
-                for spread, out in ((args.sigma, model), (0.0, independent)):
-                    var = mean + mean**2 * np.expm1(spread**2) / k
+                for spread, step, out in ((args.sigma, args.step_sigma, model),
+                                          (0.0, 0.0, independent)):
+                    var = mean + mean**2 * (np.expm1(spread**2) / k + np.expm1(step**2))
                     draw = np.maximum(0, mean + np.sqrt(var) * rng.standard_normal(mean.shape))
                     out.append(busiest_over_mean(draw, placements))
-            print(f"{gpus:4d}  {slots:5d}  {k:13d}  {np.mean(real):.3f}  {np.mean(model):17.3f}  "
+            print(f"{gpus:4d}  {slots:5d}  {k:13d}  {np.mean(real):.3f}  {np.mean(model):28.3f}  "
                   f"{np.mean(independent):.3f}")
 
 

@@ -23,19 +23,19 @@ namespace eplb {
 namespace {
 
 // Counts for one layer: `total` assignments spread by `share` (sums to 1). With `noise`, each
-// count is drawn around its mean from a normal with the variance of Poisson sampling plus that
-// of sequences routing alike: N sequences per step whose log-popularity deviates from the
-// layer's by N(0, σ²) each add mean² · (e^{σ²} − 1) / N (`sequence_variance` is the factor
-// (e^{σ²} − 1) / N; 0 when tokens route on their own). The first two moments are those of
-// drawing each sequence's multipliers, at a cost that does not grow with N.
-void Sample(const double* share, int experts, double total, bool noise, double sequence_variance,
+// count is drawn around its mean from a normal with the variance of Poisson sampling plus
+// mean² · `count_variance` (StepVariance): N sequences per step whose log-popularity deviates
+// from the layer's by N(0, σ²) each add (e^{σ²} − 1) / N to that factor, and the step's own
+// movement e^{step_sigma²} − 1. The first two moments are those of drawing each sequence's and
+// the step's multipliers, at a cost that does not grow with N; a normal stands in for their
+// shape, which is why workload.step_sigma is bounded at 1.
+void Sample(const double* share, int experts, double total, bool noise, double count_variance,
             NormalTable& normal, double* out) {
   for (int e = 0; e < experts; ++e) {
     const double mean = total * share[e];
     out[e] =
-        noise
-            ? RoundedCount(mean + std::sqrt(mean + mean * mean * sequence_variance) * normal.Next())
-            : mean;
+        noise ? RoundedCount(mean + std::sqrt(mean + mean * mean * count_variance) * normal.Next())
+              : mean;
   }
 }
 
@@ -48,7 +48,7 @@ class GeneratorWorkload final : public Workload {
         total_(s.tokens_per_forward() * s.model.top_k),
         rng_(s.run.seed * 0x9e3779b97f4a7c15ULL + 17),
         normal_(s.run.seed + 101),
-        sequence_variance_(StepVariance(s.workload, s.tokens_per_forward())),
+        count_variance_(StepVariance(s.workload, s.tokens_per_forward())),
         log_pop_(static_cast<size_t>(layers_) * experts_),
         share_(static_cast<size_t>(experts_)) {
     std::normal_distribution<double> n(0.0, 1.0);
@@ -83,7 +83,7 @@ class GeneratorWorkload final : public Workload {
       double sum = 0;
       for (int e = 0; e < experts_; ++e) sum += share_[e] = std::exp(lp[e] - max);
       for (int e = 0; e < experts_; ++e) share_[e] /= sum;
-      Sample(share_.data(), experts_, total_, spec_.noise, sequence_variance_, normal_,
+      Sample(share_.data(), experts_, total_, spec_.noise, count_variance_, normal_,
              load.row(l).data());
     }
     ++step_;
@@ -108,7 +108,7 @@ class GeneratorWorkload final : public Workload {
   double total_;
   std::mt19937_64 rng_;
   NormalTable normal_;
-  double sequence_variance_;
+  double count_variance_;
   std::vector<double> log_pop_;
   std::vector<double> share_;
   std::vector<PhaseChange> phases_;
@@ -139,7 +139,7 @@ class DistributionWorkload final : public Workload {
     for (Eigen::Index l = 0; l < share_.rows(); ++l) {
       const double sum = share_.row(l).sum();
       totals_.push_back(sum);
-      sequence_variance_.push_back(StepVariance(s.workload, sum / s.model.top_k));
+      count_variance_.push_back(StepVariance(s.workload, sum / s.model.top_k));
       if (sum > 0) share_.row(l) /= sum;
     }
     noise_ = s.workload.noise;
@@ -148,7 +148,7 @@ class DistributionWorkload final : public Workload {
     load.resize(share_.rows(), share_.cols());
     for (Eigen::Index l = 0; l < share_.rows(); ++l) {
       Sample(share_.row(l).data(), static_cast<int>(share_.cols()), totals_[l], noise_,
-             sequence_variance_[l], normal_, load.row(l).data());
+             count_variance_[l], normal_, load.row(l).data());
     }
   }
 
@@ -157,7 +157,7 @@ class DistributionWorkload final : public Workload {
   std::vector<double> totals_;
   bool noise_ = true;
   NormalTable normal_;
-  std::vector<double> sequence_variance_;  // per layer
+  std::vector<double> count_variance_;  // per layer
 };
 
 }  // namespace

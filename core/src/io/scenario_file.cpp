@@ -318,7 +318,7 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
     w.Bool("noise", s.workload.noise);
     w.Int("sequence_tokens", s.workload.sequence_tokens, 0, 1 << 30);
     w.Double("sequence_sigma", s.workload.sequence_sigma, 0, 20);
-    w.Double("step_sigma", s.workload.step_sigma, 0, 20);
+    w.Double("step_sigma", s.workload.step_sigma, 0, 1);
     w.String("trace", s.workload.trace);
     const YAML::Node phases = w.Take("phases");
     if (phases && !phases.IsNull()) {

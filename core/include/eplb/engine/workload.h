@@ -10,6 +10,8 @@
 // whole (workload.step_sigma): every expert's log-popularity deviates by a normal drawn afresh
 // each step and shared by all the step's tokens, so a placement made from the average leaves
 // every step's GPUs less even than sampling alone would; the counts carry that variance too.
+// Both apply to the generator and to a single recorded matrix sampled per step; recorded steps
+// replay as they were recorded.
 // Replay reads recorded loads in any layout ReadLoadSeries
 // accepts (formats/load_file.h: CSV wide or long, JSON, SGLang and vLLM `.pt` dumps, TensorRT-LLM
 // statistics): a recording of several steps replays step by step; a single matrix is a fixed
