@@ -1,6 +1,7 @@
 #include "eplb/policy/deepseek.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -300,9 +301,15 @@ void WriteLog2Phy(std::span<const Expert> phy2log, const int32_t* rank, int expe
 // widest is known. A wrong guess costs that pass, after the layers were written at the
 // guessed width. A guess is taken only for the shape it was made on (or, on a collision of
 // the 32-bit hashes, clamped to what that shape can need), so that it makes room for no more
-// than a call of that shape once needed. One process-wide guess: callers that alternate
-// between shapes miss every time, and pay what every call paid before the guess.
-std::atomic<uint64_t> last_log2phy_width{0};
+// than a call of that shape once needed. A few guesses, one per shape whose hash picks its
+// entry: a caller that alternates between two models' shapes keeps one guess for each, and
+// only shapes that pick the same entry take each other's place (then miss, and pay what every
+// call paid before the guess).
+std::array<std::atomic<uint64_t>, 16> last_log2phy_widths{};
+
+std::atomic<uint64_t>& LastLog2PhyWidth(uint64_t shape) {
+  return last_log2phy_widths[(shape >> 32) % last_log2phy_widths.size()];
+}
 
 uint64_t ShapeKey(int layers, int64_t experts, int replicas, int groups, int nodes, int gpus) {
   uint64_t h = 0x9e3779b97f4a7c15u;
@@ -326,7 +333,8 @@ Result<DeepSeekMaps> RebalanceDeepSeekMaps(std::span<const float> weight, int la
   maps.experts = static_cast<int>(experts);
   maps.replicas = num_replicas;
   const uint64_t shape = ShapeKey(layers, experts, num_replicas, num_groups, num_nodes, num_gpus);
-  const uint64_t last = last_log2phy_width.load(std::memory_order_relaxed);
+  std::atomic<uint64_t>& last_width = LastLog2PhyWidth(shape);
+  const uint64_t last = last_width.load(std::memory_order_relaxed);
   // The width lies between an even spread's and every extra slot going to one expert.
   const int narrowest = static_cast<int>((num_replicas + experts - 1) / experts);
   const int guess = (last & 0xffffffff00000000u) == shape
@@ -362,7 +370,7 @@ Result<DeepSeekMaps> RebalanceDeepSeekMaps(std::span<const float> weight, int la
         }
       });
   maps.width = *std::max_element(widths.begin(), widths.end());
-  last_log2phy_width.store(shape | static_cast<uint32_t>(maps.width), std::memory_order_relaxed);
+  last_width.store(shape | static_cast<uint32_t>(maps.width), std::memory_order_relaxed);
   if (maps.width == guess) return maps;
 
   // The guess missed: every layer again at the true width, from its rows at the guessed width
