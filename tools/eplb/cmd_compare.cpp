@@ -37,10 +37,15 @@ Status RunCompare(const CompareArgs& args) {
   EPLB_ASSIGN_OR_RETURN(spec.policies, SplitList(args.policies, "--policies"));
   EPLB_ASSIGN_OR_RETURN(const std::vector<std::string> seeds, SplitList(args.seeds, "--seeds"));
   for (const std::string& text : seeds) {
+    // A seed is decimal digits alone: a sign or a space around one is a slip, and -0 or +1
+    // would otherwise read as a seed that the report then prints differently.
+    const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
     int64_t seed = 0;
-    if (!ParseCsvInt64(text, seed) || seed < 0) {
+    if (!digits || !ParseCsvInt64(text, seed)) {
       return Status::InvalidArgument(
-          fmt::format("--seeds: '{}' is not a seed; seeds are integers of at least 0", text));
+          fmt::format("--seeds: '{}' is not a seed; a seed is written in decimal digits alone, "
+                      "0 to 9223372036854775807",
+                      text));
     }
     spec.seeds.push_back(static_cast<uint64_t>(seed));
   }
