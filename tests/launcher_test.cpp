@@ -22,10 +22,26 @@ constexpr const char* kVars[] = {"OMPI_COMM_WORLD_RANK",
 
 Launch With(const std::map<std::string, std::string>& env) {
   for (const char* v : kVars) unsetenv(v);
+  unsetenv(kLaunchVariable);
   for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
   const Launch l = DetectLaunch();
   for (const char* v : kVars) unsetenv(v);
+  unsetenv(kLaunchVariable);
   return l;
+}
+
+TEST(Launcher, AProcessAskedToRunAloneIgnoresTheLaunchersVariables) {
+  const std::map<std::string, std::string> mpi = {{"OMPI_COMM_WORLD_RANK", "1"},
+                                                  {"OMPI_COMM_WORLD_SIZE", "2"},
+                                                  {"SLURM_ARRAY_TASK_ID", "1"},
+                                                  {"SLURM_ARRAY_TASK_COUNT", "2"}};
+  EXPECT_EQ(With(mpi).kind, LaunchKind::kMpi);
+  auto alone = mpi;
+  alone[kLaunchVariable] = "alone";
+  EXPECT_EQ(With(alone).kind, LaunchKind::kAlone);
+  // Only "alone" asks for it; anything else leaves the launch as the launchers set it.
+  alone[kLaunchVariable] = "1";
+  EXPECT_EQ(With(alone).kind, LaunchKind::kMpi);
 }
 
 TEST(Launcher, ReadsEachLauncherAndRefusesNonsense) {

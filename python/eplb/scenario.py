@@ -94,16 +94,11 @@ def _run_stopping_on_interrupt(args, timeout, command):
             raise
 
 
-# What base/launcher.h reads to tell a process it is one of an MPI launch or Slurm array.
-_LAUNCH_VARIABLES = ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE",
-                     "SLURM_PROCID", "SLURM_NTASKS", "SLURM_ARRAY_TASK_ID",
-                     "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_COUNT")
-
-
 def _environment_alone():
-    """This process's environment without the launcher's variables: a notebook inside mpirun or
-    a Slurm job runs its whole study itself, not one rank's share of it."""
-    return {k: v for k, v in os.environ.items() if k not in _LAUNCH_VARIABLES}
+    """This process's environment, with the eplb command told to run as one process
+    (base/launcher.h, EPLB_LAUNCH): a notebook inside mpirun or a Slurm job runs its whole study
+    itself, not one rank's share of it."""
+    return dict(os.environ, EPLB_LAUNCH="alone")
 
 
 def _error_of(stderr):

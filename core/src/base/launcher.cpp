@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <optional>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -32,6 +33,10 @@ std::string Launch::Describe() const {
 }
 
 Launch DetectLaunch() {
+  if (const char* asked = std::getenv(kLaunchVariable);
+      asked != nullptr && std::string_view(asked) == "alone") {
+    return {};
+  }
   constexpr std::pair<const char*, const char*> kMpi[] = {
       {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
       {"PMI_RANK", "PMI_SIZE"},

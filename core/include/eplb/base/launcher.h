@@ -25,7 +25,10 @@ struct Launch {
 
 // MPI takes precedence (srun inside an array task launches MPI ranks of that task). A Slurm
 // array task's index counts from SLURM_ARRAY_TASK_MIN; the count is SLURM_ARRAY_TASK_COUNT.
-// Malformed values are treated as no launch.
+// Malformed values are treated as no launch. EPLB_LAUNCH=alone (kLaunchVariable) makes this one
+// process whatever the launchers' variables say: the Python module sets it, since a notebook
+// inside mpirun or a Slurm job runs its whole study itself, not one rank's share of it.
+inline constexpr const char* kLaunchVariable = "EPLB_LAUNCH";
 Launch DetectLaunch();
 
 }  // namespace eplb
