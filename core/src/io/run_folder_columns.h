@@ -1,4 +1,4 @@
-// The CSV files of a run folder: their columns, defined once (run_folder_columns.cpp), and the
+// The CSV files of a run folder: their columns, defined once (run_folder_fields.cpp), and the
 // writer and reader of each, both driven by that definition. Internal to the io layer; the
 // public view of the table is RunFolderFiles() (eplb/io/run_folder.h).
 #pragma once
