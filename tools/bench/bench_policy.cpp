@@ -76,6 +76,31 @@ void BM_DeepSeekMaps(benchmark::State& state) {
 }
 BENCHMARK(BM_DeepSeekMaps)->Apply(DeepSeekShapes);
 
+// Two models rebalanced in turn (DeepSeek-V3 at EP32 and the 94 × 128 → 144 global shape), a
+// call of each per iteration: each shape keeps its own log2phy width guess, so a pair costs
+// what the two shapes' BM_DeepSeekMaps cost apart. A shared guess would miss on every call.
+void BM_DeepSeekMapsTwoModels(benchmark::State& state) {
+  const DeepSeekShape shapes[] = {{58, 256, 288, 8, 4, 32}, {94, 128, 144, 1, 1, 16}};
+  std::vector<float> weights[2];
+  for (int m = 0; m < 2; ++m) {
+    const eplb::LoadMatrix load = SkewedLoad(shapes[m].layers, shapes[m].experts, 42);
+    weights[m].resize(static_cast<size_t>(load.size()));
+    for (Eigen::Index i = 0; i < load.size(); ++i)
+      weights[m][i] = static_cast<float>(load.data()[i]);
+  }
+  for (auto _ : state) {
+    for (int m = 0; m < 2; ++m) {
+      const DeepSeekShape& s = shapes[m];
+      auto maps = eplb::RebalanceDeepSeekMaps(weights[m], s.layers, s.experts, s.replicas, s.groups,
+                                              s.nodes, s.gpus);
+      if (!maps.ok()) state.SkipWithError(maps.status().message().c_str());
+      benchmark::DoNotOptimize(maps);
+    }
+  }
+  CountLayers(state, shapes[0].layers + shapes[1].layers);
+}
+BENCHMARK(BM_DeepSeekMapsTwoModels);
+
 // Every registered policy on DeepSeek-V3 EP32 (58 layers, 256 experts, 288 slots, 32 GPUs,
 // 4 nodes, 8 groups), from the placement deepseek chose on the previous window.
 void BM_Policy(benchmark::State& state, const std::string& name) {
