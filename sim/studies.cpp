@@ -149,20 +149,15 @@ std::string DescribePoint(const SweepPlan& plan, size_t i) {
 // Two spellings of one value (1 and 1.0, 1e3 and 1000) pass CheckDistinct but load the same
 // scenario: its runs would be one simulation twice, under two labels.
 Status CheckPointsDiffer(const SweepPlan& plan) {
-  std::unordered_multimap<size_t, size_t> by_hash;  // hash of the resolved scenario -> point
+  std::unordered_map<std::string, size_t> seen;  // the resolved scenario -> its first point
   for (size_t i = 0; i < plan.points.size(); ++i) {
-    const std::string yaml = ScenarioToYaml(plan.points[i].scenario);
-    const size_t hash = std::hash<std::string>{}(yaml);
-    const auto [first, last] = by_hash.equal_range(hash);
-    for (auto it = first; it != last; ++it) {
-      if (ScenarioToYaml(plan.points[it->second].scenario) == yaml) {
-        return Status::InvalidArgument(
-            fmt::format("--vary: {} and {} are the same scenario (two spellings of one value); "
-                        "give each value once",
-                        DescribePoint(plan, it->second), DescribePoint(plan, i)));
-      }
+    const auto [it, added] = seen.emplace(ScenarioToYaml(plan.points[i].scenario), i);
+    if (!added) {
+      return Status::InvalidArgument(
+          fmt::format("--vary: {} and {} are the same scenario (two spellings of one value); "
+                      "give each value once",
+                      DescribePoint(plan, it->second), DescribePoint(plan, i)));
     }
-    by_hash.emplace(hash, i);
   }
   return Status::Ok();
 }
