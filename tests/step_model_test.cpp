@@ -133,6 +133,39 @@ TEST(RooflineStepModel, PricesMoeAndAttentionByHand) {
               8 * 100 * 1e6 * (1 - 1.0 / 128) / hbm, 1e-12);
 }
 
+TEST(RooflineStepModel, EachExpertsGemmsCostAFixedNumberOfTokensMore) {
+  // Compute-bound experts: 6 × 1000 × 1e6 FLOPs a token at half of H800's 1,979 TFLOPS
+  // (6.06 µs), one byte of weights each.
+  std::vector<std::string> gemms = kRoofline;
+  gemms.insert(gemms.end(), {"model.intermediate=1000000", "model.expert_bytes=1"});
+  std::vector<std::string> fixed = gemms;
+  fixed.push_back("compute.expert_fixed_tokens=5");
+  const double per_token = 6.0 * 1000 * 1e6 / (1979e12 * 0.5);
+  // Slots [0, 1 | 0, 2] with loads 8, 2, 6: GPU 0 runs 4 + 2 tokens through two experts, GPU 1
+  // 4 + 6 through two. GPU 1 is the straggler either way, and its two experts cost it as much
+  // as 2 × 5 more tokens would.
+  EXPECT_NEAR(CostOf(TwoGpus(fixed)).compute_s - CostOf(TwoGpus(gemms)).compute_s,
+              2 * 5 * per_token, 1e-12);
+  // An expert no token reaches costs nothing: with expert 0 idle, GPU 0 runs 6 tokens through
+  // expert 1 (6 + 5, where counting its idle replica of expert 0 would give 6 + 10) and GPU 1
+  // 4 through expert 2 (4 + 5): GPU 0 is the straggler, 5 tokens' worth slower.
+  LoadMatrix load(1, 3);
+  load << 0, 6, 4;
+  const Placement placement = *Placement::Create(3, {{0, 1, 0, 2}});
+  StepCost with, without;
+  StepModel(TwoGpus(fixed)).Cost(load, placement, with);
+  StepModel(TwoGpus(gemms)).Cost(load, placement, without);
+  EXPECT_NEAR(with.compute_s - without.compute_s, 5 * per_token, 1e-12);
+  // Where the weights bound a GPU, the fixed cost hides under them as the FLOPs do: 1 MB
+  // experts take 2 × 1e6 bytes at a quarter of 3,350 GB/s (2.39 µs) against the 0.06 µs of
+  // 10 + 10 tokens' FLOPs at an intermediate of 1,000.
+  std::vector<std::string> weights = kRoofline;
+  weights.push_back("compute.weight_hbm_efficiency=0.25");
+  std::vector<std::string> weights_fixed = weights;
+  weights_fixed.push_back("compute.expert_fixed_tokens=5");
+  EXPECT_DOUBLE_EQ(CostOf(TwoGpus(weights_fixed)).compute_s, CostOf(TwoGpus(weights)).compute_s);
+}
+
 TEST(RooflineStepModel, KernelsBetweenTheGemmsAddTheirBytesAtHbmSpeed) {
   // The same step with 1 MB of elementwise traffic per token: each GPU's 8 tokens add
   // 8 × 1e6 bytes at half of H800's 3,350 GB/s, on top of the memory-bound attention (they

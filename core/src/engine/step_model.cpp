@@ -183,7 +183,10 @@ void StepModel::LayerBusiestPorts(double layer_assignments, StepCost& out) {
 }
 
 double StepModel::RooflineMoe(double tokens, int loaded_experts) const {
-  const double flops = 6.0 * shape_.hidden * shape_.intermediate * tokens;
+  // The GEMMs run each expert as a group, and every group costs as much as
+  // compute.expert_fixed_tokens more tokens would.
+  const double flops = 6.0 * shape_.hidden * shape_.intermediate *
+                       (tokens + loaded_experts * compute_.expert_fixed_tokens);
   const double hbm = gpu_->hbm_gbps * 1e9;
   const double weights = static_cast<double>(loaded_experts) *
                          static_cast<double>(shape_.expert_bytes) /

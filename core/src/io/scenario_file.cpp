@@ -292,6 +292,7 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
     c.Double("flops_efficiency", k.flops_efficiency, 0, 1, true);
     c.Double("hbm_efficiency", k.hbm_efficiency, 0, 1, true);
     c.Double("weight_hbm_efficiency", k.weight_hbm_efficiency, 0, 1, true);
+    c.Double("expert_fixed_tokens", k.expert_fixed_tokens, 0, 1e6);
     c.Int("gemm_bytes", k.gemm_bytes, 1, 2);
     c.String("stage", stage, {"prefill", "decode"});
     k.stage = *ParseInferenceStage(stage);
@@ -506,6 +507,7 @@ std::string ScenarioToYaml(const Scenario& s) {
       << "flops_efficiency" << YAML::Value << Shortest(k.flops_efficiency) << YAML::Key
       << "hbm_efficiency" << YAML::Value << Shortest(k.hbm_efficiency) << YAML::Key
       << "weight_hbm_efficiency" << YAML::Value << Shortest(k.weight_hbm_efficiency) << YAML::Key
+      << "expert_fixed_tokens" << YAML::Value << Shortest(k.expert_fixed_tokens) << YAML::Key
       << "gemm_bytes" << YAML::Value << k.gemm_bytes << YAML::Key << "stage" << YAML::Value
       << InferenceStageName(k.stage) << YAML::Key << "kv_length" << YAML::Value
       << Shortest(k.kv_length) << YAML::Key << "all_to_all" << YAML::Value

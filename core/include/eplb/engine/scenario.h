@@ -112,6 +112,10 @@ struct ComputeSpec {
   // weight: decode's dense layers and every MoE layer's experts); tiles sized for large M leave
   // small-M GEMMs short of the streaming kernels' share.
   double weight_hbm_efficiency = 0.8;
+  // roofline: each expert a GPU runs tokens through costs its grouped GEMMs as much as this
+  // many more tokens would, per layer and micro-batch: a fixed cost per group, so the GEMMs
+  // reach flops_efficiency × M / (M + this) at M tokens an expert (step_model.h). 0: none.
+  double expert_fixed_tokens = 0;
   int gemm_bytes = 1;  // bytes per GEMM input element (1: FP8, 2: BF16)
   InferenceStage stage = InferenceStage::kPrefill;
   double kv_length = 2048;  // mean KV positions each token attends to

@@ -8,10 +8,21 @@
 //                    simple    layer_fixed + per_token × max_g t(l, g)
 //                    roofline  layer_fixed + max_g max(FLOPs_g / (peak × flops_eff),
 //                                                      bytes_g / (HBM × hbm_eff))
-//                              FLOPs_g = 6 · hidden · intermediate · t(l, g) (gate, up, down)
-//                              bytes_g = experts loaded on g × expert_bytes (at HBM ×
-//                                        weight_hbm_eff) + t(l, g) · hidden · (activation_bytes
-//                                        + combine bytes) (at HBM × hbm_eff)
+//                              FLOPs_g = 6 · hidden · intermediate · (t(l, g) + n_g · m₀)
+//                                        (gate, up, down)
+//                              bytes_g = n_g × expert_bytes (at HBM × weight_hbm_eff)
+//                                        + t(l, g) · hidden · (activation_bytes + combine
+//                                        bytes) (at HBM × hbm_eff)
+//                              n_g: the experts g runs tokens through. m₀
+//                              (compute.expert_fixed_tokens): a grouped GEMM pays a fixed cost
+//                              per group, so an expert's M tokens run at flops_eff · M / (M +
+//                              m₀). DeepGEMM's README (H800, 2025-03-25 to 04-09) times its
+//                              masked grouped GEMMs (decode's) on DeepSeek-V3's two expert
+//                              shapes, 1,024 tokens in all, as 1 × 1,024, 2 × 512 and 4 × 256
+//                              at 81.3, 90.6 and 101.4 µs: a line through them is the FLOPs at
+//                              0.60 of peak plus 6.5 µs a group, m₀ = 88 tokens (0.45 of peak
+//                              at 256 tokens an expert, 0.59 at 4,096). Decode, with a few
+//                              hundred tokens an expert, pays it; prefill's thousands barely.
 //   attention      simple: attention_us per step. roofline, per GPU with T/G tokens, the dense
 //                  GEMMs and attention's core as separate kernels, each bound by its own
 //                  FLOPs or bytes, their times added:
