@@ -157,7 +157,7 @@ TEST(RooflineStepModel, EachExpertsGemmsCostAFixedNumberOfTokensMore) {
   StepModel(TwoGpus(gemms)).Cost(load, placement, without);
   EXPECT_NEAR(with.compute_s - without.compute_s, 5 * per_token, 1e-12);
   // Where the weights bound a GPU, the fixed cost hides under them as the FLOPs do: 1 MB
-  // experts take 2 × 1e6 bytes at a quarter of 3,350 GB/s (2.39 µs) against the 0.06 µs of
+  // experts take 2 × 1e6 bytes at a quarter of 3,350 GB/s (2.39 µs) against the 0.12 µs of
   // 10 + 10 tokens' FLOPs at an intermediate of 1,000.
   std::vector<std::string> weights = kRoofline;
   weights.push_back("compute.weight_hbm_efficiency=0.25");

@@ -16,10 +16,10 @@
 //                              n_g: the experts g runs tokens through. m₀
 //                              (compute.expert_fixed_tokens): a grouped GEMM pays a fixed cost
 //                              per group, so an expert's M tokens run at flops_eff · M / (M +
-//                              m₀). DeepGEMM's README (H800, 2025-03-25 to 04-09) times its
+//                              m₀). DeepGEMM's README (H800, 2025-02 to 04) times its
 //                              masked grouped GEMMs (decode's) on DeepSeek-V3's two expert
 //                              shapes, 1,024 tokens in all, as 1 × 1,024, 2 × 512 and 4 × 256
-//                              at 81.3, 90.6 and 101.4 µs: a line through them is the FLOPs at
+//                              at 81.3, 90.6 and 101.4 µs: a least-squares line is the FLOPs at
 //                              0.60 of peak plus 6.5 µs a group, m₀ = 88 tokens (0.45 of peak
 //                              at 256 tokens an expert, 0.59 at 4,096). Decode, with a few
 //                              hundred tokens an expert, pays it; prefill's thousands barely.
@@ -111,7 +111,7 @@
 //                  (m above, and the SMs they hold as long): LMSYS's breakdown of DeepSeek's
 //                  prefill profile times their cores at 9.45 and 17.23 ms a layer against 7.26
 //                  and 14.24 alone (1.24×). In the profile the communication, 25 ms a layer,
-//                  then still hides behind 30.5 ms of compute.
+//                  then still hides behind 30.6 ms of compute.
 //   MTP            decode with multi-token prediction (compute.mtp_draft_tokens d): each
 //                  sequence runs 1 + d tokens through every layer (the workload's loads and the
 //                  dense work scale with them), but its KV cache is read once per step.
