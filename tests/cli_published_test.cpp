@@ -21,7 +21,7 @@ TEST_F(CliTest, ValidatePublishedPrintsAndWritesEveryFigure) {
   // --json: the document on stdout, the table for people on stderr.
   const auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc, nlohmann::json::parse(testing::ReadFile(out + "/published.json")));
-  ASSERT_EQ(doc["figures"].size(), 56u);
+  ASSERT_EQ(doc["figures"].size(), 60u);
   const std::string table = testing::ReadFile(out + "/published.txt");
   EXPECT_NE(r.err.find(table), std::string::npos);
   for (const auto& f : doc["figures"]) {
