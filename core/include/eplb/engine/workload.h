@@ -12,11 +12,11 @@
 // every step's GPUs less even than sampling alone would; the counts carry that variance too.
 // Both apply to the generator and to a single recorded matrix sampled per step; recorded steps
 // replay as they were recorded.
-// Replay reads recorded loads in any layout ReadLoadSeries
-// accepts (formats/load_file.h: CSV wide or long, JSON, SGLang and vLLM `.pt` dumps, TensorRT-LLM
-// statistics): a recording of several steps replays step by step; a single matrix is a fixed
-// distribution sampled per step. Recorded steps
-// repeat from the start when the run is longer.
+//
+// Replay reads recorded loads in any layout ReadLoadSeries accepts (formats/load_file.h: CSV
+// wide or long, JSON, SGLang and vLLM `.pt` dumps, TensorRT-LLM statistics): a recording of
+// several steps replays step by step, repeating from the start when the run is longer; a single
+// matrix is a fixed distribution sampled per step.
 //
 // Thread-safety: a Workload is not thread-safe.
 #pragma once
