@@ -20,6 +20,14 @@ eplb::LoadMatrix SkewedLoad(int layers, int experts, uint64_t seed) {
   return m;
 }
 
+// SkewedLoad as the float32 weights RebalanceDeepSeekMaps takes, in the matrix's own order.
+std::vector<float> SkewedWeights(int layers, int experts, uint64_t seed) {
+  const eplb::LoadMatrix load = SkewedLoad(layers, experts, seed);
+  std::vector<float> weights(static_cast<size_t>(load.size()));
+  for (Eigen::Index i = 0; i < load.size(); ++i) weights[i] = static_cast<float>(load.data()[i]);
+  return weights;
+}
+
 // A DeepSeek-shaped call, from a benchmark's Args: layers, experts, replicas, groups, nodes,
 // gpus.
 struct DeepSeekShape {
@@ -63,9 +71,7 @@ BENCHMARK(BM_DeepSeek)->Apply(DeepSeekShapes);
 // the last call's (see RebalanceDeepSeekMaps).
 void BM_DeepSeekMaps(benchmark::State& state) {
   const DeepSeekShape s = ShapeOf(state);
-  const eplb::LoadMatrix load = SkewedLoad(s.layers, s.experts, 42);
-  std::vector<float> weight(static_cast<size_t>(load.size()));
-  for (Eigen::Index i = 0; i < load.size(); ++i) weight[i] = static_cast<float>(load.data()[i]);
+  const std::vector<float> weight = SkewedWeights(s.layers, s.experts, 42);
   for (auto _ : state) {
     auto maps = eplb::RebalanceDeepSeekMaps(weight, s.layers, s.experts, s.replicas, s.groups,
                                             s.nodes, s.gpus);
@@ -81,13 +87,8 @@ BENCHMARK(BM_DeepSeekMaps)->Apply(DeepSeekShapes);
 // what the two shapes' BM_DeepSeekMaps cost apart. A shared guess would miss on every call.
 void BM_DeepSeekMapsTwoModels(benchmark::State& state) {
   const DeepSeekShape shapes[] = {{58, 256, 288, 8, 4, 32}, {94, 128, 144, 1, 1, 16}};
-  std::vector<float> weights[2];
-  for (int m = 0; m < 2; ++m) {
-    const eplb::LoadMatrix load = SkewedLoad(shapes[m].layers, shapes[m].experts, 42);
-    weights[m].resize(static_cast<size_t>(load.size()));
-    for (Eigen::Index i = 0; i < load.size(); ++i)
-      weights[m][i] = static_cast<float>(load.data()[i]);
-  }
+  const std::vector<float> weights[2] = {SkewedWeights(shapes[0].layers, shapes[0].experts, 42),
+                                         SkewedWeights(shapes[1].layers, shapes[1].experts, 42)};
   for (auto _ : state) {
     for (int m = 0; m < 2; ++m) {
       const DeepSeekShape& s = shapes[m];
