@@ -16,12 +16,11 @@ The engines' own calling conventions live in submodules, each a drop-in replacem
     eplb.sglang.rebalance_experts     SGLang's eplb_algorithms entry point
 """
 
-import os
-
 import numpy as np
 
-from . import _eplb
-from ._arrays import count, group_count, log2phy_of, to_numpy
+from . import _args, _eplb
+from ._args import ArgumentError, group_count, integer
+from ._arrays import log2phy_of, to_numpy
 from .folders import Comparison, RunResult, Sweep, read_comparison, read_run, read_sweep
 from .scenario import EplbError, compare_policies, run_scenario, sweep
 
@@ -39,6 +38,7 @@ __all__ = [
     "rebalance",
     "run_scenario",
     "sweep",
+    "ArgumentError",
     "Comparison",
     "EplbError",
     "RunResult",
@@ -69,12 +69,8 @@ def read_load(path, num_experts=0, physical_to_logical_map=None):
     p2l = None
     if physical_to_logical_map is not None:
         p2l, _ = to_numpy(physical_to_logical_map, np.int64, "physical_to_logical_map")
-    name = os.fspath(path)
-    if isinstance(name, bytes):
-        name = os.fsdecode(name)
-    if "\0" in name:
-        raise ValueError(f"path {name!r} holds a NUL byte; no file is named so")
-    return _eplb.read_load(name, count(num_experts, "num_experts", minimum=0), p2l)
+    return _eplb.read_load(_args.path(path, "path"),
+                           integer(num_experts, "num_experts", minimum=0), p2l)
 
 
 def rebalance(load, num_replicas, num_gpus, num_nodes=None, num_groups=1, policy="deepseek",
@@ -108,15 +104,16 @@ def rebalance(load, num_replicas, num_gpus, num_nodes=None, num_groups=1, policy
     try:
         if isinstance(lost_ranks, (str, bytes)):
             raise TypeError("a string is iterable, but not of indices")
-        lost = [count(r, "lost_ranks", minimum=0)
+        lost = [integer(r, "lost_ranks", minimum=0)
                 for r in (() if lost_ranks is None else lost_ranks)]
     except (TypeError, ValueError):
-        raise ValueError(f"lost_ranks is {lost_ranks!r}; expected GPU indices, e.g. [2, 6], "
-                         "or None for none") from None
-    phy2log = _eplb.rebalance(array, count(num_replicas, "num_replicas"),
-                              count(num_gpus, "num_gpus"), count(num_nodes, "num_nodes"),
-                              num_groups, str(policy), cur, count(max_chunks, "max_chunks"),
-                              options, lost)
+        raise ArgumentError(f"lost_ranks is {_args.quote(lost_ranks)}; expected GPU indices, "
+                            "e.g. [2, 6], or None for none") from None
+    values = {key: _args.yaml_value(value, key) for key, value in options.items()}
+    phy2log = _eplb.rebalance(array, integer(num_replicas, "num_replicas"),
+                              integer(num_gpus, "num_gpus"), integer(num_nodes, "num_nodes"),
+                              num_groups, _args.text(policy, "policy"), cur,
+                              integer(max_chunks, "max_chunks"), values, lost)
     return kind.out(phy2log)
 
 
@@ -124,7 +121,7 @@ def gpu_loads(load, phy2log, num_gpus):
     """Tokens per GPU [layers, num_gpus] when each expert's load splits evenly over its replicas."""
     array, kind = to_numpy(load, np.float64, "load")
     placement = to_numpy(phy2log, np.int64, "phy2log")[0]
-    return kind.out(_eplb.gpu_loads(array, placement, count(num_gpus, "num_gpus")))
+    return kind.out(_eplb.gpu_loads(array, placement, integer(num_gpus, "num_gpus")))
 
 
 def balancedness(load, phy2log, num_gpus):
@@ -149,7 +146,9 @@ def plan(old, new, num_gpus, num_nodes, num_experts=None, expert_bytes=3 * 7168 
     new_array = to_numpy(new, np.int64, "new")[0]
     if num_experts is None:
         num_experts = int(max(old_array.max(initial=-1), new_array.max(initial=-1))) + 1
-    return _eplb.plan(old_array, new_array, count(num_gpus, "num_gpus"),
-                      count(num_nodes, "num_nodes"), count(num_experts, "num_experts"),
-                      count(expert_bytes, "expert_bytes", maximum=2**63 - 1), sender, strategy,
-                      float(nvlink_gbps), float(nic_gbps))
+    return _eplb.plan(old_array, new_array, integer(num_gpus, "num_gpus"),
+                      integer(num_nodes, "num_nodes"), integer(num_experts, "num_experts"),
+                      integer(expert_bytes, "expert_bytes", maximum=_args.INT64_MAX),
+                      _args.text(sender, "sender"), _args.text(strategy, "strategy"),
+                      _args.real(nvlink_gbps, "nvlink_gbps", above=0),
+                      _args.real(nic_gbps, "nic_gbps", above=0))

@@ -5,10 +5,11 @@ without a copy (``Tensor.numpy()``) when its dtype and layout already match; a C
 copied to the host once, and results go back to the device the input came from.
 """
 
-import operator
 import sys
 
 import numpy as np
+
+from ._args import ArgumentError, integer
 
 
 def _torch():
@@ -44,37 +45,12 @@ class Kind:
         return tensor
 
 
-# The largest count an argument may hold: the core takes them as C ints.
-_INT_MAX = 2**31 - 1
-
-
-def count(value, name, minimum=1, maximum=_INT_MAX):
-    """`value` as a Python int within [minimum, maximum], or ValueError naming `name`.
-
-    Integers only (Python, numpy or 0-d tensor ones): 20.9 replicas is a mistake, not 20.
-    """
-    if isinstance(value, bool):
-        raise ValueError(f"{name} is {value!r}; expected an integer")
-    try:
-        n = operator.index(value)
-    except TypeError:
-        raise ValueError(f"{name} is {value!r}; expected an integer") from None
-    if not minimum <= n <= maximum:
-        raise ValueError(f"{name} is {n}; it must be within [{minimum}, {maximum}]")
-    return n
-
-
-def group_count(num_groups):
-    """Expert groups as the engines pass them: None or 0 mean 1 (no groups)."""
-    return 1 if num_groups is None else count(num_groups, "num_groups", minimum=0) or 1
-
-
 def to_numpy(value, dtype, name):
     """(`value` as a C-contiguous numpy array of `dtype`, its Kind).
 
     Every real dtype numpy or torch has is taken (torch's bfloat16 and lazily negated views
     included); complex and boolean values, and for an integer `dtype` values that are not whole
-    numbers, are refused with ValueError naming `name`.
+    numbers, are refused with ArgumentError (a ValueError) naming `name`.
     """
     torch = _torch()
     if (torch is not None and type(value) is torch.Tensor and _same_dtype(value, dtype)
@@ -86,12 +62,13 @@ def to_numpy(value, dtype, name):
         kind = Kind(True, value.device)
         value = value.detach()
         if value.layout is not torch.strided or value.device.type == "meta":
-            raise ValueError(f"{name} is a {value.layout} tensor on {value.device}; eplb reads "
-                             "dense tensors that hold their values")
+            raise ArgumentError(f"{name} is a {value.layout} tensor on {value.device}; eplb "
+                                "reads dense tensors that hold their values")
         if value.device.type != "cpu":
             value = value.cpu()
         if value.is_complex():
-            raise ValueError(f"{name} is a complex tensor ({value.dtype}); expected real numbers")
+            raise ArgumentError(f"{name} is a complex tensor ({value.dtype}); expected real "
+                                "numbers")
         value = value.resolve_neg()  # a lazily negated view has no numpy equivalent
         if value.is_floating_point() and value.dtype not in (torch.float16, torch.float32,
                                                              torch.float64):
@@ -99,41 +76,54 @@ def to_numpy(value, dtype, name):
         try:
             array = value.numpy()
         except (TypeError, RuntimeError) as e:
-            raise ValueError(f"{name} is a {value.dtype} tensor that eplb cannot read: {e}") \
+            raise ArgumentError(f"{name} is a {value.dtype} tensor that eplb cannot read: {e}") \
                 from None
     else:
         kind = Kind(False)
-        array = np.asarray(value)
+        try:
+            array = np.asarray(value)
+        except (TypeError, ValueError) as e:  # a ragged list, an object numpy cannot hold
+            raise ArgumentError(f"{name} is not an array of numbers: {e}") from None
     if array.dtype == object:
-        raise TypeError(f"{name} must be a numeric array or tensor, not {type(value).__name__}")
+        raise ArgumentError(f"{name} must be a numeric array or tensor, not "
+                            f"{type(value).__name__}")
     if array.dtype.kind == "c":
-        raise ValueError(f"{name} has complex dtype {array.dtype}; expected real numbers")
+        raise ArgumentError(f"{name} has complex dtype {array.dtype}; expected real numbers")
     if array.dtype.kind not in "iuf":
-        raise ValueError(f"{name} has dtype {array.dtype}; expected numbers")
+        raise ArgumentError(f"{name} has dtype {array.dtype}; expected numbers")
     if np.issubdtype(dtype, np.integer) and array.dtype.kind == "f":
         whole = np.isfinite(array) & (np.abs(array) < 2.0**63)
         whole[whole] = array[whole] == np.round(array[whole])
         if not whole.all():
             where = tuple(int(i) for i in np.argwhere(~whole)[0])
-            raise ValueError(f"{name}{list(where)} is {array[where]!r}; expected whole numbers "
-                             "(slots and ranks are integers)")
+            raise ArgumentError(f"{name}{list(where)} is {float(array[where])!r}; expected "
+                                "whole numbers (slots, experts and ranks are integers)")
+    if (np.issubdtype(dtype, np.integer) and array.dtype.kind == "u" and array.size
+            and int(array.max()) > np.iinfo(dtype).max):
+        where = tuple(int(i) for i in np.unravel_index(int(array.argmax()), array.shape))
+        raise ArgumentError(f"{name}{list(where)} is {int(array[where])}; it does not fit in "
+                            f"{np.dtype(dtype).name}")
     return np.ascontiguousarray(array, dtype=dtype), kind
 
 
 def log2phy_of(phy2log, num_experts, width=None):
     """Each expert's slots, ascending, padded with -1 to `width` (default: the largest count).
 
-    Returns (log2phy [layers, experts, width], logcnt [layers, experts]) as int64 numpy arrays.
+    Returns (log2phy [layers, experts, width], logcnt [layers, experts]), int64, as numpy for
+    numpy input and torch for torch input. phy2log holds whole numbers (-1: an empty slot); a
+    fraction, a nan or a complex number is refused, naming its position.
     """
     from . import _eplb
 
-    log2phy, logcnt = _eplb.log2phy(np.ascontiguousarray(phy2log, dtype=np.int64),
-                                    count(num_experts, "num_experts"))
-    if width is not None and width != log2phy.shape[2]:
+    array, kind = to_numpy(phy2log, np.int64, "phy2log")
+    log2phy, logcnt = _eplb.log2phy(array, integer(num_experts, "num_experts"))
+    if width is not None:
+        width = integer(width, "width", minimum=0)
         if width < log2phy.shape[2]:
-            raise ValueError(f"width {width} is below the largest replica count "
-                             f"{log2phy.shape[2]}")
-        padded = np.full(log2phy.shape[:2] + (width,), -1, dtype=np.int64)
-        padded[:, :, :log2phy.shape[2]] = log2phy
-        log2phy = padded
-    return log2phy, logcnt
+            raise ArgumentError(f"width is {width}; it must be at least the largest replica "
+                                f"count, {log2phy.shape[2]}")
+        if width > log2phy.shape[2]:
+            padded = np.full(log2phy.shape[:2] + (width,), -1, dtype=np.int64)
+            padded[:, :, :log2phy.shape[2]] = log2phy
+            log2phy = padded
+    return kind.out(log2phy), kind.out(logcnt)

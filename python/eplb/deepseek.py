@@ -23,7 +23,8 @@ torch in, torch out; numpy in, numpy out.
 import numpy as np
 
 from . import _eplb
-from ._arrays import Kind, count, to_numpy
+from ._args import integer
+from ._arrays import Kind, to_numpy
 
 
 def rebalance_experts(weight, num_replicas, num_groups, num_nodes, num_gpus):
@@ -31,10 +32,10 @@ def rebalance_experts(weight, num_replicas, num_groups, num_nodes, num_gpus):
     array, kind = to_numpy(weight, np.float32, "weight")
     if array.ndim != 2:
         raise ValueError(f"weight has shape {array.shape}; expected [layers, num_logical_experts]")
-    phy2log, log2phy, logcnt = _eplb.deepseek_full(array, count(num_replicas, "num_replicas"),
-                                                   count(num_groups, "num_groups"),
-                                                   count(num_nodes, "num_nodes"),
-                                                   count(num_gpus, "num_gpus"))
+    phy2log, log2phy, logcnt = _eplb.deepseek_full(array, integer(num_replicas, "num_replicas"),
+                                                   integer(num_groups, "num_groups"),
+                                                   integer(num_nodes, "num_nodes"),
+                                                   integer(num_gpus, "num_gpus"))
     cpu = Kind(kind.is_torch)  # the reference returns CPU tensors whatever the input's device
     return cpu.out(phy2log), cpu.out(log2phy), cpu.out(logcnt)
 

@@ -12,6 +12,7 @@ import subprocess
 import tempfile
 import weakref
 
+from . import _args
 from .folders import Comparison, RunResult, Sweep
 
 
@@ -39,21 +40,22 @@ def _cli():
 def _simulate(command, scenario, out, set, trace, extra, timeout, read):
     """Runs `eplb COMMAND [SCENARIO] --set ... --out OUT [--no-trace] EXTRA` and returns
     read(OUT); a temporary OUT (out None) lives as long as what read returned."""
+    # Every argument is checked before eplb starts, each named as the caller named it.
+    scenario = _args.optional(_args.path, scenario, "scenario")
+    overrides = _args.overrides(set, "set")
+    out = _args.optional(_args.path, out, "out")
+    trace = _args.flag(trace, "trace")
+    timeout = _args.timeout(timeout, "timeout")
     args = [_cli(), command]
     if scenario is not None:
-        args.append(os.fspath(scenario))
-    overrides = set or []
-    if isinstance(overrides, str):
-        overrides = [overrides]
-    if isinstance(overrides, dict):
-        overrides = [f"{k}={_yaml_value(v, f'set[{k!r}]')}" for k, v in overrides.items()]
+        args.append(scenario)
     for item in overrides:
         args += ["--set", item]
     temporary = None
     if out is None:
         temporary = tempfile.mkdtemp(prefix=f"eplb-{command}-")
         out = os.path.join(temporary, command)
-    args += ["--out", os.fspath(out)]
+    args += ["--out", out]
     if not trace:
         args.append("--no-trace")
     args += extra
@@ -61,7 +63,7 @@ def _simulate(command, scenario, out, set, trace, extra, timeout, read):
         returncode, stderr = _run_stopping_on_interrupt(args, timeout, command)
         if returncode != 0:
             raise EplbError(_error_of(stderr) or f"eplb {command} exited with {returncode}")
-        result = read(os.fspath(out))
+        result = read(out)
     except BaseException:
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
@@ -89,7 +91,7 @@ def _run_stopping_on_interrupt(args, timeout, command):
                 process.kill()
                 process.communicate()
             if isinstance(stopped, subprocess.TimeoutExpired):
-                raise EplbError(f"eplb {command} did not finish within {timeout} s; it was "
+                raise EplbError(f"eplb {command} did not finish within {timeout:g} s; it was "
                                 "stopped, and nothing it began was kept") from None
             raise
 
@@ -119,32 +121,19 @@ def run_scenario(scenario=None, out=None, set=None, trace=False, timeout=None, f
         DataFrames when pandas is installed (None; folders.py).
     Raises EplbError with eplb's message when the scenario is refused or the run fails.
     """
+    frames = _args.frames(frames)
     return _simulate("run", scenario, out, set, trace, [], timeout,
                      lambda folder: RunResult(folder, frames))
 
 
-def _names(values, what):
-    if isinstance(values, bytes):
-        values = values.decode()
-    if isinstance(values, str):
-        values = values.split(",")
-    elif not hasattr(values, "__iter__"):
-        values = [values]
-    values = [str(v) for v in values]
-    if not values:
-        raise ValueError(f"{what}: the list is empty; name at least one, or pass None")
-    if any("," in v or not v.strip() for v in values):
-        raise ValueError(f"{what}: {values} has an empty name or one with a comma")
-    return ",".join(values)
-
-
 def _study_options(policies, jobs):
-    """--policies and --jobs, which compare and sweep share."""
+    """--policies and --jobs, which compare and sweep share; jobs as `--jobs` takes it (0: a
+    core each)."""
     options = []
     if policies is not None:
-        options.append(f"--policies={_names(policies, 'policies')}")
+        options.append(f"--policies={_args.names(policies, 'policies')}")
     if jobs is not None:
-        options.append(f"--jobs={int(jobs)}")
+        options.append(f"--jobs={_args.integer(jobs, 'jobs', minimum=0)}")
     return options
 
 
@@ -159,9 +148,10 @@ def compare_policies(scenario=None, policies=None, seeds=None, out=None, set=Non
     out, set, trace, timeout, frames: as run_scenario. jobs: simulations at once (None: a core
     each). Raises EplbError with eplb's message.
     """
+    frames = _args.frames(frames)
     extra = _study_options(policies, jobs)
     if seeds is not None:
-        extra.append(f"--seeds={_names(seeds, 'seeds')}")
+        extra.append(f"--seeds={_args.seeds(seeds, 'seeds')}")
     return _simulate("compare", scenario, out, set, trace, extra, timeout,
                      lambda folder: Comparison(folder, frames))
 
@@ -175,25 +165,20 @@ def sweep(scenario=None, vary=None, policies=None, out=None, set=None, trace=Fal
     out, set, trace, jobs, timeout, frames: as compare_policies. Raises EplbError with eplb's
     message.
     """
+    frames = _args.frames(frames)
+    if not isinstance(vary, dict):
+        raise _args.ArgumentError(f"vary is {_args.quote(vary)}; expected a dict "
+                                  "{'key.path': [values, ...]}")
     if not vary:
-        raise ValueError("vary: name at least one field and its values, {'key.path': [...]}")
+        raise _args.ArgumentError("vary is empty: name at least one field and its values, "
+                                  "{'key.path': [...]}")
     extra = _study_options(policies, jobs)
     for key, values in vary.items():
         if not isinstance(key, str) or not key or "=" in key or "," in key:
-            raise ValueError(f"vary: {key!r} is not a field's key.path")
+            raise _args.ArgumentError(f"vary: {_args.quote(key)} is not a field's key.path")
         if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
             values = [values]
-        texts = [_yaml_value(v, f"vary[{key!r}]") for v in values]
-        extra.append(f"--vary={key}={_names(texts, key)}")
+        texts = [_args.yaml_value(v, f"vary[{key!r}]") for v in values]
+        extra.append(f"--vary={key}={_args.names(texts, f'vary[{key!r}]')}")
     return _simulate("sweep", scenario, out, set, trace, extra, timeout,
                      lambda folder: Sweep(folder, frames))
-
-
-def _yaml_value(value, where):
-    """`value` as `eplb --set` and `--vary` read it; `where` names it in errors."""
-    if value is None:  # str() would send the string "None"
-        raise ValueError(f"{where} is None; an override needs a value (leave the key out to "
-                         "keep the scenario's)")
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)

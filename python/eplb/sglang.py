@@ -28,7 +28,8 @@ Drop-in, in SGLang's eplb_algorithms/__init__.py or before the server starts:
 import numpy as np
 
 from . import _eplb
-from ._arrays import Kind, count, group_count, log2phy_of, to_numpy
+from ._args import group_count, integer, text
+from ._arrays import Kind, log2phy_of, to_numpy
 
 _SGLANG = {
     "deepseek": ("deepseek", False),
@@ -47,10 +48,10 @@ def rebalance_experts(tokens_per_expert, num_physical_experts, num_local_physica
                          "[steps, layers, logical experts]")
     if array.shape[0] == 0:
         raise ValueError("tokens_per_expert has no steps: its first dimension is 0")
-    name = getattr(algorithm, "name", algorithm)  # an EplbAlgorithm member or its name
-    num_physical_experts = count(num_physical_experts, "num_physical_experts")
-    num_local_physical_experts = count(num_local_physical_experts, "num_local_physical_experts")
-    num_nodes = count(num_nodes, "num_nodes")
+    name = text(getattr(algorithm, "name", algorithm), "algorithm")  # a member or its name
+    num_physical_experts = integer(num_physical_experts, "num_physical_experts")
+    num_local_physical_experts = integer(num_local_physical_experts, "num_local_physical_experts")
+    num_nodes = integer(num_nodes, "num_nodes")
     if num_physical_experts % num_local_physical_experts:
         raise ValueError(f"num_physical_experts ({num_physical_experts}) must be a multiple of "
                          f"num_local_physical_experts ({num_local_physical_experts})")

@@ -35,12 +35,12 @@ a bad argument is an `InvalidArgument`, which is both, with eplb's message.
 
 import functools
 import inspect
-import operator
 
 import numpy as np
 
 from . import _eplb
-from ._arrays import count, group_count, to_numpy
+from ._args import ArgumentError, group_count, integer
+from ._arrays import to_numpy
 
 try:  # when vLLM is installed, our classes are its AbstractEplbPolicy too
     from vllm.distributed.eplb.policy.abstract import AbstractEplbPolicy as _Base
@@ -55,9 +55,9 @@ _PRESERVED_AFTER = {"deepseek"}
 _NEEDS_CURRENT = {"incremental"}
 
 
-class InvalidArgument(ValueError, AssertionError):
-    """A bad argument: a ValueError for eplb's callers, an AssertionError for vLLM's, whose
-    policy asserts on the same conditions."""
+class InvalidArgument(ArgumentError, AssertionError):
+    """A bad argument: a ValueError (and TypeError, as every ArgumentError) for eplb's callers,
+    an AssertionError for vLLM's, whose policy asserts on the same conditions."""
 
 
 def _vllm_errors(method):
@@ -113,6 +113,7 @@ class EplbPolicy(_Base):
     def rebalance_experts(cls, weight, num_replicas, num_groups, num_nodes, num_ranks,
                           old_global_expert_indices=None):
         array, kind = _matrix(weight, np.float64, "weight", "[layers, num_logical_experts]")
+        num_replicas = integer(num_replicas, "num_replicas")
         old = None
         if old_global_expert_indices is not None:
             old = to_numpy(old_global_expert_indices, np.int64, "old_global_expert_indices")[0]
@@ -124,9 +125,9 @@ class EplbPolicy(_Base):
             raise ValueError(f"policy '{name}' needs old_global_expert_indices of shape "
                              f"[{array.shape[0]}, {num_replicas}]")
         preserve_after = old is not None and name in _PRESERVED_AFTER
-        ranks = count(num_ranks, "num_ranks")
-        phy2log = _eplb.rebalance(array, count(num_replicas, "num_replicas"), ranks,
-                                  count(num_nodes, "num_nodes"), group_count(num_groups), name,
+        ranks = integer(num_ranks, "num_ranks")
+        phy2log = _eplb.rebalance(array, num_replicas, ranks,
+                                  integer(num_nodes, "num_nodes"), group_count(num_groups), name,
                                   None if preserve_after else old, 16, dict(cls.options))
         if preserve_after:
             source = _eplb.preserve_slots(old, phy2log, num_replicas // ranks)
@@ -139,7 +140,7 @@ class EplbPolicy(_Base):
         """Each row's items [rows, n] into `num_packs` packs of n / num_packs items, heaviest
         first into the lightest pack: (pack_index, rank_in_pack), each [rows, n], int64."""
         array, kind = _matrix(weight, np.float32, "weight", "[rows, items]")
-        pack_index, rank_in_pack = _eplb.balanced_packing(array, count(num_packs, "num_packs"))
+        pack_index, rank_in_pack = _eplb.balanced_packing(array, integer(num_packs, "num_packs"))
         return kind.out(pack_index), kind.out(rank_in_pack)
 
     @classmethod
@@ -148,7 +149,7 @@ class EplbPolicy(_Base):
         """`num_phy` slots for each row's experts [rows, n], each extra one to the expert with
         the most load per replica: (phy2log [rows, num_phy], logcnt [rows, n]), int64."""
         array, kind = _matrix(weight, np.float32, "weight", "[rows, num_logical_experts]")
-        phy2log, _, logcnt = _eplb.replicate_experts(array, count(num_phy, "num_phy"))
+        phy2log, _, logcnt = _eplb.replicate_experts(array, integer(num_phy, "num_phy"))
         return kind.out(phy2log), kind.out(logcnt)
 
     @classmethod
@@ -158,13 +159,13 @@ class EplbPolicy(_Base):
         """DeepSeek's hierarchical policy: phy2log [layers, num_physical_experts], int64. Global
         balance is this with one group and one node."""
         array, kind = _matrix(weight, np.float32, "weight", "[layers, num_logical_experts]")
-        groups, nodes = count(num_groups, "num_groups"), count(num_nodes, "num_nodes")
+        groups, nodes = integer(num_groups, "num_groups"), integer(num_nodes, "num_nodes")
         if groups % nodes != 0:
             raise ValueError(f"num_groups is {groups}; the hierarchical policy needs a multiple "
                              f"of num_nodes ({nodes})")
         phy2log, _, _ = _eplb.deepseek_ranked(
-            array, count(num_physical_experts, "num_physical_experts"), groups, nodes,
-            count(num_gpus, "num_gpus"))
+            array, integer(num_physical_experts, "num_physical_experts"), groups, nodes,
+            integer(num_gpus, "num_gpus"))
         return kind.out(phy2log)
 
     @classmethod
@@ -188,7 +189,7 @@ class EplbPolicy(_Base):
             old = arguments.get("old_global_expert_indices")
         if old is None:
             raise ValueError("preserve_intragpu_slots needs the old placement (old_phy2log)")
-        num_ranks = operator.index(arguments["num_ranks"])
+        num_ranks = integer(arguments["num_ranks"], "num_ranks", minimum=None, maximum=None)
         new, _ = _matrix(phy2log, np.int64, "phy2log", "[layers, slots]")
         unchanged = num_ranks <= 0 or new.shape[1] % num_ranks != 0
         if not unchanged:
