@@ -20,16 +20,17 @@ the same either way: `run.metrics["balancedness"]`.
 """
 
 import json
-import operator
+import math
 import os
 
 import numpy as np
 
-from . import _eplb
+from . import _args, _eplb
 
 
 def _pandas(frames):
     """pandas when tables should be DataFrames, else None."""
+    frames = _args.frames(frames)
     if frames is False:
         return None
     try:
@@ -77,20 +78,69 @@ def _rows_table(rows, frames):
     return _table(columns, frames)
 
 
+def _folder(folder):
+    return _args.path(folder, "folder", for_command=False)
+
+
+def _strict_json(text, path):
+    """The JSON document `text`, as eplb's C++ reader takes JSON: no NaN or Infinity."""
+
+    def refuse(constant):
+        raise ValueError(f"{path}: {constant} is not a JSON number")
+
+    try:
+        return json.loads(text, parse_constant=refuse)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}:{e.lineno}: not JSON: {e.msg}") from None
+
+
 def _read_json_of(folder, kind, name):
-    """`name` of the eplb `kind` folder at `folder`, once the folder is checked whole."""
-    found = _eplb.folder_kind(os.fspath(folder))
-    if found != kind:
-        raise ValueError(f"{folder}: an eplb {found} folder, not a {kind} folder")
+    """(`name` of the eplb `kind` folder at `folder`, the folder's files as its manifest lists
+    them), once the folder is checked whole."""
+    files = _eplb.folder_files(folder, kind)
     path = os.path.join(folder, name)
-    with open(path) as f:
-        doc = json.load(f)
+    with open(path, encoding="utf-8") as f:
+        doc = _strict_json(f.read(), path)
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path}: expected a JSON object")
     version = doc.get("format_version", 0)
     if not isinstance(version, int) or version > _eplb.folder_format_version:
         raise ValueError(f"{path}: format_version {version!r} is newer than this eplb reads "
                          f"({_eplb.folder_format_version}); read it with the eplb that wrote it "
                          f"({doc.get('tool', 'unknown')})")
-    return doc
+    return doc, files
+
+
+# summary.json's numbers that are fractions of the best (balancedness), and those that count
+# or measure something and so are never negative; summary.json's other numbers are finite.
+_FRACTIONS = ("balancedness.mean", "balancedness.min")
+_NOT_NEGATIVE = ("steps", "simulated_s", "step_time_s.", "idle_step_time_s_mean", "slowed_s",
+                 "stalled_s", "imbalance_ratio.", "rearrangements.", "gpu_memory.",
+                 "bytes_moved_", "transfers", "wall_s", "peak_rss_bytes")
+
+
+def _check_summary(summary, metrics, path):
+    """summary.json's numbers in their ranges and, for balancedness, equal to what metrics.csv's
+    steps give (its mean and its least), to the 6 decimals metrics.csv keeps."""
+    flat = _flatten(summary)
+    for key, value in flat.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if not math.isfinite(value):
+            raise ValueError(f"{path}: field '{key}' is {value}; expected a finite number")
+        if key in _FRACTIONS and not 0 <= value <= 1:
+            raise ValueError(f"{path}: field '{key}' is {value}; a balancedness is within [0, 1]")
+        if value < 0 and any(key == k or (k.endswith((".", "_")) and key.startswith(k))
+                             for k in _NOT_NEGATIVE):
+            raise ValueError(f"{path}: field '{key}' is {value}; it is never negative")
+    steps = metrics.get("balancedness") if metrics is not None else None
+    if steps is not None and len(steps):
+        for key, want in (("balancedness.mean", float(np.mean(steps))),
+                          ("balancedness.min", float(np.min(steps)))):
+            got = flat.get(key)
+            if isinstance(got, (int, float)) and abs(got - want) > 1e-5:
+                raise ValueError(f"{path}: field '{key}' is {got} but metrics.csv's steps give "
+                                 f"{want:.6f}")
 
 
 class RunResult:
@@ -103,11 +153,14 @@ class RunResult:
     """
 
     def __init__(self, folder, frames=None):
-        self.folder = os.fspath(folder)
+        self.folder = _folder(folder)
+        _pandas(frames)  # frames checked before the folder is read
         tables = _eplb.read_run_tables(self.folder)  # checks the folder whole first
-        with open(os.path.join(self.folder, "summary.json")) as f:
-            self.summary = json.load(f)
-        with open(os.path.join(self.folder, "scenario.yaml")) as f:
+        path = os.path.join(self.folder, "summary.json")
+        with open(path, encoding="utf-8") as f:
+            self.summary = _strict_json(f.read(), path)
+        _check_summary(self.summary, tables.get("metrics"), path)
+        with open(os.path.join(self.folder, "scenario.yaml"), encoding="utf-8") as f:
             self.scenario_yaml = f.read()
         for name in ("metrics", "transfers", "rearrangements", "layer_balancedness",
                      "gpu_memory"):
@@ -118,9 +171,11 @@ class RunResult:
         """Every layer placement the run committed, in order: dicts with step (-1: the initial
         placement), time_s, layer and phy2log (an int64 array of the layer's slots)."""
         out = []
-        with open(os.path.join(self.folder, "placements.jsonl")) as f:
+        _eplb.folder_files(self.folder, "run")  # unchanged since it was read whole
+        path = os.path.join(self.folder, "placements.jsonl")
+        with open(path, encoding="utf-8") as f:
             for line in f:
-                record = json.loads(line)
+                record = _strict_json(line, path)
                 record["phy2log"] = np.array(record["phy2log"], dtype=np.int64)
                 out.append(record)
         return out
@@ -150,31 +205,53 @@ class Comparison:
     (seed: which one, when the comparison ran several)."""
 
     def __init__(self, folder, frames=None):
-        self.folder = os.fspath(folder)
-        self._frames = frames
-        doc = _read_json_of(self.folder, "comparison", "comparison.json")
+        self.folder = _folder(folder)
+        self._frames = _args.frames(frames)
+        doc, files = _read_json_of(self.folder, "comparison", "comparison.json")
         self.scenario = doc.get("scenario")
         self.tool = doc.get("tool")
         self.policies = _rows_table(doc.get("policies", []), frames)
         self.labels = [row.get("label") for row in doc.get("policies", [])]
+        # Each policy's runs, as the manifest lists them (never by listing the folder): its run
+        # folder POLICY/, or one per seed, POLICY/seed-S/.
+        self._runs = {}
+        for label in self.labels:
+            if not isinstance(label, str) or not _eplb.is_safe_path_component(label):
+                raise ValueError(f"{self.folder}/comparison.json: policy label "
+                                 f"{_args.quote(label)} names no folder of the comparison")
+            seeds = []
+            for f in files:
+                parts = f.split("/")
+                if (len(parts) == 3 and parts[0] == label and parts[2] == "manifest.tsv"
+                        and parts[1].startswith("seed-") and parts[1][5:].isdigit()
+                        and parts[1][5:].isascii() and parts[1] == f"seed-{int(parts[1][5:])}"):
+                    seeds.append(int(parts[1][5:]))
+            if not seeds and f"{label}/manifest.tsv" not in files:
+                raise ValueError(f"{self.folder}: comparison.json names policy {label!r} but "
+                                 f"{label}/ holds no run folder")
+            self._runs[label] = sorted(seeds)
+
+    def _label(self, policy):
+        if not isinstance(policy, str) or policy not in self._runs:
+            raise _args.ArgumentError(f"policy is {_args.quote(policy)}; {self.folder} has no "
+                                      f"policy {_args.quote(policy)}; it has {self.labels}")
+        return policy
 
     def seeds(self, policy):
         """The seeds `policy` ran with, when the comparison ran several; else []."""
-        path = os.path.join(self.folder, policy)
-        if os.path.exists(os.path.join(path, "summary.json")):
-            return []
-        return sorted(int(name[len("seed-"):]) for name in os.listdir(path)
-                      if name.startswith("seed-") and name[len("seed-"):].isdigit())
+        return list(self._runs[self._label(policy)])
 
     def run(self, policy, seed=None):
-        if policy not in self.labels:
-            raise ValueError(f"{self.folder}: no policy {policy!r}; it has {self.labels}")
+        seeds = self._runs[self._label(policy)]
         path = os.path.join(self.folder, policy)
         if seed is not None:
-            path = os.path.join(path, f"seed-{int(seed)}")
-        elif self.seeds(policy):
-            raise ValueError(f"{self.folder}: {policy} ran with seeds {self.seeds(policy)}; "
-                             "name one")
+            seed = _args.integer(seed, "seed", minimum=0, maximum=2**64 - 1)
+            if seed not in seeds:
+                ran = f"ran with seeds {seeds}" if seeds else "ran once, with no seeds named"
+                raise _args.ArgumentError(f"seed is {seed}; {policy} {ran}")
+            path = os.path.join(path, f"seed-{seed}")
+        elif seeds:
+            raise _args.ArgumentError(f"seed is None; {policy} ran with seeds {seeds}: name one")
         return _part_of(self, RunResult(path, self._frames))
 
     def __repr__(self):
@@ -192,20 +269,22 @@ class Sweep:
     folder (its row's 'point')."""
 
     def __init__(self, folder, frames=None):
-        self.folder = os.fspath(folder)
-        self._frames = frames
-        doc = _read_json_of(self.folder, "sweep", "sweep.json")
+        self.folder = _folder(folder)
+        self._frames = _args.frames(frames)
+        doc, self._files = _read_json_of(self.folder, "sweep", "sweep.json")
         self.scenario = doc.get("scenario")
         self.tool = doc.get("tool")
         self._count = len(doc.get("points", []))
         self.points = _rows_table(doc.get("points", []), frames)
 
     def run(self, point):
-        if isinstance(point, bool):
-            raise TypeError(f"point: {point!r} is not a point's number")
-        point = operator.index(point)  # 1.5 is no point
+        point = _args.integer(point, "point", minimum=None, maximum=None)  # 1.5 is no point
         if not 0 <= point < self._count:
-            raise ValueError(f"{self.folder}: no point {point}; it has 0..{self._count - 1}")
+            raise _args.ArgumentError(f"point is {point}; {self.folder} has no point {point}; "
+                                      f"it has 0..{self._count - 1}")
+        if f"points/{point}/manifest.tsv" not in self._files:
+            raise ValueError(f"{self.folder}: sweep.json lists point {point} but points/{point}/ "
+                             "holds no run folder")
         return _part_of(self, RunResult(os.path.join(self.folder, "points", str(point)),
                                         self._frames))
 
