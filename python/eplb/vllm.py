@@ -39,7 +39,7 @@ import inspect
 import numpy as np
 
 from . import _eplb
-from ._args import ArgumentError, group_count, integer
+from ._args import ArgumentError, group_count, integer, text, yaml_value
 from ._arrays import to_numpy
 
 try:  # when vLLM is installed, our classes are its AbstractEplbPolicy too
@@ -207,6 +207,8 @@ class EplbPolicy(_Base):
 def policy(name="deepseek", **options):
     """A class with vLLM's policy interface that runs eplb's policy `name` with `options`."""
     known = dict(_eplb.policies())
+    name = text(name, "name")
+    options = {key: yaml_value(value, key) for key, value in options.items()}
     if name not in known:
         raise ValueError(f"unknown policy '{name}'; the policies are: {', '.join(known)}")
     class_name = "Eplb" + "".join(part.title() for part in name.split("-")) + "Policy"
