@@ -344,7 +344,7 @@ TEST_F(CliTest, AnOutThatCannotBeWrittenIsRefusedBeforeTheWork) {
   EXPECT_TRUE(fs::is_empty(dir_ / "target"));
 }
 
-TEST_F(CliTest, StalePartialFoldersOfDeadProcessesAreRemoved) {
+TEST_F(CliTest, StalePartialFoldersOfDeadProcessesAreRemovedWhenEplbs) {
   const pid_t dead = fork();
   if (dead == 0) _exit(0);
   waitpid(dead, nullptr, 0);
@@ -355,14 +355,25 @@ TEST_F(CliTest, StalePartialFoldersOfDeadProcessesAreRemoved) {
   std::replace(name.begin(), name.end(), '/', '_');
   const fs::path stale = dir_ / ("run.partial-" + name + "-" + std::to_string(dead));
   fs::create_directories(stale);
+  Write(stale.filename().string() + "/.eplb-partial", "eplb partial folder\nkind\trun\n");
   Write(stale.filename().string() + "/metrics.csv", "step\n");
+  // Named as a dead process's leftover, but not eplb's: the user's files, named and kept.
+  const pid_t dead_too = fork();
+  if (dead_too == 0) _exit(0);
+  waitpid(dead_too, nullptr, 0);
+  const fs::path users = dir_ / ("run.partial-" + name + "-" + std::to_string(dead_too));
+  fs::create_directories(users);
+  Write(users.filename().string() + "/thesis.tex", "mine");
   const fs::path live = dir_ / ("run.partial-" + name + "-" + std::to_string(getpid()));  // alive
   const fs::path elsewhere = dir_ / ("run.partial-othermachine-" + std::to_string(dead));
   fs::create_directories(live);
   fs::create_directories(elsewhere);  // another machine's, on a shared file system: kept
   const std::string tiny = std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml";
-  ASSERT_EQ(Eplb("run " + tiny + " --set run.steps=10 --out " + (dir_ / "run").string()).code, 0);
+  const auto result = Eplb("run " + tiny + " --set run.steps=10 --out " + (dir_ / "run").string());
+  ASSERT_EQ(result.code, 0) << result.err;
   EXPECT_FALSE(fs::exists(stale));
+  EXPECT_EQ(testing::ReadFile(users / "thesis.tex"), "mine");
+  EXPECT_NE(result.err.find("kept " + users.string()), std::string::npos) << result.err;
   EXPECT_TRUE(fs::exists(live));
   EXPECT_TRUE(fs::exists(elsewhere));
 }

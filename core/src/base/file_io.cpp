@@ -65,6 +65,10 @@ constexpr std::string_view kManifestHeader = "# eplb folder manifest v2";
 // Folders written before files carried checksums: sizes only.
 constexpr std::string_view kManifestHeaderV1 = "# eplb folder manifest v1";
 
+// The file that marks a partial folder as eplb's from its first instant until its manifest
+// is written; the manifest marks it after that. A leftover is removed only with one of the two.
+constexpr const char* kPartialMarkerName = ".eplb-partial";
+
 // What is under a folder, relative and sorted. Symbolic links are files here (never followed),
 // so a link the user put in an output folder is seen as theirs like any other file.
 struct FolderEntries {
@@ -112,7 +116,7 @@ Status WriteFolderManifest(const std::string& dir, const std::string& kind) {
   EPLB_ASSIGN_OR_RETURN(const FolderEntries entries, ListEntries(dir));
   std::string text = fmt::format("{}\nkind\t{}\n", kManifestHeader, kind);
   for (const std::string& f : entries.files) {
-    if (f == kManifestName) continue;
+    if (f == kManifestName || f == kPartialMarkerName) continue;
     std::error_code ec;
     const auto bytes = fs::file_size(fs::path(dir) / f, ec);
     if (ec) return Status::IoError(fmt::format("{}/{}: {}", dir, f, ec.message()));
@@ -142,17 +146,48 @@ std::string HostName() {
   return out;
 }
 
-// Removes DIR.partial-HOST-PID folders left by this machine's processes that were killed.
+std::string PartialMarkerText(const std::string& kind) {
+  return fmt::format("eplb partial folder\nkind\t{}\nhost\t{}\npid\t{}\n", kind, HostName(),
+                     ::getpid());
+}
+
+// True when `path`, named like a partial folder, is provably one eplb wrote: empty (a kill
+// right after it was made), marked (the marker is written in one small write, so a kill leaves
+// it empty or whole), or whole with its manifest (a kill after the manifest, or the old folder
+// a replacement moved aside).
+bool IsEplbLeftover(const fs::path& path) {
+  std::error_code ec;
+  if (fs::is_empty(path, ec) && !ec) return true;
+  const fs::path marker = path / kPartialMarkerName;
+  if (fs::is_regular_file(fs::symlink_status(marker, ec))) {
+    auto text = ReadTextFile(marker.string(), 4096);
+    if (text.ok() && (text->empty() || text->rfind("eplb partial folder\n", 0) == 0)) return true;
+  }
+  return ReadFolderManifest(path.string()).ok();
+}
+
+// Removes DIR.partial-HOST-PID folders left by this machine's processes that were killed, when
+// they are provably eplb's; a folder of that name without eplb's marks is the user's: named on
+// stderr and kept, since eplb never deletes what it did not write.
 void RemoveStalePartials(const fs::path& dir) {
   const fs::path parent = dir.parent_path().empty() ? fs::path(".") : dir.parent_path();
   const std::string prefix = dir.filename().string() + ".partial-" + HostName() + "-";
   std::error_code ec;
   for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (name.rfind(prefix, 0) == 0 && it->is_directory(ec) &&
-        ProcessIsGone(name.substr(prefix.size()))) {
+    if (name.rfind(prefix, 0) != 0 || !fs::is_directory(it->symlink_status(ec)) ||
+        !ProcessIsGone(name.substr(prefix.size()))) {
+      continue;
+    }
+    if (IsEplbLeftover(it->path())) {
       std::error_code ignored;
       fs::remove_all(it->path(), ignored);
+    } else {
+      fmt::print(stderr,
+                 "eplb: kept {}: it is named like the leftover of a killed eplb run, but holds "
+                 "neither eplb's {} marker nor a {}, so it may be yours; remove it yourself if "
+                 "it is not\n",
+                 it->path().string(), kPartialMarkerName, kManifestName);
     }
   }
 }
@@ -464,15 +499,30 @@ Status WriteFolderAtomically(const std::string& dir, const std::string& kind,
   RemoveStalePartials(clean);
   EPLB_RETURN_IF_ERROR(CheckReplaceable(clean, kind));
   const std::string partial = clean + ".partial-" + HostName() + "-" + std::to_string(::getpid());
-  ScopedCleanupFolder cleanup(partial);
   std::error_code ec;
-  fs::remove_all(partial, ec);
+  // Our own name, left by an earlier process with this PID: removed only if it is eplb's.
+  if (fs::exists(fs::symlink_status(partial, ec))) {
+    if (!fs::is_directory(fs::symlink_status(partial, ec)) || !IsEplbLeftover(partial)) {
+      return Status::InvalidArgument(fmt::format(
+          "{} exists and is not an eplb leftover (no {} marker, no {}); eplb writes its partial "
+          "folder there and never deletes what it did not write: move it away",
+          partial, kPartialMarkerName, kManifestName));
+    }
+    fs::remove_all(partial, ec);
+  }
   if (!fs::create_directories(partial, ec) && ec) {
     return Status::IoError(fmt::format("{}: cannot create: {}", partial, ec.message()));
   }
-  Status s = fill(partial);
+  ScopedCleanupFolder cleanup(partial);
+  const std::string marker = partial + "/" + kPartialMarkerName;
+  Status s = WriteTextFile(marker, PartialMarkerText(kind));
+  if (s.ok()) s = fill(partial);
   if (s.ok()) s = CheckInterrupt();
   if (s.ok()) s = WriteFolderManifest(partial, kind);
+  // The manifest marks the folder now; the marker is no file of the result.
+  if (s.ok() && ::unlink(marker.c_str()) != 0) {
+    s = Status::IoError(fmt::format("{}: cannot remove: {}", marker, Errno()));
+  }
   if (s.ok()) {
     auto commit = CommitLock();
     s = CheckInterrupt();

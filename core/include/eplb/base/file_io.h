@@ -73,7 +73,10 @@ Status CheckOutputFolder(const std::string& dir, const std::string& kind);
 // added; then one atomic exchange of the two names puts the new folder at DIR, and the old one (now
 // at the partial name) is removed. A kill at any instant leaves DIR whole, old or new, plus at most
 // a stale DIR.partial-HOST-PID that the next write to DIR from HOST removes (its process being
-// gone; other machines' partial folders on a shared file system are left alone).
+// gone; other machines' partial folders on a shared file system are left alone). A leftover is
+// removed only when it is provably eplb's: empty, holding the `.eplb-partial` marker written
+// before fill runs (and removed once the manifest is written), or whole with its manifest; any
+// other folder of that name is named on stderr and kept.
 //
 // DIR is replaced only when it is an eplb folder of the same `kind` holding nothing but the
 // files its manifest lists: a folder with anything else in it is refused (before fill runs),
