@@ -157,6 +157,15 @@ class MapReader {
           n, Name(key),
           fmt::format("{} is {}; it must be {}", Name(key), v, Range(min, max, positive)));
     }
+    // A subnormal number has lost its precision, and every time divided by it overflows.
+    if (v != 0 && !std::isnormal(v)) {
+      return reader_.Fail(
+          n, Name(key),
+          fmt::format("{} is {}, below the smallest normal number ({:g}); it must be {}a normal "
+                      "number {}",
+                      Name(key), v, std::numeric_limits<double>::min(),
+                      positive || min > 0 ? "" : "0 or ", Range(min, max, positive)));
+    }
     out = v;
   }
   void Bool(const char* key, bool& out) {

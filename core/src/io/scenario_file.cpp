@@ -13,6 +13,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "eplb/engine/hardware.h"
+#include "eplb/engine/time_bounds.h"
 #include "eplb/formats/load_file.h"
 #include "eplb/policy/policy.h"
 #include "io/scenario_fields.h"
@@ -408,6 +409,10 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
   }
   top.Finish();
   if (r.status().ok()) Validate(s, r);
+  // Last: the step model needs a scenario whose every other check passed.
+  if (r.status().ok()) {
+    if (const auto unbounded = FindUnboundedTime(s)) r.FailAt(unbounded->field, unbounded->message);
+  }
   if (!r.status().ok()) return r.status();
   return s;
 }
