@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "eplb/base/file_io.h"
@@ -458,6 +459,71 @@ TEST(Workload, SequencesThatRouteAlikeAndTheStepsMovementSpreadTheCountsByTheirV
       big.status().message().find("workload.sequence_tokens is 20000 but a step runs 16384 tokens"),
       std::string::npos)
       << big.status().message();
+}
+
+// A rate inside its field's range can still make a time overflow or outgrow a simulated clock:
+// each is refused at load, naming the field, before any of its times reaches SimGrid.
+TEST(Scenario, RatesWhoseTimesOverflowAreRefusedNamingTheField) {
+  struct Case {
+    std::vector<std::string> set;
+    std::string expected;
+  };
+  const Case cases[] = {
+      {{"cluster.nvlink.bandwidth_gbps=4.9e-324"},
+       "cluster.nvlink.bandwidth_gbps is 5e-324, below the smallest normal number"},
+      {{"compute.model=roofline", "compute.hbm_efficiency=4.9e-324"},
+       "compute.hbm_efficiency is 5e-324, below the smallest normal number"},
+      {{"cluster.nvlink.bandwidth_gbps=1e-310"},
+       "cluster.nvlink.bandwidth_gbps is 1e-310, below the smallest normal number"},
+      {{"cluster.nvlink.bandwidth_gbps=1e-300"},
+       "cluster.nvlink.bandwidth_gbps is 1e-300: one expert (44040192 bytes) over NVLink would "
+       "take 4.4e+298 s; eplb simulates times of at most 1e+07 s, so raise it"},
+      {{"cluster.nic.efficiency=1e-300"}, "cluster.nic.efficiency is 1e-300: one expert"},
+      {{"cluster.storage_read_gbps=1e-12"}, "cluster.storage_read_gbps is 1e-12: one expert"},
+      {{"compute.model=roofline", "compute.hbm_efficiency=1e-300"},
+       "compute.hbm_efficiency is 1e-300: one step of the workload's tokens spread "
+       "evenly over the experts would take"},
+      {{"compute.model=roofline", "compute.flops_efficiency=1e-300"},
+       "compute.flops_efficiency is 1e-300: one step"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.set.back());
+    auto s = ParseScenario("", "s.yaml", c.set);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.status().message().find(c.expected), std::string::npos) << s.status().message();
+  }
+  // The smallest rates a real scenario might set still load.
+  EXPECT_TRUE(ParseScenario("", "s.yaml", {"cluster.nic.bandwidth_gbps=0.001"}).ok());
+}
+
+// A spread moves popularity, never the number of tokens: over the whole range of the sequences'
+// and the step's spreads, every layer of every step routes exactly tokens × top_k assignments,
+// in whole counts, none above the step's tokens (a token reaches an expert once).
+TEST(Workload, SpreadsMovePopularityNeverTheNumberOfTokens) {
+  for (const char* sequence_sigma : {"0", "0.3", "0.67", "1", "2", "5", "20"}) {
+    for (const char* step_sigma : {"0", "1"}) {
+      SCOPED_TRACE(fmt::format("sequence_sigma {}, step_sigma {}", sequence_sigma, step_sigma));
+      auto s = ParseScenario(
+          "", "d",
+          {"model.layers=4", "model.experts=64", "model.groups=8", "model.top_k=8",
+           "eplb.num_redundant_experts=0", "cluster.nodes=1", "workload.sequence_tokens=1024",
+           std::string("workload.sequence_sigma=") + sequence_sigma,
+           std::string("workload.step_sigma=") + step_sigma});
+      ASSERT_TRUE(s.ok()) << s.status().message();
+      auto w = MakeWorkload(*s);
+      ASSERT_TRUE(w.ok());
+      LoadMatrix load;
+      for (int step = 0; step < 20; ++step) {
+        (*w)->Next(load);
+        for (Eigen::Index l = 0; l < load.rows(); ++l) {
+          ASSERT_EQ(load.row(l).sum(), 16384.0 * 8) << "step " << step << ", layer " << l;
+          ASSERT_LE(load.row(l).maxCoeff(), 16384.0);
+          ASSERT_GE(load.row(l).minCoeff(), 0.0);
+          ASSERT_TRUE((load.row(l).array() == load.row(l).array().round()).all());
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

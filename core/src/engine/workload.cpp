@@ -23,19 +23,60 @@ namespace eplb {
 namespace {
 
 // Counts for one layer: `total` assignments spread by `share` (sums to 1). With `noise`, each
-// count is drawn around its mean from a normal with the variance of Poisson sampling plus
-// mean² · `count_variance` (StepVariance): N sequences per step whose log-popularity deviates
-// from the layer's by N(0, σ²) each add (e^{σ²} − 1) / N to that factor, and the step's own
-// movement e^{step_sigma²} − 1. The first two moments are those of drawing each sequence's and
-// the step's multipliers, at a cost that does not grow with N; a normal stands in for their
+// expert's count is drawn around its mean from a normal with the variance of Poisson sampling
+// plus mean² · `count_variance` (StepVariance): N sequences per step whose log-popularity
+// deviates from the layer's by N(0, σ²) each add (e^{σ²} − 1) / N to that factor, and the step's
+// own movement e^{step_sigma²} − 1. The first two moments are those of drawing each sequence's
+// and the step's multipliers, at a cost that does not grow with N; a normal stands in for their
 // shape, which is why workload.step_sigma is bounded at 1.
-void Sample(const double* share, int experts, double total, bool noise, double count_variance,
-            NormalTable& normal, double* out) {
+//
+// The draws move popularity, never the number of tokens: a step routes exactly `total`
+// assignments (its tokens × top_k), and no expert more than `cap` (each token reaches an expert
+// at most once). The draws, cut at 0, are scaled to `total`; what lies above `cap` goes to the
+// others in proportion; then each count is rounded so that the running sum is rounded, which
+// keeps the sum exact and each count within one of its share.
+void Sample(const double* share, int experts, double total, double cap, bool noise,
+            double count_variance, NormalTable& normal, double* out) {
+  if (!noise) {
+    for (int e = 0; e < experts; ++e) out[e] = total * share[e];
+    return;
+  }
+  double sum = 0;
   for (int e = 0; e < experts; ++e) {
     const double mean = total * share[e];
-    out[e] =
-        noise ? RoundedCount(mean + std::sqrt(mean + mean * mean * count_variance) * normal.Next())
-              : mean;
+    out[e] = std::max(0.0, mean + std::sqrt(mean + mean * mean * count_variance) * normal.Next());
+    sum += out[e];
+  }
+  if (!(sum > 0)) {
+    for (int e = 0; e < experts; ++e) out[e] = total * share[e];
+  } else {
+    const double scale = total / sum;
+    for (int e = 0; e < experts; ++e) out[e] *= scale;
+  }
+  // Water-filling: each pass clamps the experts above the cap and spreads their excess over the
+  // rest; an expert pushed over the cap by it is clamped in the next pass.
+  for (int pass = 0; pass < experts; ++pass) {
+    double excess = 0, below = 0;
+    for (int e = 0; e < experts; ++e) {
+      if (out[e] > cap) {
+        excess += out[e] - cap;
+        out[e] = cap;
+      } else if (out[e] < cap) {
+        below += out[e];
+      }
+    }
+    if (excess <= 0 || below <= 0) break;
+    const double grow = 1 + excess / below;
+    for (int e = 0; e < experts; ++e) {
+      if (out[e] < cap) out[e] *= grow;
+    }
+  }
+  double running = 0, rounded = 0;
+  for (int e = 0; e < experts; ++e) {
+    running += out[e];
+    const double next = RoundedCount(running);
+    out[e] = std::max(0.0, next - rounded);
+    rounded = std::max(rounded, next);
   }
 }
 
@@ -46,6 +87,7 @@ class GeneratorWorkload final : public Workload {
         layers_(s.model.layers),
         experts_(s.model.experts),
         total_(s.tokens_per_forward() * s.model.top_k),
+        cap_(s.tokens_per_forward()),
         rng_(s.run.seed * 0x9e3779b97f4a7c15ULL + 17),
         normal_(s.run.seed + 101),
         count_variance_(StepVariance(s.workload, s.tokens_per_forward())),
@@ -83,7 +125,7 @@ class GeneratorWorkload final : public Workload {
       double sum = 0;
       for (int e = 0; e < experts_; ++e) sum += share_[e] = std::exp(lp[e] - max);
       for (int e = 0; e < experts_; ++e) share_[e] /= sum;
-      Sample(share_.data(), experts_, total_, spec_.noise, count_variance_, normal_,
+      Sample(share_.data(), experts_, total_, cap_, spec_.noise, count_variance_, normal_,
              load.row(l).data());
     }
     ++step_;
@@ -106,6 +148,7 @@ class GeneratorWorkload final : public Workload {
   WorkloadSpec spec_;
   int layers_, experts_;
   double total_;
+  double cap_;  // an expert's assignments: at most one per token
   std::mt19937_64 rng_;
   NormalTable normal_;
   double count_variance_;
@@ -139,6 +182,8 @@ class DistributionWorkload final : public Workload {
     for (Eigen::Index l = 0; l < share_.rows(); ++l) {
       const double sum = share_.row(l).sum();
       totals_.push_back(sum);
+      // A token reaches an expert once; a recording that says otherwise keeps its own maximum.
+      caps_.push_back(std::max(sum / s.model.top_k, share_.row(l).maxCoeff()));
       count_variance_.push_back(StepVariance(s.workload, sum / s.model.top_k));
       if (sum > 0) share_.row(l) /= sum;
     }
@@ -147,7 +192,7 @@ class DistributionWorkload final : public Workload {
   void Next(LoadMatrix& load) override {
     load.resize(share_.rows(), share_.cols());
     for (Eigen::Index l = 0; l < share_.rows(); ++l) {
-      Sample(share_.row(l).data(), static_cast<int>(share_.cols()), totals_[l], noise_,
+      Sample(share_.row(l).data(), static_cast<int>(share_.cols()), totals_[l], caps_[l], noise_,
              count_variance_[l], normal_, load.row(l).data());
     }
   }
@@ -155,6 +200,7 @@ class DistributionWorkload final : public Workload {
  private:
   LoadMatrix share_;
   std::vector<double> totals_;
+  std::vector<double> caps_;  // per layer: the most one expert may receive
   bool noise_ = true;
   NormalTable normal_;
   std::vector<double> count_variance_;  // per layer
