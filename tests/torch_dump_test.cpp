@@ -1,9 +1,13 @@
 // PyTorch `.pt` dumps read without running them: dumps torch wrote (tests/data/torch, made by
 // make_dumps.py) read as torch reads them, malformed ones refused by name, and every exploit
 // refused with nothing run. The zip container and the pickle reader on hand-made bytes.
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -11,6 +15,7 @@
 #include "eplb/base/checksum.h"
 #include "eplb/base/file_io.h"
 #include "eplb/formats/load_file.h"
+#include "eplb/formats/torch_dump.h"
 #include "eplb/formats/torch_pickle.h"
 #include "eplb/formats/zip_archive.h"
 
@@ -291,6 +296,332 @@ TEST(TorchPickle, CyclesAndDeepNestingCostNoRecursion) {
   for (int i = 0; i < 199999; ++i) deep += "a";
   deep += ".";
   EXPECT_TRUE(Unpickle(deep, "t").ok());
+}
+
+// --- Dumps built here, byte by byte: memo-heavy and hostile ones no engine writes -------------
+
+// `v` as `width` little-endian bytes.
+std::string Le(uint64_t v, int width) {
+  std::string out;
+  for (int i = 0; i < width; ++i) out += static_cast<char>((v >> (8 * i)) & 0xFF);
+  return out;
+}
+
+// A zip archive of stored entries, as torch.save writes them (without its padding).
+std::string Zip(const std::vector<std::pair<std::string, std::string>>& entries) {
+  std::string out, directory;
+  for (const auto& [name, data] : entries) {
+    const uint64_t local = out.size();
+    const uint32_t crc = Crc32(data);
+    const std::string sizes = Le(crc, 4) + Le(data.size(), 4) + Le(data.size(), 4);
+    out += Le(0x04034b50, 4) + Le(20, 2) + Le(0, 8) + sizes + Le(name.size(), 2) + Le(0, 2) + name +
+           data;
+    directory += Le(0x02014b50, 4) + Le(20, 2) + Le(20, 2) + Le(0, 8) + sizes + Le(name.size(), 2) +
+                 Le(0, 8) + Le(0, 4) + Le(local, 4) + name;
+  }
+  const uint64_t at = out.size();
+  return out + directory + Le(0x06054b50, 4) + Le(0, 4) + Le(entries.size(), 2) +
+         Le(entries.size(), 2) + Le(directory.size(), 4) + Le(at, 4) + Le(0, 2);
+}
+
+// Pickle opcodes: BININT, LONG_BINPUT, LONG_BINGET, a tuple of small ints.
+std::string Int(uint32_t v) {
+  return "J" + Le(v, 4);
+}
+std::string Put(uint32_t memo) {
+  return "r" + Le(memo, 4);
+}
+std::string Recall(uint32_t memo) {
+  return "j" + Le(memo, 4);
+}
+std::string Ints(const std::vector<uint32_t>& v) {
+  std::string out = "(";
+  for (uint32_t x : v) out += Int(x);
+  return out + "t";
+}
+// torch._utils._rebuild_tensor_v2 of storage `key` (`numel` elements of `type`).
+std::string TensorOf(const std::string& key, const std::string& type, uint32_t numel,
+                     const std::vector<uint32_t>& shape, const std::vector<uint32_t>& stride) {
+  return "ctorch._utils\n_rebuild_tensor_v2\n((" + Short("storage") + "ctorch\n" + type + "\n" +
+         Short(key) + Short("cpu") + Int(numel) + "tQ" + Int(0) + Ints(shape) + Ints(stride) +
+         "\x89}tR";
+}
+template <typename T>
+std::string Bytes(const std::vector<T>& v) {
+  std::string out(v.size() * sizeof(T), '\0');
+  std::memcpy(out.data(), v.data(), out.size());
+  return out;
+}
+std::string Repeat(const std::string& s, int64_t times) {
+  std::string out;
+  out.reserve(s.size() * static_cast<size_t>(times));
+  for (int64_t i = 0; i < times; ++i) out += s;
+  return out;
+}
+
+// A dump archive of `pickle` and storages (key, bytes), written to a temporary file.
+std::string WriteDump(const std::string& name, const std::string& pickle,
+                      const std::vector<std::pair<std::string, std::string>>& storages) {
+  std::vector<std::pair<std::string, std::string>> entries = {{"d/data.pkl", pickle},
+                                                              {"d/byteorder", "little"}};
+  for (const auto& [key, bytes] : storages) entries.emplace_back("d/data/" + key, bytes);
+  const std::string path = (fs::temp_directory_path() / ("eplb-memo-" + name + ".pt")).string();
+  std::ofstream(path, std::ios::binary) << Zip(entries);
+  return path;
+}
+
+// SGLang's per_pass dump whose records list names one record `refs` times (the pickle's memo),
+// its counts a [1, 4] view of a storage of `storage` elements: the issue's file that took hours
+// (a million references to a view of a 60 MB storage, the storage read and checked per
+// reference), at a size a test runs.
+std::string OneRecordNamedOften(int64_t refs, uint32_t storage) {
+  std::vector<int64_t> big(storage, 0);
+  big[0] = 3;
+  big[2] = 5;
+  big[3] = 1;
+  const std::string pickle = "\x80\x02}(" + Short("last_physical_to_logical_map") +
+                             TensorOf("m", "LongStorage", 4, {1, 4}, {4, 1}) + Short("records") +
+                             "](}(" + Short("forward_pass_id") + Int(0) +
+                             Short("global_physical_count") +
+                             TensorOf("big", "LongStorage", storage, {1, 4}, {4, 1}) + "u" +
+                             Put(0) + Repeat(Recall(0), refs - 1) + "eu.";
+  return WriteDump("one-record-" + std::to_string(refs), pickle,
+                   {{"m", Bytes<int64_t>({0, 1, 0, 1})}, {"big", Bytes(big)}});
+}
+
+TEST(TorchDumpWork, ARecordNamedOftenIsReadOnceWhateverTheCount) {
+  TorchDumpWork few, many;
+  auto a = ReadTorchDump(OneRecordNamedOften(10, 1 << 17), &few);
+  auto b = ReadTorchDump(OneRecordNamedOften(100000, 1 << 17), &many);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  // Counted as often as the list names it, as Python sums the list: slots 0 and 2 hold expert 0.
+  EXPECT_EQ(a->steps[0](0, 0), 10 * (3 + 5));
+  EXPECT_EQ(b->steps[0](0, 0), 100000 * (3 + 5));
+  EXPECT_EQ(b->steps[0](0, 1), 100000 * 1);
+  // The same work for 10 and 100,000 references: each entry (byteorder, data.pkl, the map, the
+  // 1 MiB storage) read and checked once, two tensors converted, the same values added.
+  EXPECT_EQ(few.entries_checked, 4);
+  EXPECT_EQ(many.entries_checked, 4);
+  EXPECT_EQ(few.tensors_read, 2);
+  EXPECT_EQ(many.tensors_read, 2);
+  EXPECT_EQ(few.values, many.values);
+  EXPECT_LT(many.bytes_checked, (int64_t{1} << 20) + 600000);  // the storage and the pickle, once
+}
+
+TEST(TorchDumpWork, TensorsViewingOneStorageCheckItOnce) {
+  // Eight records, each its own tensor viewing another row of one storage: one CRC-32 of it.
+  std::string records;
+  for (uint32_t i = 0; i < 8; ++i) {
+    records += "}(" + Short("forward_pass_id") + Int(i) + Short("global_physical_count") +
+               "ctorch._utils\n_rebuild_tensor_v2\n((" + Short("storage") +
+               "ctorch\nLongStorage\n" + Short("rows") + Short("cpu") + Int(32) + "tQ" +
+               Int(4 * i) + Ints({1, 4}) + Ints({4, 1}) + "\x89}tRu";
+  }
+  std::vector<int64_t> rows(32);
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int64_t>(i);
+  const std::string path = WriteDump("rows",
+                                     "\x80\x02}(" + Short("last_physical_to_logical_map") +
+                                         TensorOf("m", "LongStorage", 4, {1, 4}, {4, 1}) +
+                                         Short("records") + "](" + records + "eu.",
+                                     {{"m", Bytes<int64_t>({0, 1, 2, 3})}, {"rows", Bytes(rows)}});
+  TorchDumpWork work;
+  auto s = ReadTorchDump(path, &work);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_EQ(s->steps.size(), 8u);
+  EXPECT_EQ(s->steps[7](0, 3), 31);
+  EXPECT_EQ(work.entries_checked, 4);
+  EXPECT_EQ(work.tensors_read, 9);
+}
+
+TEST(TorchDumpWork, WorkBeyondTheFilesBudgetIsRefusedBeforeItIsDone) {
+  // Distinct records (each a few bytes) all recalling one tensor that views a whole storage of
+  // 65,536 counts: each would add 65,536 values. A hundred fit the budget of a 1 MiB file; a
+  // thousand would take ~130M, over it, and are refused naming the file.
+  constexpr uint32_t kSlots = 1 << 16;
+  auto make = [&](uint32_t records) {
+    std::string list;
+    for (uint32_t i = 0; i < records; ++i) {
+      list += "}(" + Short("forward_pass_id") + Int(i) + Short("global_physical_count") +
+              (i == 0 ? TensorOf("c", "LongStorage", kSlots, {1, kSlots}, {kSlots, 1}) + Put(1)
+                      : Recall(1)) +
+              "u";
+    }
+    std::vector<int64_t> ids(kSlots), counts(kSlots, 1);
+    for (uint32_t i = 0; i < kSlots; ++i) ids[i] = i % 16;
+    return WriteDump("budget-" + std::to_string(records),
+                     "\x80\x02}(" + Short("last_physical_to_logical_map") +
+                         TensorOf("m", "LongStorage", kSlots, {1, kSlots}, {kSlots, 1}) +
+                         Short("records") + "](" + list + "eu.",
+                     {{"m", Bytes(ids)}, {"c", Bytes(counts)}});
+  };
+  TorchDumpWork fits;
+  auto ok = ReadTorchDump(make(100), &fits);
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->steps.size(), 100u);
+  EXPECT_EQ(ok->steps[99](0, 0), kSlots / 16);
+
+  const std::string path = make(1000);
+  TorchDumpWork over;
+  auto refused = ReadTorchDump(path, &over);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find(path + ": reading records["), std::string::npos)
+      << refused.status().message();
+  EXPECT_NE(refused.status().message().find("the most a dump of"), std::string::npos);
+  EXPECT_LE(over.values, TorchDumpWorkBudget(static_cast<int64_t>(fs::file_size(path))));
+  EXPECT_EQ(over.entries_checked, 4);  // and the storage checked once on the way
+}
+
+TEST(TorchPickle, RepeatedKeysCollapseAsPythonSetsThem) {
+  // {'a': 1, 'b': 2} then 100,000 more SETITEMS of 'a' (recalled from the memo): one dict of two
+  // items whose 'a' is the last value set, as Python builds it. 'd' (DICT) collapses alike.
+  const std::string pickle = "\x80\x02}" + Put(0) + "(" + Short("a") + Put(1) + "K\x01" +
+                             Short("b") + "K\x02u(" + Repeat(Recall(1) + "K\x07", 99999) +
+                             Recall(1) + "K\x09u.";
+  auto g = Unpickle(pickle, "t");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(g->at(g->root).items.size(), 4u);
+  EXPECT_EQ(g->at(g->Get(g->root, "a")).integer, 9);
+  EXPECT_EQ(g->at(g->Get(g->root, "b")).integer, 2);
+  EXPECT_EQ(g->Get(g->root, "c"), -1);
+  auto d = Unpickle("\x80\x02(" + Short("k") + "K\x01" + Short("k") + "K\x02" + Short("j") +
+                        "K\x03" + Short("k") + "K\x04" + "d.",
+                    "t");
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  ASSERT_EQ(d->at(d->root).items.size(), 4u);
+  EXPECT_EQ(d->at(d->at(d->root).items[0]).text, "k");  // its first place, its last value
+  EXPECT_EQ(d->at(d->Get(d->root, "k")).integer, 4);
+  EXPECT_EQ(d->at(d->Get(d->root, "j")).integer, 3);
+}
+
+TEST(TorchDumpWork, ARecordOfManyRepeatedKeysNamedOftenReadsInOnePass) {
+  // The issue's second file at a test's size: one record whose forward_pass_id is set 200,000
+  // times, named 20,000 times. The record is one dict of two keys; it is read once.
+  const std::string pickle =
+      "\x80\x02}(" + Short("last_physical_to_logical_map") +
+      TensorOf("m", "LongStorage", 4, {1, 4}, {4, 1}) + Short("records") + "](}" +
+      Short("forward_pass_id") + Put(1) + Int(0) + Put(2) + "s" + Short("global_physical_count") +
+      TensorOf("c", "LongStorage", 4, {1, 4}, {4, 1}) + "s(" +
+      Repeat(Recall(1) + Recall(2), 200000) + "u" + Put(0) + Repeat(Recall(0), 19999) + "eu.";
+  TorchDumpWork work;
+  auto s = ReadTorchDump(
+      WriteDump("keys", pickle,
+                {{"m", Bytes<int64_t>({0, 1, 2, 3})}, {"c", Bytes<int64_t>({1, 2, 3, 4})}}),
+      &work);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->steps[0](0, 3), 20000 * 4);
+  EXPECT_EQ(work.tensors_read, 2);
+  EXPECT_EQ(work.values, 4 + 4 + 4 + 4);  // the map, the counts, the pass's cells, their sum
+}
+
+TEST(TorchPickle, RecalledValuesCostOneNodeNotACopy) {
+  // torch.Size of a 100,000-item tuple, called 1,000 times: the tuple itself each time (it never
+  // changes), so the graph holds ~100,000 values, not 10^8.
+  const std::string pickle = "\x80\x02(ctorch\nSize\n" + Put(0) + "(" + Repeat("K\x01", 100000) +
+                             "t\x85" + Put(1) + "R" + Repeat(Recall(0) + Recall(1) + "R", 999) +
+                             "l.";
+  auto g = Unpickle(pickle, "t");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(g->at(g->root).items.size(), 1000u);
+  EXPECT_LT(g->nodes.size(), 100100u);
+}
+
+TEST(TorchPickle, MemoHeavyConstructsAreRefusedByName) {
+  struct Case {
+    std::string name, bytes, message;
+  };
+  const std::vector<Case> cases = {
+      // A long argument tuple recalled for each REDUCE would be copied each time.
+      {"REDUCE with many arguments",
+       "\x80\x02"
+       "ctorch._utils\n_rebuild_tensor_v2\n(" +
+           Repeat("K\x01", 100) + "tR.",
+       "REDUCE calls _rebuild_tensor_v2 with 100 arguments; it takes at most 7"},
+      // A storage key is copied into every view of it.
+      {"long storage key",
+       "\x80\x02(" + Short("storage") + "ctorch\nFloatStorage\n" + Short(std::string(200, 'k')) +
+           Short("cpu") + "K\x04tQ.",
+       "a storage key of 200 bytes; torch.save names storages by number"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto g = Unpickle(c.bytes, "t");
+    ASSERT_FALSE(g.ok());
+    EXPECT_NE(g.status().message().find(c.message), std::string::npos) << g.status().message();
+  }
+}
+
+// --- Counts are checked per physical slot, before replicas are added -------------------------
+
+// vLLM's window [1 step, 1 layer, 4 slots] of float64 counts, slots 0 and 2 replicas of expert 0.
+std::string VllmWindow(const std::string& name, const std::vector<double>& window) {
+  return WriteDump("vllm-" + name,
+                   "\x80\x02}(" + Short("expert_load_window") +
+                       TensorOf("w", "DoubleStorage", 4, {1, 1, 4}, {4, 4, 1}) +
+                       Short("physical_to_logical_map") +
+                       TensorOf("m", "LongStorage", 4, {1, 4}, {4, 1}) + "u.",
+                   {{"w", Bytes(window)}, {"m", Bytes<int64_t>({0, 1, 0, 1})}});
+}
+
+// SGLang's per_pass dump: one forward pass counted by two ranks, whose counts are summed.
+std::string PerRank(const std::string& name, const std::vector<double>& rank0,
+                    const std::vector<double>& rank1) {
+  std::string records;
+  for (const std::string key : {"r0", "r1"}) {
+    records += "}(" + Short("forward_pass_id") + Int(0) + Short("global_physical_count") +
+               TensorOf(key, "DoubleStorage", 4, {1, 4}, {4, 1}) + "u";
+  }
+  return WriteDump(
+      "per-rank-" + name,
+      "\x80\x02}(" + Short("last_physical_to_logical_map") +
+          TensorOf("m", "LongStorage", 4, {1, 4}, {4, 1}) + Short("records") + "](" + records +
+          "eu.",
+      {{"m", Bytes<int64_t>({0, 1, 0, 1})}, {"r0", Bytes(rank0)}, {"r1", Bytes(rank1)}});
+}
+
+TEST(TorchDump, EveryCountIsCheckedBeforeReplicasOrRanksAreAdded) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  struct Case {
+    std::string name;
+    std::vector<double> counts;  // slots 0 and 2 hold expert 0
+    std::string message;         // after the file's name
+  };
+  const std::vector<Case> cases = {
+      {"minus-seven", {-7, 0, 10, 0}, "counts -7 at layer 0, slot 0"},
+      {"cancelling-huge", {1e300, 0, -1e300, 0}, "counts 1e+300 at layer 0, slot 0"},
+      {"nan", {1, nan, 1, 0}, "counts nan at layer 0, slot 1"},
+      {"inf", {1, 0, inf, 0}, "counts inf at layer 0, slot 2"},
+      {"minus-inf", {inf, 0, -inf, 0}, "counts inf at layer 0, slot 0"},
+      {"beyond-the-cap", {2e15, 0, 0, 0}, "counts 2000000000000000 at layer 0, slot 0"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string window = VllmWindow(c.name, c.counts);
+    auto v = ReadLoadSeries(window);
+    ASSERT_FALSE(v.ok()) << "folded to " << v->steps[0];
+    EXPECT_EQ(v.status().message(),
+              window + ": expert_load_window[0] " + c.message +
+                  "; counts must be finite, non-negative and at most 1e+15 tokens");
+    // The same counts split over two ranks' records of one forward pass.
+    std::vector<double> rank0 = c.counts, rank1(4, 0);
+    std::swap(rank0[2], rank1[2]);
+    const std::string ranks = PerRank(c.name, rank0, rank1);
+    auto r = ReadLoadSeries(ranks);
+    ASSERT_FALSE(r.ok()) << "summed to " << r->steps[0];
+    const std::string record = c.message.ends_with("slot 2") ? "records[1]" : "records[0]";
+    EXPECT_EQ(r.status().message(),
+              ranks + ": " + record + ".global_physical_count " + c.message +
+                  "; counts must be finite, non-negative and at most 1e+15 tokens");
+  }
+  // Counts that are counts fold and sum as before.
+  auto v = ReadLoadSeries(VllmWindow("fine", {10, 1, 7, 2}));
+  ASSERT_TRUE(v.ok()) << v.status().message();
+  EXPECT_EQ(v->steps[0](0, 0), 17);
+  EXPECT_EQ(v->steps[0](0, 1), 3);
+  auto r = ReadLoadSeries(PerRank("fine", {10, 1, 0, 2}, {0, 0, 7, 0}));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->steps[0](0, 0), 17);
 }
 
 }  // namespace

@@ -1,12 +1,16 @@
 // PyTorch `.pt` dumps of expert load (SGLang's recorder, vLLM's EPLB window), read without
 // Python: the zip container (zip_archive.h), its pickle as data (torch_pickle.h), and each
 // tensor's bytes from the archive, every shape, stride and id checked before anything is
-// allocated from it.
+// allocated from it. The work stays linear in the file (torch_dump.h).
+#include "eplb/formats/torch_dump.h"
+
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <set>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -30,15 +34,6 @@ constexpr int64_t kMaxSeriesValues = kMaxSeriesBytes / static_cast<int64_t>(size
 // As many experts as TensorRT-LLM's statistics reader allows.
 constexpr int64_t kMaxExperts = int64_t{1} << 24;
 
-// One `.pt` archive: the file's bytes, its directory and its pickle.
-struct Dump {
-  std::string path;
-  std::string bytes;
-  std::string prefix;  // the archive's top folder, with its '/'
-  std::unique_ptr<ZipArchive> archive;
-  PickleGraph graph;
-};
-
 // A tensor's values, row-major, as doubles.
 struct Array {
   std::string dtype;
@@ -46,10 +41,54 @@ struct Array {
   std::vector<double> values;
 };
 
-Result<std::unique_ptr<Dump>> OpenDump(const std::string& path) {
+// One `.pt` archive: the file's bytes, its directory and its pickle, and what has been read of
+// it, so that a value the pickle recalls many times is read once.
+struct Dump {
+  std::string path;
+  std::string bytes;
+  std::string prefix;  // the archive's top folder, with its '/'
+  std::unique_ptr<ZipArchive> archive;
+  PickleGraph graph;
+  TorchDumpWork* work = nullptr;  // shared by the dumps of one read
+  int64_t budget = 0;             // TorchDumpWorkBudget of the file's size
+  mutable int64_t spent = 0;
+  // Entries whose CRC-32 was checked, and tensors converted, by their node in the graph
+  // (unordered_map keeps its elements in place, so pointers to them stay valid).
+  mutable std::unordered_map<const ZipArchive::Entry*, std::string_view> entries;
+  mutable std::unordered_map<int32_t, Array> arrays;
+};
+
+// Counts `values` against the dump's budget before they are materialised or added up.
+Status Spend(const Dump& dump, int64_t values, const std::string& what) {
+  if (values > dump.budget - dump.spent) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: reading {} would take over {} values in all, the most a dump of {} may make eplb "
+        "read or add up ({} per byte, at least {}); the dump recalls its tensors or records more "
+        "often than a recording does",
+        dump.path, what, dump.budget, FormatBytes(static_cast<int64_t>(dump.bytes.size())),
+        kTorchDumpValuesPerByte, kTorchDumpMinValues));
+  }
+  dump.spent += values;
+  dump.work->values += values;
+  return Status::Ok();
+}
+
+// An entry's data, its CRC-32 checked the first time only.
+Result<std::string_view> ReadEntry(const Dump& dump, const ZipArchive::Entry& entry) {
+  if (auto it = dump.entries.find(&entry); it != dump.entries.end()) return it->second;
+  EPLB_ASSIGN_OR_RETURN(std::string_view data, dump.archive->Read(entry));
+  ++dump.work->entries_checked;
+  dump.work->bytes_checked += static_cast<int64_t>(data.size());
+  dump.entries.emplace(&entry, data);
+  return data;
+}
+
+Result<std::unique_ptr<Dump>> OpenDump(const std::string& path, TorchDumpWork* work) {
   auto dump = std::make_unique<Dump>();
   dump->path = path;
+  dump->work = work;
   EPLB_ASSIGN_OR_RETURN(dump->bytes, ReadTextFile(path));
+  dump->budget = TorchDumpWorkBudget(static_cast<int64_t>(dump->bytes.size()));
   const std::string_view bytes = dump->bytes;
   if (bytes.starts_with(kLegacyMagic)) {
     return Status::InvalidArgument(
@@ -92,7 +131,7 @@ Result<std::unique_ptr<Dump>> OpenDump(const std::string& path) {
                                    ": a zip archive without data.pkl; not a file torch.save wrote");
   }
   if (const ZipArchive::Entry* order = dump->archive->Find(dump->prefix + "byteorder")) {
-    EPLB_ASSIGN_OR_RETURN(std::string_view text, dump->archive->Read(*order));
+    EPLB_ASSIGN_OR_RETURN(std::string_view text, ReadEntry(*dump, *order));
     if (text != "little") {
       return Status::InvalidArgument(fmt::format(
           "{}: its byteorder entry is '{}'; eplb reads dumps saved on little-endian machines", path,
@@ -104,14 +143,16 @@ Result<std::unique_ptr<Dump>> OpenDump(const std::string& path) {
         fmt::format("{}: data.pkl is {}; a load dump's structure takes far less (at most {})", path,
                     FormatBytes(static_cast<int64_t>(pickle->size)), FormatBytes(kMaxPickleBytes)));
   }
-  EPLB_ASSIGN_OR_RETURN(std::string_view pickled, dump->archive->Read(*pickle));
+  EPLB_ASSIGN_OR_RETURN(std::string_view pickled, ReadEntry(*dump, *pickle));
   EPLB_ASSIGN_OR_RETURN(dump->graph, Unpickle(pickled, path + " (data.pkl)"));
   return dump;
 }
 
 // The tensor at `ref` as doubles; `what` names it in errors. Refuses complex and bool tensors,
-// and with `ids` every dtype but an integer one.
-Result<Array> ReadTensor(const Dump& dump, int32_t ref, const std::string& what, bool ids = false) {
+// and with `ids` every dtype but an integer one. Converted once per tensor node however often the
+// pickle recalls it; the result lives as long as `dump`.
+Result<const Array*> ReadTensor(const Dump& dump, int32_t ref, const std::string& what,
+                                bool ids = false) {
   const PickleNode& node = dump.graph.at(ref);
   if (node.kind != PickleKind::kTensor) {
     return Status::InvalidArgument(fmt::format("{}: {} is {}; expected a tensor", dump.path, what,
@@ -131,6 +172,7 @@ Result<Array> ReadTensor(const Dump& dump, int32_t ref, const std::string& what,
     return Status::InvalidArgument(fmt::format("{}: {} holds {} values; eplb reads at most {}",
                                                dump.path, what, t.numel(), kMaxSeriesValues));
   }
+  if (auto it = dump.arrays.find(ref); it != dump.arrays.end()) return &it->second;
   const ZipArchive::Entry* entry = dump.archive->Find(dump.prefix + "data/" + t.storage);
   if (entry == nullptr) {
     return Status::InvalidArgument(fmt::format("{}: {}'s storage '{}' is not in the archive",
@@ -142,8 +184,10 @@ Result<Array> ReadTensor(const Dump& dump, int32_t ref, const std::string& what,
         fmt::format("{}: {}'s storage holds {} bytes, less than its {} elements of {} need",
                     dump.path, what, entry->size, t.storage_numel, t.dtype));
   }
-  EPLB_ASSIGN_OR_RETURN(std::string_view data, dump.archive->Read(*entry));
-  Array out;
+  EPLB_RETURN_IF_ERROR(Spend(dump, t.numel(), what));
+  EPLB_ASSIGN_OR_RETURN(std::string_view data, ReadEntry(dump, *entry));
+  ++dump.work->tensors_read;
+  Array& out = dump.arrays[ref];
   out.dtype = t.dtype;
   out.shape = t.shape;
   out.values.resize(static_cast<size_t>(t.numel()));
@@ -158,7 +202,7 @@ Result<Array> ReadTensor(const Dump& dump, int32_t ref, const std::string& what,
       index[d] = 0;
     }
   }
-  return out;
+  return &out;
 }
 
 Result<int32_t> Need(const Dump& dump, int32_t dict, std::string_view key, const std::string& in) {
@@ -176,7 +220,8 @@ struct SlotMap {
 };
 
 Result<SlotMap> ReadSlotMap(const Dump& dump, int32_t ref, const std::string& what) {
-  EPLB_ASSIGN_OR_RETURN(Array a, ReadTensor(dump, ref, what, /*ids=*/true));
+  EPLB_ASSIGN_OR_RETURN(const Array* read, ReadTensor(dump, ref, what, /*ids=*/true));
+  const Array& a = *read;
   if (a.shape.size() != 2 || a.shape[0] < 1 || a.shape[1] < 1) {
     return Status::InvalidArgument(fmt::format("{}: {} is shaped [{}]; expected [layers, slots]",
                                                dump.path, what, fmt::join(a.shape, ", ")));
@@ -197,9 +242,25 @@ Result<SlotMap> ReadSlotMap(const Dump& dump, int32_t ref, const std::string& wh
   return m;
 }
 
-// Per-slot counts [steps][layers × slots] folded to logical experts through `map`.
+// A count as the CSV reader takes one: finite, ≥ 0 and at most kMaxLoad. Checked per physical
+// slot before replicas of one expert are added (or ranks summed), where -7 beside +10 would
+// fold to an acceptable 3, and 1e300 beside -1e300 to 0.
+bool IsCount(double c) {
+  return c >= 0 && c <= kMaxLoad;
+}
+
+Status BadCount(const std::string& name, const std::string& what, int64_t layer, int64_t slot,
+                double c) {
+  return Status::InvalidArgument(
+      fmt::format("{}: {} counts {} at layer {}, slot {}; counts must be finite, non-negative and "
+                  "at most {:g} tokens",
+                  name, what, c, layer, slot, kMaxLoad));
+}
+
+// Per-slot counts [steps][layers × slots] folded to logical experts through `map`; `what` names
+// the counts in errors ("expert_load_window" gets "[step]" appended).
 Result<LoadSeries> Fold(const std::vector<std::vector<double>>& physical, const SlotMap& map,
-                        const std::string& name) {
+                        const std::string& name, const std::string& what) {
   if (static_cast<int64_t>(physical.size()) * map.layers * map.experts > kMaxSeriesValues) {
     return Status::InvalidArgument(
         fmt::format("{}: {} steps of {} layers × {} experts would take over {}", name,
@@ -212,6 +273,7 @@ Result<LoadSeries> Fold(const std::vector<std::vector<double>>& physical, const 
       for (int64_t s = 0; s < map.slots; ++s) {
         const double c = physical[step][static_cast<size_t>(l * map.slots + s)];
         const int64_t e = map.ids[static_cast<size_t>(l * map.slots + s)];
+        if (!IsCount(c)) return BadCount(name, fmt::format("{}[{}]", what, step), l, s, c);
         if (e >= 0) {
           m(l, e) += c;
         } else if (c != 0) {
@@ -280,9 +342,16 @@ Result<LoadSeries> ReadPerPass(const std::vector<std::unique_ptr<Dump>>& dumps,
       return Status::InvalidArgument(fmt::format("{}: records is {}; expected a list", dump->path,
                                                  PickleGraph::KindName(records.kind)));
     }
+    // A record the list names many times (the pickle's memo) is read once and counted as many
+    // times as it is named: the work is the distinct records', not the references'.
+    std::vector<std::pair<int32_t, size_t>> distinct;  // record, first index, in list order
+    std::unordered_map<int32_t, int64_t> times;
     for (size_t i = 0; i < records.items.size(); ++i) {
+      if (times[records.items[i]]++ == 0) distinct.emplace_back(records.items[i], i);
+    }
+    for (const auto& [record, i] : distinct) {
       const std::string where = fmt::format("records[{}]", i);
-      const int32_t record = records.items[i];
+      const double mult = static_cast<double>(times[record]);
       if (dump->graph.at(record).kind != PickleKind::kDict) {
         return Status::InvalidArgument(fmt::format(
             "{}: {} is {}; expected a dict with forward_pass_id and global_physical_count or "
@@ -302,20 +371,35 @@ Result<LoadSeries> ReadPerPass(const std::vector<std::unique_ptr<Dump>>& dumps,
           return Status::InvalidArgument(fmt::format("{}: the records hold over {} of load", name,
                                                      FormatBytes(kMaxSeriesBytes)));
         }
+        EPLB_RETURN_IF_ERROR(Spend(*dump, static_cast<int64_t>(cells), where));
         it->second.assign(cells, 0.0);
       }
       std::vector<double>& counts = it->second;
       if (const int32_t c = dump->graph.Get(record, "global_physical_count"); c >= 0) {
-        EPLB_ASSIGN_OR_RETURN(Array a, ReadTensor(*dump, c, where + ".global_physical_count"));
+        const std::string what = where + ".global_physical_count";
+        EPLB_ASSIGN_OR_RETURN(const Array* read, ReadTensor(*dump, c, what));
+        const Array& a = *read;
         if (a.shape != std::vector<int64_t>{map->layers, map->slots}) {
           return Status::InvalidArgument(fmt::format(
               "{}: {}.global_physical_count is shaped [{}]; the map says [{}, {}] (layers, slots)",
               dump->path, where, fmt::join(a.shape, ", "), map->layers, map->slots));
         }
-        for (size_t k = 0; k < cells; ++k) counts[k] += a.values[k];
+        EPLB_RETURN_IF_ERROR(Spend(*dump, static_cast<int64_t>(cells), what));
+        for (size_t k = 0; k < cells; ++k) {
+          const double v = a.values[k];
+          if (!IsCount(v)) {
+            const auto slots = static_cast<size_t>(map->slots);
+            return BadCount(dump->path, what, static_cast<int64_t>(k / slots),
+                            static_cast<int64_t>(k % slots), v);
+          }
+          counts[k] += mult * v;
+        }
       } else if (const int32_t t = dump->graph.Get(record, "topk_ids_of_layer"); t >= 0) {
-        EPLB_ASSIGN_OR_RETURN(Array a,
+        EPLB_ASSIGN_OR_RETURN(const Array* read,
                               ReadTensor(*dump, t, where + ".topk_ids_of_layer", /*ids=*/true));
+        const Array& a = *read;
+        EPLB_RETURN_IF_ERROR(
+            Spend(*dump, static_cast<int64_t>(a.values.size()), where + ".topk_ids_of_layer"));
         if (a.shape.size() != 3 || a.shape[0] != map->layers) {
           return Status::InvalidArgument(fmt::format(
               "{}: {}.topk_ids_of_layer is shaped [{}]; expected [{} layers, tokens, top-k]",
@@ -330,7 +414,8 @@ Result<LoadSeries> ReadPerPass(const std::vector<std::unique_ptr<Dump>>& dumps,
                 "{}: {}.topk_ids_of_layer holds slot {:.0f}; the map has slots 0 to {} (-1 pads)",
                 dump->path, where, slot, map->slots - 1));
           }
-          counts[k / per_layer * static_cast<size_t>(map->slots) + static_cast<size_t>(slot)] += 1;
+          counts[k / per_layer * static_cast<size_t>(map->slots) + static_cast<size_t>(slot)] +=
+              mult;
         }
       } else {
         return Status::InvalidArgument(fmt::format(
@@ -346,7 +431,7 @@ Result<LoadSeries> ReadPerPass(const std::vector<std::unique_ptr<Dump>>& dumps,
   }
   std::vector<std::vector<double>> physical;
   for (auto& [id, counts] : passes) physical.push_back(std::move(counts));
-  return Fold(physical, *map, name);
+  return Fold(physical, *map, name, "the records' sum of forward pass");
 }
 
 // vLLM's expert_load_window [window, layers, slots] through its physical_to_logical_map.
@@ -356,7 +441,8 @@ Status AppendVllmWindow(const Dump& dump, LoadSeries& series) {
   EPLB_ASSIGN_OR_RETURN(SlotMap map, ReadSlotMap(dump, map_ref, "physical_to_logical_map"));
   EPLB_ASSIGN_OR_RETURN(int32_t window_ref,
                         Need(dump, dump.graph.root, "expert_load_window", "the dump"));
-  EPLB_ASSIGN_OR_RETURN(Array a, ReadTensor(dump, window_ref, "expert_load_window"));
+  EPLB_ASSIGN_OR_RETURN(const Array* read, ReadTensor(dump, window_ref, "expert_load_window"));
+  const Array& a = *read;
   if (a.shape.size() != 3 || a.shape[1] != map.layers || a.shape[2] != map.slots) {
     return Status::InvalidArgument(fmt::format(
         "{}: expert_load_window is shaped [{}] but physical_to_logical_map is [{}, {}]; expected "
@@ -369,7 +455,7 @@ Status AppendVllmWindow(const Dump& dump, LoadSeries& series) {
     physical.emplace_back(a.values.begin() + static_cast<std::ptrdiff_t>(s * cells),
                           a.values.begin() + static_cast<std::ptrdiff_t>((s + 1) * cells));
   }
-  EPLB_ASSIGN_OR_RETURN(LoadSeries folded, Fold(physical, map, dump.path));
+  EPLB_ASSIGN_OR_RETURN(LoadSeries folded, Fold(physical, map, dump.path, "expert_load_window"));
   if (!series.steps.empty() &&
       (folded.layers() != series.layers() || folded.experts() != series.experts())) {
     return Status::InvalidArgument(fmt::format(
@@ -383,6 +469,12 @@ Status AppendVllmWindow(const Dump& dump, LoadSeries& series) {
 }  // namespace
 
 Result<LoadSeries> ReadTorchDump(const std::string& path) {
+  return ReadTorchDump(path, nullptr);
+}
+
+Result<LoadSeries> ReadTorchDump(const std::string& path, TorchDumpWork* work) {
+  TorchDumpWork unused;
+  if (work == nullptr) work = &unused;
   std::vector<std::string> files;
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
@@ -402,7 +494,7 @@ Result<LoadSeries> ReadTorchDump(const std::string& path) {
   std::vector<std::unique_ptr<Dump>> dumps;
   std::set<std::string> kinds;
   for (const std::string& file : files) {
-    EPLB_ASSIGN_OR_RETURN(std::unique_ptr<Dump> dump, OpenDump(file));
+    EPLB_ASSIGN_OR_RETURN(std::unique_ptr<Dump> dump, OpenDump(file, work));
     const PickleGraph& g = dump->graph;
     const PickleNode& root = g.at(g.root);
     if (root.kind != PickleKind::kDict) {
@@ -456,9 +548,9 @@ Result<LoadSeries> ReadTorchDump(const std::string& path) {
   for (const auto& dump : dumps) {
     if (kind == "stat") {
       EPLB_ASSIGN_OR_RETURN(
-          Array a,
+          const Array* a,
           ReadTensor(*dump, dump->graph.Get(dump->graph.root, "logical_count"), "logical_count"));
-      EPLB_RETURN_IF_ERROR(AppendSteps(a, dump->path + ": logical_count", series));
+      EPLB_RETURN_IF_ERROR(AppendSteps(*a, dump->path + ": logical_count", series));
     } else {
       EPLB_RETURN_IF_ERROR(AppendVllmWindow(*dump, series));
     }

@@ -19,6 +19,11 @@ constexpr size_t kMaxNodes = size_t{8} << 20;
 constexpr size_t kMaxTensorDims = 16;
 // Every tensor's elements fit comfortably in int64 byte offsets.
 constexpr int64_t kMaxElements = int64_t{1} << 40;
+// torch.save names storages by number; a longer key is no storage of a dump (and is copied into
+// every tensor view of it).
+constexpr size_t kMaxStorageKey = 64;
+// REDUCE's callables take at most this many arguments (_rebuild_tensor_v2 with its metadata).
+constexpr size_t kMaxReduceArgs = 7;
 
 // Storage types torch.save names (torch.<X>Storage) and the dtype each holds.
 constexpr std::array<std::pair<std::string_view, std::string_view>, 12> kStorageTypes{{
@@ -189,6 +194,27 @@ class Unpickler {
     return Status::Ok();
   }
 
+  // dict[key] = value, as Python sets it: a string key already there keeps its place and takes
+  // the new value, so that a pickle repeating a key millions of times builds a dict of one item.
+  // Other keys (never looked up) are kept as they come.
+  void SetItem(int32_t dict, int32_t key, int32_t value) {
+    PickleNode& node = graph_.nodes[static_cast<size_t>(dict)];
+    const PickleNode& k = graph_.at(key);
+    if (k.kind == PickleKind::kString) {
+      auto [id, fresh_id] =
+          graph_.key_ids.try_emplace(k.text, static_cast<uint32_t>(graph_.key_ids.size()));
+      const uint64_t slot = (static_cast<uint64_t>(static_cast<uint32_t>(dict)) << 32) | id->second;
+      auto [it, fresh] =
+          graph_.key_slots.try_emplace(slot, static_cast<uint32_t>(node.items.size()));
+      if (!fresh) {
+        node.items[it->second + 1] = value;
+        return;
+      }
+    }
+    node.items.push_back(key);
+    node.items.push_back(value);
+  }
+
   // Appends `items` to the list, or key/value pairs to the dict, at the top of the stack.
   Status Extend(PickleKind want, const std::vector<int32_t>& items, size_t at) {
     EPLB_ASSIGN_OR_RETURN(int32_t target, Top(at));
@@ -197,8 +223,10 @@ class Unpickler {
       return BadAt(at, fmt::format("adds items to {}; only {} takes them",
                                    PickleGraph::KindName(node.kind), PickleGraph::KindName(want)));
     }
-    if (want == PickleKind::kDict && items.size() % 2 != 0) {
-      return BadAt(at, "a dict's items come in key, value pairs");
+    if (want == PickleKind::kDict) {
+      if (items.size() % 2 != 0) return BadAt(at, "a dict's items come in key, value pairs");
+      for (size_t i = 0; i < items.size(); i += 2) SetItem(target, items[i], items[i + 1]);
+      return Status::Ok();
     }
     node.items.insert(node.items.end(), items.begin(), items.end());
     return Status::Ok();
@@ -324,6 +352,11 @@ class Unpickler {
     if (args_node.kind != PickleKind::kTuple) {
       return BadAt(at, "REDUCE's arguments are not a tuple; a damaged pickle");
     }
+    // Checked before the copy below, so that a huge tuple recalled for every REDUCE costs nothing.
+    if (args_node.items.size() > kMaxReduceArgs) {
+      return BadAt(at, fmt::format("REDUCE calls {} with {} arguments; it takes at most {}",
+                                   callable.text, args_node.items.size(), kMaxReduceArgs));
+    }
     const std::vector<int32_t> args = args_node.items;
     const std::string what = callable.text;
     if (what == "OrderedDict") {
@@ -334,7 +367,9 @@ class Unpickler {
       if (args.size() != 1 || graph_.at(args[0]).kind != PickleKind::kTuple) {
         return BadAt(at, "torch.Size is called without one tuple");
       }
-      return Push(AddContainer(PickleKind::kTuple, graph_.at(args[0]).items));
+      // The tuple itself (tuples never change), not a copy: recalling a long tuple for many
+      // Size calls costs one node.
+      return Push(args[0]);
     }
     EPLB_ASSIGN_OR_RETURN(int32_t tensor, RebuildTensor(args, what == "_rebuild_tensor_v2", at));
     return Push(tensor);
@@ -354,6 +389,11 @@ class Unpickler {
       return BadAt(at,
                    "a persistent id is not ('storage', torch.<type>Storage, key, location, "
                    "element count), as torch.save writes them");
+    }
+    if (graph_.at(pid.items[2]).text.size() > kMaxStorageKey) {
+      return BadAt(at, fmt::format("a storage key of {} bytes; torch.save names storages by "
+                                   "number (at most {} bytes)",
+                                   graph_.at(pid.items[2]).text.size(), kMaxStorageKey));
     }
     TorchTensorView t;
     t.dtype = graph_.at(pid.items[1]).text;
@@ -479,10 +519,13 @@ class Unpickler {
         if (op == 'd' && items.size() % 2 != 0) {
           return BadAt(at, "a dict's items come in key, value pairs");
         }
-        return Push(AddContainer(op == 'l'   ? PickleKind::kList
-                                 : op == 't' ? PickleKind::kTuple
-                                             : PickleKind::kDict,
-                                 std::move(items)));
+        if (op == 'd') {
+          const int32_t dict = AddContainer(PickleKind::kDict);
+          for (size_t i = 0; i < items.size(); i += 2) SetItem(dict, items[i], items[i + 1]);
+          return Push(dict);
+        }
+        return Push(
+            AddContainer(op == 'l' ? PickleKind::kList : PickleKind::kTuple, std::move(items)));
       }
       case 0x85:
       case 0x86:
@@ -589,13 +632,13 @@ int64_t TorchTensorView::numel() const {
 int32_t PickleGraph::Get(int32_t dict, std::string_view key) const {
   const PickleNode& d = at(dict);
   if (d.kind != PickleKind::kDict) return -1;
-  // The last assignment of a key wins, as in Python.
-  int32_t found = -1;
-  for (size_t i = 0; i + 1 < d.items.size(); i += 2) {
-    const PickleNode& k = at(d.items[i]);
-    if (k.kind == PickleKind::kString && k.text == key) found = d.items[i + 1];
-  }
-  return found;
+  const auto id = key_ids.find(std::string(key));
+  if (id == key_ids.end()) return -1;
+  const auto slot =
+      key_slots.find((static_cast<uint64_t>(static_cast<uint32_t>(dict)) << 32) | id->second);
+  if (slot == key_slots.end()) return -1;
+  // SetItem kept the key's first place and its last value, as Python does.
+  return d.items[slot->second + 1];
 }
 
 std::string PickleGraph::KindName(PickleKind kind) {

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
-#include <set>
 
 #include <fmt/format.h>
 
@@ -95,7 +94,6 @@ Result<ZipArchive> ZipArchive::Open(std::string_view bytes, std::string name) {
   archive.bytes_ = bytes;
   archive.name_ = name;
   std::vector<std::pair<uint64_t, uint64_t>> spans;  // [local header, end of data) per entry
-  std::set<std::string> names;
   uint64_t at = directory_offset;
   const uint64_t directory_end = directory_offset + directory_size;
   for (uint64_t i = 0; i < count; ++i) {
@@ -156,7 +154,7 @@ Result<ZipArchive> ZipArchive::Open(std::string_view bytes, std::string name) {
     e.offset = data;
     e.size = size;
     spans.emplace_back(local, data + size);
-    if (!names.insert(e.name).second) {
+    if (!archive.index_.try_emplace(e.name, archive.entries_.size()).second) {
       return bad(fmt::format("entry '{}' appears twice", Excerpt(e.name)));
     }
     archive.entries_.push_back(std::move(e));
@@ -175,10 +173,8 @@ Result<ZipArchive> ZipArchive::Open(std::string_view bytes, std::string name) {
 }
 
 const ZipArchive::Entry* ZipArchive::Find(std::string_view entry_name) const {
-  for (const Entry& e : entries_) {
-    if (e.name == entry_name) return &e;
-  }
-  return nullptr;
+  const auto it = index_.find(std::string(entry_name));
+  return it == index_.end() ? nullptr : &entries_[it->second];
 }
 
 Result<std::string_view> ZipArchive::Read(const Entry& entry) const {

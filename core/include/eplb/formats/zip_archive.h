@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "eplb/base/status.h"
@@ -36,9 +37,11 @@ class ZipArchive {
   static Result<ZipArchive> Open(std::string_view bytes, std::string name);
 
   const std::vector<Entry>& entries() const { return entries_; }
-  // The entry called `name`, or nullptr.
+  // The entry called `name`, or nullptr: one hash lookup, so that a dump of many tensors is not
+  // read in time quadratic in its entries.
   const Entry* Find(std::string_view name) const;
-  // A stored entry's data, its CRC-32 checked.
+  // A stored entry's data, its CRC-32 checked (every call checks it again: a caller that reads an
+  // entry more than once keeps what it read).
   Result<std::string_view> Read(const Entry& entry) const;
   const std::string& name() const { return name_; }
 
@@ -46,6 +49,7 @@ class ZipArchive {
   std::string_view bytes_;
   std::string name_;
   std::vector<Entry> entries_;
+  std::unordered_map<std::string, size_t> index_;  // name -> position in entries_
 };
 
 }  // namespace eplb
