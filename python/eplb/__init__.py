@@ -69,7 +69,7 @@ def read_load(path, num_experts=0, physical_to_logical_map=None):
     p2l = None
     if physical_to_logical_map is not None:
         p2l, _ = to_numpy(physical_to_logical_map, np.int64, "physical_to_logical_map")
-    return _eplb.read_load(_args.path(path, "path"),
+    return _eplb.read_load(_args.path(path, "path", for_command=False),
                            integer(num_experts, "num_experts", minimum=0), p2l)
 
 

@@ -136,9 +136,24 @@ def optional(check, value, *args, **kwargs):
     return None if value is None else check(value, *args, **kwargs)
 
 
+# The longest timeout: Python's clocks overflow past ~9.2e9 s (OverflowError, naming nothing).
+TIMEOUT_MAX = 10**9
+
+
 def timeout(value, name="timeout"):
-    """Seconds to wait, a finite number above 0, or None for no limit."""
-    return optional(real, value, name, above=0)
+    """Seconds to wait, a finite number above 0 and at most TIMEOUT_MAX (~31 years), or None for
+    no limit."""
+    return optional(real, value, name, maximum=TIMEOUT_MAX, above=0)
+
+
+def one_line(value, name):
+    """`value`, a str passed to eplb as (part of) one argument: no line break, no NUL byte (the
+    system refuses those in an argument, naming nothing)."""
+    for bad, what in (("\0", "a NUL byte"), ("\n", "a line break"), ("\r", "a line break")):
+        if bad in value:
+            raise ArgumentError(f"{name} is {quote(value)}, which holds {what}; a value is one "
+                                "line")
+    return value
 
 
 def overrides(value, name="set"):
@@ -153,6 +168,7 @@ def overrides(value, name="set"):
         for key, v in value.items():
             if not isinstance(key, str) or not key or "=" in key:
                 raise ArgumentError(f"{name}: key {quote(key)} is not a field's key.path")
+            one_line(key, f"{name} key")
             out.append(f"{key}={yaml_value(v, f'{name}[{key!r}]')}")
         return out
     if isinstance(value, (bytes, numbers.Number)) or not hasattr(value, "__iter__"):
@@ -166,7 +182,7 @@ def overrides(value, name="set"):
         key, eq, _ = item.partition("=")
         if not eq or not key.strip():
             raise ArgumentError(f"{name}[{i}] is {quote(item)}; expected 'key.path=value'")
-        out.append(item)
+        out.append(one_line(item, f"{name}[{i}]"))
     return out
 
 
@@ -182,9 +198,7 @@ def yaml_value(value, name):
     if isinstance(value, numbers.Real):
         return repr(real(value, name))  # repr: every digit of the float
     if isinstance(value, str):
-        if "\n" in value or "\0" in value:
-            raise ArgumentError(f"{name} is {quote(value)}; a value is one line")
-        return value
+        return one_line(value, name)
     raise ArgumentError(f"{name} is {quote(value)} ({_kind(value)}); expected a bool, a "
                     "finite number or a string")
 
@@ -202,6 +216,7 @@ def names(values, name):
     for i, v in enumerate(values):
         if not isinstance(v, str):
             raise ArgumentError(f"{name}[{i}] is {quote(v)} ({_kind(v)}); expected a name")
+        one_line(v, f"{name}[{i}]")
     if not values:
         raise ArgumentError(f"{name}: the list is empty; name at least one, or pass None")
     if any("," in v or not v.strip() for v in values):

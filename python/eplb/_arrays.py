@@ -119,9 +119,10 @@ def log2phy_of(phy2log, num_experts, width=None):
     log2phy, logcnt = _eplb.log2phy(array, integer(num_experts, "num_experts"))
     if width is not None:
         width = integer(width, "width", minimum=0)
-        if width < log2phy.shape[2]:
-            raise ArgumentError(f"width is {width}; it must be at least the largest replica "
-                                f"count, {log2phy.shape[2]}")
+        if not log2phy.shape[2] <= width <= max(array.shape[1], log2phy.shape[2]):
+            raise ArgumentError(f"width is {width}; it must be within [{log2phy.shape[2]}, "
+                                f"{array.shape[1]}]: at least the largest replica count, at "
+                                "most the slots")
         if width > log2phy.shape[2]:
             padded = np.full(log2phy.shape[:2] + (width,), -1, dtype=np.int64)
             padded[:, :, :log2phy.shape[2]] = log2phy
