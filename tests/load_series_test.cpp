@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include <gtest/gtest.h>
 
@@ -261,6 +262,62 @@ TEST_F(LoadSeriesTest, ReadsTensorRtLlmStatistics) {
   Write("stats/meta_info.json", R"({"num_experts": 4})");
   EXPECT_NE(Msg(ReadLoadSeries((dir_ / "stats").string()))
                 .find("has 3 values but meta_info.json's num_experts is 4"),
+            std::string::npos);
+}
+
+// A count is checked per slot, or per rank, before replicas of an expert or ranks are added:
+// -7 beside +10 would fold to an acceptable 3, and 1e300 beside -1e300 to 0.
+TEST(LoadSeries, EveryPhysicalCountIsCheckedBeforeReplicasAreFolded) {
+  auto map = Placement::Create(2, 4, {0, 1, 0, 1});  // slots 0 and 2 hold expert 0
+  ASSERT_TRUE(map.ok()) << map.status().message();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  struct Case {
+    std::string name;
+    std::vector<double> slots;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"minus seven", {-7, 0, 10, 0}, "step 1, layer 0, slot 0 counts -7"},
+      {"cancelling huge", {1e300, 0, -1e300, 0}, "step 1, layer 0, slot 0 counts 1e+300"},
+      {"nan", {1, nan, 1, 0}, "step 1, layer 0, slot 1 counts nan"},
+      {"inf", {1, 0, inf, 0}, "step 1, layer 0, slot 2 counts inf"},
+      {"minus inf", {0, 0, 0, -inf}, "step 1, layer 0, slot 3 counts -inf"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    LoadSeries series;
+    series.steps.push_back(M({{1, 2, 3, 4}}));  // a step that is fine, then the case
+    series.steps.push_back(M({{c.slots[0], c.slots[1], c.slots[2], c.slots[3]}}));
+    EXPECT_EQ(
+        Msg(FoldPhysicalLoad(series, *map, "w.csv")),
+        "w.csv: " + c.message + "; counts must be finite, non-negative and at most 1e+15 tokens");
+  }
+  LoadSeries fine;
+  fine.steps.push_back(M({{10, 1, 7, 2}}));
+  auto folded = FoldPhysicalLoad(fine, *map, "w.csv");
+  ASSERT_TRUE(folded.ok()) << Msg(folded);
+  EXPECT_EQ(folded->steps[0], M({{17, 3}}));
+}
+
+// TensorRT-LLM's ranks are summed: each rank's counts are checked first.
+TEST_F(LoadSeriesTest, TensorRtLlmRanksAreCheckedBeforeTheyAreSummed) {
+  Write("ranks/meta_info.json", R"({"num_experts": 2})");
+  std::map<std::string, Tensor> rank0, rank1;
+  rank0["100_3"] = {"F64", {2}, {-7, 1}};
+  rank1["100_3"] = {"F64", {2}, {10, 1}};
+  Write("ranks/rank0.safetensors", WriteSafetensors(rank0));
+  Write("ranks/rank1.safetensors", WriteSafetensors(rank1));
+  const std::string rank0_path = (dir_ / "ranks" / "rank0.safetensors").string();
+  EXPECT_EQ(Msg(ReadLoadSeries((dir_ / "ranks").string())),
+            rank0_path +
+                ": tensor '100_3' counts -7 for expert 0; counts must be finite, non-negative and "
+                "at most 1e+15 tokens");
+  rank0["100_3"].values = {1e300, 1};
+  rank1["100_3"].values = {-1e300, 1};
+  Write("ranks/rank0.safetensors", WriteSafetensors(rank0));
+  Write("ranks/rank1.safetensors", WriteSafetensors(rank1));
+  EXPECT_NE(Msg(ReadLoadSeries((dir_ / "ranks").string())).find("counts 1e+300 for expert 0"),
             std::string::npos);
 }
 

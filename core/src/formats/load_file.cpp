@@ -365,11 +365,20 @@ Result<LoadSeries> FoldPhysicalLoad(const LoadSeries& series, const Placement& m
         name, series.layers(), series.experts(), map.num_layers(), map.num_slots()));
   }
   LoadSeries out;
-  for (const LoadMatrix& step : series.steps) {
+  for (size_t step_index = 0; step_index < series.steps.size(); ++step_index) {
+    const LoadMatrix& step = series.steps[step_index];
     LoadMatrix logical = LoadMatrix::Zero(step.rows(), map.num_experts());
     for (int l = 0; l < map.num_layers(); ++l) {
       const auto row = map.phy2log(l);
       for (int s = 0; s < map.num_slots(); ++s) {
+        // Each slot's count is checked before replicas of one expert are added, where -7 beside
+        // +10 would fold to an acceptable 3 (and 1e300 beside -1e300 to 0).
+        if (const double c = step(l, s); !(c >= 0 && c <= kMaxLoad)) {
+          return Status::InvalidArgument(
+              fmt::format("{}: step {}, layer {}, slot {} counts {}; counts must be finite, "
+                          "non-negative and at most {:g} tokens",
+                          name, step_index, l, s, c, kMaxLoad));
+        }
         if (row[s] >= 0) {
           logical(l, row[s]) += step(l, s);
         } else if (step(l, s) > 0) {

@@ -79,6 +79,16 @@ Result<LoadSeries> ReadTrtllmStatistics(const std::string& folder) {
             fmt::format("{}: tensor '{}' has {} values but meta_info.json's num_experts is {}",
                         file.string(), key, t.values.size(), experts));
       }
+      // Each rank's count is checked before the ranks are summed, where -7 on one rank beside
+      // +10 on another would sum to an acceptable 3.
+      for (size_t e = 0; e < t.values.size(); ++e) {
+        if (const double c = t.values[e]; !(c >= 0 && c <= kMaxLoad)) {
+          return Status::InvalidArgument(
+              fmt::format("{}: tensor '{}' counts {} for expert {}; counts must be finite, "
+                          "non-negative and at most {:g} tokens",
+                          file.string(), key, c, e, kMaxLoad));
+        }
+      }
       auto [it, fresh] = counts.try_emplace({iter, layer}, std::move(t.values));
       if (!fresh) {
         for (int64_t e = 0; e < experts; ++e) it->second[e] += t.values[e];
