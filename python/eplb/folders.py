@@ -2,9 +2,11 @@
 (`eplb compare`) and a sweep (`eplb sweep`).
 
 Every folder is checked whole before it is read, by the same C++ readers the command line uses:
-its manifest (every file there, of the size and checksum written), its format version (a folder
-of a later format is refused rather than misread) and, for run folders, every field of every
-file. A run folder's CSV tables come with their columns' own types (int64, float64, str), in
+its manifest (every file there, of the size and checksum written, and nothing in the folder it
+does not list, no symbolic link), its format version (a folder of a later format is refused
+rather than misread) and, for run folders, every field of every file, with summary.json's
+numbers in their ranges. A comparison's and a sweep's runs are found through the manifest,
+never by joining a caller's argument to a path. A run folder's CSV tables come with their columns' own types (int64, float64, str), in
 each file's column order; the README's "run folder" section defines every column.
 
 Tables are pandas DataFrames when pandas is installed (Debian: python3-pandas), else dicts of
