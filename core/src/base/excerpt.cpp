@@ -17,4 +17,12 @@ std::string Excerpt(std::string_view text, size_t max_chars) {
   return out;
 }
 
+std::string QuoteInput(std::string_view text) {
+  // Appended, not "'" + ... + "'": GCC 12 warns (-Wrestrict) falsely on that form.
+  std::string out(1, '\'');
+  out += Excerpt(text);
+  out += '\'';
+  return out;
+}
+
 }  // namespace eplb

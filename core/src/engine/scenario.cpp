@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "eplb/base/excerpt.h"
 #include "eplb/base/file_io.h"
 
 namespace eplb {
@@ -25,7 +26,7 @@ struct NameTable {
       if (name == names[i]) return static_cast<E>(i);
     }
     return Status::InvalidArgument(
-        fmt::format("{} is '{}'; valid values: {}", field, name, fmt::join(names, ", ")));
+        fmt::format("{} is {}; valid values: {}", field, QuoteInput(name), fmt::join(names, ", ")));
   }
 };
 

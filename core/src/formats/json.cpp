@@ -54,27 +54,39 @@ Result<nlohmann::json> ParseJson(std::string_view text, const std::string& sourc
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
-    // e.byte is 1-based: the byte that could not be read.
-    // nlohmann quotes the token it last read, which may be a whole line of a wrong file.
+    // e.byte is 1-based: the byte that could not be read. nlohmann quotes the token it last read,
+    // which may be a line of a file of another kind (a .env saved as x.json): left off, since a
+    // text that does not parse is not yet recognised as JSON of its kind (base/excerpt.h).
     std::string what = e.what();
-    if (const size_t quote = what.find("last read: '"); quote != std::string::npos) {
-      const size_t start = quote + 12, end = what.rfind('\'');
-      if (end != std::string::npos && end >= start) {
-        what = what.substr(0, start) + Excerpt(std::string_view(what).substr(start, end - start)) +
-               what.substr(end);
-      }
+    if (const size_t quote = what.find("; last read: "); quote != std::string::npos) {
+      what.resize(quote);
     }
+    what = Excerpt(what, what.size());
     const size_t colon = what.find("syntax error");
     return Status::InvalidArgument(fmt::format(
         "{}not valid JSON: {}", Where(text, e.byte > 0 ? e.byte - 1 : 0, source, first_line),
         colon == std::string::npos ? what : what.substr(colon)));
   } catch (const nlohmann::json::out_of_range& e) {
+    // "number overflow parsing '1e400'": the number is quoted as input is (base/excerpt.h).
+    std::string what = e.what();
+    if (const size_t quote = what.find(" '"); quote != std::string::npos && what.back() == '\'') {
+      what = what.substr(0, quote + 1) +
+             QuoteInput(std::string_view(what).substr(quote + 2, what.size() - quote - 3));
+    }
     return Status::InvalidArgument(fmt::format(
         "{}:{}: not valid here: {} (numbers must be within the range of a double, ±1.8e308)",
-        source, first_line, e.what()));
+        source, first_line, Excerpt(what, what.size())));
   } catch (const nlohmann::json::exception& e) {
-    return Status::InvalidArgument(fmt::format("{}: not valid JSON: {}", source, e.what()));
+    const std::string what = e.what();
+    return Status::InvalidArgument(
+        fmt::format("{}: not valid JSON: {}", source, Excerpt(what, what.size())));
   }
+}
+
+std::string QuoteJson(const nlohmann::json& value) {
+  // JSON text quotes itself: a string is "x", a number 1.5.
+  return Excerpt(
+      value.dump(-1, ' ', /*ensure_ascii=*/true, nlohmann::json::error_handler_t::replace));
 }
 
 }  // namespace eplb

@@ -51,17 +51,26 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
+// What an error says a JSON value is: quoted (base/excerpt.h) once the file is recognised as a
+// load (a first layer of numbers read), and only its type before, so that a wrong file is never
+// echoed.
+std::string ShowJson(const nlohmann::json& j, bool recognised) {
+  if (recognised) return QuoteJson(j);
+  return fmt::format("a JSON {} (not quoted: no layer of numbers came before it)", j.type_name());
+}
+
 // One JSON layer (an array of numbers) into `row`.
-Status ParseJsonRow(const nlohmann::json& j, const std::string& path, std::vector<double>& row) {
+Status ParseJsonRow(const nlohmann::json& j, const std::string& path, std::vector<double>& row,
+                    bool recognised) {
   if (!j.is_array()) {
-    return Status::InvalidArgument(
-        fmt::format("{} is {}; expected an array of numbers (one per expert)", path, j.dump()));
+    return Status::InvalidArgument(fmt::format(
+        "{} is {}; expected an array of numbers (one per expert)", path, ShowJson(j, recognised)));
   }
   row.clear();
   for (size_t e = 0; e < j.size(); ++e) {
     if (!j[e].is_number()) {
-      return Status::InvalidArgument(
-          fmt::format("{}[{}] is {}; expected a non-negative number", path, e, j[e].dump()));
+      return Status::InvalidArgument(fmt::format("{}[{}] is {}; expected a non-negative number",
+                                                 path, e, ShowJson(j[e], recognised)));
     }
     row.push_back(j[e].get<double>());
   }
@@ -74,7 +83,7 @@ Result<LoadSeries> FromJsonArray(const nlohmann::json& j, const std::string& pat
   const std::string where = name + ": ";
   if (!j.is_array() || j.empty()) {
     return Status::InvalidArgument(fmt::format("{}{} is {}; expected a non-empty array of layers",
-                                               where, path, j.dump().substr(0, 80)));
+                                               where, path, ShowJson(j, false)));
   }
   const bool stepped = j[0].is_array() && !j[0].empty() && j[0][0].is_array();
   LoadSeries series;
@@ -86,7 +95,7 @@ Result<LoadSeries> FromJsonArray(const nlohmann::json& j, const std::string& pat
     const std::string lpath = stepped ? fmt::format("{}[{}]", path, s) : path;
     if (!layers.is_array() || layers.empty()) {
       return Status::InvalidArgument(fmt::format("{}{} is {}; expected layers × experts", where,
-                                                 lpath, layers.dump().substr(0, 80)));
+                                                 lpath, ShowJson(layers, s > 0)));
     }
     if (s > 0 && layers.size() != static_cast<size_t>(series.layers())) {
       return Status::InvalidArgument(fmt::format("{}{} has {} layers but {}[0] has {}", where,
@@ -95,7 +104,7 @@ Result<LoadSeries> FromJsonArray(const nlohmann::json& j, const std::string& pat
     rows.assign(layers.size(), {});
     for (size_t l = 0; l < layers.size(); ++l) {
       const std::string rpath = fmt::format("{}[{}]", lpath, l);
-      Status st = ParseJsonRow(layers[l], rpath, row);
+      Status st = ParseJsonRow(layers[l], rpath, row, /*recognised=*/s > 0 || l > 0);
       if (!st.ok()) return st.WithContext(where);
       const size_t want =
           l == 0 && s == 0 ? row.size() : (l == 0 ? series.experts() : rows[0].size());
@@ -130,9 +139,9 @@ Result<LoadSeries> ParseLongCsv(CsvLines& csv, const std::vector<std::string_vie
                                         : nullptr;
     if (slot == nullptr || *slot >= 0) {
       return csv.Error(fmt::format(
-          "the header's field {} is '{}'; the long format's header names step (optional), layer, "
+          "the header's field {} is {}; the long format's header names step (optional), layer, "
           "expert and tokens, once each",
-          c + 1, Excerpt(header[c])));
+          c + 1, QuoteInput(header[c])));
     }
     *slot = static_cast<int>(c);
   }
@@ -154,9 +163,9 @@ Result<LoadSeries> ParseLongCsv(CsvLines& csv, const std::vector<std::string_vie
         !ParseCsvInt64(f[col_layer], c.layer) || !ParseCsvInt64(f[col_expert], c.expert) ||
         !ParseCsvDouble(f[col_tokens], c.tokens)) {
       return csv.Error(
-          fmt::format("'{}'; expected integers for step, layer and expert and a "
+          fmt::format("{}; expected integers for step, layer and expert and a "
                       "number of tokens",
-                      Excerpt(fmt::format("{}", fmt::join(f, ",")))));
+                      QuoteInput(fmt::format("{}", fmt::join(f, ",")))));
     }
     if (c.step < 0 || c.layer < 0 || c.layer >= (1 << 20) || c.expert < 0 ||
         c.expert >= (1 << 24) || !(c.tokens >= 0) || c.tokens > kMaxLoad) {
@@ -294,10 +303,20 @@ Result<LoadSeries> ParseLoadCsvSeries(std::string_view text, const std::string& 
           "count",
           fields.size(), width));
     }
+    // Until a first row of numbers is read, or a header naming a step or layer column, the file
+    // is not recognised as a load: an error quotes nothing of it but an empty field
+    // (base/excerpt.h), so a .env saved as creds.csv is never echoed.
+    const bool recognised =
+        !rows.empty() || !series.steps.empty() || step_column >= 0 || layer_column >= 0;
+    const auto show = [&](std::string_view field) {
+      return recognised || field.empty()
+                 ? QuoteInput(field)
+                 : std::string("not a number (not quoted: no row of numbers came before)");
+    };
     int64_t step = current_step;
     if (step_column >= 0 && !ParseCsvInt64(fields[step_column], step)) {
-      return csv.Error(fmt::format("field {} (step) is '{}'; expected an integer", step_column + 1,
-                                   Excerpt(fields[step_column])));
+      return csv.Error(fmt::format("field {} (step) is {}; expected an integer", step_column + 1,
+                                   show(fields[step_column])));
     }
     if (step != current_step) {
       EPLB_RETURN_IF_ERROR(finish_step());
@@ -308,8 +327,8 @@ Result<LoadSeries> ParseLoadCsvSeries(std::string_view text, const std::string& 
       const int64_t want = static_cast<int64_t>(rows.size());
       if (!ParseCsvInt64(fields[layer_column], given) || given != want) {
         return csv.Error(fmt::format(
-            "field {} (layer) is '{}'; expected {} (layers count 0, 1, ... within each step)",
-            layer_column + 1, Excerpt(fields[layer_column]), want));
+            "field {} (layer) is {}; expected {} (layers count 0, 1, ... within each step)",
+            layer_column + 1, show(fields[layer_column]), want));
       }
     }
     std::vector<double> row;
@@ -317,8 +336,8 @@ Result<LoadSeries> ParseLoadCsvSeries(std::string_view text, const std::string& 
       const std::string_view field = fields[column - 1];
       double v = 0;
       if (!ParseCsvDouble(field, v)) {
-        return csv.Error(fmt::format("field {} is '{}'; expected a non-negative number", column,
-                                     Excerpt(field)));
+        return csv.Error(
+            fmt::format("field {} is {}; expected a non-negative number", column, show(field)));
       }
       if (v < 0) {
         return csv.Error(fmt::format("field {} is {}; loads must be finite and non-negative",

@@ -32,7 +32,7 @@ Result<Placement> ParsePlacementJson(std::string_view text, const std::string& n
   const auto& rows = j[key];
   if (!rows.is_array() || rows.empty()) {
     return Status::InvalidArgument(fmt::format("{}: {} is {}; expected a non-empty array of layers",
-                                               name, key, rows.dump().substr(0, 80)));
+                                               name, key, QuoteJson(rows)));
   }
   std::vector<std::vector<int32_t>> phy2log(rows.size());
   int max_expert = -1;
@@ -40,14 +40,14 @@ Result<Placement> ParsePlacementJson(std::string_view text, const std::string& n
     if (!rows[l].is_array() || rows[l].empty()) {
       return Status::InvalidArgument(
           fmt::format("{}: {}[{}] is {}; expected a non-empty array of expert ids", name, key, l,
-                      rows[l].dump().substr(0, 80)));
+                      QuoteJson(rows[l])));
     }
     for (size_t s = 0; s < rows[l].size(); ++s) {
       const auto& v = rows[l][s];
       if (!v.is_number_integer() || v.get<int64_t>() < -1 || v.get<int64_t>() > (1 << 24)) {
         return Status::InvalidArgument(
             fmt::format("{}: {}[{}][{}] is {}; expected an expert id (-1 for an empty slot)", name,
-                        key, l, s, v.dump()));
+                        key, l, s, QuoteJson(v)));
       }
       phy2log[l].push_back(v.get<int32_t>());
       max_expert = std::max(max_expert, phy2log[l].back());
@@ -58,7 +58,7 @@ Result<Placement> ParsePlacementJson(std::string_view text, const std::string& n
         j["num_experts"].get<int64_t>() > (1 << 24)) {
       return Status::InvalidArgument(
           fmt::format("{}: num_experts is {}; expected an integer within 1..{}", name,
-                      j["num_experts"].dump(), 1 << 24));
+                      QuoteJson(j["num_experts"]), 1 << 24));
     }
     num_experts = j["num_experts"].get<int>();
   }
@@ -72,7 +72,7 @@ Result<Placement> ParsePlacementJson(std::string_view text, const std::string& n
     const auto& v = j[field];
     if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > (1 << 20)) {
       return Status::InvalidArgument(fmt::format("{}: {} is {}; expected an integer within 1..{}",
-                                                 name, field, v.dump(), 1 << 20));
+                                                 name, field, QuoteJson(v), 1 << 20));
     }
     *out = v.get<int>();
   }

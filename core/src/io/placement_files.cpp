@@ -1,5 +1,7 @@
 #include "eplb/io/placement_files.h"
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <map>
 #include <vector>
@@ -8,6 +10,7 @@
 #include <yaml-cpp/yaml.h>
 #include <nlohmann/json.hpp>
 
+#include "eplb/base/excerpt.h"
 #include "eplb/base/file_io.h"
 #include "io/yaml_document.h"
 
@@ -17,7 +20,8 @@ Result<Placement> ParseTrtllmPlacement(std::string_view text, const std::string&
                                        int num_experts) {
   EPLB_ASSIGN_OR_RETURN(
       YAML::Node root,
-      LoadOneYamlDocument(std::string(text), name, "TensorRT-LLM's moe_load_balancer.yaml"));
+      LoadOneYamlDocument(std::string(text), name, "TensorRT-LLM's moe_load_balancer.yaml",
+                          {"initial_global_assignments"}));
   const YAML::Node assignments = root.IsMap() ? root["initial_global_assignments"] : YAML::Node();
   if (!assignments.IsMap() || assignments.size() == 0) {
     return Status::InvalidArgument(fmt::format(
@@ -35,8 +39,8 @@ Result<Placement> ParseTrtllmPlacement(std::string_view text, const std::string&
     const int line = item.first.Mark().line + 1;
     if (layer < 0 || layer > (1 << 20)) {
       return Status::InvalidArgument(
-          fmt::format("{}:{}: initial_global_assignments has key '{}'; expected a layer number",
-                      name, line, item.first.Scalar()));
+          fmt::format("{}:{}: initial_global_assignments has key {}; expected a layer number", name,
+                      line, QuoteInput(item.first.Scalar())));
     }
     if (!item.second.IsSequence() || item.second.size() == 0) {
       return Status::InvalidArgument(fmt::format(
@@ -50,9 +54,9 @@ Result<Placement> ParseTrtllmPlacement(std::string_view text, const std::string&
       } catch (const YAML::Exception&) {
       }
       if (e < 0 || e > (1 << 24)) {
-        return Status::InvalidArgument(
-            fmt::format("{}:{}: initial_global_assignments[{}] holds '{}'; expected expert ids",
-                        name, v.Mark().line + 1, layer, v.IsScalar() ? v.Scalar() : "a list"));
+        return Status::InvalidArgument(fmt::format(
+            "{}:{}: initial_global_assignments[{}] holds {}; expected expert ids", name,
+            v.Mark().line + 1, layer, v.IsScalar() ? QuoteInput(v.Scalar()) : "a list"));
       }
       row.push_back(static_cast<int32_t>(e));
     }
@@ -75,7 +79,7 @@ Result<Placement> ParseTrtllmPlacement(std::string_view text, const std::string&
     }
     if (slots != static_cast<int64_t>(rows[0].size())) {
       return Status::InvalidArgument(fmt::format("{}: num_slots is {} but layer {} lists {} slots",
-                                                 name, root["num_slots"].Scalar(),
+                                                 name, Excerpt(root["num_slots"].Scalar()),
                                                  layers.begin()->first, rows[0].size()));
     }
   }
@@ -87,7 +91,12 @@ Result<Placement> ParseTrtllmPlacement(std::string_view text, const std::string&
 Result<Placement> ReadAnyPlacementFile(const std::string& path, int num_experts,
                                        RecordedTopology* topology) {
   EPLB_RETURN_IF_ERROR(ExpectFileKind(path, "a placement", {".json", ".yaml", ".yml"}));
-  const std::string ext = std::filesystem::path(path).extension().string();
+  // The format is the file's: a link is read as what it links to (ExpectFileKind checked both).
+  std::error_code ec;
+  const std::filesystem::path real = std::filesystem::canonical(path, ec);
+  std::string ext = (ec ? std::filesystem::path(path) : real).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (ext != ".yaml" && ext != ".yml") return ReadPlacementFile(path, num_experts, topology);
   EPLB_ASSIGN_OR_RETURN(const std::string text, ReadTextFile(path));
   if (topology != nullptr) *topology = {};

@@ -118,9 +118,9 @@ void ValidateRankChanges(const Scenario& s, Reader& r) {
   if (!needed) return;
   if (!PolicyHonoursLostRanks(s.eplb.policy)) {
     r.FailAt(order.empty() ? "cluster.initial_gpus" : fmt::format("faults[{}]", order.front()),
-             fmt::format("eplb.policy is '{}', which cannot place around lost or idle GPUs; the "
+             fmt::format("eplb.policy is {}, which cannot place around lost or idle GPUs; the "
                          "policies that can: {}",
-                         s.eplb.policy, fmt::join(PoliciesHonouringLostRanks(), ", ")));
+                         QuoteInput(s.eplb.policy), fmt::join(PoliciesHonouringLostRanks(), ", ")));
     return;
   }
   std::stable_sort(order.begin(), order.end(),

@@ -45,7 +45,7 @@ class Reader {
       const bool inside = path == o || path.rfind(o + ".", 0) == 0 || path.rfind(o + "[", 0) == 0;
       const bool created_by_it = !path.empty() && o.rfind(path + ".", 0) == 0;
       if (inside || created_by_it) {
-        return fmt::format("{} (--set {}): ", source_, o);
+        return fmt::format("{} (--set {}): ", source_, Excerpt(o));
       }
     }
     const YAML::Mark m = node.Mark();
@@ -208,9 +208,11 @@ class MapReader {
       const std::string key = kv.first.as<std::string>();
       if (!seen_.count(key)) {
         std::vector<std::string> valid(seen_.begin(), seen_.end());
-        return reader_.Fail(kv.first, Name(key),
-                            fmt::format("unknown field '{}'; valid fields here: {}", Name(key),
-                                        fmt::join(valid, ", ")));
+        // The path is eplb's (known fields); the key is input: 32 printable bytes at most.
+        return reader_.Fail(
+            kv.first, Name(key),
+            fmt::format("unknown field '{}{}'; valid fields here: {}",
+                        path_.empty() ? "" : path_ + ".", Excerpt(key), fmt::join(valid, ", ")));
       }
     }
   }

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -36,7 +37,21 @@ void ReadLink(MapReader m, LinkConfig& link) {
 // `require_document`; otherwise it is an empty map (the defaults).
 Result<YAML::Node> LoadOneDocument(const std::string& text, const std::string& source,
                                    bool require_document) {
-  EPLB_ASSIGN_OR_RETURN(YAML::Node doc, LoadOneYamlDocument(text, source, "a scenario file"));
+  // A scenario is recognised by its sections; until then no error quotes the text
+  // (base/excerpt.h): /etc/shadow linked or saved as x.yaml reads as a map of one odd key.
+  const auto sections = {
+      std::string_view("name"),      std::string_view("model"),    std::string_view("cluster"),
+      std::string_view("compute"),   std::string_view("workload"), std::string_view("eplb"),
+      std::string_view("migration"), std::string_view("faults"),   std::string_view("run")};
+  EPLB_ASSIGN_OR_RETURN(YAML::Node doc,
+                        LoadOneYamlDocument(text, source, "a scenario file", sections));
+  if (doc.IsMap() && doc.size() > 0 && !HasKindField(doc, sections)) {
+    const YAML::Mark m = doc.begin()->first.Mark();
+    return Status::InvalidArgument(fmt::format(
+        "{}:{}:{}: not a scenario: none of its top-level fields is one of {}; eplb quotes nothing "
+        "of a file it does not recognise (a wrong path?)",
+        source, m.line + 1, m.column + 1, fmt::join(sections, ", ")));
+  }
   if (!doc.IsNull()) return doc;
   if (!require_document) return YAML::Node(YAML::NodeType::Map);
   return Status::InvalidArgument(fmt::format(
@@ -62,26 +77,27 @@ void Merge(YAML::Node into, const YAML::Node& from) {
 Status ApplyOverride(YAML::Node& root, const std::string& setting, Reader& reader) {
   const size_t eq = setting.find('=');
   if (eq == std::string::npos || eq == 0) {
-    return Status::InvalidArgument(fmt::format("--set '{}': expected key.path=value", setting));
+    return Status::InvalidArgument(
+        fmt::format("--set {}: expected key.path=value", QuoteInput(setting)));
   }
   const std::string path = setting.substr(0, eq);
   YAML::Node value;
   try {
     value = YAML::Load(setting.substr(eq + 1));
   } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(
-        fmt::format("--set '{}': the value is not valid YAML: {}", setting, e.msg));
+    return Status::InvalidArgument(fmt::format("--set {}: the value is not valid YAML: {}",
+                                               QuoteInput(setting), YamlReason(e.msg)));
   }
   size_t visited = 0;
-  EPLB_RETURN_IF_ERROR(CheckYamlKeys(value, "--set '" + setting + "'", visited));
+  EPLB_RETURN_IF_ERROR(CheckYamlKeys(value, "--set " + QuoteInput(setting), visited));
   std::vector<std::string> parts;
   std::stringstream ss(path);
   for (std::string part; std::getline(ss, part, '.');) parts.push_back(part);
   YAML::Node cur = root;
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
     if (cur[parts[i]] && !cur[parts[i]].IsMap()) {
-      return Status::InvalidArgument(
-          fmt::format("--set '{}': '{}' is not a map of fields", setting, parts[i]));
+      return Status::InvalidArgument(fmt::format("--set {}: {} is not a map of fields",
+                                                 QuoteInput(setting), QuoteInput(parts[i])));
     }
     YAML::Node next = cur[parts[i]];
     cur.reset(next);
@@ -134,7 +150,7 @@ void Validate(Scenario& s, Reader& r) {
                     s.num_slots(), gpus, next, gpus));
   }
   if (!MakePolicy(s.eplb.policy).ok()) {
-    r.FailAt("eplb.policy", fmt::format("eplb.policy is '{}'; {}", s.eplb.policy,
+    r.FailAt("eplb.policy", fmt::format("eplb.policy is {}; {}", QuoteInput(s.eplb.policy),
                                         MakePolicy(s.eplb.policy).status().message()));
   }
   if (s.eplb.layers_per_chunk > 0 && s.eplb.use_async) {
@@ -211,7 +227,8 @@ Result<Scenario> ParseScenarioText(const std::string& text, const std::string& s
     return ParseScenarioChecked(text, source, overrides, require_document);
   } catch (const YAML::Exception& e) {
     return Status::InvalidArgument(fmt::format("{}:{}:{}: not a valid scenario: {}", source,
-                                               e.mark.line + 1, e.mark.column + 1, e.msg));
+                                               e.mark.line + 1, e.mark.column + 1,
+                                               YamlReason(e.msg)));
   }
 }
 

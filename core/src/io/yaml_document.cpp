@@ -2,10 +2,13 @@
 // TensorRT-LLM's placement files.
 #include "io/yaml_document.h"
 
+#include <algorithm>
 #include <map>
 #include <string_view>
 
 #include <fmt/format.h>
+
+#include "eplb/base/excerpt.h"
 
 namespace eplb {
 namespace {
@@ -18,7 +21,9 @@ std::string DescribeKey(const YAML::Node& n) {
 
 // Refuses what YAML would read silently in a way the author did not mean: a key given twice
 // (yaml-cpp keeps the first). Also bounds the work on aliases that multiply a small text.
-Status CheckKeysAt(const YAML::Node& node, const std::string& source, size_t& visited, int depth) {
+// `quote`: the file is recognised as its kind, so a key may be quoted (base/excerpt.h).
+Status CheckKeysAt(const YAML::Node& node, const std::string& source, size_t& visited, int depth,
+                   bool quote) {
   if (++visited > 1000000) {
     return Status::InvalidArgument(fmt::format(
         "{}: more than a million YAML nodes (aliases?); eplb reads files of a page or two",
@@ -44,16 +49,17 @@ Status CheckKeysAt(const YAML::Node& node, const std::string& source, size_t& vi
         const auto [it, fresh] = keys.emplace(kv.first.Scalar(), kv.first.Mark());
         if (!fresh) {
           const YAML::Mark m = kv.first.Mark();
-          return Status::InvalidArgument(fmt::format(
-              "{}:{}:{}: '{}' is given twice (also at line {}); give each field once", source,
-              m.line + 1, m.column + 1, kv.first.Scalar(), it->second.line + 1));
+          return Status::InvalidArgument(
+              fmt::format("{}:{}:{}: {} is given twice (also at line {}); give each field once",
+                          source, m.line + 1, m.column + 1,
+                          quote ? QuoteInput(kv.first.Scalar()) : "a key", it->second.line + 1));
         }
       }
-      EPLB_RETURN_IF_ERROR(CheckKeysAt(kv.second, source, visited, depth + 1));
+      EPLB_RETURN_IF_ERROR(CheckKeysAt(kv.second, source, visited, depth + 1, quote));
     }
   } else if (node.IsSequence()) {
     for (const auto& item : node)
-      EPLB_RETURN_IF_ERROR(CheckKeysAt(item, source, visited, depth + 1));
+      EPLB_RETURN_IF_ERROR(CheckKeysAt(item, source, visited, depth + 1, quote));
   }
   return Status::Ok();
 }
@@ -97,11 +103,34 @@ TextShape ScanDocuments(const std::string& text) {
 }  // namespace
 
 Status CheckYamlKeys(const YAML::Node& node, const std::string& source, size_t& visited) {
-  return CheckKeysAt(node, source, visited, 0);
+  return CheckKeysAt(node, source, visited, 0, /*quote=*/true);
+}
+
+bool HasKindField(const YAML::Node& root, std::initializer_list<std::string_view> kind_fields) {
+  if (!root.IsMap()) return false;
+  for (const auto& kv : root) {
+    if (!kv.first.IsScalar()) continue;
+    for (std::string_view field : kind_fields) {
+      if (kv.first.Scalar() == field) return true;
+    }
+  }
+  return false;
+}
+
+std::string YamlReason(const std::string& msg) {
+  // yaml-cpp stops at 2,000 levels of nesting with the message "bad file".
+  if (msg == YAML::ErrorMsg::BAD_FILE) return "nested too deep";
+  // The messages that append input do so after ": " or in " (key: ...)" / "; first invalid key".
+  size_t end = msg.size();
+  for (std::string_view tail : {": ", " (key", "; first invalid key"}) {
+    end = std::min(end, msg.find(tail));
+  }
+  return Excerpt(std::string_view(msg).substr(0, end), 200);
 }
 
 Result<YAML::Node> LoadOneYamlDocument(const std::string& text, const std::string& source,
-                                       const char* what) {
+                                       const char* what,
+                                       std::initializer_list<std::string_view> kind_fields) {
   const TextShape shape = ScanDocuments(text);
   if (shape.second_document > 0) {
     return Status::InvalidArgument(
@@ -112,12 +141,12 @@ Result<YAML::Node> LoadOneYamlDocument(const std::string& text, const std::strin
   try {
     doc = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
-    // yaml-cpp stops at 2,000 levels of nesting with the message "bad file".
-    const std::string why = e.msg == "bad file" ? "nested too deep" : e.msg;
     return Status::InvalidArgument(fmt::format("{}:{}:{}: not valid YAML: {}", source,
-                                               e.mark.line + 1, e.mark.column + 1, why));
+                                               e.mark.line + 1, e.mark.column + 1,
+                                               YamlReason(e.msg)));
   } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(fmt::format("{}: not valid YAML: {}", source, e.msg));
+    return Status::InvalidArgument(
+        fmt::format("{}: not valid YAML: {}", source, YamlReason(e.msg)));
   }
   if (!doc || doc.IsNull()) {
     if (shape.first_content > 0) {
@@ -129,7 +158,7 @@ Result<YAML::Node> LoadOneYamlDocument(const std::string& text, const std::strin
     return YAML::Node();  // none: the caller says what it needed
   }
   size_t visited = 0;
-  EPLB_RETURN_IF_ERROR(CheckKeysAt(doc, source, visited, 0));
+  EPLB_RETURN_IF_ERROR(CheckKeysAt(doc, source, visited, 0, HasKindField(doc, kind_fields)));
   return doc;
 }
 

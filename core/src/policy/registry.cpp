@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "eplb/base/csv.h"
+#include "eplb/base/excerpt.h"
 #include "eplb/policy/deepseek.h"
 #include "eplb/policy/policies.h"
 #include "eplb/policy/policy.h"
@@ -151,15 +152,15 @@ Status SetPolicyOption(std::string_view name, std::string_view value, MigrationC
     if (f.integer != nullptr) number = whole;
     if (!parsed || number < f.min) {
       return Status::InvalidArgument(
-          fmt::format("policy option {} is '{}'; it must be {} of at least {}", name, value,
-                      f.real != nullptr ? "a number" : "an integer", f.min));
+          fmt::format("policy option {} is {}; it must be {} of at least {}", name,
+                      QuoteInput(value), f.real != nullptr ? "a number" : "an integer", f.min));
     }
     if (f.real != nullptr) *f.real = number;
     if (f.integer != nullptr) *f.integer = whole;
     return Status::Ok();
   }
-  return Status::InvalidArgument(
-      fmt::format("unknown policy option '{}'; the options are {}", name, fmt::join(names, ", ")));
+  return Status::InvalidArgument(fmt::format("unknown policy option {}; the options are {}",
+                                             QuoteInput(name), fmt::join(names, ", ")));
 }
 
 Status RegisterPolicy(PolicyInfo info) {
@@ -183,8 +184,8 @@ Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name) {
     if (p.name == name) return p.make();
     names.push_back(p.name);
   }
-  return Status::NotFound(
-      fmt::format("unknown policy '{}'; valid policies: {}", name, fmt::join(names, ", ")));
+  return Status::NotFound(fmt::format("unknown policy {}; valid policies: {}", QuoteInput(name),
+                                      fmt::join(names, ", ")));
 }
 
 bool PolicyHonoursLostRanks(std::string_view name) {

@@ -1,6 +1,10 @@
-// How an error quotes what a user's file holds: at most a short, printable excerpt of the
-// offending token. An error about a wrong file (a private key given as a load, /etc/passwd given
-// as a scenario) names the file and the position and never echoes the file's contents.
+// How an error quotes what a user's file holds: the one rule for every reader. An error quotes at
+// most 32 bytes of the offending token, printable (control and non-ASCII bytes written \xNN, so
+// no terminal escape such as ESC ] 0 ; ... BEL reaches the terminal raw). A reader that has not
+// yet recognised the file as its kind (its first structure parsed: a scenario's map of known
+// sections, a load's first row of numbers, a placement's phy2log) names the file and the
+// position but quotes nothing of it, so a wrong file (a private key given as a load, /etc/shadow
+// given as a scenario, a .env saved as creds.csv) is never echoed.
 //
 // Thread-safety: a pure function.
 #pragma once
@@ -17,5 +21,9 @@ inline constexpr size_t kExcerptChars = 32;
 // `text` as an error quotes it: its first `max_chars` bytes, control and non-ASCII bytes written
 // as \xNN, and "..." after it when the text was longer.
 std::string Excerpt(std::string_view text, size_t max_chars = kExcerptChars);
+
+// `text` as an error quotes a token of input: 'Excerpt(text)' ('expertz'; a 300-byte key as its
+// first 32 bytes and "..."). Every reader quotes input through this or Excerpt, never raw.
+std::string QuoteInput(std::string_view text);
 
 }  // namespace eplb
