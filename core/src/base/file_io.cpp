@@ -304,19 +304,44 @@ Status ExpectFileKind(const std::string& path, std::string_view kind,
   // Folders, devices and missing paths get the reader's own, more precise message.
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) return Status::Ok();
-  std::string ext = std::filesystem::path(path).extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  for (std::string_view want : extensions) {
-    if (ext == want) return Status::Ok();
-  }
+  const auto extension_of = [](const std::filesystem::path& p) {
+    std::string ext = p.extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return ext;
+  };
+  const auto of_kind = [&](const std::string& ext) {
+    return std::find(extensions.begin(), extensions.end(), ext) != extensions.end();
+  };
+  const auto ends_in = [](const std::string& ext) {
+    return ext.empty() ? std::string("has no extension")
+                       : fmt::format("ends in {}", QuoteInput(ext));
+  };
   std::vector<std::string_view> names(extensions);
   const std::string_view last = names.back();
   names.pop_back();
-  return Status::InvalidArgument(fmt::format(
-      "{}: expected {}, a file named *{}{}{}; this one {}, so eplb does not read it", path, kind,
-      fmt::join(names, ", *"), names.empty() ? "" : " or *", last,
-      ext.empty() ? std::string("has no extension") : fmt::format("ends in '{}'", Excerpt(ext))));
+  const std::string expected =
+      fmt::format("expected {}, a file named *{}{}{}", kind, fmt::join(names, ", *"),
+                  names.empty() ? "" : " or *", last);
+  // A path may come from a file (a figures file's scenario:): printable, never truncated.
+  const std::string shown = Excerpt(path, path.size());
+  const std::string ext = extension_of(path);
+  if (!of_kind(ext)) {
+    return Status::InvalidArgument(fmt::format("{}: {}; this one {}, so eplb does not read it",
+                                               shown, expected, ends_in(ext)));
+  }
+  // A symbolic link is judged by the file it leads to, every level resolved: x.yaml -> /etc/shadow
+  // is a shadow file, not a scenario. The file's own name must be of the kind too.
+  const std::filesystem::path target = std::filesystem::canonical(path, ec);
+  if (ec) return Status::Ok();  // gone since: the reader's open says so
+  const std::string target_ext = extension_of(target.filename());
+  if (!of_kind(target_ext)) {
+    const std::string target_text = target.string();
+    return Status::InvalidArgument(fmt::format(
+        "{}: a symbolic link to {}; {}, and the file it links to {}, so eplb does not read it",
+        shown, Excerpt(target_text, target_text.size()), expected, ends_in(target_ext)));
+  }
+  return Status::Ok();
 }
 
 Result<std::string> ReadTextFile(const std::string& path, int64_t max_bytes) {

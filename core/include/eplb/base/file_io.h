@@ -27,8 +27,13 @@ Result<std::string> ReadTextFile(const std::string& path, int64_t max_bytes = kM
 // OK when `path` ends in one of `extensions` (".yaml", compared ignoring case); otherwise an
 // InvalidArgument naming the file, the `kind` expected ("a scenario") and the extensions taken.
 // Readers check this before opening a file, so that a wrong path (a private key, /etc/passwd) is
-// refused unread and no error ever quotes a line of a file of another kind. A path that is no
-// regular file passes: the reader's own message (a folder, a device, missing) is more precise.
+// refused unread and no error ever quotes a line of a file of another kind. A symbolic link is
+// followed to the file it finally names (every level resolved), and that file's name must end in
+// one of `extensions` too: `ln -s /etc/shadow x.yaml` is refused unread, naming the link and its
+// target (a link is no way around the check, and a link named otherwise than its file is as wrong
+// a path as a file named so). A path that is no regular file passes: the reader's own message (a
+// folder, a device, missing) is more precise. What a file of the right name holds is the reader's
+// to recognise before it quotes any of it (base/excerpt.h).
 Status ExpectFileKind(const std::string& path, std::string_view kind,
                       std::initializer_list<std::string_view> extensions);
 
