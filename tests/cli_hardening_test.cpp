@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "cli_fixture.h"
+#include "eplb/base/excerpt.h"
 #include "eplb/base/file_io.h"
 #include "eplb/io/run_folder.h"
 
@@ -85,7 +86,7 @@ TEST_F(CliTest, AFileOfAnotherKindIsRefusedUnreadAndNeverQuoted) {
        key + ": expected a load, a file named *.csv, *.txt, *.json, *.pt or *.pth; this one has "
              "no extension, so eplb does not read it"},
       {"load named .csv", "rebalance --load " + key_csv + " --replicas 2 --gpus 1",
-       key_csv + ":2: field 1 is 'b3BlbnNzaC1rZXktdjEAAAAABG5vbmUA...'"},
+       key_csv + ":2: field 1 is not a number (not quoted: no row of numbers came before)"},
       {"placement", "plan --old " + key + " --new " + key + " --gpus 1",
        "expected a placement, a file named *.json, *.yaml or *.yml"},
       {"figures file", "validate --published --figures " + key,
@@ -109,6 +110,159 @@ TEST_F(CliTest, AFileOfAnotherKindIsRefusedUnreadAndNeverQuoted) {
   const CliRun passwd = Eplb("validate --published --figures " + figures);
   EXPECT_EQ(passwd.err.find("BEGIN"), std::string::npos) << passwd.err;
 #endif
+}
+
+// The one rule for quoting input (base/excerpt.h), through every reader: at most 32 bytes,
+// printable; nothing of a file not yet recognised as its kind; and a symbolic link judged by the
+// file it leads to. The secret is never echoed, whether linked or copied under a right name.
+TEST_F(CliTest, ASecretIsNeverEchoedThroughALinkOrARightName) {
+  const std::string shadow = Write("shadow",
+                                   "root:$6$Zq8sAlt$Hh4shV4lu3S3cr3tXYZ:19000:0:99999:7:::\n"
+                                   "daemon:*:19000:0:99999:7:::\n");
+  const std::string env =
+      Write(".env", "DB_PASSWORD=hunter2-Sup3rS3cret\nAPI_KEY=sk-live-abcdef\nDEBUG=1\n");
+  const std::vector<std::string> secrets = {"hunter2", "Sup3rS3cret", "sk-live", "Hh4shV4lu3",
+                                            "root:",   "DB_PASSWORD", "API_KEY"};
+  const auto link = [&](const std::string& target, const std::string& name) {
+    fs::create_symlink(target, dir_ / name);
+    return (dir_ / name).string();
+  };
+  const auto copy = [&](const std::string& from, const std::string& name) {
+    fs::copy_file(from, dir_ / name);
+    return (dir_ / name).string();
+  };
+  const std::string real_shadow = fs::canonical(shadow).string();
+  const std::string real_env = fs::canonical(env).string();
+  const std::string x_yaml = link(shadow, "x.yaml");
+  const std::string chain = link(x_yaml, "chain.yaml");  // a link to a link to the secret
+  const std::string copied = copy(shadow, "copied.yaml");
+  const std::string figures = Write(
+      "figures.yaml", "figures:\n  - id: a\n    figure: x\n    source: y\n    scenario: " + x_yaml +
+                          "\n    measure: dispatch_gbps\n    tokens: 4096\n"
+                          "    mode: normal\n    unit: GB/s\n    published: 1\n");
+  const std::string load = " --replicas 2 --gpus 1";
+  const std::string linked_as =
+      "; expected a load, a file named *.csv, *.txt, *.json, *.pt or "
+      "*.pth, and the file it links to has no extension";
+  const std::string unread = "not a number (not quoted: no row of numbers came before)";
+  const std::string k300(300, 'k');
+  const std::vector<ErrorCase> cases = {
+      {"scenario linked as .yaml", "a2a " + x_yaml,
+       x_yaml + ": a symbolic link to " + real_shadow +
+           "; expected a scenario, a file named *.yaml or *.yml, and the file it links to has no "
+           "extension, so eplb does not read it"},
+      {"link to a link", "a2a " + chain, chain + ": a symbolic link to " + real_shadow + ";"},
+      {"figures' scenario: a link", "validate --published --figures " + figures,
+       x_yaml + ": a symbolic link to " + real_shadow + "; expected a scenario"},
+      {"shadow copied as .yaml", "a2a " + copied,
+       copied + ":1:1: not a scenario: none of its top-level fields is one of name, model, "
+                "cluster, compute, workload, eplb, migration, faults, run; eplb quotes nothing"},
+      {".env linked as .csv", "rebalance --load " + link(env, "creds.csv") + load,
+       "creds.csv: a symbolic link to " + real_env + linked_as},
+      {".env linked as .json", "rebalance --load " + link(env, "creds.json") + load,
+       "creds.json: a symbolic link to " + real_env + linked_as},
+      {".env linked as .txt", "rebalance --load " + link(env, "creds.txt") + load,
+       "creds.txt: a symbolic link to " + real_env + linked_as},
+      {".env copied as .csv", "rebalance --load " + copy(env, "env.csv") + load,
+       "env.csv:2: field 1 is " + unread},
+      {".env copied as .txt", "rebalance --load " + copy(env, "env.txt") + load,
+       "env.txt:2: field 1 is " + unread},
+      {".env copied as .json", "rebalance --load " + copy(env, "env.json") + load,
+       "env.json:2: field 1 is " + unread},
+      {"JSON secret as a load",
+       "rebalance --load " + Write("s.json", R"({"load": ["DB_PASSWORD=hunter2"]})") + load,
+       "s.json: load[0] is a JSON string (not quoted: no layer of numbers came before it)"},
+      {"broken JSON secret as a load",
+       "rebalance --load " + Write("b.json", R"({"DB_PASSWORD": hunter2})") + load,
+       "b.json:1:17: not valid JSON: syntax error while parsing value - invalid literal"},
+      {".env as a placement", "plan --old " + copy(env, "p.json") + " --new " + env + " --gpus 1",
+       "p.json:1:1: not valid JSON: syntax error while parsing value - invalid literal"},
+      {"JSON secret as a placement",
+       "plan --old " + Write("q.json", R"({"DB_PASSWORD": "hunter2"})") + " --gpus 1 --new x",
+       "q.json: expected a JSON object with key 'phy2log' or 'physical_to_logical_map'"},
+      {"shadow as a TensorRT-LLM placement",
+       "plan --old " + copy(shadow, "trt.yaml") + " --gpus 1 --new x",
+       "trt.yaml: expected TensorRT-LLM's moe_load_balancer.yaml"},
+      {"a key twice in an unrecognised file",
+       "a2a " + Write("dup.yaml", "DB_PASSWORD: hunter2\nDB_PASSWORD: hunter3\n"),
+       "dup.yaml:2:1: a key is given twice (also at line 1)"},
+      {"300-byte unknown key", "a2a " + Write("long.yaml", "model: {layers: 2}\n" + k300 + ": 1\n"),
+       "long.yaml:2:1: unknown field '" + k300.substr(0, 32) + "...'; valid fields here"},
+      {"terminal escapes in a key",
+       "a2a " + Write("esc.yaml", "model:\n  \"\\e]0;pwned\\a\\e[2J\": 1\n"),
+       "esc.yaml:2:3: unknown field 'model.\\x1b]0;pwned\\x07\\x1b[2J'; valid fields here"},
+      {"terminal escapes in a key twice",
+       "a2a " + Write("esc2.yaml", "run: {}\n\"\\e[2J\": 1\n\"\\e[2J\": 2\n"),
+       "esc2.yaml:3:1: '\\x1b[2J' is given twice (also at line 2)"},
+      {"terminal escapes in a value",
+       "a2a " + Write("esc3.yaml", "compute: {model: \"\\e[2Jroofline\"}\n"),
+       "compute.model is '\\x1b[2Jroofline'; valid values: simple, roofline"},
+      {"terminal escapes in a figures file",
+       "validate --published --figures " +
+           Write("fesc.yaml", "figures:\n  - id: a\n    \"\\e]0;pwned\\a\": 1\n"),
+       "unknown field 'figures[0].\\x1b]0;pwned\\x07'"},
+  };
+  ExpectErrors(cases);
+  for (const auto& c : cases) {
+    const CliRun r = Eplb(c.args);
+    for (const std::string& secret : secrets) {
+      EXPECT_EQ(r.err.find(secret), std::string::npos) << c.name << ": " << r.err;
+    }
+    EXPECT_EQ(r.err.find_first_of(std::string("\x1b\x07", 2)), std::string::npos)
+        << c.name << ": " << r.err;
+    EXPECT_EQ(r.err.find(k300.substr(0, 33)), std::string::npos) << c.name << ": " << r.err;
+  }
+#ifdef EPLB_HAVE_SIM
+  const std::string tiny = std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml";
+  const std::string trace = " --set workload.kind=trace --set workload.trace=";
+  const std::vector<ErrorCase> sim_cases = {
+      {"run: a link", "run " + x_yaml, x_yaml + ": a symbolic link to " + real_shadow},
+      {"trace: a link", "run " + tiny + trace + (dir_ / "creds.csv").string(),
+       "creds.csv: a symbolic link to " + real_env + linked_as},
+      {"trace: a copy", "run " + tiny + trace + (dir_ / "env.csv").string(),
+       "env.csv:2: field 1 is " + unread},
+  };
+  ExpectErrors(sim_cases);
+  for (const auto& c : sim_cases) {
+    const CliRun r = Eplb(c.args);
+    for (const std::string& secret : secrets) {
+      EXPECT_EQ(r.err.find(secret), std::string::npos) << c.name << ": " << r.err;
+    }
+  }
+#endif
+}
+
+// A link whose file is of the kind is read as that file: the check refuses wrong files, not
+// links.
+TEST_F(CliTest, ALinkToAFileOfItsKindIsRead) {
+  const std::string load = ReadmeLoad();
+  fs::create_symlink(load, dir_ / "linked.csv");
+  const CliRun r =
+      Eplb("rebalance --load " + (dir_ / "linked.csv").string() + " --replicas 16 --gpus 4");
+  EXPECT_EQ(r.code, 0) << r.err;
+  // A link named otherwise than its file is refused, as a file so named would be.
+  fs::create_symlink(load, dir_ / "linked");
+  ExpectErrors({{"link without the kind's name",
+                 "rebalance --load " + (dir_ / "linked").string() + " --replicas 2 --gpus 1",
+                 "linked: expected a load, a file named *.csv, *.txt, *.json, *.pt or *.pth; this "
+                 "one has no extension"}});
+}
+
+// QuoteInput, the one helper every reader quotes input through.
+TEST(QuoteInput, QuotesAtMost32PrintableBytes) {
+  const struct {
+    std::string text, quoted;
+  } cases[] = {
+      {"expertz", "'expertz'"},
+      {"", "''"},
+      {std::string(32, 'k'), "'" + std::string(32, 'k') + "'"},
+      {std::string(300, 'k'), "'" + std::string(32, 'k') + "...'"},
+      {"\x1b]0;pwned\x07\x1b[2J", "'\\x1b]0;pwned\\x07\\x1b[2J'"},
+      {"caf\xc3\xa9", "'caf\\xc3\\xa9'"},
+      {std::string("a\0b", 3), "'a\\x00b'"},
+      {"tab\there\r\n", "'tab\\x09here\\x0d\\x0a'"},
+  };
+  for (const auto& c : cases) EXPECT_EQ(QuoteInput(c.text), c.quoted) << c.text;
 }
 
 // A scenario's name becomes runs/NAME when no --out is given: it is one safe path component.
