@@ -1,6 +1,8 @@
 // The PyTorch `.pt` reader: the zip container, the pickle read as data, and the dumps' tensors,
 // through the same entry point `rebalance --load` and `workload.trace` use. The input goes to a
-// file because the reader takes a path (a dump may be a folder of files).
+// file because the reader takes a path (a dump may be a folder of files). Seeds include memo-heavy
+// dumps (fuzz/seeds/torch_dump, fuzz/make_torch_dump_seeds.py); every input must read in work
+// linear in its size, which the reader's counters check here.
 #include <unistd.h>
 
 #include <cstddef>
@@ -10,6 +12,7 @@
 #include <string_view>
 
 #include "eplb/formats/load_file.h"
+#include "eplb/formats/torch_dump.h"
 #include "eplb/formats/torch_pickle.h"
 #include "eplb/formats/zip_archive.h"
 
@@ -24,7 +27,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (FILE* f = std::fopen(path.c_str(), "wb")) {
     std::fwrite(data, 1, size, f);
     std::fclose(f);
-    (void)eplb::ReadTorchDump(path);
+    eplb::TorchDumpWork work;
+    (void)eplb::ReadTorchDump(path, &work);
+    // Each entry is checked at most once (entries are disjoint), and what the dump made eplb
+    // read or add up stays within its budget, however often the pickle recalls a value.
+    const auto file_bytes = static_cast<int64_t>(size);
+    if (work.bytes_checked > file_bytes || work.values > eplb::TorchDumpWorkBudget(file_bytes)) {
+      __builtin_trap();
+    }
     std::remove(path.c_str());
   }
   return 0;
