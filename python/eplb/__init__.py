@@ -150,5 +150,10 @@ def plan(old, new, num_gpus, num_nodes, num_experts=None, expert_bytes=3 * 7168 
                       integer(num_nodes, "num_nodes"), integer(num_experts, "num_experts"),
                       integer(expert_bytes, "expert_bytes", maximum=_args.INT64_MAX),
                       _args.text(sender, "sender"), _args.text(strategy, "strategy"),
-                      _args.real(nvlink_gbps, "nvlink_gbps", above=0),
-                      _args.real(nic_gbps, "nic_gbps", above=0))
+                      _args.real(nvlink_gbps, "nvlink_gbps", *_GBPS),
+                      _args.real(nic_gbps, "nic_gbps", *_GBPS))
+
+
+# A link's bandwidth in GB/s: 1 byte/s to 1 PB/s (the scenario's kMaxGbps), so that every
+# transfer's time is finite (a subnormal bandwidth made it infinite).
+_GBPS = (1e-9, 1e6)

@@ -92,10 +92,12 @@ def to_numpy(value, dtype, name):
     if array.dtype.kind not in "iuf":
         raise ArgumentError(f"{name} has dtype {array.dtype}; expected numbers")
     if np.issubdtype(dtype, np.integer) and array.dtype.kind == "f":
-        whole = np.isfinite(array) & (np.abs(array) < 2.0**63)
-        whole[whole] = array[whole] == np.round(array[whole])
+        flat = array.reshape(-1)  # a 0-d array too
+        whole = np.isfinite(flat) & (np.abs(flat) < 2.0**63)
+        whole[whole] = flat[whole] == np.round(flat[whole])
         if not whole.all():
-            where = tuple(int(i) for i in np.argwhere(~whole)[0])
+            where = np.unravel_index(int(np.argmin(whole)), array.shape)
+            where = tuple(int(i) for i in where)
             raise ArgumentError(f"{name}{list(where)} is {float(array[where])!r}; expected "
                                 "whole numbers (slots, experts and ranks are integers)")
     if (np.issubdtype(dtype, np.integer) and array.dtype.kind == "u" and array.size
