@@ -175,6 +175,52 @@ TEST_F(FiguresFile, ErrorsNameTheLineFieldAndValidValues) {
   EXPECT_FALSE(LoadPublishedFigures(Write("figures: [{id: a\n")).ok());
 }
 
+// A figure's numbers are normal and within their documented ranges (published.h), refused at
+// load with the file, the figure, the field, the value and the range: a denormal or a number
+// near the largest double made the error % an infinity (JSON null) that exited 0.
+TEST_F(FiguresFile, NumbersOutsideTheirRangesAreRefusedAtLoad) {
+  const std::string head =
+      "figures:\n  - id: fig-a\n    figure: x\n    source: y\n    scenario: s.yaml\n"
+      "    unit: us\n";
+  const std::string a2a = "    measure: dispatch_us\n    tokens: 128\n    mode: normal\n";
+  const std::string range = "expected a number from 1e-06 to 1e+12";
+  const struct {
+    std::string tail, expect;
+  } cases[] = {
+      {a2a + "    published: 4.9e-324\n", "published (figure 'fig-a') is '4.9e-324'; " + range},
+      {a2a + "    published: 2.2e-308\n", "is '2.2e-308'; " + range},
+      {a2a + "    published: 1e308\n", "published (figure 'fig-a') is '1e308'; " + range},
+      {a2a + "    published: 1e13\n", "is '1e13'; " + range},
+      {a2a + "    published: 1e-7\n", "is '1e-7'; " + range},
+      {a2a + "    published: 0\n", "is '0'; " + range},
+      {a2a + "    published: -3\n", "is '-3'; " + range},
+      {a2a + "    published: .nan\n", "is '.nan'; " + range},
+      {a2a + "    published: .inf\n", "is '.inf'; " + range},
+      {a2a + "    published: 10\n    tolerance_pct: 1e308\n",
+       "tolerance_pct (figure 'fig-a') is '1e308'; expected a number from 0 to 1000"},
+      {a2a + "    published: 10\n    tolerance_pct: 4.9e-324\n", "is '4.9e-324'; expected a"},
+      {"    measure: dispatch_us\n    tokens: 4.9e-324\n    mode: normal\n    published: 10\n",
+       "tokens (figure 'fig-a') is '4.9e-324'; expected a number from 1 to 1073741824"},
+      {"    measure: prefill_input_tokens_per_node_s\n    cache_hit: 4.9e-324\n"
+       "    published: 10\n",
+       "cache_hit (figure 'fig-a') is '4.9e-324'; expected a number from 0 to 1"},
+      {"    measure: speedup\n    versus: [eplb.policy=static]\n    published: 1.0004\n",
+       "published (figure 'fig-a') is 1.0004; a speedup's error is on its gain"},
+  };
+  for (const auto& c : cases) {
+    const std::string path = Write(head + c.tail);
+    auto r = LoadPublishedFigures(path);
+    ASSERT_FALSE(r.ok()) << c.tail;
+    EXPECT_NE(r.status().message().find(c.expect), std::string::npos) << r.status().message();
+    EXPECT_EQ(r.status().message().rfind(path + ":", 0), 0u) << r.status().message();
+  }
+  // The ends of the ranges are in them.
+  for (const char* published : {"1e-6", "1e12"}) {
+    auto r = LoadPublishedFigures(Write(head + a2a + "    published: " + published + "\n"));
+    EXPECT_TRUE(r.ok()) << published << ": " << r.status().message();
+  }
+}
+
 // Two GPUs of two slots, one layer whose load [400, 300, 200, 100] the trace replays unchanged:
 // `static` keeps experts 0 and 1 together (700 against 300 tokens), deepseek packs 400 + 100
 // and 300 + 200. The simple compute model makes a step 100 µs + 1 µs per token of the busiest
@@ -245,7 +291,10 @@ TEST_F(FiguresFile, RatioMeasuresMatchTheirHandComputedAnswers) {
       "figures:\n  - {id: a, figure: x, source: y, scenario: s.yaml, measure: speedup, unit: x, "
       "published: 1, versus: [eplb.policy=static]}\n"));
   ASSERT_FALSE(flat.ok());
-  EXPECT_NE(flat.status().message().find("published is 1, no gain"), std::string::npos)
+  EXPECT_NE(flat.status().message().find("published (figure 'a') is 1; a speedup's error is on "
+                                         "its gain, published − 1, so it must differ from 1 by "
+                                         "at least 0.001"),
+            std::string::npos)
       << flat.status().message();
   // versus: belongs to a speedup, and a speedup needs one.
   auto lone = LoadPublishedFigures(Write(

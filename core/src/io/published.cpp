@@ -5,10 +5,12 @@
 #include <cmath>
 #include <filesystem>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "eplb/base/excerpt.h"
 #include "eplb/base/file_io.h"
 #include "eplb/engine/all_to_all.h"
 #include "eplb/engine/step_model.h"
@@ -68,7 +70,7 @@ Result<PublishedFigure> ReadFigure(const YAML::Node& node, const std::string& pa
     const std::string key = kv.first.Scalar();
     if (!kFields.count(key)) {
       return Status::InvalidArgument(fmt::format("{}: unknown field '{}.{}'; valid fields: {}",
-                                                 At(path, kv.first), where, key,
+                                                 At(path, kv.first), where, Excerpt(key),
                                                  fmt::join(kFields, ", ")));
     }
     if (key == "set" || key == "versus") {
@@ -102,16 +104,19 @@ Result<PublishedFigure> ReadFigure(const YAML::Node& node, const std::string& pa
     out = v.Scalar();
     return Status::Ok();
   };
-  const auto number = [&](const char* key, double& out, double min, bool required) -> Status {
+  // Every number within its documented range, and normal: a denormal or one near the largest
+  // double turns the error % (or a step's time) into an infinity or a NaN that would be tabled.
+  const auto number = [&](const char* key, double& out, double min, double max,
+                          bool required) -> Status {
     std::string s;
     EPLB_RETURN_IF_ERROR(text(key, s, required));
     if (s.empty() && !required) return Status::Ok();
     double v = 0;
-    if (!YAML::convert<double>::decode(node[key], v) || !std::isfinite(v) || v < min) {
+    if (!YAML::convert<double>::decode(node[key], v) || !std::isfinite(v) || v < min || v > max ||
+        (v != 0 && !std::isnormal(v))) {
       return Status::InvalidArgument(
-          fmt::format("{}: {}.{} is '{}'; expected a number of at "
-                      "least {}",
-                      At(path, node[key]), where, key, s, min));
+          fmt::format("{}: {}.{} (figure '{}') is '{}'; expected a number from {:.10g} to {:.10g}",
+                      At(path, node[key]), where, key, Excerpt(f.id), Excerpt(s), min, max));
     }
     out = v;
     return Status::Ok();
@@ -123,21 +128,18 @@ Result<PublishedFigure> ReadFigure(const YAML::Node& node, const std::string& pa
   EPLB_RETURN_IF_ERROR(text("measure", f.measure, true));
   EPLB_RETURN_IF_ERROR(text("unit", f.unit, true));
   EPLB_RETURN_IF_ERROR(text("note", f.note, false));
-  EPLB_RETURN_IF_ERROR(number("published", f.published, 0, true));
-  if (f.published <= 0) {
-    return Status::InvalidArgument(
-        fmt::format("{}: {}.published must be above 0", At(path, node["published"]), where));
-  }
+  EPLB_RETURN_IF_ERROR(
+      number("published", f.published, kMinPublished, kMaxPublished, /*required=*/true));
   if (std::find(kMeasures.begin(), kMeasures.end(), f.measure) == kMeasures.end()) {
     return Status::InvalidArgument(fmt::format("{}: {}.measure is '{}'; valid measures: {}",
-                                               At(path, node["measure"]), where, f.measure,
+                                               At(path, node["measure"]), where, Excerpt(f.measure),
                                                fmt::join(kMeasures, ", ")));
   }
-  if (f.measure == "speedup" && f.published == 1) {
-    return Status::InvalidArgument(
-        fmt::format("{}: {}.published is 1, no gain; a speedup's error is on its gain, "
-                    "published − 1, so it must differ from 1",
-                    At(path, node["published"]), where));
+  if (f.measure == "speedup" && std::fabs(f.published - 1) < kMinPublishedGain) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: {}.published (figure '{}') is {}; a speedup's error is on its gain, "
+        "published − 1, so it must differ from 1 by at least {:g}",
+        At(path, node["published"]), where, Excerpt(f.id), f.published, kMinPublishedGain));
   }
   if ((f.measure == "speedup") != node["versus"].IsDefined()) {
     return Status::InvalidArgument(fmt::format(
@@ -148,8 +150,8 @@ Result<PublishedFigure> ReadFigure(const YAML::Node& node, const std::string& pa
   }
   if (IsAllToAll(f.measure)) {
     double tokens = 0;
-    EPLB_RETURN_IF_ERROR(number("tokens", tokens, 1, true));
-    if (tokens != std::floor(tokens) || tokens > (1 << 30)) {
+    EPLB_RETURN_IF_ERROR(number("tokens", tokens, 1, 1 << 30, /*required=*/true));
+    if (tokens != std::floor(tokens)) {
       return Status::InvalidArgument(
           fmt::format("{}: {}.tokens is {}; expected a whole number of tokens per GPU, 1..2^30",
                       At(path, node["tokens"]), where, tokens));
@@ -164,8 +166,9 @@ Result<PublishedFigure> ReadFigure(const YAML::Node& node, const std::string& pa
     }
     f.mode = *m;
   }
-  EPLB_RETURN_IF_ERROR(number("cache_hit", f.cache_hit, 0, false));
-  EPLB_RETURN_IF_ERROR(number("tolerance_pct", f.tolerance_pct, 0, false));
+  EPLB_RETURN_IF_ERROR(number("cache_hit", f.cache_hit, 0, 1, /*required=*/false));
+  EPLB_RETURN_IF_ERROR(
+      number("tolerance_pct", f.tolerance_pct, 0, kMaxTolerancePct, /*required=*/false));
   if (f.cache_hit >= 1) {
     return Status::InvalidArgument(fmt::format("{}: {}.cache_hit is {}; it must be below 1",
                                                At(path, node["cache_hit"]), where, f.cache_hit));
@@ -211,6 +214,23 @@ Result<Placement> PolicyPlacement(const Scenario& s, Workload& workload, const P
   return policy->Rebalance(input);
 }
 
+// The first of a step's parts that is not a finite, non-negative time, in words; empty when
+// every part is one. Fields within their ranges can still combine into an overflow.
+std::string NonFinitePart(const StepCost& c) {
+  const std::pair<const char*, double> parts[] = {{"attention and dense", c.attention_s},
+                                                  {"compute", c.compute_s},
+                                                  {"SMs lost to the normal kernels", c.sm_shared_s},
+                                                  {"exposed dispatch", c.dispatch_s},
+                                                  {"exposed combine", c.combine_s},
+                                                  {"hidden dispatch", c.dispatch_hidden_s},
+                                                  {"hidden combine", c.combine_hidden_s},
+                                                  {"the step", c.total_s()}};
+  for (const auto& [name, v] : parts) {
+    if (!std::isfinite(v) || v < 0) return fmt::format("{} takes {} s", name, v);
+  }
+  return std::string();
+}
+
 Result<Serving> ServeScenario(const Scenario& s) {
   EPLB_ASSIGN_OR_RETURN(std::unique_ptr<Workload> workload, MakeWorkload(s));
   EPLB_ASSIGN_OR_RETURN(const Placement initial,
@@ -223,6 +243,10 @@ Result<Serving> ServeScenario(const Scenario& s) {
   for (int i = 0; i < kServingSteps; ++i) {
     workload->Next(step);
     model.Cost(step, placement, cost);
+    if (const std::string part = NonFinitePart(cost); !part.empty()) {
+      return Status::InvalidArgument(
+          fmt::format("measured step {}: {}, not a finite time", i, part));
+    }
     out.step_s += cost.total_s() / kServingSteps;
     out.imbalance_ratio += cost.imbalance_ratio / kServingSteps;
     const LoadMatrix slots = SlotLoads(step, placement);
@@ -331,7 +355,8 @@ Result<std::vector<PublishedFigure>> LoadPublishedFigures(const std::string& pat
 
 Result<std::vector<PublishedFigure>> ParsePublishedFigures(const std::string& text,
                                                            const std::string& path) {
-  EPLB_ASSIGN_OR_RETURN(YAML::Node root, LoadOneYamlDocument(text, path, "a figures file"));
+  EPLB_ASSIGN_OR_RETURN(YAML::Node root,
+                        LoadOneYamlDocument(text, path, "a figures file", {"figures"}));
   if (!root.IsMap() || !root["figures"] || !root["figures"].IsSequence() || root.size() != 1) {
     return Status::InvalidArgument(
         fmt::format("{}: expected one field, 'figures', a list of figures", path));
@@ -344,8 +369,9 @@ Result<std::vector<PublishedFigure>> ParsePublishedFigures(const std::string& te
       EPLB_ASSIGN_OR_RETURN(PublishedFigure f,
                             ReadFigure(root["figures"][i], path, dir.empty() ? "." : dir, i));
       if (!ids.insert(f.id).second) {
-        return Status::InvalidArgument(fmt::format(
-            "{}: figures[{}].id '{}' is given twice; ids name one figure each", path, i, f.id));
+        return Status::InvalidArgument(
+            fmt::format("{}: figures[{}].id '{}' is given twice; ids name one figure each", path, i,
+                        Excerpt(f.id)));
       }
       figures.push_back(std::move(f));
     }
@@ -366,11 +392,12 @@ double FigureErrorPct(const PublishedFigure& f, double simulated) {
 
 }  // namespace
 
-Result<FigureResult> EvaluateFigure(const PublishedFigure& f) {
+namespace {
+
+// EvaluateFigure, its errors not yet naming the figure.
+Result<FigureResult> Evaluate(const PublishedFigure& f) {
   auto scenario = LoadScenarioFile(f.scenario, f.overrides);
-  if (!scenario.ok()) {
-    return Status::InvalidArgument(fmt::format("figure {}: {}", f.id, scenario.status().message()));
-  }
+  if (!scenario.ok()) return Status::InvalidArgument(scenario.status().message());
   FigureResult r;
   r.figure = f;
   if (IsAllToAll(f.measure)) {
@@ -411,22 +438,40 @@ Result<FigureResult> EvaluateFigure(const PublishedFigure& f) {
       both.insert(both.end(), f.versus.begin(), f.versus.end());
       auto other = LoadScenarioFile(f.scenario, both);
       if (!other.ok()) {
-        return Status::InvalidArgument(
-            fmt::format("figure {} (versus): {}", f.id, other.status().message()));
+        return Status::InvalidArgument(fmt::format("(versus): {}", other.status().message()));
       }
       if (other->workload.tokens_per_step != scenario->workload.tokens_per_step) {
-        return Status::InvalidArgument(fmt::format(
-            "figure {}: versus: changes workload.tokens_per_step ({} to {}); a speedup compares "
-            "the same tokens in both set-ups",
-            f.id, scenario->workload.tokens_per_step, other->workload.tokens_per_step));
+        return Status::InvalidArgument(
+            fmt::format("versus: changes workload.tokens_per_step ({} to {}); a speedup compares "
+                        "the same tokens in both set-ups",
+                        scenario->workload.tokens_per_step, other->workload.tokens_per_step));
       }
-      EPLB_ASSIGN_OR_RETURN(const Serving versus, ServeScenario(*other));
-      r.simulated = versus.step_s / step_s;
-      r.breakdown += "; versus: " + Breakdown(versus);
+      auto versus = ServeScenario(*other);
+      if (!versus.ok()) return versus.status().WithContext("versus: ");
+      r.simulated = versus->step_s / step_s;
+      r.breakdown += "; versus: " + Breakdown(*versus);
     }
   }
   r.error_pct = FigureErrorPct(f, r.simulated);
+  if (!std::isfinite(r.simulated) || !std::isfinite(r.error_pct)) {
+    return Status::InvalidArgument(
+        fmt::format("the simulated {} is {} against {} published (error {}%), not a finite "
+                    "number",
+                    f.measure, r.simulated, f.published, r.error_pct));
+  }
   return r;
+}
+
+}  // namespace
+
+Result<FigureResult> EvaluateFigure(const PublishedFigure& f) {
+  auto r = Evaluate(f);
+  if (r.ok()) return r;
+  // The settings are what a figures file adds to its scenario: the likely cause of an overflow.
+  return r.status().WithContext(fmt::format(
+      "figure {} ({}{}{}): ", f.id, f.scenario,
+      f.overrides.empty() ? "" : fmt::format(", set: [{}]", fmt::join(f.overrides, ", ")),
+      f.versus.empty() ? "" : fmt::format(", versus: [{}]", fmt::join(f.versus, ", "))));
 }
 
 bool FigureResult::within_tolerance() const {

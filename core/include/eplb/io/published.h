@@ -52,6 +52,17 @@
 
 namespace eplb {
 
+// What a figures file's numbers may be (each a normal number; anything else is refused at load
+// with the file, the figure, the field, the value and this range), so that a figure's error % is
+// always a finite number:
+//   published       kMinPublished..kMaxPublished, in the figure's unit (the shipped figures lie
+//                   between 0.1 and 63,000); a speedup's also kMinPublishedGain or more from 1
+//   tokens          1..2^30, whole;  cache_hit 0..1 (below 1);  tolerance_pct 0..kMaxTolerancePct
+inline constexpr double kMinPublished = 1e-6;
+inline constexpr double kMaxPublished = 1e12;
+inline constexpr double kMinPublishedGain = 1e-3;
+inline constexpr double kMaxTolerancePct = 1000;
+
 struct PublishedFigure {
   std::string id;
   std::string figure;                  // what was measured, in words
@@ -90,7 +101,9 @@ Result<std::vector<PublishedFigure>> LoadPublishedFigures(const std::string& pat
 // The same for a figures file's `text`, named `path` in errors; scenarios resolve beside it.
 Result<std::vector<PublishedFigure>> ParsePublishedFigures(const std::string& text,
                                                            const std::string& path);
-// Simulates one figure.
+// Simulates one figure. A simulated value (or a serving step's time, or the error %) that is not a
+// finite number is an error naming the figure, its scenario and settings, and the part of the
+// step that overflowed: settings within their ranges can still combine into one (a rate near 0).
 Result<FigureResult> EvaluateFigure(const PublishedFigure& figure);
 // The table: figure, source, published, simulated, error %, and the notes below it.
 std::string PublishedTable(const std::vector<FigureResult>& results);
