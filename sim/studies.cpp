@@ -8,11 +8,13 @@
 #include <filesystem>
 #include <functional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
 #include "eplb/base/csv.h"
 #include "eplb/base/file_io.h"
+#include "eplb/engine/workload.h"
 #include "eplb/io/scenario_file.h"
 #include "eplb/policy/policy.h"
 #include "simulation.h"
@@ -40,6 +42,41 @@ Status CheckPolicies(const std::vector<std::string>& policies) {
     if (!made.ok()) return made.status().WithContext("--policies: ");
   }
   return CheckDistinct(policies, "--policies");
+}
+
+// What `eplb run` checks of a scenario before its simulation starts, for a run a study made by
+// changing fields of a checked scenario (a policy, a seed): the scenario file's validation again
+// (a policy that cannot place around a lost GPU), the memory the run would need, and its
+// workload (a trace that cannot be read; each trace once). A study checks every run before the
+// first starts, so that a wrong input is refused at once, as `run` refuses it, and not after
+// everything else ran.
+Status CheckRunnable(const Scenario& scenario, bool revalidate,
+                     std::unordered_set<std::string>& traces_read) {
+  if (revalidate) {
+    auto parsed = ParseScenario(ScenarioToYaml(scenario), scenario.source);
+    if (!parsed.ok()) {
+      // Its line and column are the generated text's, not a line of the user's file: drop them.
+      const std::string& m = parsed.status().message();
+      const std::string file = scenario.source + ":";
+      const size_t rest = m.find(": ", file.size());
+      if (m.rfind(file, 0) == 0 && rest != std::string::npos && rest > file.size() &&
+          m.find_first_not_of("0123456789:", file.size()) == rest + 1) {
+        return Status::InvalidArgument(scenario.source + m.substr(rest));
+      }
+      return parsed.status();
+    }
+  }
+  EPLB_RETURN_IF_ERROR(CheckRunFitsInMemory(scenario));
+  if (scenario.workload.kind != "generator") {
+    const std::string key =
+        fmt::format("{}\n{}\n{}\n{}", scenario.base_dir, scenario.workload.trace,
+                    scenario.model.layers, scenario.model.experts);
+    if (traces_read.insert(key).second) {
+      auto workload = MakeWorkload(scenario);
+      if (!workload.ok()) return workload.status();
+    }
+  }
+  return Status::Ok();
 }
 
 // A job holds its own copies: it runs in a child forked later, and a ProcessJob may be copied.
@@ -98,6 +135,13 @@ Result<Comparison> RunComparison(const ComparisonSpec& spec, const ProgressObser
       run.scenario.eplb.policy = p;
       run.scenario.run.seed = seed;
       runs.push_back(std::move(run));
+    }
+  }
+  std::unordered_set<std::string> traces_read;
+  for (const Run& run : runs) {
+    const Status runnable = CheckRunnable(run.scenario, /*revalidate=*/true, traces_read);
+    if (!runnable.ok()) {
+      return runnable.WithContext(fmt::format("--policies {}: ", run.label));
     }
   }
   Comparison result;
@@ -194,6 +238,7 @@ Result<SweepPlan> PlanSweep(const SweepSpec& spec) {
                     count >= 1000000 ? "over " : "", count, kMaxSweepPoints));
   }
   // The cross product, policies innermost; every point's scenario is checked before any runs.
+  std::unordered_set<std::string> traces_read;
   std::vector<std::vector<std::string>> combinations{{}};
   for (const auto& [key, values] : spec.vary) {
     std::vector<std::vector<std::string>> next;
@@ -214,6 +259,13 @@ Result<SweepPlan> PlanSweep(const SweepSpec& spec) {
       if (!s.ok()) return s.status().WithContext(fmt::format("point {}: ", plan.points.size()));
       const std::string runs = s->eplb.policy;  // the label is what the point runs
       plan.points.push_back({values, runs, std::move(s).value()});
+      // Loaded from its file, the point's scenario is validated: what is left is what `run`
+      // checks before it simulates.
+      const Status runnable =
+          CheckRunnable(plan.points.back().scenario, /*revalidate=*/false, traces_read);
+      if (!runnable.ok()) {
+        return runnable.WithContext(DescribePoint(plan, plan.points.size() - 1) + ": ");
+      }
     }
   }
   EPLB_RETURN_IF_ERROR(CheckPointsDiffer(plan));

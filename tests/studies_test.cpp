@@ -140,19 +140,53 @@ TEST_F(Studies, ComparisonRefusesABadSpecBeforeWritingAnything) {
   });
 }
 
-TEST_F(Studies, ComparisonWithAFailingRunLeavesNoFolder) {
-  sim::ComparisonSpec spec = TinyComparison(Path("cmp"));
-  // A trace that does not exist fails every run in its child, after the spec was accepted.
-  spec.scenario.workload.kind = "trace";
-  spec.scenario.workload.trace = Path("missing.csv");
-  auto result = sim::RunComparison(spec);
-  ASSERT_FALSE(result.ok());
-  const std::string& message = result.status().message();
-  EXPECT_EQ(message.rfind("failed: ", 0), 0u) << message;
-  EXPECT_NE(message.find("static"), std::string::npos) << message;
-  EXPECT_NE(message.find("deepseek"), std::string::npos) << message;
-  // Nothing of it is left, finished or not.
-  EXPECT_TRUE(fs::is_empty(dir_)) << fs::directory_iterator(dir_)->path();
+// What `eplb run` refuses at load, a study refuses before its first simulation starts, naming
+// the policy or point: not after every other run ran (exit 1 where `run` exits 2).
+TEST_F(Studies, ARunThatWouldFailIsRefusedBeforeAnyRuns) {
+  using Case = BadSpec<sim::ComparisonSpec>;
+  const std::vector<Case> cases = {
+      // Valid under deepseek; static cannot place around the lost GPU.
+      {"policy cannot recover",
+       [](auto& s) {
+         s.scenario = *LoadScenarioFile(kTiny, {"run.steps=60", "eplb.num_redundant_experts=16",
+                                                "faults=[{kind: gpu_lost, step: 30, rank: 1}]"});
+         s.policies = {"deepseek", "static"};
+       },
+       "--policies static: "},
+      {"policy cannot recover, seeds",
+       [](auto& s) {
+         s.scenario = *LoadScenarioFile(kTiny, {"run.steps=60", "eplb.num_redundant_experts=16",
+                                                "faults=[{kind: gpu_lost, step: 30, rank: 1}]"});
+         s.policies = {"deepseek", "static"};
+         s.seeds = {1, 2};
+       },
+       "--policies static seed 1: "},
+      {"too large for memory", [](auto& s) { s.scenario.run.steps = 2000000000; },
+       "--policies static: "},
+      {"missing trace",
+       [this](auto& s) {
+         s.scenario.workload.kind = "trace";
+         s.scenario.workload.trace = Path("missing.csv");
+       },
+       "missing.csv"},
+  };
+  const std::vector<const char*> reasons = {
+      "eplb.policy is 'static', which cannot place around lost or idle GPUs",
+      "eplb.policy is 'static', which cannot place around lost or idle GPUs",
+      "this run would need about", "--policies static: "};
+  size_t i = 0;
+  ExpectEachRefused(TinyComparison(Path("cmp")), cases, [&](const sim::ComparisonSpec& spec) {
+    int reports = 0;
+    const Status s = sim::RunComparison(spec, [&](const auto&, bool) { ++reports; }).status();
+    // Bad input, as `run` says it (exit 2), not a failed run.
+    EXPECT_TRUE(s.code() == Status::Code::kInvalidArgument || s.code() == Status::Code::kIoError)
+        << s.message();
+    EXPECT_NE(s.message().find(reasons[i++]), std::string::npos) << s.message();
+    EXPECT_EQ(reports, 0) << "a simulation started: " << s.message();
+    // Nothing of it is left, finished or not.
+    EXPECT_TRUE(fs::is_empty(dir_));
+    return s;
+  });
 }
 
 // A link the user put in a comparison folder is theirs: a second comparison into the folder is
@@ -235,6 +269,23 @@ TEST_F(Studies, SweepRefusesABadSpecNamingWhatIsWrong) {
          s.vary[0].second = {"1", "-3"};
        },
        "point 4: "},
+      // Valid fields whose run `eplb run` refuses before it starts: refused when planned.
+      {"too large for memory",
+       [](auto& s) {
+         s.vary = {{"run.steps", {"20", "2000000000"}}};
+       },
+       "point 2 (run.steps=2000000000, static): "},
+      {"memory, the reason",
+       [](auto& s) {
+         s.vary = {{"run.steps", {"20", "2000000000"}}};
+       },
+       "this run would need about"},
+      {"missing trace",
+       [this](auto& s) {
+         s.vary = {{"workload.kind", {"generator", "trace"}}};
+         s.overrides.push_back("workload.trace=" + Path("missing.csv"));
+       },
+       "point 2 (workload.kind=trace, static): "},
   };
   ExpectEachRefused(TinySweep(Path("sweep")), cases,
                     [](const sim::SweepSpec& spec) { return sim::PlanSweep(spec).status(); });
