@@ -383,6 +383,18 @@ TEST(RunFolder, DamagedFilesAreErrorsNamingFileAndLine) {
       {"negative-bytes", "transfers.csv",
        "layer,expert,src_rank,dst_rank,bytes,link,start_s,end_s\n0,1,0,1,-5,nic,0,1\n",
        "transfers.csv:2: bytes is -5"},
+      // Times outside the run's span (260 steps of well under a second each): the viewer would
+      // scale its timeline to them.
+      {"transfer-ends-past-the-run", "transfers.csv",
+       "layer,expert,src_rank,dst_rank,bytes,link,start_s,end_s\n0,1,0,1,5,nic,0,1e300\n",
+       "transfers.csv:2: end_s 1e+300 is past the run's end"},
+      {"transfer-starts-past-the-run", "transfers.csv",
+       "layer,expert,src_rank,dst_rank,bytes,link,start_s,end_s\n0,1,0,1,5,nic,0,0.001\n"
+       "0,2,0,1,5,nic,1e6,1e6\n",
+       "transfers.csv:3: end_s 1000000 is past the run's end"},
+      {"transfer-ends-at-infinity", "transfers.csv",
+       "layer,expert,src_rank,dst_rank,bytes,link,start_s,end_s\n0,1,0,1,5,nic,0,inf\n",
+       "transfers.csv:2: end_s 'inf' is not a finite number"},
       {"expert-outside", "transfers.csv",
        "layer,expert,src_rank,dst_rank,bytes,link,start_s,end_s\n0,99,0,1,5,nic,0,1\n",
        "transfers.csv:2: expert 99 is outside the scenario's 0..15"},

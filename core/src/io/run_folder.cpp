@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "eplb/base/excerpt.h"
 #include "eplb/base/file_io.h"
 #include "eplb/engine/gpu_memory.h"
 #include "eplb/formats/json.h"
@@ -75,8 +76,8 @@ Result<int64_t> IntField(const nlohmann::json& j, const char* key, int64_t min, 
   const nlohmann::json& v = j[key];
   if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(max)) ||
       (!v.is_number_unsigned() && (v.get<int64_t>() < min || v.get<int64_t>() > max))) {
-    return Status::InvalidArgument(
-        fmt::format("'{}' is {}; expected an integer within {}..{}", key, v.dump(), min, max));
+    return Status::InvalidArgument(fmt::format("'{}' is {}; expected an integer within {}..{}", key,
+                                               Excerpt(v.dump()), min, max));
   }
   return v.get<int64_t>();
 }
@@ -127,7 +128,7 @@ Status ReadPlacements(const std::string& path, RunFolder& folder) {
     for (const nlohmann::json& e : j["phy2log"]) {
       if (!e.is_number_integer() || e.get<int64_t>() < -1 || e.get<int64_t>() >= experts) {
         return Status::InvalidArgument(
-            fmt::format("phy2log holds {}; expert ids are -1..{}", e.dump(), experts - 1));
+            fmt::format("phy2log holds {}; expert ids are -1..{}", Excerpt(e.dump()), experts - 1));
       }
       c.phy2log.push_back(static_cast<int32_t>(e.get<int64_t>()));
     }
@@ -174,7 +175,7 @@ Status ReadLoads(const std::string& path, RunFolder& folder) {
         const double x = v.is_number() ? v.get<double>() : -1;
         if (!(x >= 0 && x <= kMaxLoad)) {
           return Status::InvalidArgument(
-              fmt::format("a load of {}; loads are within [0, {:g}]", v.dump(), kMaxLoad));
+              fmt::format("a load of {}; loads are within [0, {:g}]", Excerpt(v.dump()), kMaxLoad));
         }
         flat_load.push_back(static_cast<float>(x));
       }
@@ -325,11 +326,15 @@ Result<RunFolder> ReadRunFolder(const std::string& dir, std::vector<RunFolderTab
   EPLB_ASSIGN_OR_RETURN(run.steps,
                         run_folder::ParseMetricsCsv(metrics, p + "metrics.csv", next_table()));
 
+  // The run's span, which every transfer lies within: to the latest step end, stalls included.
+  double run_end_s = 0;
+  for (const StepRecord& s : run.steps)
+    run_end_s = std::max(run_end_s, s.start_s + s.step_s + s.stalled_s);
   EPLB_ASSIGN_OR_RETURN(const std::string transfers, ReadTextFile(p + "transfers.csv"));
-  EPLB_ASSIGN_OR_RETURN(run.transfers,
-                        run_folder::ParseTransfersCsv(
-                            transfers, p + "transfers.csv", run.scenario.model.layers,
-                            run.scenario.model.experts, run.scenario.num_gpus(), next_table()));
+  EPLB_ASSIGN_OR_RETURN(run.transfers, run_folder::ParseTransfersCsv(
+                                           transfers, p + "transfers.csv",
+                                           run.scenario.model.layers, run.scenario.model.experts,
+                                           run.scenario.num_gpus(), run_end_s, next_table()));
 
   EPLB_ASSIGN_OR_RETURN(const std::string rearrangements, ReadTextFile(p + "rearrangements.csv"));
   EPLB_ASSIGN_OR_RETURN(auto rows, run_folder::ParseRearrangementsCsv(
@@ -343,6 +348,12 @@ Result<RunFolder> ReadRunFolder(const std::string& dir, std::vector<RunFolderTab
   // Run folders written before loads.jsonl existed have none.
   if (fs::exists(p + "loads.jsonl")) EPLB_RETURN_IF_ERROR(ReadLoads(p + "loads.jsonl", folder));
   EPLB_RETURN_IF_ERROR(CheckAgainstSummary(folder));
+  // Run folders written before measured windows: their statistics are over every step, and
+  // their latencies come from the steps' times (ParseMetricsCsv).
+  if (folder.summary.measured.rule.empty()) {
+    run.scenario.run.measure_from = 0;
+    MeasureSteps(run, 0, folder.summary);
+  }
   // Run folders written before layer_balancedness.csv existed have none; its spans are checked
   // against the steps, which summary.json has vouched for.
   if (fs::exists(p + "layer_balancedness.csv")) {

@@ -2,6 +2,7 @@
 // driven by the column tables (run_folder_fields.cpp, run_folder_fields.h).
 #include "io/run_folder_columns.h"
 
+#include <algorithm>
 #include <array>
 #include <functional>
 #include <iterator>
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "eplb/base/csv.h"
+#include "eplb/base/excerpt.h"
 #include "eplb/engine/gpu_memory.h"
 #include "eplb/io/run_folder.h"
 #include "io/run_folder_fields.h"
@@ -17,10 +19,9 @@ namespace eplb::run_folder {
 namespace {
 
 template <typename Row>
-std::string Header(const std::vector<Field<Row>>& fields, bool with_later = true) {
+std::string Header(const std::vector<Field<Row>>& fields) {
   std::string out;
   for (const Field<Row>& f : fields) {
-    if (f.added_later && !with_later) break;
     if (!out.empty()) out += ',';
     out += f.doc.name;
   }
@@ -69,21 +70,21 @@ Status ParseCell(const CsvLines& csv, const Field<Row>& field, std::string_view 
     case Format::kInt32: {
       int32_t v = 0;
       if (!ParseCsvInt32(text, v)) {
-        return csv.Error(fmt::format("{} '{}' is not a 32-bit integer", name, text));
+        return csv.Error(fmt::format("{} '{}' is not a 32-bit integer", name, Excerpt(text)));
       }
       c.i = v;
       return Status::Ok();
     }
     case Format::kInt64:
       if (!ParseCsvInt64(text, c.i)) {
-        return csv.Error(fmt::format("{} '{}' is not an integer", name, text));
+        return csv.Error(fmt::format("{} '{}' is not an integer", name, Excerpt(text)));
       }
       return Status::Ok();
     case Format::kReal9:
     case Format::kFixed6:
     case Format::kFixed3:
       if (!ParseCsvDouble(text, c.d)) {
-        return csv.Error(fmt::format("{} '{}' is not a finite number", name, text));
+        return csv.Error(fmt::format("{} '{}' is not a finite number", name, Excerpt(text)));
       }
       return Status::Ok();
     case Format::kLink:
@@ -93,7 +94,7 @@ Status ParseCell(const CsvLines& csv, const Field<Row>& field, std::string_view 
           return Status::Ok();
         }
       }
-      return csv.Error(fmt::format("{} '{}': valid values are nvlink, nic", name, text));
+      return csv.Error(fmt::format("{} '{}': valid values are nvlink, nic", name, Excerpt(text)));
     case Format::kReason:
       for (auto reason :
            {RearrangeReason::kInterval, RearrangeReason::kRecovery, RearrangeReason::kScale}) {
@@ -103,23 +104,27 @@ Status ParseCell(const CsvLines& csv, const Field<Row>& field, std::string_view 
         }
       }
       return csv.Error(
-          fmt::format("{} '{}': valid values are interval, recovery, scale", name, text));
+          fmt::format("{} '{}': valid values are interval, recovery, scale", name, Excerpt(text)));
   }
   return Status::Ok();
 }
 
-// Reads the header: the file's columns, all of `fields` or, in a folder written before the
-// columns added later, those before them.
+// Reads the header: the file's columns, all of `fields` or, in a folder written before some of
+// the columns added later, those before them (every prefix that ends before one of those).
 template <typename Row>
 Result<size_t> ReadHeader(CsvLines& csv, const std::vector<Field<Row>>& fields) {
-  EPLB_ASSIGN_OR_RETURN(const size_t which,
-                        csv.ExpectHeaderOf({Header(fields), Header(fields, false)}));
-  size_t columns = fields.size();
-  if (which == 1) {
-    columns = 0;
-    while (columns < fields.size() && !fields[columns].added_later) ++columns;
+  std::vector<size_t> counts = {fields.size()};
+  for (size_t i = fields.size(); i-- > 0;) {
+    if (fields[i].added_later) counts.push_back(i);
   }
-  return columns;
+  std::vector<std::string> headers;
+  for (size_t count : counts) {
+    const std::vector<Field<Row>> first(fields.begin(),
+                                        fields.begin() + static_cast<std::ptrdiff_t>(count));
+    headers.push_back(Header(first));
+  }
+  EPLB_ASSIGN_OR_RETURN(const size_t which, csv.ExpectHeaderOf(headers));
+  return counts[which];
 }
 
 // The typed columns of a table whose file has the first `count` of `fields`.
@@ -237,8 +242,9 @@ std::string Negative(const char* column, double v) {
 
 }  // namespace
 
-Result<std::vector<StepRecord>> ParseMetricsCsv(std::string_view text, const std::string& name,
-                                                RunFolderTable* typed) {
+static Result<std::vector<StepRecord>> ParseMetricsRows(std::string_view text,
+                                                        const std::string& name,
+                                                        RunFolderTable* typed) {
   int expected = 0;
   double last_start = 0;
   return ParseCsv<StepRecord>(
@@ -256,25 +262,41 @@ Result<std::vector<StepRecord>> ParseMetricsCsv(std::string_view text, const std
         if (r.balancedness < 0 || r.balancedness > 1) {
           return fmt::format("balancedness {} is outside [0, 1]", r.balancedness);
         }
-        for (const auto& [column, v] :
-             {std::pair{"start_s", r.start_s},
-              {"step_s", r.step_s},
-              {"idle_step_s", r.idle_s},
-              {"stalled_s", r.stalled_s},
-              {"tokens_lost", r.tokens_lost},
-              {"serving_gpus", static_cast<double>(r.serving_gpus)},
-              {"imbalance_ratio", r.imbalance_ratio},
-              {"bytes_in_flight", static_cast<double>(r.bytes_in_flight)}}) {
+        for (const auto& [column, v] : {std::pair{"start_s", r.start_s},
+                                        {"step_s", r.step_s},
+                                        {"idle_step_s", r.idle_s},
+                                        {"stalled_s", r.stalled_s},
+                                        {"tokens_lost", r.tokens_lost},
+                                        {"serving_gpus", static_cast<double>(r.serving_gpus)},
+                                        {"imbalance_ratio", r.imbalance_ratio},
+                                        {"bytes_in_flight", static_cast<double>(r.bytes_in_flight)},
+                                        {"latency_s", r.latency_s}}) {
           if (std::string wrong = Negative(column, v); !wrong.empty()) return wrong;
         }
         return std::string();
       },
       "metrics.csv", typed);
 }
+
+Result<std::vector<StepRecord>> ParseMetricsCsv(std::string_view text, const std::string& name,
+                                                RunFolderTable* typed) {
+  EPLB_ASSIGN_OR_RETURN(std::vector<StepRecord> steps, ParseMetricsRows(text, name, typed));
+  // A folder written before latency_s: each step's latency from the steps' ends, as the loop
+  // records it (the first step's own faults' stall is not in the file).
+  const bool recorded =
+      std::any_of(steps.begin(), steps.end(), [](const StepRecord& r) { return r.latency_s > 0; });
+  for (size_t i = 0; !recorded && i < steps.size(); ++i) {
+    const double previous_end =
+        i == 0 ? steps[0].start_s : steps[i - 1].start_s + steps[i - 1].step_s;
+    steps[i].latency_s = steps[i].start_s + steps[i].step_s - previous_end;
+  }
+  return steps;
+}
 Result<std::vector<TransferRecord>> ParseTransfersCsv(std::string_view text,
                                                       const std::string& name, int layers,
-                                                      int experts, int gpus,
+                                                      int experts, int gpus, double run_end_s,
                                                       RunFolderTable* typed) {
+  const double last_end_s = run_end_s + kTransferSpanTolerance * std::max(1.0, run_end_s);
   return ParseCsv<TransferRecord>(
       TransferFields(), text, name,
       [&](const TransferRecord& t) {
@@ -292,6 +314,14 @@ Result<std::vector<TransferRecord>> ParseTransfersCsv(std::string_view text,
         if (t.start_s < 0) return Negative("start_s", t.start_s);
         if (t.end_s < t.start_s) {
           return fmt::format("end_s {} is before start_s {}", t.end_s, t.start_s);
+        }
+        // Times past the run's end are a damaged file, not a slow link: a viewer would scale
+        // its timeline to them.
+        if (!(t.end_s <= last_end_s)) {
+          return fmt::format(
+              "end_s {} is past the run's end, {} s (the last step's end in metrics.csv); a "
+              "transfer lies within the run, 0..{} s",
+              t.end_s, run_end_s, run_end_s);
         }
         return std::string();
       },

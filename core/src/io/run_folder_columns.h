@@ -52,11 +52,15 @@ std::string GpuMemoryCsv(const std::vector<RearrangementRecord>& rearrangements,
 // receives the same table as typed columns (RunFolderTable), from the same parse.
 Result<std::vector<StepRecord>> ParseMetricsCsv(std::string_view text, const std::string& name,
                                                 RunFolderTable* typed = nullptr);
-// `layers` and `gpus` bound each transfer's layer and ranks.
+// `layers` and `gpus` bound each transfer's layer and ranks; `run_end_s` (the end of the last
+// step of metrics.csv) its times, within kTransferSpanTolerance of it.
 Result<std::vector<TransferRecord>> ParseTransfersCsv(std::string_view text,
                                                       const std::string& name, int layers,
-                                                      int experts, int gpus,
+                                                      int experts, int gpus, double run_end_s,
                                                       RunFolderTable* typed = nullptr);
+// How far past the run's end a transfer may end, relative to the run's length (at least 1 s's
+// worth): the files round times to 9 digits; a transfer lies within the run.
+inline constexpr double kTransferSpanTolerance = 1e-6;
 Result<std::vector<RearrangementRow>> ParseRearrangementsCsv(std::string_view text,
                                                              const std::string& name,
                                                              RunFolderTable* typed = nullptr);
