@@ -125,10 +125,7 @@ Result<std::map<std::string, Tensor>> ParseSafetensors(std::string_view bytes,
           where, info["shape"].dump(), t.dtype, off.dump(), data.size()));
     }
     spans.emplace_back(off[0].get<uint64_t>(), off[1].get<uint64_t>(), key);
-    const char* p = data.data() + off[0].get<uint64_t>();
-    t.values.resize(count);
-    for (uint64_t i = 0; i < count; ++i) t.values[i] = DecodeElement(t.dtype, p + i * width);
-    out.emplace(key, std::move(t));
+    out.emplace(key, std::move(t));  // its values are decoded once the tensors tile the data
   }
   // The format's rule: the tensors tile the data section, no byte read twice and none skipped.
   std::sort(spans.begin(), spans.end());
@@ -147,6 +144,16 @@ Result<std::map<std::string, Tensor>> ParseSafetensors(std::string_view bytes,
         "{}: the tensors cover {} of the data section's {} bytes; safetensors' tensors tile it "
         "whole",
         name, covered, data.size()));
+  }
+  // Decoded only now: tensors that tile the data section hold each byte once, so a header naming
+  // the whole section for each of a million tensors costs a refusal, not a million decodings.
+  for (const auto& [begin, end, key] : spans) {
+    Tensor& t = out.at(key);
+    const uint64_t width = static_cast<uint64_t>(DtypeBytes(t.dtype));
+    t.values.resize((end - begin) / width);
+    for (uint64_t i = 0; i < t.values.size(); ++i) {
+      t.values[i] = DecodeElement(t.dtype, data.data() + begin + i * width);
+    }
   }
   return out;
 }
