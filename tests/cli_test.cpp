@@ -817,6 +817,41 @@ TEST_F(CliTest, CompareAndSweepErrorsExitTwo) {
        "--vary eplb.policy and --policies both name the policies"},
   });
 }
+
+// What `eplb run` refuses at load (exit 2), compare and sweep refuse before the first simulation
+// starts, naming the policy or point: before, they exited 1 after running everything else.
+TEST_F(CliTest, CompareAndSweepCheckEveryRunBeforeTheFirst) {
+  const std::string tiny = std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml";
+  const std::string lost =
+      " --set run.steps=60 --set eplb.num_redundant_experts=16 "
+      "'--set=faults=[{kind: gpu_lost, step: 30, rank: 1}]'";
+  const std::string static_lost =
+      "eplb.policy is 'static', which cannot place around lost or idle GPUs";
+  const struct {
+    std::string name, args, expected;
+  } cases[] = {
+      {"run", "run " + tiny + lost + " --set eplb.policy=static", static_lost},
+      {"compare", "compare " + tiny + lost + " --policies deepseek,static",
+       "--policies static: " + tiny + ": " + static_lost},
+      {"compare, seeds", "compare " + tiny + lost + " --policies deepseek,static --seeds 1,2",
+       "--policies static seed 1: " + tiny + ": " + static_lost},
+      {"sweep, memory", "sweep " + tiny + " --vary run.steps=20,2000000000",
+       "point 1 (run.steps=2000000000, deepseek): " + tiny + ": this run would need about"},
+      {"sweep, policy", "sweep " + tiny + lost + " --vary run.seed=1 --policies deepseek,static",
+       "point 1: " + tiny},
+      {"sweep, policy's reason",
+       "sweep " + tiny + lost + " --vary run.seed=1 --policies deepseek,static", static_lost},
+  };
+  for (const auto& c : cases) {
+    const std::string out = (dir_ / "out").string();
+    const CliRun r = Eplb(c.args + " --out " + out);
+    EXPECT_EQ(r.code, 2) << c.name << ": " << r.err;
+    EXPECT_NE(r.err.find(c.expected), std::string::npos) << c.name << ": " << r.err;
+    // Refused before any simulation began: no progress line, no folder.
+    EXPECT_EQ(r.err.find("step 0/"), std::string::npos) << c.name << ": " << r.err;
+    EXPECT_FALSE(fs::exists(out)) << c.name;
+  }
+}
 #else
 TEST_F(CliTest, RunSaysTheSimulatorWasNotBuilt) {
   const CliRun r =
