@@ -41,6 +41,52 @@ TEST_F(CliTest, ValidatePublishedNamesABadFiguresFile) {
   EXPECT_NE(r.err.find(bad + ":2:"), std::string::npos) << r.err;
 }
 
+// A user's figures whose numbers would give an error % or a simulated value that is not a
+// number: refused (exit 2), naming the figure and the field or setting, and no folder written.
+// Before, each exited 0 with "+inf%" or "MoE -nan" and `"error_pct": null` in published.json.
+TEST_F(CliTest, ValidatePublishedRefusesFiguresThatAreNotFiniteNumbers) {
+  const std::string scenario = std::string(EPLB_SCENARIO_DIR) + "/published/h800-deepseek-v3.yaml";
+  const auto figure = [&](const std::string& file, const std::string& set,
+                          const std::string& measure, const std::string& published) {
+    return Write(file,
+                 "figures:\n  - id: mine\n    figure: x\n    source: y\n"
+                 "    scenario: " +
+                     scenario + "\n    set: [" + set + "]\n    measure: " + measure +
+                     "\n    unit: u\n    published: " + published + "\n" +
+                     (measure == "dispatch_gbps" ? "    tokens: 4096\n    mode: normal\n" : ""));
+  };
+  const std::string ep8 = "cluster.nodes=1, model.groups=1, model.topk_groups=1";
+  const std::string decode =
+      "cluster.nodes=18, compute.stage=decode, compute.kv_length=4989, "
+      "workload.tokens_per_step=12672, compute.all_to_all=low-latency";
+  const struct {
+    std::string name, file, expected;
+  } cases[] = {
+      {"denormal", figure("denormal.yaml", ep8, "dispatch_gbps", "4.9e-324"),
+       "denormal.yaml:9:16: figures[0].published (figure 'mine') is '4.9e-324'; expected a number "
+       "from "
+       "1e-06 to 1e+12"},
+      {"near the largest double", figure("huge.yaml", ep8, "dispatch_gbps", "1e308"),
+       "figures[0].published (figure 'mine') is '1e308'; expected a number from 1e-06 to 1e+12"},
+      // Settings within their ranges whose step would overflow: refused with the figure and
+      // the setting, by the scenario's own check or, failing that, by the figure's.
+      {"an overflowing step",
+       figure("overflow.yaml", decode + ", compute.hbm_efficiency=4.9e-324",
+              "decode_output_tokens_per_user_s", "20"),
+       "figure mine (" + scenario + ", set: [" + decode + ", compute.hbm_efficiency=4.9e-324]): "},
+  };
+  for (const auto& c : cases) {
+    const std::string out = (dir_ / "published").string();
+    const CliRun r = Eplb("validate --published --figures " + c.file + " --out " + out + " --json");
+    EXPECT_EQ(r.code, 2) << c.name << ": " << r.err;
+    EXPECT_NE(r.err.find(c.expected), std::string::npos) << c.name << ": " << r.err;
+    EXPECT_EQ(r.err.find("inf%"), std::string::npos) << c.name << ": " << r.err;
+    EXPECT_EQ(r.err.find("-nan"), std::string::npos) << c.name << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << c.name << ": " << r.out;
+    EXPECT_FALSE(fs::exists(out)) << c.name;
+  }
+}
+
 TEST_F(CliTest, A2aPrintsTimeAndBottleneckBandwidth) {
   const std::string scenario = std::string(EPLB_SCENARIO_DIR) +
                                "/published/h800-deepseek-v3.yaml --set cluster.nodes=1 " +
