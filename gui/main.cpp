@@ -110,8 +110,14 @@ int main(int argc, char** argv) {
                       .arg(layer_index)
                       .arg(window.panel()->run().layers() - 1));
     }
+    // A step the run does not have is a slip, not a wish for the nearest one (-2 drew the last).
+    const int steps = window.panel()->run().steps();
+    if (step < -1 || step >= steps) {
+      return Fail(
+          QString("--at %1: the run has steps 0..%2 (-1: the last)").arg(step).arg(steps - 1));
+    }
     window.SetLayer(layer_index);
-    window.SetStep(step < 0 ? window.panel()->run().steps() - 1 : step);
+    window.SetStep(step < 0 ? steps - 1 : step);
   }
   window.show();
   if (!headless) return app.exec();
