@@ -437,7 +437,7 @@ TEST(TorchDumpWork, TensorsViewingOneStorageCheckItOnce) {
 TEST(TorchDumpWork, WorkBeyondTheFilesBudgetIsRefusedBeforeItIsDone) {
   // Distinct records (each a few bytes) all recalling one tensor that views a whole storage of
   // 65,536 counts: each would add 65,536 values. A hundred fit the budget of a 1 MiB file; a
-  // thousand would take ~130M, over it, and are refused naming the file.
+  // thousand would take ~65M, over it, and are refused naming the file.
   constexpr uint32_t kSlots = 1 << 16;
   auto make = [&](uint32_t records) {
     std::string list;
@@ -511,7 +511,8 @@ TEST(TorchDumpWork, ARecordOfManyRepeatedKeysNamedOftenReadsInOnePass) {
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_EQ(s->steps[0](0, 3), 20000 * 4);
   EXPECT_EQ(work.tensors_read, 2);
-  EXPECT_EQ(work.values, 4 + 4 + 4 + 4);  // the map, the counts, the pass's cells, their sum
+  // The map, the counts, the record and their sum into its pass: once each.
+  EXPECT_EQ(work.values, 4 + 4 + 1 + 4);
 }
 
 TEST(TorchPickle, RecalledValuesCostOneNodeNotACopy) {

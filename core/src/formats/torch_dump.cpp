@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
-#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -52,10 +52,10 @@ struct Dump {
   TorchDumpWork* work = nullptr;  // shared by the dumps of one read
   int64_t budget = 0;             // TorchDumpWorkBudget of the file's size
   mutable int64_t spent = 0;
-  // Entries whose CRC-32 was checked, and tensors converted, by their node in the graph
-  // (unordered_map keeps its elements in place, so pointers to them stay valid).
-  mutable std::unordered_map<const ZipArchive::Entry*, std::string_view> entries;
-  mutable std::unordered_map<int32_t, Array> arrays;
+  // Entries whose CRC-32 was checked, by their place in the directory, and tensors converted,
+  // by their node in the graph: indexed, not hashed, so that no file makes a lookup degrade.
+  mutable std::vector<std::optional<std::string_view>> entries;
+  mutable std::vector<std::unique_ptr<Array>> arrays;
 };
 
 // Counts `values` against the dump's budget before they are materialised or added up.
@@ -75,11 +75,13 @@ Status Spend(const Dump& dump, int64_t values, const std::string& what) {
 
 // An entry's data, its CRC-32 checked the first time only.
 Result<std::string_view> ReadEntry(const Dump& dump, const ZipArchive::Entry& entry) {
-  if (auto it = dump.entries.find(&entry); it != dump.entries.end()) return it->second;
+  const auto index = static_cast<size_t>(&entry - dump.archive->entries().data());
+  dump.entries.resize(dump.archive->entries().size());
+  if (dump.entries[index]) return *dump.entries[index];
   EPLB_ASSIGN_OR_RETURN(std::string_view data, dump.archive->Read(entry));
   ++dump.work->entries_checked;
   dump.work->bytes_checked += static_cast<int64_t>(data.size());
-  dump.entries.emplace(&entry, data);
+  dump.entries[index] = data;
   return data;
 }
 
@@ -172,7 +174,8 @@ Result<const Array*> ReadTensor(const Dump& dump, int32_t ref, const std::string
     return Status::InvalidArgument(fmt::format("{}: {} holds {} values; eplb reads at most {}",
                                                dump.path, what, t.numel(), kMaxSeriesValues));
   }
-  if (auto it = dump.arrays.find(ref); it != dump.arrays.end()) return &it->second;
+  dump.arrays.resize(dump.graph.nodes.size());
+  if (const auto& cached = dump.arrays[static_cast<size_t>(ref)]) return cached.get();
   const ZipArchive::Entry* entry = dump.archive->Find(dump.prefix + "data/" + t.storage);
   if (entry == nullptr) {
     return Status::InvalidArgument(fmt::format("{}: {}'s storage '{}' is not in the archive",
@@ -184,10 +187,12 @@ Result<const Array*> ReadTensor(const Dump& dump, int32_t ref, const std::string
         fmt::format("{}: {}'s storage holds {} bytes, less than its {} elements of {} need",
                     dump.path, what, entry->size, t.storage_numel, t.dtype));
   }
-  EPLB_RETURN_IF_ERROR(Spend(dump, t.numel(), what));
+  EPLB_RETURN_IF_ERROR(Spend(dump, std::max<int64_t>(t.numel(), 1), what));
   EPLB_ASSIGN_OR_RETURN(std::string_view data, ReadEntry(dump, *entry));
   ++dump.work->tensors_read;
-  Array& out = dump.arrays[ref];
+  auto& slot = dump.arrays[static_cast<size_t>(ref)];
+  slot = std::make_unique<Array>();
+  Array& out = *slot;
   out.dtype = t.dtype;
   out.shape = t.shape;
   out.values.resize(static_cast<size_t>(t.numel()));
@@ -344,14 +349,17 @@ Result<LoadSeries> ReadPerPass(const std::vector<std::unique_ptr<Dump>>& dumps,
     }
     // A record the list names many times (the pickle's memo) is read once and counted as many
     // times as it is named: the work is the distinct records', not the references'.
-    std::vector<std::pair<int32_t, size_t>> distinct;  // record, first index, in list order
-    std::unordered_map<int32_t, int64_t> times;
+    std::vector<std::pair<int32_t, size_t>> distinct;          // record, first index, in list order
+    std::vector<uint32_t> times(dump->graph.nodes.size(), 0);  // by node: indexed, not hashed
     for (size_t i = 0; i < records.items.size(); ++i) {
-      if (times[records.items[i]]++ == 0) distinct.emplace_back(records.items[i], i);
+      if (times[static_cast<size_t>(records.items[i])]++ == 0) {
+        distinct.emplace_back(records.items[i], i);
+      }
     }
     for (const auto& [record, i] : distinct) {
       const std::string where = fmt::format("records[{}]", i);
-      const double mult = static_cast<double>(times[record]);
+      const double mult = static_cast<double>(times[static_cast<size_t>(record)]);
+      EPLB_RETURN_IF_ERROR(Spend(*dump, 1, where));  // each record costs something, even empty
       if (dump->graph.at(record).kind != PickleKind::kDict) {
         return Status::InvalidArgument(fmt::format(
             "{}: {} is {}; expected a dict with forward_pass_id and global_physical_count or "
@@ -371,7 +379,7 @@ Result<LoadSeries> ReadPerPass(const std::vector<std::unique_ptr<Dump>>& dumps,
           return Status::InvalidArgument(fmt::format("{}: the records hold over {} of load", name,
                                                      FormatBytes(kMaxSeriesBytes)));
         }
-        EPLB_RETURN_IF_ERROR(Spend(*dump, static_cast<int64_t>(cells), where));
+        // Not counted against the budget: the passes are the output, bounded just above.
         it->second.assign(cells, 0.0);
       }
       std::vector<double>& counts = it->second;

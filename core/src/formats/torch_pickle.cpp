@@ -3,7 +3,7 @@
 #include <array>
 #include <bit>
 #include <cstring>
-#include <unordered_map>
+#include <map>
 #include <utility>
 
 #include <fmt/format.h>
@@ -618,7 +618,7 @@ class Unpickler {
   PickleGraph graph_;
   std::vector<int32_t> stack_;
   std::vector<size_t> marks_;
-  std::unordered_map<uint64_t, int32_t> memo_;
+  std::map<uint64_t, int32_t> memo_;  // ordered: no chosen keys make it degrade
 };
 
 }  // namespace
@@ -632,7 +632,7 @@ int64_t TorchTensorView::numel() const {
 int32_t PickleGraph::Get(int32_t dict, std::string_view key) const {
   const PickleNode& d = at(dict);
   if (d.kind != PickleKind::kDict) return -1;
-  const auto id = key_ids.find(std::string(key));
+  const auto id = key_ids.find(key);
   if (id == key_ids.end()) return -1;
   const auto slot =
       key_slots.find((static_cast<uint64_t>(static_cast<uint32_t>(dict)) << 32) | id->second);

@@ -173,7 +173,7 @@ Result<ZipArchive> ZipArchive::Open(std::string_view bytes, std::string name) {
 }
 
 const ZipArchive::Entry* ZipArchive::Find(std::string_view entry_name) const {
-  const auto it = index_.find(std::string(entry_name));
+  const auto it = index_.find(entry_name);
   return it == index_.end() ? nullptr : &entries_[it->second];
 }
 

@@ -20,16 +20,17 @@
 // neither recurse the reader nor its destructor, and its size is bounded by the pickle's. Work
 // stays linear in the pickle too: a memoised value is one node however often the pickle recalls
 // it (readers cache what they derive from it by index), a dict's repeated string keys collapse
-// as they are set (the last value wins, as in Python), and Get is one hash lookup, so no dict of
-// millions of keys, recalled thousands of times, is scanned per lookup.
+// as they are set (the last value wins, as in Python), and Get is a lookup in ordered maps, so no
+// dict of millions of keys, recalled thousands of times, is scanned per lookup. The maps are
+// ordered, not hashed, so that no choice of keys or indices can make them degrade.
 //
 // Thread-safety: pure functions; a PickleGraph is immutable after Unpickle.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "eplb/base/status.h"
@@ -78,15 +79,15 @@ struct PickleGraph {
   int32_t root = -1;
 
   const PickleNode& at(int32_t i) const { return nodes[static_cast<size_t>(i)]; }
-  // The value under string key `key` of the dict `dict`, or -1: one hash lookup.
+  // The value under string key `key` of the dict `dict`, or -1: O(log n), whatever the dict.
   int32_t Get(int32_t dict, std::string_view key) const;
   // "a dict", "a list", "an int", ... for errors.
   static std::string KindName(PickleKind kind);
 
   // Filled by Unpickle: the texts of the strings used as dict keys, each with an id, and where in
   // its dict's items each (dict << 32 | key id) pair's key sits.
-  std::unordered_map<std::string, uint32_t> key_ids;
-  std::unordered_map<uint64_t, uint32_t> key_slots;
+  std::map<std::string, uint32_t, std::less<>> key_ids;
+  std::map<uint64_t, uint32_t> key_slots;
 };
 
 // The value `data` (a pickle, e.g. a `.pt` archive's data.pkl) describes. `name` (the file and

@@ -14,9 +14,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "eplb/base/status.h"
@@ -37,8 +37,8 @@ class ZipArchive {
   static Result<ZipArchive> Open(std::string_view bytes, std::string name);
 
   const std::vector<Entry>& entries() const { return entries_; }
-  // The entry called `name`, or nullptr: one hash lookup, so that a dump of many tensors is not
-  // read in time quadratic in its entries.
+  // The entry called `name`, or nullptr: O(log n), so that a dump of many tensors is not read in
+  // time quadratic in its entries (an ordered map: no chosen names make it degrade).
   const Entry* Find(std::string_view name) const;
   // A stored entry's data, its CRC-32 checked (every call checks it again: a caller that reads an
   // entry more than once keeps what it read).
@@ -49,7 +49,7 @@ class ZipArchive {
   std::string_view bytes_;
   std::string name_;
   std::vector<Entry> entries_;
-  std::unordered_map<std::string, size_t> index_;  // name -> position in entries_
+  std::map<std::string, size_t, std::less<>> index_;  // name -> position in entries_
 };
 
 }  // namespace eplb
