@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "eplb/base/excerpt.h"
 #include "eplb/base/file_io.h"
 #include "eplb/base/interrupt.h"
 #include "eplb/io/run_folder.h"
@@ -30,7 +31,8 @@ int ExitCodeFor(const Status& status) {
 
 int ReportError(const std::string& command, const Status& status) {
   const bool interrupted = status.code() == Status::Code::kCancelled && InterruptSignal() != 0;
-  fmt::print(stderr, "eplb {}: {}{}\n", command, interrupted ? "" : "error: ", status.message());
+  fmt::print(stderr, "eplb {}: {}{}\n", command,
+             interrupted ? "" : "error: ", PrintableMessage(status.message()));
   return ExitCodeFor(status);
 }
 

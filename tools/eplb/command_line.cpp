@@ -10,6 +10,7 @@
 #include "cli_util.h"
 #include "command.h"
 #include "eplb/base/csv.h"
+#include "eplb/base/excerpt.h"
 #include "eplb/io/run_folder.h"
 
 namespace eplb::cli {
@@ -151,11 +152,15 @@ int CommandLine::Run(int argc, char** argv) {
     std::vector<std::string> names;
     for (const Command& command : commands_) names.push_back(command.name_);
     if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
-      fmt::print(stderr, "eplb: unknown command '{}'; the commands are: {} (eplb --help)\n",
-                 argv[1], fmt::join(names, ", "));
+      fmt::print(stderr, "eplb: unknown command {}; the commands are: {} (eplb --help)\n",
+                 QuoteInput(argv[1]), fmt::join(names, ", "));
       return kExitBadInput;
     }
   }
+  // CLI11's own messages quote arguments whole: no control byte of them reaches the terminal.
+  app.failure_message([](const CLI::App* a, const CLI::Error& e) {
+    return PrintableMessage(CLI::FailureMessage::simple(a, e));
+  });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

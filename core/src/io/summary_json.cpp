@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "eplb/formats/json.h"
+#include "eplb/base/excerpt.h"
 
 namespace eplb::run_folder {
 namespace {
@@ -149,7 +150,7 @@ class FieldReader {
                                                      : j.is_number_integer();
     if (!fits) {
       return Status::InvalidArgument(fmt::format("{}: field '{}' is {}; expected {}", where_, name,
-                                                 j.dump(), ExpectedKind<T>()));
+                                                 Excerpt(j.dump()), ExpectedKind<T>()));
     }
     if constexpr (kBool) {
       out = j.get<int64_t>() != 0;

@@ -26,4 +26,9 @@ std::string Excerpt(std::string_view text, size_t max_chars = kExcerptChars);
 // first 32 bytes and "..."). Every reader quotes input through this or Excerpt, never raw.
 std::string QuoteInput(std::string_view text);
 
+// A whole message with its control bytes but the line feed written \xNN and the rest (eplb's
+// own UTF-8: ×, ±) as is: the command line's last guard before stderr, for text no reader
+// quoted (CLI11's messages, which quote arguments whole and end lines).
+std::string PrintableMessage(std::string_view message);
+
 }  // namespace eplb
