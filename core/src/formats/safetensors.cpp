@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "eplb/base/excerpt.h"
 #include "eplb/formats/json.h"
 
 namespace eplb {
@@ -88,7 +89,7 @@ Result<std::map<std::string, Tensor>> ParseSafetensors(std::string_view bytes,
   std::vector<std::tuple<uint64_t, uint64_t, std::string>> spans;  // [begin, end), tensor
   for (const auto& [key, info] : header.items()) {
     if (key == "__metadata__") continue;
-    const std::string where = fmt::format("{}: tensor '{}'", name, key);
+    const std::string where = fmt::format("{}: tensor '{}'", name, Excerpt(key));
     if (!info.is_object() || !info.contains("dtype") || !info["dtype"].is_string() ||
         !info.contains("shape") || !info["shape"].is_array() || !info.contains("data_offsets") ||
         !info["data_offsets"].is_array() || info["data_offsets"].size() != 2) {
@@ -102,13 +103,13 @@ Result<std::map<std::string, Tensor>> ParseSafetensors(std::string_view bytes,
       return Status::InvalidArgument(fmt::format(
           "{} has dtype {}; expected one of F64, F32, F16, BF16, I64, I32, I16, I8, U64, U32, "
           "U16, U8, BOOL",
-          where, t.dtype));
+          where, QuoteInput(t.dtype)));
     }
     uint64_t count = 1;
     for (const auto& d : info["shape"]) {
       if (!d.is_number_unsigned() || d.get<uint64_t>() > (uint64_t{1} << 40)) {
         return Status::InvalidArgument(fmt::format("{} has shape {}; expected non-negative sizes",
-                                                   where, info["shape"].dump()));
+                                                   where, QuoteJson(info["shape"])));
       }
       t.shape.push_back(d.get<int64_t>());
       count *= d.get<uint64_t>();
@@ -122,7 +123,7 @@ Result<std::map<std::string, Tensor>> ParseSafetensors(std::string_view bytes,
       return Status::InvalidArgument(fmt::format(
           "{} has shape {} of {} and data_offsets {}, but the data section holds {} bytes; the "
           "offsets must lie within it and span the shape's elements",
-          where, info["shape"].dump(), t.dtype, off.dump(), data.size()));
+          where, QuoteJson(info["shape"]), Excerpt(t.dtype), QuoteJson(off), data.size()));
     }
     spans.emplace_back(off[0].get<uint64_t>(), off[1].get<uint64_t>(), key);
     out.emplace(key, std::move(t));  // its values are decoded once the tensors tile the data

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "eplb/base/excerpt.h"
 #include "eplb/formats/json.h"
 #include "eplb/formats/load_file.h"
 #include "eplb/formats/safetensors.h"
@@ -28,7 +29,8 @@ Result<LoadSeries> ReadTrtllmStatistics(const std::string& folder) {
         "{}: num_experts is {}; expected TensorRT-LLM's meta_info.json with num_experts within "
         "1..{}",
         meta_path,
-        meta.is_object() && meta.contains("num_experts") ? meta["num_experts"].dump() : "missing",
+        meta.is_object() && meta.contains("num_experts") ? Excerpt(meta["num_experts"].dump())
+                                                         : "missing",
         1 << 24));
   }
   const int64_t experts = meta["num_experts"].get<int64_t>();
@@ -61,23 +63,23 @@ Result<LoadSeries> ReadTrtllmStatistics(const std::string& folder) {
         return Status::InvalidArgument(fmt::format(
             "{}: tensor '{}' is not named ITERATION_LAYER (e.g. '100_3'), as TensorRT-LLM names "
             "its statistics",
-            file.string(), key));
+            file.string(), Excerpt(key)));
       }
       if (t.dtype == "BOOL") {
         return Status::InvalidArgument(
             fmt::format("{}: tensor '{}' is BOOL; expected counts of tokens (integers or floats)",
-                        file.string(), key));
+                        file.string(), Excerpt(key)));
       }
       if (t.shape.size() != 1) {
         // A [2, experts/2] tensor has as many values as experts, but is not a layer's counts.
         return Status::InvalidArgument(fmt::format(
             "{}: tensor '{}' has {} dimensions; a layer's counts are one [num_experts] vector",
-            file.string(), key, t.shape.size()));
+            file.string(), Excerpt(key), t.shape.size()));
       }
       if (t.values.size() != static_cast<size_t>(experts)) {
         return Status::InvalidArgument(
             fmt::format("{}: tensor '{}' has {} values but meta_info.json's num_experts is {}",
-                        file.string(), key, t.values.size(), experts));
+                        file.string(), Excerpt(key), t.values.size(), experts));
       }
       // Each rank's count is checked before the ranks are summed, where -7 on one rank beside
       // +10 on another would sum to an acceptable 3.
@@ -86,7 +88,7 @@ Result<LoadSeries> ReadTrtllmStatistics(const std::string& folder) {
           return Status::InvalidArgument(
               fmt::format("{}: tensor '{}' counts {} for expert {}; counts must be finite, "
                           "non-negative and at most {:g} tokens",
-                          file.string(), key, c, e, kMaxLoad));
+                          file.string(), Excerpt(key), c, e, kMaxLoad));
         }
       }
       auto [it, fresh] = counts.try_emplace({iter, layer}, std::move(t.values));
