@@ -7,10 +7,12 @@
 
 #include "eplb/formats/placement_file.h"
 #include "eplb/io/placement_files.h"
+#include "fuzz_checks.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   auto placement = eplb::ParsePlacementJson(text, "fuzz.json", 0);
+  eplb_fuzz::CheckQuoting(placement);
   if (placement.ok()) {
     // What eplb writes of a placement it read reads back as the same placement.
     std::string written = "{";
@@ -19,9 +21,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto again = eplb::ParsePlacementJson(written, "written.json", placement->num_experts());
     if (!again.ok() || !(*again == *placement)) __builtin_trap();
   }
-  (void)eplb::ParsePlacementJson(text, "fuzz.json", 16);
+  eplb_fuzz::CheckQuoting(eplb::ParsePlacementJson(text, "fuzz.json", 16));
   // yaml-cpp under ASan takes ~50 ms for the 64 KiB JSON seeds; the YAML reader's own checks
   // are exercised as well by small inputs, which keeps the suite's time bounded.
-  if (size <= 8192) (void)eplb::ParseTrtllmPlacement(text, "fuzz.yaml", 0);
+  if (size <= 8192) eplb_fuzz::CheckQuoting(eplb::ParseTrtllmPlacement(text, "fuzz.yaml", 0));
   return 0;
 }

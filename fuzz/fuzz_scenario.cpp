@@ -7,6 +7,7 @@
 
 #include "eplb/engine/scenario.h"
 #include "eplb/io/scenario_file.h"
+#include "fuzz_checks.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
@@ -17,6 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     text = nl == std::string::npos ? "" : text.substr(nl + 1);
   }
   auto scenario = eplb::ParseScenario(text, "fuzz.yaml", overrides);
+  eplb_fuzz::CheckQuoting(scenario);
   if (scenario.ok()) {
     // What every command does next with a valid scenario: size it, write it back, read that.
     (void)eplb::EstimateRunMemory(*scenario);
