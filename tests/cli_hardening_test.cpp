@@ -248,6 +248,24 @@ TEST_F(CliTest, ALinkToAFileOfItsKindIsRead) {
                  "one has no extension"}});
 }
 
+// Arguments reach stderr escaped too: eplb's messages, CLI11's and the unknown command's.
+TEST_F(CliTest, AnArgumentsTerminalEscapesNeverReachTheTerminal) {
+  const std::string esc = "\x1b]0;pwned\x07\x1b[2J";
+  const std::vector<ErrorCase> cases = {
+      {"unknown command", "'" + esc + "'", "unknown command '\\x1b]0;pwned\\x07\\x1b[2J'"},
+      {"CLI11's number", "a2a --tokens '" + esc + "'", "--tokens: '\\x1b]0;pwned"},
+      {"CLI11's unknown option", "a2a '--bogus" + esc + "'", "--bogus\\x1b]0;pwned\\x07"},
+      {"eplb's own check", "a2a --mode '" + esc + "'", "--mode is '\\x1b]0;pwned\\x07"},
+      {"a --set", "a2a --set '" + esc + "'", "--set '\\x1b]0;pwned\\x07\\x1b[2J'"},
+  };
+  ExpectErrors(cases);
+  for (const auto& c : cases) {
+    const CliRun r = Eplb(c.args);
+    EXPECT_EQ(r.err.find_first_of(std::string("\x1b\x07", 2)), std::string::npos)
+        << c.name << ": " << r.err;
+  }
+}
+
 // QuoteInput, the one helper every reader quotes input through.
 TEST(QuoteInput, QuotesAtMost32PrintableBytes) {
   const struct {
@@ -263,6 +281,8 @@ TEST(QuoteInput, QuotesAtMost32PrintableBytes) {
       {"tab\there\r\n", "'tab\\x09here\\x0d\\x0a'"},
   };
   for (const auto& c : cases) EXPECT_EQ(QuoteInput(c.text), c.quoted) << c.text;
+  // The command line's last guard keeps eplb's own UTF-8 and line feeds, escapes the rest.
+  EXPECT_EQ(PrintableMessage("2 \xc3\x97 3\x1b[2J\nnext"), "2 \xc3\x97 3\\x1b[2J\nnext");
 }
 
 // A scenario's name becomes runs/NAME when no --out is given: it is one safe path component.
