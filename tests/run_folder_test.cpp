@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <sstream>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -454,6 +455,21 @@ TEST(RunFolder, DamagedFilesAreErrorsNamingFileAndLine) {
         << read.status().message();
   }
   EXPECT_EQ(ReadRunFolder(tmp / "absent").status().code(), Status::Code::kNotFound);
+  // A round in flight when the last step ended records its transfers after the run's end: within
+  // TransferEndLimit (here 1 s past it) they are read.
+  const StepRecord& last = host->result.steps.back();
+  const double end = last.start_s + last.step_s + last.stalled_s;
+  for (const auto& [name, end_s, ok] : {std::tuple{"in-flight-at-the-end", end + 0.9, true},
+                                        {"past-the-limit", end + 1.1, false}}) {
+    SCOPED_TRACE(name);
+    const std::string dir = tmp / name;
+    fs::copy(good, dir);
+    std::ofstream(dir + "/transfers.csv", std::ios::trunc)
+        << "layer,expert,src_rank,dst_rank,bytes,link,start_s,end_s\n"
+        << fmt::format("0,1,0,1,5,nic,{},{}\n", end - 1e-3, end_s);
+    Restamp(dir);
+    EXPECT_EQ(ReadRunFolder(dir).ok(), ok) << ReadRunFolder(dir).status().message();
+  }
 }
 
 // Without restamping, the manifest catches what no single file's reader can: a file cut at a

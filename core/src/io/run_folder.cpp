@@ -326,7 +326,8 @@ Result<RunFolder> ReadRunFolder(const std::string& dir, std::vector<RunFolderTab
   EPLB_ASSIGN_OR_RETURN(run.steps,
                         run_folder::ParseMetricsCsv(metrics, p + "metrics.csv", next_table()));
 
-  // The run's span, which every transfer lies within: to the latest step end, stalls included.
+  // The run's end, which bounds every transfer's (TransferEndLimit): the latest step end, stalls
+  // included.
   double run_end_s = 0;
   for (const StepRecord& s : run.steps)
     run_end_s = std::max(run_end_s, s.start_s + s.step_s + s.stalled_s);

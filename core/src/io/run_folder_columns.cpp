@@ -2,7 +2,6 @@
 // driven by the column tables (run_folder_fields.cpp, run_folder_fields.h).
 #include "io/run_folder_columns.h"
 
-#include <algorithm>
 #include <array>
 #include <functional>
 #include <iterator>
@@ -296,7 +295,7 @@ Result<std::vector<TransferRecord>> ParseTransfersCsv(std::string_view text,
                                                       const std::string& name, int layers,
                                                       int experts, int gpus, double run_end_s,
                                                       RunFolderTable* typed) {
-  const double last_end_s = run_end_s + kTransferSpanTolerance * std::max(1.0, run_end_s);
+  const double last_end_s = TransferEndLimit(run_end_s);
   return ParseCsv<TransferRecord>(
       TransferFields(), text, name,
       [&](const TransferRecord& t) {
@@ -315,13 +314,12 @@ Result<std::vector<TransferRecord>> ParseTransfersCsv(std::string_view text,
         if (t.end_s < t.start_s) {
           return fmt::format("end_s {} is before start_s {}", t.end_s, t.start_s);
         }
-        // Times past the run's end are a damaged file, not a slow link: a viewer would scale
-        // its timeline to them.
         if (!(t.end_s <= last_end_s)) {
           return fmt::format(
               "end_s {} is past the run's end, {} s (the last step's end in metrics.csv); a "
-              "transfer lies within the run, 0..{} s",
-              t.end_s, run_end_s, run_end_s);
+              "transfer ends within the run, or by {} s at the latest if its round was in flight "
+              "when the run ended",
+              t.end_s, run_end_s, last_end_s);
         }
         return std::string();
       },

@@ -53,14 +53,19 @@ std::string GpuMemoryCsv(const std::vector<RearrangementRecord>& rearrangements,
 Result<std::vector<StepRecord>> ParseMetricsCsv(std::string_view text, const std::string& name,
                                                 RunFolderTable* typed = nullptr);
 // `layers` and `gpus` bound each transfer's layer and ranks; `run_end_s` (the end of the last
-// step of metrics.csv) its times, within kTransferSpanTolerance of it.
+// step of metrics.csv) its end, with TransferEndLimit's slack.
 Result<std::vector<TransferRecord>> ParseTransfersCsv(std::string_view text,
                                                       const std::string& name, int layers,
                                                       int experts, int gpus, double run_end_s,
                                                       RunFolderTable* typed = nullptr);
-// How far past the run's end a transfer may end, relative to the run's length (at least 1 s's
-// worth): the files round times to 9 digits; a transfer lies within the run.
-inline constexpr double kTransferSpanTolerance = 1e-6;
+// The latest a transfer of a run ending at `run_end_s` may end. A round in flight when the last
+// step ended still records its transfers (the host and GPU backends join their workers at the
+// end), so a transfer may end after the run: by the run's length or 1 s, whichever is more.
+// Past that, a time is a damaged file (1e300 s in a 0.03 s run), which a viewer would scale its
+// timeline to.
+inline double TransferEndLimit(double run_end_s) {
+  return run_end_s + (run_end_s > 1 ? run_end_s : 1.0);
+}
 Result<std::vector<RearrangementRow>> ParseRearrangementsCsv(std::string_view text,
                                                              const std::string& name,
                                                              RunFolderTable* typed = nullptr);
