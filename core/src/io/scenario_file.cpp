@@ -1,11 +1,13 @@
 #include "eplb/io/scenario_file.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <string_view>
@@ -215,6 +217,58 @@ void Validate(Scenario& s, Reader& r) {
   if (r.status().ok()) ValidateFaultOverlaps(s, r);
 }
 
+// model.name: a Hugging Face model name, with or without its organisation.
+bool IsModelName(const std::string& name) {
+  return !name.empty() && name.size() <= 100 && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ||
+           c == '+' || c == '/';
+  });
+}
+
+// DeepSeek-V3 and R1 (and their updates: DeepSeek-V3-0324, deepseek-ai/DeepSeek-R1-0528) share
+// the shapes every model constant's default is.
+bool IsDeepSeekV3Shape(const std::string& name) {
+  std::string base = name.substr(name.rfind('/') + 1);
+  std::transform(base.begin(), base.end(), base.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return base.rfind("deepseek-v3", 0) == 0 || base.rfind("deepseek-r1", 0) == 0;
+}
+
+// A scenario that names another model (model.name) but leaves a model constant out runs that
+// model with DeepSeek-V3's value, which is valid YAML and a wrong answer: each such field is
+// said on stderr, once a process (sweeps and comparisons read a scenario many times).
+void WarnOfDeepSeekConstants(const YAML::Node& root, const Scenario& s) {
+  if (IsDeepSeekV3Shape(s.model.name)) return;
+  const ModelSpec d;
+  const std::pair<const char*, double> constants[] = {
+      {"layers", d.layers},
+      {"experts", d.experts},
+      {"groups", d.groups},
+      {"top_k", d.top_k},
+      {"hidden", d.hidden},
+      {"expert_bytes", static_cast<double>(d.expert_bytes)},
+      {"activation_bytes", d.activation_bytes},
+      {"combine_bytes", d.combine_bytes},
+      {"topk_groups", d.topk_groups},
+      {"intermediate", d.intermediate},
+      {"dense_params", d.dense_params},
+      {"kv_bytes_per_token", d.kv_bytes_per_token},
+      {"attention_flops_per_kv", d.attention_flops_per_kv},
+      {"elementwise_bytes_per_token", d.elementwise_bytes_per_token}};
+  const YAML::Node model = root["model"];
+  static std::mutex mutex;
+  static std::set<std::string> said;
+  for (const auto& [key, value] : constants) {
+    if (model.IsMap() && model[key]) continue;
+    const std::string warning = fmt::format(
+        "{}: warning: model.name is '{}' but model.{} is not set, so it is DeepSeek-V3's {:.10g}; "
+        "set {}'s own (scenarios/README.md says how each is derived)",
+        s.source, s.model.name, key, value, s.model.name);
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (said.insert(warning).second) fmt::print(stderr, "{}\n", warning);
+  }
+}
+
 Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string& source,
                                       const std::vector<std::string>& overrides,
                                       bool require_document);
@@ -256,6 +310,13 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
   }
   {
     MapReader m = top.Sub("model");
+    m.String("name", s.model.name);
+    if (!IsModelName(s.model.name)) {
+      r.FailAt("model.name",
+               fmt::format("model.name is '{}'; it is the model's Hugging Face name, 1 to 100 "
+                           "letters, digits, '.', '_', '-', '+' or '/' (e.g. Qwen3-235B-A22B)",
+                           Excerpt(s.model.name)));
+    }
     m.Int("layers", s.model.layers, 1, 100000);
     m.Int("experts", s.model.experts, 1, kMaxExperts);
     m.Int("groups", s.model.groups, 1, kMaxExperts);
@@ -431,6 +492,7 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
     if (const auto unbounded = FindUnboundedTime(s)) r.FailAt(unbounded->field, unbounded->message);
   }
   if (!r.status().ok()) return r.status();
+  WarnOfDeepSeekConstants(root, s);
   return s;
 }
 
@@ -488,6 +550,7 @@ std::string ScenarioToYaml(const Scenario& s) {
   out << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << s.name;
   out << YAML::Key << "model" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << s.model.name;
   out << YAML::Key << "layers" << YAML::Value << s.model.layers << YAML::Key << "experts"
       << YAML::Value << s.model.experts << YAML::Key << "groups" << YAML::Value << s.model.groups
       << YAML::Key << "top_k" << YAML::Value << s.model.top_k << YAML::Key << "hidden"

@@ -18,6 +18,10 @@
 namespace eplb {
 
 struct ModelSpec {
+  // The model whose constants these are (its Hugging Face name). Every constant's default is
+  // DeepSeek-V3's, so reading a scenario that names another model warns of each constant it
+  // leaves out (io/scenario_file.h).
+  std::string name = "DeepSeek-V3";
   int layers = 58;  // MoE layers
   int experts = 256;
   int groups = 8;

@@ -18,6 +18,9 @@ namespace eplb {
 // ("010"), unknown fields, values outside their documented range.
 // LoadScenarioFile also refuses an empty file (a wrong path more likely than a wish for the
 // defaults) and files over 16 MiB.
+// Every model constant's default is DeepSeek-V3's: a scenario whose model.name is another model
+// (not DeepSeek-V3 or R1) and that leaves a model.* constant out, in the file and in
+// `overrides`, gets a warning on stderr naming each such field, once a process.
 Result<Scenario> ParseScenario(const std::string& text, const std::string& source,
                                const std::vector<std::string>& overrides = {});
 Result<Scenario> LoadScenarioFile(const std::string& path,
