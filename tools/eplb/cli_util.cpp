@@ -74,8 +74,22 @@ void PrintRunSummary(const RunResult& run, const std::string& dir, std::FILE* ou
   fmt::print(out, "{}: {} steps, {:.1f} s {} in {:.1f} s wall\n", run.scenario.name,
              run.steps.size(), s.simulated_s,
              run.backend == "simgrid" ? "simulated" : "run on " + run.backend, run.wall_s);
+  fmt::print(out, "  measured       steps {}..{} ({}; the {} before are the warm-up)\n",
+             s.measured.from_step, s.steps - 1,
+             s.measured.rule == "first_commit" ? "from the first commit" : "from run.measure_from",
+             s.measured.from_step);
   fmt::print(out, "  step time      mean {:.3f} ms, p99 {:.3f} ms (idle links: {:.3f} ms)\n",
              s.step_time_s.mean * 1e3, s.step_time_s.p99 * 1e3, s.idle_step_time_s_mean * 1e3);
+  fmt::print(out,
+             "  latency        mean {:.3f} ms, p50 {:.3f}, p99 {:.3f}, p99.9 {:.3f}, worst {:.3f} "
+             "ms (step {}), stalls included\n",
+             s.latency_s.mean * 1e3, s.latency_s.p50 * 1e3, s.latency_s.p99 * 1e3,
+             s.latency_s.p999 * 1e3, s.latency_s.max * 1e3, s.latency_s.worst_step);
+  if (s.decode) {
+    fmt::print(out, "  inter-token    p50 {:.3f} ms, p99 {:.3f} ms, p99.9 {:.3f} ms\n",
+               s.inter_token_latency_s.p50 * 1e3, s.inter_token_latency_s.p99 * 1e3,
+               s.inter_token_latency_s.p999 * 1e3);
+  }
   fmt::print(out, "  balancedness   mean {:.4f}, min {:.4f}; imbalance ratio mean {:.4f}\n",
              s.balancedness.mean, s.balancedness.min, s.imbalance_ratio.mean);
   const auto& r = s.rearrangements;

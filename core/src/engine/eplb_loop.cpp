@@ -367,6 +367,9 @@ Status EplbLoop::Run() {
     }
     const double boundary = backend_.Now();
     rec.step_s = boundary - rec.start_s;
+    rec.latency_s = rec.step_s +
+                    (steps_.empty() ? fault_stall_s
+                                    : rec.start_s - (steps_.back().start_s + steps_.back().step_s));
     auto committed = rearranger_->OnStepBoundary();
     if (!committed.ok()) return committed.status().WithContext(fmt::format("step {}: ", step));
     rec.stalled_s += backend_.Now() - boundary;

@@ -34,6 +34,9 @@ std::span<const Number> Numbers() {
        "{:.4f}"},
       {"step_time_mean_s", &R::step_time_mean_s, false, S::kAlways, "step ms mean", 1e3, "{:.2f}"},
       {"step_time_p99_s", &R::step_time_p99_s, false, S::kAlways, "p99", 1e3, "{:.2f}"},
+      {"latency_mean_s", &R::latency_mean_s, false, S::kNever, "", 1, ""},
+      {"latency_p99_s", &R::latency_p99_s, false, S::kAlways, "latency ms p99", 1e3, "{:.2f}"},
+      {"latency_max_s", &R::latency_max_s, false, S::kAlways, "worst", 1e3, "{:.2f}"},
       {"rearrangements", &R::rearrangements, true, S::kNever, "", 1, ""},
       {"rearrangements_held", &R::rearrangements_held, true, S::kWithHeld, "rearr. held", 1,
        "{:.0f}"},
@@ -122,8 +125,17 @@ FailureExposure FinalExposure(const RunFolder& folder, FailureDomain domain) {
 
 }  // namespace
 
-nlohmann::ordered_json ComparisonRow(const LabelledRun& labelled) {
-  const RunSummary& s = labelled.folder.summary;
+int CommonMeasuredFrom(const std::vector<LabelledRun>& runs) {
+  int from = 0;
+  for (const LabelledRun& r : runs) from = std::max(from, MeasuredFromStep(r.folder.run));
+  return from;
+}
+
+nlohmann::ordered_json ComparisonRow(const LabelledRun& labelled, int measured_from) {
+  // The per-step statistics over the comparison's window; the rest as summary.json has them.
+  RunSummary s = labelled.folder.summary;
+  MeasureSteps(labelled.folder.run,
+               measured_from >= 0 ? measured_from : MeasuredFromStep(labelled.folder.run), s);
   const auto& rearrangements = labelled.folder.run.rearrangements;
   std::vector<double> after, bound;
   double bytes = 0;
@@ -156,6 +168,9 @@ nlohmann::ordered_json ComparisonRow(const LabelledRun& labelled) {
                            .window_gap_to_bound = Mean(bound) - Mean(after),
                            .step_time_mean_s = s.step_time_s.mean,
                            .step_time_p99_s = s.step_time_s.p99,
+                           .latency_mean_s = s.latency_s.mean,
+                           .latency_p99_s = s.latency_s.p99,
+                           .latency_max_s = s.latency_s.max,
                            .rearrangements = static_cast<double>(rearrangements.size()),
                            .rearrangements_held = static_cast<double>(s.rearrangements.held),
                            .bytes_per_rearrangement = bytes / n,
@@ -186,9 +201,10 @@ nlohmann::ordered_json ComparisonRow(const LabelledRun& labelled) {
 
 std::vector<nlohmann::ordered_json> ComparisonRows(const std::vector<LabelledRun>& runs) {
   std::vector<nlohmann::ordered_json> rows;
+  const int from = CommonMeasuredFrom(runs);
   for (const auto& group : comparison::GroupByLabel(runs)) {
     std::vector<nlohmann::ordered_json> seeds;
-    for (const LabelledRun* r : group) seeds.push_back(ComparisonRow(*r));
+    for (const LabelledRun* r : group) seeds.push_back(ComparisonRow(*r, from));
     nlohmann::ordered_json row = seeds[0];
     row["seeds"] = seeds.size();
     if (seeds.size() > 1) {

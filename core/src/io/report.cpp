@@ -196,7 +196,9 @@ std::string Table(const std::vector<nlohmann::ordered_json>& rows,
 const char* kDefinitions = R"(<dl>
 <dt>balancedness</dt><dd>vLLM's: Σ<sub>layers</sub> mean GPU load / Σ<sub>layers</sub> max GPU load of a step's load under the placement in force; 1 is perfect. <em>after rearr.</em>: mean over the steps each new placement served; <em>on the window</em>: on the load the policy was given; <em>gap to bound</em>: bound − on the window, what a better placement could still have gained; <em>bound</em>: the best any placement could do on that window — the exact optimum on layers small enough to search (≤ 32 experts, ≤ 48 slots), else the larger of the mean GPU load and the hottest replica, which measured within 1% of the optimum (tools/bench/bench_optimal.cpp).</dd>
 <dt>imbalance</dt><dd>TensorRT-LLM's: (max − mean) / mean GPU load, averaged over layers and steps; 0 is perfect.</dd>
-<dt>step ms</dt><dd>simulated time of an inference step: attention, every MoE layer's straggler, dispatch and combine, slowed where migrations share the links.</dd>
+<dt>measured window</dt><dd>every statistic of the table is over the same steps for every policy: from the step after the last of the runs' first commits (run.measure_from: first_commit), so that no policy's numbers include the warm-up on the initial placement; the plots show the warm-up shaded grey.</dd>
+<dt>step ms</dt><dd>simulated time of an inference step as the backend ran it: attention, every MoE layer's straggler, dispatch and combine, slowed where migrations share the links; stalls excluded.</dd>
+<dt>latency ms, worst</dt><dd>each step's latency as its requests see it: the step plus every stall before it (a stop-the-world rearrangement's, a recovery's), from the previous step's end to its own (metrics latency_s); p99 and the largest over the window.</dd>
 <dt>GB / rearr., transfers / rearr.</dt><dd>expert weights moved between GPUs per rearrangement.</dd>
 <dt>makespan</dt><dd>from a rearrangement's start to its last layer's commit (layers commit at step boundaries).</dd>
 <dt>slowed, stalled</dt><dd>Σ (step time − the same step on idle links); Σ time step boundaries blocked (stop-the-world rearrangements).</dd>
@@ -219,6 +221,8 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
                               const std::vector<LabelledRun>& runs, const ReportOptions& options,
                               std::vector<Figure>* figures) {
   const std::vector<nlohmann::ordered_json> rows = ComparisonRows(runs);
+  // Every run's statistics start here (report.h); the CDF is of these steps alone.
+  const size_t measured_from = static_cast<size_t>(CommonMeasuredFrom(runs));
   std::vector<svg::Series> balance, step, cdf, bytes, memory, tradeoff;
   std::vector<std::string> groups;
   std::vector<double> marks;
@@ -240,11 +244,13 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
       for (size_t i = 0; i < n; ++i) {
         x[i] = options.time_axis ? steps[i].start_s : static_cast<double>(steps[i].step);
         b[i] = steps[i].balancedness;
-        t[i] = steps[i].step_s * 1e3;
+        t[i] = steps[i].latency_s * 1e3;
         balancedness[i] += b[i] / static_cast<double>(group.size());
         ms[i] += t[i] / static_cast<double>(group.size());
       }
-      pooled_ms.insert(pooled_ms.end(), t.begin(), t.end());
+      pooled_ms.insert(pooled_ms.end(),
+                       t.begin() + static_cast<std::ptrdiff_t>(std::min(measured_from, n)),
+                       t.end());
       balancedness_of_seed.push_back(std::move(b));
       ms_of_seed.push_back(std::move(t));
     }
@@ -280,7 +286,8 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
         marks.push_back(options.time_axis ? rr.start_s : static_cast<double>(rr.step));
       }
       most = std::max(most, rearrangements.size());
-      const nlohmann::ordered_json row = ComparisonRow(*r);  // a dot per seed
+      // A dot per seed.
+      const nlohmann::ordered_json row = ComparisonRow(*r, static_cast<int>(measured_from));
       t.points.emplace_back(row[KeyOf(&RunNumbers::bytes_per_rearrangement)].get<double>() / 1e9,
                             row[KeyOf(&RunNumbers::following_balancedness)].get<double>());
     }
@@ -322,10 +329,18 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
   balance_chart.x_marks = marks;
   balance_chart.phase_marks = phases;
   balance_chart.spans = faults;
-  svg::Chart step_chart{"Step time over the run", x_label, "ms (mean, min-max band)"};
+  svg::Chart step_chart{"Step latency over the run", x_label, "ms (mean, min-max band)"};
   step_chart.x_marks = marks;
   step_chart.phase_marks = phases;
   step_chart.spans = faults;
+  // The warm-up: the steps before the measured window, on either axis.
+  if (!runs.empty() && measured_from > 0) {
+    const std::vector<StepRecord>& steps = runs[0].folder.run.steps;
+    const size_t end = std::min(measured_from, steps.size() - 1);
+    const double x = options.time_axis ? steps[end].start_s : static_cast<double>(end);
+    balance_chart.warm_up = {0, x};
+    step_chart.warm_up = {0, x};
+  }
   std::vector<Figure> made = {
       {"balancedness", svg::LineChart(balance_chart, balance)},
       {"step-time", svg::LineChart(step_chart, step)},
@@ -335,25 +350,30 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
                       tradeoff)},
       {"bytes-per-rearrangement",
        svg::BarChart({"Bytes moved per rearrangement", "rearrangement", "GB"}, groups, bytes)},
-      {"step-time-cdf", svg::LineChart({"CDF of step time", "ms", "fraction of steps"}, cdf)},
+      {"step-time-cdf",
+       svg::LineChart({fmt::format("CDF of step latency, steps {} on", measured_from), "ms",
+                       "fraction of steps"},
+                      cdf)},
       {"peak-memory",
        svg::BarChart({"Peak GPU memory per rearrangement", "rearrangement", "GB"}, groups, memory)},
   };
-  const char* titles[] = {"Balancedness over the run",
-                          "Step time over the run",
-                          "Balance against bytes moved",
-                          "Bytes moved per rearrangement",
-                          "CDF of step time",
-                          "Peak GPU memory per rearrangement"};
+  const char* titles[] = {"Balancedness over the run",   "Step latency over the run",
+                          "Balance against bytes moved", "Bytes moved per rearrangement",
+                          "CDF of step latency",         "Peak GPU memory per rearrangement"};
   const char* captions[] = {
       ("Balancedness of each step; grey dashed lines mark where rearrangements start, dotted "
        "purple ones where the workload's popularity shifts (its phases); red shading where the "
        "scenario's faults are in force."),
-      "Step time as the backend ran it, migrations' contention and faults included.",
+      ("Each step's latency as its requests see it (metrics latency_s): the step as the "
+       "backend ran it, migrations' contention and faults included, plus every stall before it "
+       "(a stop-the-world rearrangement's, a recovery's). Grey: the warm-up before the measured "
+       "window, which no statistic includes."),
       ("Each policy's balance on the steps after its rearrangements against the bytes it moved "
        "for them: up and to the left is better."),
       "Bytes moved by each rearrangement.",
-      "Distribution of step time.",
+      ("Distribution of step latency, stalls included, over the measured window: from the "
+       "step after the last of the runs' first commits (run.measure_from), the same steps for "
+       "every policy."),
       ("The fullest GPU during each rearrangement: its resident memory (weights, redundant slots, "
        "KV cache, reserve) and the most it held staged at once (engine/gpu_memory.h)."),
   };

@@ -67,6 +67,13 @@ const std::vector<Field<StepRecord>>& MetricsFields() {
       Col<R, &R::serving_gpus>(
           {"serving_gpus", "", "GPUs live and serving during the step (0: not recorded)"},
           Format::kInt32, /*added_later=*/true),
+      Col<R, &R::latency_s>(
+          {"latency_s", "s",
+           "the step's latency as its requests see it: from the previous step's end to this "
+           "one's, so step_s plus every stall before it (a stop-the-world rearrangement's, a "
+           "recovery's); summary.json's latency_s percentiles are of this column, step_time_s's "
+           "of step_s"},
+          Format::kReal9, /*added_later=*/true),
   };
   return fields;
 }

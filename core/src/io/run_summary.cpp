@@ -103,32 +103,77 @@ RunSummary::FaultEffect RecoveryEffect(const RunResult& run, const FaultSpec& f)
 
 }  // namespace
 
-RunSummary Summarize(const RunResult& run) {
-  RunSummary out;
-  out.scenario = run.scenario.name;
-  out.backend = run.backend;
-  out.steps = static_cast<int64_t>(run.steps.size());
-  std::vector<double> step_s;
-  double sum_step = 0, sum_idle = 0, sum_bal = 0, min_bal = 1, sum_imb = 0, max_imb = 0;
-  for (const StepRecord& s : run.steps) {
+int MeasuredFromStep(const RunResult& run) {
+  const int last = std::max(0, static_cast<int>(run.steps.size()) - 1);
+  if (run.scenario.run.measure_from != RunSpec::kFromFirstCommit) {
+    return std::min(run.scenario.run.measure_from, last);
+  }
+  // A layer committed at the boundary after step k serves from step k + 1 on.
+  return run.commits.empty() ? 0 : std::min(run.commits.front().step + 1, last);
+}
+
+void MeasureSteps(const RunResult& run, int from_step, RunSummary& out) {
+  out.measured.rule =
+      run.scenario.run.measure_from == RunSpec::kFromFirstCommit ? "first_commit" : "step";
+  const size_t first = std::min(static_cast<size_t>(std::max(0, from_step)), run.steps.size());
+  out.measured.from_step = static_cast<int64_t>(first);
+  out.measured.steps = static_cast<int64_t>(run.steps.size() - first);
+  std::vector<double> step_s, latency_s;
+  double sum_step = 0, sum_latency = 0, sum_idle = 0, sum_bal = 0, min_bal = 1, sum_imb = 0,
+         max_imb = 0;
+  out.latency_s.worst_step = static_cast<int64_t>(first);
+  for (size_t i = first; i < run.steps.size(); ++i) {
+    const StepRecord& s = run.steps[i];
     step_s.push_back(s.step_s);
+    latency_s.push_back(s.latency_s);
+    if (s.latency_s > run.steps[static_cast<size_t>(out.latency_s.worst_step)].latency_s) {
+      out.latency_s.worst_step = s.step;
+    }
     sum_step += s.step_s;
+    sum_latency += s.latency_s;
     sum_idle += s.idle_s;
     sum_bal += s.balancedness;
     min_bal = std::min(min_bal, s.balancedness);
     sum_imb += s.imbalance_ratio;
     max_imb = std::max(max_imb, s.imbalance_ratio);
+  }
+  const double n = std::max<double>(1, static_cast<double>(step_s.size()));
+  const auto max_of = [](const std::vector<double>& v) {
+    return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end());
+  };
+  out.step_time_s = {sum_step / n, Quantile(step_s, 0.5), Quantile(step_s, 0.99), max_of(step_s)};
+  out.latency_s.mean = sum_latency / n;
+  out.latency_s.p50 = Quantile(latency_s, 0.5);
+  out.latency_s.p99 = Quantile(latency_s, 0.99);
+  out.latency_s.p999 = Quantile(latency_s, 0.999);
+  out.latency_s.max = max_of(latency_s);
+  out.decode = run.scenario.compute.stage == InferenceStage::kDecode;
+  const double tokens = run.scenario.output_tokens_per_sequence();
+  out.inter_token_latency_s = {};
+  if (out.decode) {
+    out.inter_token_latency_s = {out.latency_s.p50 / tokens, out.latency_s.p99 / tokens,
+                                 out.latency_s.p999 / tokens};
+  }
+  out.idle_step_time_s_mean = sum_idle / n;
+  out.balancedness = {sum_bal / n, min_bal};
+  out.imbalance_ratio = {sum_imb / n, max_imb};
+}
+
+RunSummary Summarize(const RunResult& run) {
+  RunSummary out;
+  out.scenario = run.scenario.name;
+  out.backend = run.backend;
+  out.steps = static_cast<int64_t>(run.steps.size());
+  MeasureSteps(run, MeasuredFromStep(run), out);
+  double sum_step = 0, sum_idle = 0;
+  for (const StepRecord& s : run.steps) {
+    sum_step += s.step_s;
+    sum_idle += s.idle_s;
     out.stalled_s += s.stalled_s;
   }
-  const double n = std::max<double>(1, static_cast<double>(run.steps.size()));
-  out.step_time_s = {sum_step / n, Quantile(step_s, 0.5), Quantile(step_s, 0.99),
-                     step_s.empty() ? 0 : *std::max_element(step_s.begin(), step_s.end())};
-  out.idle_step_time_s_mean = sum_idle / n;
   // Steps on contended links are never faster than on idle ones; a difference of a few ulps
   // below zero is the sums' rounding (it printed "-0.000 s").
   out.slowed_s = std::max(0.0, sum_step - sum_idle);
-  out.balancedness = {sum_bal / n, min_bal};
-  out.imbalance_ratio = {sum_imb / n, max_imb};
   if (!run.steps.empty()) {
     const StepRecord& last = run.steps.back();
     out.simulated_s = last.start_s + last.step_s + last.stalled_s;

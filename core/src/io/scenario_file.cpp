@@ -483,6 +483,20 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
     MapReader run = top.Sub("run");
     run.Int("steps", s.run.steps, 1);
     run.Uint64("seed", s.run.seed);
+    if (const YAML::Node from = run.Take("measure_from"); from) {
+      long long step = 0;
+      if (from.IsScalar() && from.Scalar() == "first_commit") {
+        s.run.measure_from = RunSpec::kFromFirstCommit;
+      } else if (!from.IsScalar() || !PlainDecimal(from.Scalar()) ||
+                 !YAML::convert<long long>::decode(from, step) || step < 0 || step >= s.run.steps) {
+        r.Fail(from, "run.measure_from",
+               fmt::format("run.measure_from is {}; expected first_commit, or a step in 0..{} "
+                           "(run.steps − 1) where the run's statistics begin",
+                           Show(from), s.run.steps - 1));
+      } else {
+        s.run.measure_from = static_cast<int>(step);
+      }
+    }
     run.Finish();
   }
   top.Finish();
@@ -665,7 +679,13 @@ std::string ScenarioToYaml(const Scenario& s) {
   out << YAML::EndSeq;
   out << YAML::Key << "run" << YAML::Value << YAML::BeginMap << YAML::Key << "steps" << YAML::Value
       << s.run.steps << YAML::Key << "seed" << YAML::Value
-      << static_cast<unsigned long long>(s.run.seed) << YAML::EndMap;
+      << static_cast<unsigned long long>(s.run.seed) << YAML::Key << "measure_from" << YAML::Value;
+  if (s.run.measure_from == RunSpec::kFromFirstCommit) {
+    out << "first_commit";
+  } else {
+    out << s.run.measure_from;
+  }
+  out << YAML::EndMap;
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

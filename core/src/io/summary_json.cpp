@@ -5,12 +5,13 @@
 #include "io/summary_json.h"
 
 #include <initializer_list>
+#include <string_view>
 #include <type_traits>
 
 #include <fmt/format.h>
 
-#include "eplb/formats/json.h"
 #include "eplb/base/excerpt.h"
+#include "eplb/formats/json.h"
 
 namespace eplb::run_folder {
 namespace {
@@ -33,10 +34,25 @@ void SummaryFields(Summary& s, Field&& field) {
   field(Path{"backend"}, s.backend, P::kRequired);
   field(Path{"steps"}, s.steps, P::kRequired);
   field(Path{"simulated_s"}, s.simulated_s, P::kRequired);
+  // Written since statistics have a measured window and latencies; a folder from before has
+  // neither: its statistics are over every step.
+  field(Path{"measured", "rule"}, s.measured.rule, P::kWithItsObject);
+  field(Path{"measured", "from_step"}, s.measured.from_step, P::kWithItsObject);
+  field(Path{"measured", "steps"}, s.measured.steps, P::kWithItsObject);
   field(Path{"step_time_s", "mean"}, s.step_time_s.mean, P::kRequired);
   field(Path{"step_time_s", "p50"}, s.step_time_s.p50, P::kRequired);
   field(Path{"step_time_s", "p99"}, s.step_time_s.p99, P::kRequired);
   field(Path{"step_time_s", "max"}, s.step_time_s.max, P::kRequired);
+  field(Path{"latency_s", "mean"}, s.latency_s.mean, P::kWithItsObject);
+  field(Path{"latency_s", "p50"}, s.latency_s.p50, P::kWithItsObject);
+  field(Path{"latency_s", "p99"}, s.latency_s.p99, P::kWithItsObject);
+  field(Path{"latency_s", "p999"}, s.latency_s.p999, P::kWithItsObject);
+  field(Path{"latency_s", "max"}, s.latency_s.max, P::kWithItsObject);
+  field(Path{"latency_s", "worst_step"}, s.latency_s.worst_step, P::kWithItsObject);
+  // Decode runs only (RunSummary::decode).
+  field(Path{"inter_token_latency_s", "p50"}, s.inter_token_latency_s.p50, P::kWithItsObject);
+  field(Path{"inter_token_latency_s", "p99"}, s.inter_token_latency_s.p99, P::kWithItsObject);
+  field(Path{"inter_token_latency_s", "p999"}, s.inter_token_latency_s.p999, P::kWithItsObject);
   field(Path{"idle_step_time_s_mean"}, s.idle_step_time_s_mean, P::kRequired);
   field(Path{"slowed_s"}, s.slowed_s, P::kRequired);
   field(Path{"stalled_s"}, s.stalled_s, P::kRequired);
@@ -175,7 +191,10 @@ class FieldReader {
 
 Json SummaryJson(const RunSummary& s) {
   Json out = {{"tool", ToolVersion()}, {"format_version", kFolderFormatVersion}};
-  SummaryFields(s, [&](Path path, const auto& v, Presence) { Put(out, path, JsonValue(v)); });
+  SummaryFields(s, [&](Path path, const auto& v, Presence) {
+    if (!s.decode && std::string_view(*path.begin()) == "inter_token_latency_s") return;
+    Put(out, path, JsonValue(v));
+  });
   Json faults = Json::array();
   for (const RunSummary::FaultEffect& f : s.faults) {
     Json j;
@@ -209,6 +228,8 @@ Result<RunSummary> ParseSummary(const std::string& text, const std::string& file
     if (status.ok()) status = r.Get(path, v, presence);
   });
   EPLB_RETURN_IF_ERROR(status);
+  s.decode = root.contains("inter_token_latency_s");
+  if (!root.contains("measured")) s.measured.rule = "";  // before windows: every step
   // Written since faults exist; a folder from before has none.
   if (root.contains("faults")) {
     const nlohmann::json& faults = root["faults"];

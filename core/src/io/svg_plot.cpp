@@ -136,7 +136,8 @@ std::string Escape(const std::string& text) {
 const char* ChartStyle() {
   return ".chart text{font:12px system-ui,sans-serif;fill:#333}.chart .title{font-weight:600}"
          ".grid{stroke:#eee}.axis{stroke:#888}.mark{stroke:#999;stroke-dasharray:4 3}"
-         ".phase-mark{stroke:#b5367a;stroke-dasharray:1 3}.fault-span{fill:#d62728;opacity:.12}";
+         ".phase-mark{stroke:#b5367a;stroke-dasharray:1 3}.fault-span{fill:#d62728;opacity:.12}"
+         ".warm-up{fill:#888;opacity:.12}.warm-up-label{fill:#666;font-size:11px}";
 }
 
 std::string StandaloneSvg(const std::string& chart_svg) {
@@ -182,6 +183,15 @@ std::string LineChart(const Chart& given, const std::vector<Series>& series) {
     f.x1 += 0.5;
   }
   std::string out = Axes(chart, f, true);
+  if (const auto [start, end] = chart.warm_up; end > start) {
+    const double a = std::max(start, f.x0), b = std::min(end, f.x1);
+    if (b > a) {
+      out += fmt::format(
+          R"svg(<rect class="warm-up" data-start="{}" data-end="{}" x="{:.1f}" y="{}" width="{:.1f}" height="{}"/><text class="warm-up-label" x="{:.1f}" y="{}">warm-up</text>)svg",
+          start, end, f.X(a), kTop, f.X(b) - f.X(a), chart.height - kBottom - kTop, f.X(a) + 4,
+          kTop + 12);
+    }
+  }
   for (const auto& [start, end] : chart.spans) {
     const double a = std::max(start, f.x0), b = std::min(end, f.x1);
     if (b <= a) continue;

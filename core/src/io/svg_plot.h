@@ -31,6 +31,8 @@ struct Chart {
   std::vector<double> x_marks = {};      // vertical dashed lines (e.g. rearrangement starts)
   std::vector<double> phase_marks = {};  // vertical dotted lines (e.g. workload phase changes)
   std::vector<std::pair<double, double>> spans = {};  // shaded x ranges (e.g. faults in force)
+  // An x range hatched grey and labelled "warm-up": the steps before a run's measured window.
+  std::pair<double, double> warm_up = {0, 0};
 };
 
 std::string LineChart(const Chart& chart, const std::vector<Series>& series);

@@ -65,6 +65,10 @@ struct StepRecord {
   double stalled_s;         // time the step boundary blocked (stop-the-world rearrangements)
   double tokens_lost = 0;   // StepCost::tokens_lost: routed to experts with no live replica
   int serving_gpus = 0;     // GPUs live and serving during the step
+  // What the step's requests waited for its output: from the previous step's end to this one's
+  // (the first step: from its faults' stall), so every stall between two steps is in the
+  // latency of the step it delayed, as in an engine where every in-flight request waits.
+  double latency_s = 0;
 };
 
 // Why a rearrangement ran.

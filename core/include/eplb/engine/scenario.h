@@ -272,6 +272,12 @@ struct MigrationSpec {
 struct RunSpec {
   int steps = 30000;
   uint64_t seed = 1;
+  // The first step a run's statistics are over (summary.json, comparisons); the steps before
+  // it are the warm-up, kept in the series and marked in the plots. kFromFirstCommit: the step
+  // of the run's first commit (the first step served on a placement a policy made), or the
+  // first step when nothing is ever committed (a static placement).
+  static constexpr int kFromFirstCommit = -1;
+  int measure_from = kFromFirstCommit;
 };
 
 struct Scenario {

@@ -5,8 +5,14 @@
 // The numbers, per run (all from the run folder, io/run_folder.h), each defined once in
 // comparison.cpp's table (Numbers()): its key in comparison.json, comparison.csv and sweep.json,
 // and its column in the report:
-//   balancedness_mean/min, imbalance_ratio_mean/max   over every step of the run
-//   step_time_mean_s, step_time_p99_s                  as the backend ran the steps
+// The per-step numbers are over one measured window for every run of a comparison: from the
+// latest of the runs' own first measured steps (run.measure_from; MeasuredFromStep), so that a
+// policy's warm-up on the initial placement is no part of any run's statistics.
+//   balancedness_mean/min, imbalance_ratio_mean/max   over the measured window
+//   step_time_mean_s, step_time_p99_s                  metrics step_s: as the backend ran the
+//                                                      steps, stalls excluded
+//   latency_mean_s, latency_p99_s, latency_max_s       metrics latency_s: stalls included (the
+//                                                      max is the worst step)
 //   rearrangements, transfers_per_rearrangement, bytes_per_rearrangement
 //   rearrangement_makespan_s                           mean, start to last commit
 //   slowed_s, stalled_s                                summary.json's definitions
@@ -52,7 +58,10 @@ struct ReportOptions {
   int map_step = -1;       // the load maps' step; -1: the last
 };
 
-nlohmann::ordered_json ComparisonRow(const LabelledRun& run);
+// The first step of the window every run of `runs` is measured over: the latest of their own.
+int CommonMeasuredFrom(const std::vector<LabelledRun>& runs);
+// One run's numbers, its per-step statistics over [measured_from, steps) (−1: its own window).
+nlohmann::ordered_json ComparisonRow(const LabelledRun& run, int measured_from = -1);
 // One row per label: runs sharing a label are one policy's seeds, and their row holds the mean
 // of every number, "seeds" (how many) and, with several, "spread": {number: [lowest, highest]}.
 std::vector<nlohmann::ordered_json> ComparisonRows(const std::vector<LabelledRun>& runs);

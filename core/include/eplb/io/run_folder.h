@@ -69,12 +69,32 @@ struct RunSummary {
   std::string backend;  // "simgrid", "host", "device"
   int64_t steps = 0;
   double simulated_s = 0;  // end of the last step, stalls included (the backend's clock)
+  // The steps the statistics below are over: [from_step, steps), by run.measure_from's `rule`
+  // ("first_commit": the step after the run's first commit, 0 when nothing was committed;
+  // "step": the scenario's step). The steps before are the warm-up.
+  struct {
+    std::string rule = "first_commit";
+    int64_t from_step = 0, steps = 0;
+  } measured;
   struct {
     double mean = 0, p50 = 0, p99 = 0, max = 0;
-  } step_time_s;                     // as the backend ran the steps
+  } step_time_s;  // metrics step_s: the steps as the backend ran them, stalls excluded
+  // metrics latency_s: what the steps' requests waited, every stall before a step included;
+  // the worst step is the one with the largest.
+  struct {
+    double mean = 0, p50 = 0, p99 = 0, p999 = 0, max = 0;
+    int64_t worst_step = 0;
+  } latency_s;
+  // Decode only: latency_s over the tokens a sequence emits per step (1 + acceptance × MTP
+  // drafts), the time between a sequence's tokens.
+  bool decode = false;
+  struct {
+    double p50 = 0, p99 = 0, p999 = 0;
+  } inter_token_latency_s;
   double idle_step_time_s_mean = 0;  // the same steps on idle links
-  double slowed_s = 0;               // Σ (step_s − idle_step_s): what migrations cost steps
-  double stalled_s = 0;              // Σ stalled_s: time step boundaries blocked
+  // Over the whole run, warm-up included:
+  double slowed_s = 0;   // Σ (step_s − idle_step_s): what migrations cost steps
+  double stalled_s = 0;  // Σ stalled_s: time step boundaries blocked
   struct {
     double mean = 0, min = 0;
   } balancedness;
@@ -130,6 +150,14 @@ struct RunSummary {
 };
 
 RunSummary Summarize(const RunResult& run);
+
+// The first step of `run`'s measured window by its scenario's run.measure_from (RunSummary::
+// measured), within [0, steps − 1].
+int MeasuredFromStep(const RunResult& run);
+// Summarize's per-step statistics (measured, step_time_s, latency_s, inter_token_latency_s,
+// idle_step_time_s_mean, balancedness, imbalance_ratio) over [from_step, steps) into `out`;
+// what comparisons use to measure every run over one window.
+void MeasureSteps(const RunResult& run, int from_step, RunSummary& out);
 
 // Balancedness of the steps each rearrangement served: from the step after it started to the
 // step its successor started at (or the run's end); the policy's real test.
