@@ -1,6 +1,8 @@
 // The exact balance optimum (policy/optimal.h) against brute force, the bounds below it and
 // every policy above it.
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <random>
@@ -138,6 +140,80 @@ TEST(OptimalLayer, TheMeanEndsTheSearchAndABudgetStopsIt) {
   EXPECT_FALSE(cut.proven);
   EXPECT_EQ(cut.phy2log.size(), 24u);
   EXPECT_DOUBLE_EQ(MaxOf(GpuLoads(load, cut.phy2log, 6)), cut.max_gpu_load);
+}
+
+// Layers where the mean and the hottest replica say too little, each ruled out by one of the
+// bound's tests (balance_bound.h), and the bound reaching the optimum there.
+TEST(BalanceBound, RulesOutWhatTheMeanAndTheHottestReplicaCannot) {
+  struct Case {
+    const char* why;
+    std::vector<double> load;
+    int gpus, per_gpu;
+    double optimum, mean_or_hottest;
+  };
+  const std::vector<Case> cases = {
+      {"(4) no spare slot: the heaviest with the two lightest",
+       {586, 408, 241, 168, 147, 96, 60, 49, 32},
+       3,
+       3,
+       667,
+       1787.0 / 3},
+      {"(3) two GPUs of two: 100s cannot share, each takes a partner",
+       {100, 100, 100, 1},
+       2,
+       2,
+       200,
+       150.5},
+      {"(3) k = 2: the hottest replica's partner", {300, 40, 30, 20, 10, 5}, 4, 2, 120, 101.25},
+      {"(2)/(3) three hot replicas on three GPUs of two",
+       {100, 90, 80, 10, 10},
+       3,
+       2,
+       100,
+       290.0 / 3},
+  };
+  for (const Case& c : cases) {
+    const LayerOptimum o = OptimalLayer(c.load, MakeTopology(c.gpus, c.per_gpu));
+    ASSERT_TRUE(o.proven) << c.why;
+    ASSERT_DOUBLE_EQ(o.max_gpu_load, c.optimum) << c.why;
+    const double bound = LayerMaxGpuLoadLowerBound(c.load, c.gpus, c.per_gpu);
+    EXPECT_LE(bound, c.optimum) << c.why;
+    EXPECT_GE(bound, c.optimum * (1 - 2 * kBoundTolerance)) << c.why;
+    EXPECT_GT(bound, c.mean_or_hottest * 1.02) << c.why;
+  }
+}
+
+// The property: on random small layers the bound never exceeds the exact optimum, and equals it
+// (to the bisection's tolerance) on most. Printed: how often, the mean and the worst ratio.
+TEST(BalanceBound, NeverAboveTheOptimumAndMostlyEqual) {
+  std::mt19937_64 rng(20261206);
+  int layers = 0, equal = 0;
+  double sum = 0, worst = 1;
+  for (int trial = 0; trial < 400; ++trial) {
+    const int gpus = 2 + static_cast<int>(rng() % 3), per_gpu = 1 + static_cast<int>(rng() % 5);
+    const int slots = gpus * per_gpu;
+    const int experts = std::max(1, slots - static_cast<int>(rng() % (slots / 2 + 1)));
+    std::lognormal_distribution<double> lognormal(0, trial % 3 == 0 ? 0.3 : trial % 3);
+    std::vector<double> load(static_cast<size_t>(experts));
+    for (double& x : load) x = std::round(lognormal(rng) * 100);
+    const LayerOptimum o =
+        OptimalLayer(load, MakeTopology(gpus, per_gpu), {.node_budget = 5'000'000});
+    if (!o.proven || o.max_gpu_load <= 0) continue;
+    const double bound = LayerMaxGpuLoadLowerBound(load, gpus, per_gpu);
+    ASSERT_LE(bound, o.max_gpu_load * (1 + 1e-12)) << "trial " << trial;
+    const double ratio = bound / o.max_gpu_load;
+    ++layers;
+    equal += ratio >= 1 - 2 * kBoundTolerance;
+    sum += ratio;
+    worst = std::min(worst, ratio);
+  }
+  std::printf(
+      "bound vs exact optimum on %d small layers: equal on %d (%.0f%%), mean %.4f, "
+      "worst %.4f\n",
+      layers, equal, 100.0 * equal / layers, sum / layers, worst);
+  EXPECT_GE(layers, 350);
+  EXPECT_GE(equal, layers / 2);
+  EXPECT_GE(sum / layers, 0.985);
 }
 
 }  // namespace

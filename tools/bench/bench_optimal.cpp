@@ -95,4 +95,39 @@ BENCHMARK(BM_OptimalLayer)
 
 }  // namespace
 
+// The reports' bound as eplb_loop computes it at every rearrangement: BalancednessUpperBound
+// of a 58-layer window (DeepSeek-V3's MoE layers) of lognormal load, σ = 1.07 as the shipped
+// DeepSeek scenarios, summed over 1,000 steps of 16k tokens. Counter: the bound it returns.
+// Args: experts, GPUs, slots per GPU.
+void BM_BalanceBound(benchmark::State& state) {
+  const int experts = static_cast<int>(state.range(0)), gpus = static_cast<int>(state.range(1));
+  const int per_gpu = static_cast<int>(state.range(2));
+  const auto topology = *eplb::Topology::FromReplicas(int64_t{gpus} * per_gpu, 1, gpus);
+  constexpr int kWindowLayers = 58;
+  std::mt19937_64 rng(7);
+  std::lognormal_distribution<double> dist(0.0, 1.07);
+  eplb::LoadMatrix load(kWindowLayers, experts);
+  for (int l = 0; l < kWindowLayers; ++l) {
+    double sum = 0;
+    for (int e = 0; e < experts; ++e) sum += load(l, e) = dist(rng);
+    for (int e = 0; e < experts; ++e) load(l, e) = std::round(load(l, e) / sum * 16384 * 8000);
+  }
+  double bound = 0;
+  for (auto _ : state) {
+    bound = eplb::BalancednessUpperBound(load, topology);
+    benchmark::DoNotOptimize(bound);
+  }
+  state.counters["bound"] = bound;
+}
+
+BENCHMARK(BM_BalanceBound)
+    ->ArgNames({"experts", "gpus", "per_gpu"})
+    ->Args({256, 32, 9})   // DeepSeek-V3 prefill EP32
+    ->Args({256, 144, 2})  // DeepSeek-V3 decode EP144
+    ->Args({128, 16, 9})   // Qwen3-235B EP16
+    ->Args({128, 8, 17})   // Qwen3-30B EP8
+    ->Args({8, 8, 2})      // Mixtral 8x22B EP8 (small: the exact optimum)
+    ->Args({16, 4, 5})     // tiny (small: the exact optimum)
+    ->Unit(benchmark::kMillisecond);
+
 BENCHMARK_MAIN();
