@@ -103,7 +103,7 @@ Result<std::map<std::string, Tensor>> ParseSafetensors(std::string_view bytes,
       return Status::InvalidArgument(fmt::format(
           "{} has dtype {}; expected one of F64, F32, F16, BF16, I64, I32, I16, I8, U64, U32, "
           "U16, U8, BOOL",
-          where, QuoteInput(t.dtype)));
+          where, Excerpt(t.dtype)));
     }
     uint64_t count = 1;
     for (const auto& d : info["shape"]) {
