@@ -623,6 +623,12 @@ TEST(TorchDump, EveryCountIsCheckedBeforeReplicasOrRanksAreAdded) {
   auto r = ReadLoadSeries(PerRank("fine", {10, 1, 0, 2}, {0, 0, 7, 0}));
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->steps[0](0, 0), 17);
+  // Ranks each within the cap whose sum is not: named by the forward pass, before folding.
+  const std::string sum = PerRank("sum", {9e14, 0, 0, 0}, {2e14, 0, 0, 0});
+  EXPECT_EQ(ReadLoadSeries(sum).status().message(),
+            sum +
+                ": forward pass 0 (its records summed) counts 1100000000000000 at layer 0, slot "
+                "0; counts must be finite, non-negative and at most 1e+15 tokens");
 }
 
 }  // namespace

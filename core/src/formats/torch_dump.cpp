@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -262,10 +263,10 @@ Status BadCount(const std::string& name, const std::string& what, int64_t layer,
                   name, what, c, layer, slot, kMaxLoad));
 }
 
-// Per-slot counts [steps][layers × slots] folded to logical experts through `map`; `what` names
-// the counts in errors ("expert_load_window" gets "[step]" appended).
+// Per-slot counts [steps][layers × slots] folded to logical experts through `map`; `what(step)`
+// names a step's counts in errors.
 Result<LoadSeries> Fold(const std::vector<std::vector<double>>& physical, const SlotMap& map,
-                        const std::string& name, const std::string& what) {
+                        const std::string& name, const std::function<std::string(size_t)>& what) {
   if (static_cast<int64_t>(physical.size()) * map.layers * map.experts > kMaxSeriesValues) {
     return Status::InvalidArgument(
         fmt::format("{}: {} steps of {} layers × {} experts would take over {}", name,
@@ -278,7 +279,7 @@ Result<LoadSeries> Fold(const std::vector<std::vector<double>>& physical, const 
       for (int64_t s = 0; s < map.slots; ++s) {
         const double c = physical[step][static_cast<size_t>(l * map.slots + s)];
         const int64_t e = map.ids[static_cast<size_t>(l * map.slots + s)];
-        if (!IsCount(c)) return BadCount(name, fmt::format("{}[{}]", what, step), l, s, c);
+        if (!IsCount(c)) return BadCount(name, what(step), l, s, c);
         if (e >= 0) {
           m(l, e) += c;
         } else if (c != 0) {
@@ -438,8 +439,14 @@ Result<LoadSeries> ReadPerPass(const std::vector<std::unique_ptr<Dump>>& dumps,
         name, dumps.size() > 1 ? fmt::format(" in all {} dumps", dumps.size()) : ""));
   }
   std::vector<std::vector<double>> physical;
-  for (auto& [id, counts] : passes) physical.push_back(std::move(counts));
-  return Fold(physical, *map, name, "the records' sum of forward pass");
+  std::vector<int64_t> ids;
+  for (auto& [id, counts] : passes) {
+    physical.push_back(std::move(counts));
+    ids.push_back(id);
+  }
+  return Fold(physical, *map, name, [&](size_t step) {
+    return fmt::format("forward pass {} (its records summed)", ids[step]);
+  });
 }
 
 // vLLM's expert_load_window [window, layers, slots] through its physical_to_logical_map.
@@ -463,7 +470,9 @@ Status AppendVllmWindow(const Dump& dump, LoadSeries& series) {
     physical.emplace_back(a.values.begin() + static_cast<std::ptrdiff_t>(s * cells),
                           a.values.begin() + static_cast<std::ptrdiff_t>((s + 1) * cells));
   }
-  EPLB_ASSIGN_OR_RETURN(LoadSeries folded, Fold(physical, map, dump.path, "expert_load_window"));
+  EPLB_ASSIGN_OR_RETURN(LoadSeries folded, Fold(physical, map, dump.path, [](size_t step) {
+                          return fmt::format("expert_load_window[{}]", step);
+                        }));
   if (!series.steps.empty() &&
       (folded.layers() != series.layers() || folded.experts() != series.experts())) {
     return Status::InvalidArgument(fmt::format(
