@@ -19,7 +19,7 @@ struct RunNumbers {
   double balancedness_mean, balancedness_min, imbalance_ratio_mean, imbalance_ratio_max,
       following_balancedness, window_balancedness_after, window_balancedness_bound,
       window_gap_to_bound, step_time_mean_s, step_time_p99_s, latency_mean_s, latency_p99_s,
-      latency_max_s, rearrangements, rearrangements_held, bytes_per_rearrangement,
+      latency_p999_s, latency_max_s, rearrangements, rearrangements_held, bytes_per_rearrangement,
       transfers_per_rearrangement, rearrangement_makespan_s, slowed_s, stalled_s, policy_ms,
       peak_memory_bytes, staging_peak_bytes, gpu_failure_tokens_lost, node_failure_tokens_lost,
       node_failure_reload_bytes, rank_faults, recovery_s, fault_tokens_lost, fault_tokens_stalled,

@@ -11,7 +11,7 @@
 //   balancedness_mean/min, imbalance_ratio_mean/max   over the measured window
 //   step_time_mean_s, step_time_p99_s                  metrics step_s: as the backend ran the
 //                                                      steps, stalls excluded
-//   latency_mean_s, latency_p99_s, latency_max_s       metrics latency_s: stalls included (the
+//   latency_mean_s, _p99_s, _p999_s, _max_s          metrics latency_s: stalls included (the
 //                                                      max is the worst step)
 //   rearrangements, transfers_per_rearrangement, bytes_per_rearrangement
 //   rearrangement_makespan_s                           mean, start to last commit
