@@ -376,7 +376,8 @@ Result<std::vector<PublishedFigure>> ParsePublishedFigures(const std::string& te
       figures.push_back(std::move(f));
     }
   } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(fmt::format("{}: not a valid figures file: {}", path, e.msg));
+    return Status::InvalidArgument(
+        fmt::format("{}: not a valid figures file: {}", path, YamlReason(e.msg)));
   }
   if (figures.empty()) return Status::InvalidArgument(fmt::format("{}: no figures", path));
   return figures;
