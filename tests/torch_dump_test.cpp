@@ -436,8 +436,8 @@ TEST(TorchDumpWork, TensorsViewingOneStorageCheckItOnce) {
 
 TEST(TorchDumpWork, WorkBeyondTheFilesBudgetIsRefusedBeforeItIsDone) {
   // Distinct records (each a few bytes) all recalling one tensor that views a whole storage of
-  // 65,536 counts: each would add 65,536 values. A hundred fit the budget of a 1 MiB file; a
-  // thousand would take ~65M, over it, and are refused naming the file.
+  // 65,536 counts: each would add a pass of 65,536 values and sum them. A hundred fit the budget
+  // of a 1 MiB file (~50M); a thousand would take ~130M and are refused naming the file.
   constexpr uint32_t kSlots = 1 << 16;
   auto make = [&](uint32_t records) {
     std::string list;
@@ -511,8 +511,8 @@ TEST(TorchDumpWork, ARecordOfManyRepeatedKeysNamedOftenReadsInOnePass) {
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_EQ(s->steps[0](0, 3), 20000 * 4);
   EXPECT_EQ(work.tensors_read, 2);
-  // The map, the counts, the record and their sum into its pass: once each.
-  EXPECT_EQ(work.values, 4 + 4 + 1 + 4);
+  // The map, the counts, the record, its pass and their sum into it: once each.
+  EXPECT_EQ(work.values, 4 + 4 + 1 + 4 + 4);
 }
 
 TEST(TorchPickle, RecalledValuesCostOneNodeNotACopy) {

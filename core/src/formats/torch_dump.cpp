@@ -380,7 +380,8 @@ Result<LoadSeries> ReadPerPass(const std::vector<std::unique_ptr<Dump>>& dumps,
           return Status::InvalidArgument(fmt::format("{}: the records hold over {} of load", name,
                                                      FormatBytes(kMaxSeriesBytes)));
         }
-        // Not counted against the budget: the passes are the output, bounded just above.
+        // Counted too: records of empty tensors must not make a small file allocate passes.
+        EPLB_RETURN_IF_ERROR(Spend(*dump, static_cast<int64_t>(cells), where));
         it->second.assign(cells, 0.0);
       }
       std::vector<double>& counts = it->second;

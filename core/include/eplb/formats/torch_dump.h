@@ -27,10 +27,12 @@ struct TorchDumpWork {
   int64_t values = 0;           // values materialised from tensors or added into counts
 };
 
-// Values per byte of a dump, and a floor for small files: an engine's dump materialises each of
-// its stored values about once (a dump with views repeating a storage's elements stays well
-// within), so a file that needs more is built to make eplb work, not a recording.
-inline constexpr int64_t kTorchDumpValuesPerByte = 8;
+// Values per byte of a dump, and a floor for small files. An engine's dump materialises each of
+// its stored values about once and adds it once; a forward pass's counts (layers × slots) are
+// allocated once per pass, which for per_token records of one token in top-8 over 1,024 slots
+// is ~16 values per byte of ids. A file that needs more than 32 is built to make eplb work, not
+// a recording.
+inline constexpr int64_t kTorchDumpValuesPerByte = 32;
 inline constexpr int64_t kTorchDumpMinValues = int64_t{1} << 24;
 
 // The most values a dump of `file_bytes` bytes may make eplb materialise or add up.
