@@ -70,7 +70,7 @@ std::vector<double> MaxGpuLoadLowerBound(const LoadMatrix& load, const Topology&
 double LayerMaxGpuLoadLowerBound(std::span<const double> load, int gpus, int per_gpu);
 // The partner test's thresholds per limit at most (more cost more, never invalidate), and the
 // relative precision of the bisection.
-inline constexpr size_t kMaxPartnerSplits = 48;
+inline constexpr size_t kMaxPartnerSplits = 96;
 inline constexpr double kBoundTolerance = 1e-4;
 // Per layer, the best maximum GPU load known to be unbeatable: the exact optimum on layers of at
 // most kExactExperts experts and kExactSlots slots whose search finishes within
