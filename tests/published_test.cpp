@@ -3,11 +3,13 @@
 // figures file's errors named with their line and field.
 #include "eplb/io/published.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -111,9 +113,11 @@ TEST(Published, EveryShippedFigureIsSimulatedAndTabled) {
     // A speedup's error is on its gain: published − 1 is what it is measured against.
     const double base = f.measure == "speedup" ? f.published - 1 : f.published;
     EXPECT_DOUBLE_EQ(r->error_pct, 100 * (r->simulated - f.published) / base);
-    // Each figure within the error it is held to (15% unless its note says why not yet).
-    EXPECT_TRUE(r->within_tolerance())
-        << f.id << ": " << r->error_pct << "% against a tolerance of " << f.tolerance_pct << "%";
+    // No figure moved past its regression guard (15% unless its note says why more); the
+    // guard is no accuracy claim: within_goal alone counts that.
+    EXPECT_FALSE(r->past_guard()) << f.id << ": " << r->error_pct << "% against a guard of "
+                                  << f.tolerance_pct << "%";
+    EXPECT_EQ(r->within_goal(), std::fabs(r->error_pct) <= 15) << f.id;
     results.push_back(*r);
   }
   const std::string table = PublishedTable(results);
@@ -128,6 +132,86 @@ TEST(Published, EveryShippedFigureIsSimulatedAndTabled) {
     }
   }
   EXPECT_TRUE(json.contains("mean_abs_error_pct"));
+  // The counts add up, and every figure outside the goal is named in the summary with its
+  // error, the three migration stalls (−92% to −96%, held by a 97% guard) among them.
+  const int within = json["within_goal"].get<int>(), outside = json["outside_goal"].get<int>();
+  EXPECT_EQ(within + outside, 62);
+  EXPECT_GE(outside, 3);
+  EXPECT_NE(table.find(std::to_string(within) + " of 62 figures within the 15% accuracy goal; " +
+                       std::to_string(outside) + " outside it"),
+            std::string::npos)
+      << table;
+  for (const FigureResult& r : results) {
+    EXPECT_EQ(json["figures"][&r - results.data()]["within_goal"].get<bool>(), r.within_goal());
+    const bool listed = table.find("outside the goal: " + r.figure.id + " ") != std::string::npos;
+    EXPECT_EQ(listed, !r.within_goal()) << r.figure.id;
+  }
+  for (const char* id :
+       {"vllm-r1-nvfp4-gb200-ep32-sync-stall-nixl", "trtllm-r1-fp4-bulk-update-host-pool",
+        "vllm-v2-lite-h100-dp8-rebalance-gpu-time"}) {
+    EXPECT_NE(std::find(json["outside_goal_ids"].begin(), json["outside_goal_ids"].end(), id),
+              json["outside_goal_ids"].end())
+        << id;
+  }
+}
+
+// A figure counts within the 15% goal by its error alone: a widened tolerance (a regression
+// guard) or a note explaining the gap never moves it inside. Before, the summary said "62
+// within the tolerance each is held to", −93% stalls included.
+TEST(Published, SummaryCountsTheGoalNotTheGuard) {
+  const auto result = [](const char* id, double error_pct, double tolerance_pct, const char* note) {
+    FigureResult r;
+    r.figure.id = id;
+    r.figure.unit = "s";
+    r.figure.published = 1;
+    r.figure.tolerance_pct = tolerance_pct;
+    r.figure.note = note;
+    r.simulated = 1 + error_pct / 100;
+    r.error_pct = error_pct;
+    return r;
+  };
+  const std::vector<FigureResult> results = {
+      result("close", -14.9, 15, ""), result("exactly-15", 15, 15, ""),
+      result("stall", -93.3, 97, "orchestration no source prices"),
+      result("fast-prefill", 29.0, 45, "an exposed dispatch the model hides"),
+      result("regressed", 20, 15, "")};
+  struct Case {
+    const char* id;
+    bool within_goal, past_guard;
+  };
+  const Case cases[] = {{"close", true, false},
+                        {"exactly-15", true, false},
+                        {"stall", false, false},
+                        {"fast-prefill", false, false},
+                        {"regressed", false, true}};
+  for (size_t i = 0; i < results.size(); ++i) {
+    EXPECT_EQ(results[i].within_goal(), cases[i].within_goal) << cases[i].id;
+    EXPECT_EQ(results[i].past_guard(), cases[i].past_guard) << cases[i].id;
+  }
+  const std::string table = PublishedTable(results);
+  EXPECT_NE(table.find("mean |error| 34.4%; 2 of 5 figures within the 15% accuracy goal; 3 "
+                       "outside it"),
+            std::string::npos)
+      << table;
+  EXPECT_EQ(table.find("within the tolerance"), std::string::npos) << table;
+  for (const char* line : {"outside the goal: stall ", "outside the goal: fast-prefill ",
+                           "outside the goal: regressed ",
+                           "past its regression guard: regressed +20.0% (tolerance_pct 15)"}) {
+    EXPECT_NE(table.find(line), std::string::npos) << line << "\n" << table;
+  }
+  EXPECT_NE(table.find("-93.3%"), std::string::npos);
+  EXPECT_EQ(table.find("outside the goal: close"), std::string::npos);
+  const auto json = PublishedJson(results);
+  EXPECT_EQ(json["within_goal"], 2);
+  EXPECT_EQ(json["outside_goal"], 3);
+  EXPECT_EQ(json["accuracy_goal_pct"], 15);
+  EXPECT_EQ(json["outside_goal_ids"],
+            nlohmann::ordered_json::array({"stall", "fast-prefill", "regressed"}));
+  EXPECT_EQ(json["past_guard_ids"], nlohmann::ordered_json::array({"regressed"}));
+  for (size_t i = 0; i < results.size(); ++i) {
+    EXPECT_EQ(json["figures"][i]["within_goal"], cases[i].within_goal) << cases[i].id;
+    EXPECT_EQ(json["figures"][i]["past_guard"], cases[i].past_guard) << cases[i].id;
+  }
 }
 
 class FiguresFile : public ::testing::Test {
