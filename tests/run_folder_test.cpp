@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "eplb/base/file_io.h"
 #include "eplb/io/scenario_file.h"
@@ -533,6 +534,174 @@ TEST(RunFolder, TheManifestRefusesUnfinishedAndChangedFolders) {
   EXPECT_TRUE(ReadRunFolder(v1_dir).ok());
   const std::string partial = damaged("good.partial-4242", [](const std::string&) {});
   EXPECT_NE(partial.find("an unfinished run folder"), std::string::npos) << partial;
+}
+
+// summary.json of DIR changed by `change`, and the manifest restamped: what is tested is the
+// summary's reader, not the manifest.
+void EditSummary(const std::string& dir, const std::function<void(nlohmann::json&)>& change) {
+  auto text = ReadTextFile(dir + "/summary.json");
+  ASSERT_TRUE(text.ok());
+  nlohmann::json summary = nlohmann::json::parse(*text);
+  change(summary);
+  std::ofstream(dir + "/summary.json", std::ios::trunc) << summary.dump(2);
+  Restamp(dir);
+}
+
+// A folder eplb did not write as it is (tampered with, or assembled by hand) is refused whole,
+// the error naming the file and, for summary.json, the field, its value and what is valid. The
+// same checks are Python's (python/tests/test_hardening.py), which calls this reader.
+TEST(RunFolder, TamperedFoldersAreRefusedNamingFileAndField) {
+  auto host = RunOnHost(Tiny());
+  ASSERT_TRUE(host.ok());
+  TempDir tmp;
+  const std::string good = tmp / "good";
+  ASSERT_TRUE(WriteRunFolder(good, host->result).ok());
+  ASSERT_TRUE(ReadRunFolder(good).ok());
+  using Json = nlohmann::json;
+  struct Case {
+    const char* name;
+    std::function<void(const std::string&)> tamper;
+    const char* expected;
+  };
+  const Case cases[] = {
+      // The manifest vouches only for the files it lists: the rest must not be there.
+      {"manifest-lists-no-files",
+       [](const std::string& dir) {
+         std::ofstream(dir + "/manifest.tsv", std::ios::trunc)
+             << "# eplb folder manifest v2\nkind\trun\n";
+       },
+       "gpu_memory.csv, layer_balancedness.csv, loads.jsonl and 7 more are not listed in "
+       "manifest.tsv: the folder was changed after eplb wrote it"},
+      {"unlisted-file",
+       [](const std::string& dir) { std::ofstream(dir + "/notes.txt") << "mine\n"; },
+       "unlisted-file: notes.txt is not listed in manifest.tsv"},
+      {"unlisted-file-in-a-subfolder",
+       [](const std::string& dir) {
+         fs::create_directories(dir + "/extra");
+         std::ofstream(dir + "/extra/x.csv") << "1\n";
+       },
+       "extra/x.csv is not listed in manifest.tsv"},
+      // The same bytes through a link: sizes and checksums agree, the link is still refused,
+      // before anything is read through it.
+      {"symbolic-link",
+       [&](const std::string& dir) {
+         const std::string elsewhere = tmp / "elsewhere.yaml";
+         fs::rename(dir + "/scenario.yaml", elsewhere);
+         fs::create_symlink(elsewhere, dir + "/scenario.yaml");
+       },
+       "scenario.yaml is a symbolic link; eplb writes none"},
+      {"manifest-is-a-link",
+       [&](const std::string& dir) {
+         const std::string elsewhere = tmp / "elsewhere.tsv";
+         fs::rename(dir + "/manifest.tsv", elsewhere);
+         fs::create_symlink(elsewhere, dir + "/manifest.tsv");
+       },
+       "manifest.tsv is a symbolic link; eplb writes none"},
+      {"another-kind",
+       [](const std::string& dir) { ASSERT_TRUE(WriteFolderManifest(dir, "comparison").ok()); },
+       "an eplb comparison folder, not a run folder"},
+      // summary.json's numbers, each in its range (summary_json.cpp's field table).
+      {"balancedness-5",
+       [](const std::string& dir) {
+         EditSummary(dir, [](Json& s) { s["balancedness"]["mean"] = 5; });
+       },
+       "summary.json: field 'balancedness.mean' is 5; a balancedness is within [0, 1]"},
+      {"negative-step-time",
+       [](const std::string& dir) {
+         EditSummary(dir, [](Json& s) { s["step_time_s"]["max"] = -1.0; });
+       },
+       "summary.json: field 'step_time_s.max' is -1.0; it is never negative"},
+      {"nan-as-a-string",
+       [](const std::string& dir) {
+         EditSummary(dir, [](Json& s) { s["latency_s"]["p99"] = "NaN"; });
+       },
+       "summary.json: field 'latency_s.p99' is \"NaN\"; expected a number"},
+      // A number no double holds is refused by the JSON parser, before any range.
+      {"beyond-a-double",
+       [](const std::string& dir) {
+         EditSummary(dir, [](Json& s) { s["wall_s"] = 1; });
+         auto text = ReadTextFile(dir + "/summary.json");
+         ASSERT_TRUE(text.ok());
+         std::string changed = *text;
+         const size_t at = changed.find("\"wall_s\": 1");
+         ASSERT_NE(at, std::string::npos);
+         changed.replace(at, 11, "\"wall_s\": 1e400");
+         std::ofstream(dir + "/summary.json", std::ios::trunc) << changed;
+         Restamp(dir);
+       },
+       "number overflow parsing '1e400' (numbers must be within the range of a double"},
+      {"negative-count",
+       [](const std::string& dir) {
+         EditSummary(dir, [](Json& s) { s["rearrangements"]["skipped"] = -3; });
+       },
+       "summary.json: field 'rearrangements.skipped' is -3; it is never negative"},
+      // Read into an int64 it would wrap to a negative count.
+      {"count-beyond-int64",
+       [](const std::string& dir) {
+         EditSummary(dir, [](Json& s) { s["transfers"] = uint64_t{1} << 63; });
+       },
+       "summary.json: field 'transfers' is 9223372036854775808; expected an integer within [0, "
+       "9223372036854775807]"},
+      {"negative-memory",
+       [](const std::string& dir) {
+         EditSummary(dir, [](Json& s) { s["gpu_memory"]["kv_cache_bytes"] = -1e9; });
+       },
+       "summary.json: field 'gpu_memory.kv_cache_bytes' is -1000000000.0; it is never negative"},
+      {"least-above-the-mean",
+       [](const std::string& dir) {
+         EditSummary(dir, [](Json& s) {
+           s["balancedness"]["mean"] = 0.5;
+           s["balancedness"]["min"] = 0.75;
+         });
+       },
+       "summary.json: field 'balancedness.min' is 0.75, above field 'balancedness.mean' (0.5)"},
+      {"fault-step-negative",
+       [](const std::string& dir) {
+         EditSummary(dir, [](Json& s) {
+           s["faults"] = Json::array({{{"kind", "slow_link"},
+                                       {"step", -4},
+                                       {"until", 10},
+                                       {"start_s", 0},
+                                       {"end_s", 1},
+                                       {"steps", 10},
+                                       {"step_time_mean_s", 1},
+                                       {"baseline_step_time_mean_s", 1}}});
+         });
+       },
+       "summary.json: faults[0]: field 'step' is -4; it is never negative"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string dir = tmp / c.name;
+    fs::copy(good, dir);
+    c.tamper(dir);
+    auto read = ReadRunFolder(dir);
+    ASSERT_FALSE(read.ok());
+    EXPECT_NE(read.status().message().find(c.expected), std::string::npos)
+        << read.status().message();
+  }
+  // Folders from before a field was written still read: each later object and field removed.
+  const std::string older = tmp / "older";
+  fs::copy(good, older);
+  EditSummary(older, [](Json& s) {
+    for (const char* later : {"measured", "latency_s", "inter_token_latency_s", "gpu_memory",
+                              "faults", "format_version"})
+      s.erase(later);
+    s["rearrangements"].erase("held");
+  });
+  auto read = ReadRunFolder(older);
+  EXPECT_TRUE(read.ok()) << read.status().message();
+  // What eplb writes at the edges of each range is read: times of 0 (a backend whose clock did
+  // not move), a balancedness of exactly 1 and 0, a recovery not within the run (-1).
+  const std::string edges = tmp / "edges";
+  fs::copy(good, edges);
+  EditSummary(edges, [](Json& s) {
+    s["step_time_s"] = {{"mean", 0}, {"p50", 0}, {"p99", 0}, {"max", 0}};
+    s["balancedness"] = {{"mean", 1}, {"min", 0}};
+    s["wall_s"] = 0;
+  });
+  read = ReadRunFolder(edges);
+  EXPECT_TRUE(read.ok()) << read.status().message();
 }
 
 }  // namespace

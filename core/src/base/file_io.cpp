@@ -415,7 +415,10 @@ bool ParseChecksum(const std::string& text, std::optional<uint32_t>& out) {
 
 }  // namespace
 
-Result<FolderManifest> ReadFolderManifest(const std::string& dir) {
+namespace {
+
+// DIR's manifest as it says, its files not yet looked at.
+Result<FolderManifest> ParseFolderManifest(const std::string& dir) {
   const std::string path = dir + "/" + kManifestName;
   std::error_code ec;
   if (!fs::exists(path, ec)) {
@@ -467,6 +470,12 @@ Result<FolderManifest> ReadFolderManifest(const std::string& dir) {
     return bad("empty");
   }
   if (m.kind.empty()) return bad("no 'kind' line");
+  return m;
+}
+
+// OK when every file `m` lists is in DIR, of the size and checksum it says.
+Status VerifyFolderFiles(const std::string& dir, const FolderManifest& m) {
+  std::error_code ec;
   for (const auto& f : m.files) {
     const fs::path p = fs::path(dir) / f.path;
     const auto size = fs::file_size(p, ec);
@@ -490,6 +499,74 @@ Result<FolderManifest> ReadFolderManifest(const std::string& dir) {
           dir, f.path, checksum, kManifestName, *f.checksum));
     }
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<FolderManifest> ReadFolderManifest(const std::string& dir) {
+  EPLB_ASSIGN_OR_RETURN(FolderManifest m, ParseFolderManifest(dir));
+  EPLB_RETURN_IF_ERROR(VerifyFolderFiles(dir, m));
+  return m;
+}
+
+Result<FolderManifest> ReadWholeFolder(const std::string& dir, std::string_view kind) {
+  std::error_code ec;
+  // symlink_status: a manifest that is a link is there, and refused below as a link.
+  if (!fs::exists(fs::symlink_status(fs::path(dir) / kManifestName, ec))) {
+    return Status::NotFound(
+        fmt::format("{}: not a finished eplb {}{}folder (no {}: eplb writes it "
+                    "last)",
+                    dir, kind, kind.empty() ? "" : " ", kManifestName));
+  }
+  // Links first, before any file is opened: nothing is read through one.
+  std::vector<std::string> files, links;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::file_status status = it->symlink_status(ec);
+    if (ec) break;
+    // Lexically: a link's entry is the link's own name, never what it points to.
+    const std::string path = it->path().lexically_relative(dir).generic_string();
+    if (fs::is_symlink(status)) {
+      links.push_back(path);
+    } else if (!fs::is_directory(status)) {
+      files.push_back(path);
+    }
+  }
+  if (ec) return Status::IoError(fmt::format("{}: cannot list: {}", dir, ec.message()));
+  const auto some = [](std::vector<std::string>& paths) {
+    std::sort(paths.begin(), paths.end());
+    const size_t shown = std::min<size_t>(paths.size(), 3);
+    return fmt::format(
+        "{}{}",
+        Excerpt(
+            fmt::format("{}", fmt::join(paths.begin(),
+                                        paths.begin() + static_cast<std::ptrdiff_t>(shown), ", ")),
+            1000),
+        paths.size() > shown ? fmt::format(" and {} more", paths.size() - shown) : "");
+  };
+  if (!links.empty()) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: {} {} a symbolic link{}; eplb writes none, so the folder was changed "
+        "after eplb wrote it",
+        dir, some(links), links.size() == 1 ? "is" : "are", links.size() == 1 ? "" : "s"));
+  }
+  EPLB_ASSIGN_OR_RETURN(FolderManifest m, ParseFolderManifest(dir));
+  if (!kind.empty() && m.kind != kind) {
+    return Status::InvalidArgument(
+        fmt::format("{}: an eplb {} folder, not a {} folder", dir, Excerpt(m.kind), kind));
+  }
+  std::set<std::string> listed{kManifestName};
+  for (const FolderManifest::File& f : m.files) listed.insert(f.path);
+  std::vector<std::string> unlisted;
+  for (const std::string& f : files) {
+    if (!listed.count(f)) unlisted.push_back(f);
+  }
+  if (!unlisted.empty()) {
+    return Status::InvalidArgument(
+        fmt::format("{}: {} {} not listed in {}: the folder was changed after eplb wrote it", dir,
+                    some(unlisted), unlisted.size() == 1 ? "is" : "are", kManifestName));
+  }
+  EPLB_RETURN_IF_ERROR(VerifyFolderFiles(dir, m));
   return m;
 }
 

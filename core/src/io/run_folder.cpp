@@ -296,19 +296,15 @@ Result<RunFolder> ReadRunFolder(const std::string& dir, std::vector<RunFolderTab
         "complete; this one's process stopped before that)",
         dir));
   }
-  auto manifest = ReadFolderManifest(dir);
-  if (!manifest.ok()) {
-    return manifest.status().code() == Status::Code::kNotFound
-               ? Status::InvalidArgument(fmt::format(
-                     "{}: not a finished run folder (no {}; eplb run, device-run and validate "
-                     "write it last)",
-                     dir, kManifestName))
-               : manifest.status();
-  }
-  if (manifest->kind != "run") {
+  // Every file below is then what eplb wrote: listed, whole, and no link to elsewhere.
+  const Status whole = ReadWholeFolder(dir, "run").status();
+  if (whole.code() == Status::Code::kNotFound) {
     return Status::InvalidArgument(
-        fmt::format("{}: an eplb {} folder, not a run folder", dir, manifest->kind));
+        fmt::format("{}: not a finished run folder (no {}; eplb run, device-run and validate "
+                    "write it last)",
+                    dir, kManifestName));
   }
+  EPLB_RETURN_IF_ERROR(whole);
   const std::string p = dir + "/";
   RunFolder folder;
   folder.dir = dir;

@@ -4,7 +4,10 @@
 // forgotten by the reader, or read under another name.
 #include "io/summary_json.h"
 
+#include <algorithm>
+#include <cmath>
 #include <initializer_list>
+#include <limits>
 #include <string_view>
 #include <type_traits>
 
@@ -24,67 +27,98 @@ using Path = std::initializer_list<const char*>;
 // object is there, all of its fields must be).
 enum class Presence { kRequired, kAddedLater, kWithItsObject };
 
-// Each field of RunSummary `s` (const or not) as field(path, member, presence), in file order.
+// The values a numeric field may hold, and how its error says so. Every number is finite, and an
+// integer field within its type (RunSummary's int, int64 or bool, written 0 or 1). Each field's
+// range is what eplb writes (Summarize): a reader that took more would show a balancedness of 5,
+// a negative time, or a count cast to garbage. Text fields take any text (kAny).
+struct Range {
+  double min, max;
+  const char* valid;  // what the error says is valid
+};
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+constexpr Range kAny{-kInfinity, kInfinity, "expected a finite number"};
+// Times, counts, bytes and ratios of loads.
+constexpr Range kNotNegative{0, kInfinity, "it is never negative"};
+// A mean load over the largest (balancedness): 1 is perfect balance.
+constexpr Range kBalancedness{0, 1, "a balancedness is within [0, 1]"};
+// recovery_s: −1 when the recovery did not end within the run.
+constexpr Range kRecoveryTime{-1, kInfinity,
+                              "expected -1 (not within the run) or a time, never negative"};
+// Sums and means of times and loads come out a few ulps past their bound (a mean of equal loads
+// above their maximum, "−0" as −1e−17); the writer prints them at full precision, so the reader
+// takes that much: eplb never writes a folder it refuses.
+constexpr double kRounding = 1e-9;
+
+// Each field of RunSummary `s` (const or not) as field(path, member, presence, range), in file
+// order; the range is the field's valid values, checked by the reader (Range).
 template <typename Summary, typename Field>
 void SummaryFields(Summary& s, Field&& field) {
   using P = Presence;
   auto& r = s.rearrangements;
   auto& m = s.gpu_memory;
-  field(Path{"scenario"}, s.scenario, P::kRequired);
-  field(Path{"backend"}, s.backend, P::kRequired);
-  field(Path{"steps"}, s.steps, P::kRequired);
-  field(Path{"simulated_s"}, s.simulated_s, P::kRequired);
+  field(Path{"scenario"}, s.scenario, P::kRequired, kAny);
+  field(Path{"backend"}, s.backend, P::kRequired, kAny);
+  field(Path{"steps"}, s.steps, P::kRequired, kNotNegative);
+  field(Path{"simulated_s"}, s.simulated_s, P::kRequired, kNotNegative);
   // Written since statistics have a measured window and latencies; a folder from before has
   // neither: its statistics are over every step.
-  field(Path{"measured", "rule"}, s.measured.rule, P::kWithItsObject);
-  field(Path{"measured", "from_step"}, s.measured.from_step, P::kWithItsObject);
-  field(Path{"measured", "steps"}, s.measured.steps, P::kWithItsObject);
-  field(Path{"step_time_s", "mean"}, s.step_time_s.mean, P::kRequired);
-  field(Path{"step_time_s", "p50"}, s.step_time_s.p50, P::kRequired);
-  field(Path{"step_time_s", "p99"}, s.step_time_s.p99, P::kRequired);
-  field(Path{"step_time_s", "max"}, s.step_time_s.max, P::kRequired);
-  field(Path{"latency_s", "mean"}, s.latency_s.mean, P::kWithItsObject);
-  field(Path{"latency_s", "p50"}, s.latency_s.p50, P::kWithItsObject);
-  field(Path{"latency_s", "p99"}, s.latency_s.p99, P::kWithItsObject);
-  field(Path{"latency_s", "p999"}, s.latency_s.p999, P::kWithItsObject);
-  field(Path{"latency_s", "max"}, s.latency_s.max, P::kWithItsObject);
-  field(Path{"latency_s", "worst_step"}, s.latency_s.worst_step, P::kWithItsObject);
+  field(Path{"measured", "rule"}, s.measured.rule, P::kWithItsObject, kAny);
+  field(Path{"measured", "from_step"}, s.measured.from_step, P::kWithItsObject, kNotNegative);
+  field(Path{"measured", "steps"}, s.measured.steps, P::kWithItsObject, kNotNegative);
+  field(Path{"step_time_s", "mean"}, s.step_time_s.mean, P::kRequired, kNotNegative);
+  field(Path{"step_time_s", "p50"}, s.step_time_s.p50, P::kRequired, kNotNegative);
+  field(Path{"step_time_s", "p99"}, s.step_time_s.p99, P::kRequired, kNotNegative);
+  field(Path{"step_time_s", "max"}, s.step_time_s.max, P::kRequired, kNotNegative);
+  field(Path{"latency_s", "mean"}, s.latency_s.mean, P::kWithItsObject, kNotNegative);
+  field(Path{"latency_s", "p50"}, s.latency_s.p50, P::kWithItsObject, kNotNegative);
+  field(Path{"latency_s", "p99"}, s.latency_s.p99, P::kWithItsObject, kNotNegative);
+  field(Path{"latency_s", "p999"}, s.latency_s.p999, P::kWithItsObject, kNotNegative);
+  field(Path{"latency_s", "max"}, s.latency_s.max, P::kWithItsObject, kNotNegative);
+  field(Path{"latency_s", "worst_step"}, s.latency_s.worst_step, P::kWithItsObject, kNotNegative);
   // Decode runs only (RunSummary::decode).
-  field(Path{"inter_token_latency_s", "p50"}, s.inter_token_latency_s.p50, P::kWithItsObject);
-  field(Path{"inter_token_latency_s", "p99"}, s.inter_token_latency_s.p99, P::kWithItsObject);
-  field(Path{"inter_token_latency_s", "p999"}, s.inter_token_latency_s.p999, P::kWithItsObject);
-  field(Path{"idle_step_time_s_mean"}, s.idle_step_time_s_mean, P::kRequired);
-  field(Path{"slowed_s"}, s.slowed_s, P::kRequired);
-  field(Path{"stalled_s"}, s.stalled_s, P::kRequired);
-  field(Path{"balancedness", "mean"}, s.balancedness.mean, P::kRequired);
-  field(Path{"balancedness", "min"}, s.balancedness.min, P::kRequired);
-  field(Path{"imbalance_ratio", "mean"}, s.imbalance_ratio.mean, P::kRequired);
-  field(Path{"imbalance_ratio", "max"}, s.imbalance_ratio.max, P::kRequired);
-  field(Path{"rearrangements", "started"}, r.started, P::kRequired);
-  field(Path{"rearrangements", "completed"}, r.completed, P::kRequired);
-  field(Path{"rearrangements", "skipped"}, r.skipped, P::kRequired);
+  field(Path{"inter_token_latency_s", "p50"}, s.inter_token_latency_s.p50, P::kWithItsObject,
+        kNotNegative);
+  field(Path{"inter_token_latency_s", "p99"}, s.inter_token_latency_s.p99, P::kWithItsObject,
+        kNotNegative);
+  field(Path{"inter_token_latency_s", "p999"}, s.inter_token_latency_s.p999, P::kWithItsObject,
+        kNotNegative);
+  field(Path{"idle_step_time_s_mean"}, s.idle_step_time_s_mean, P::kRequired, kNotNegative);
+  field(Path{"slowed_s"}, s.slowed_s, P::kRequired, kNotNegative);
+  field(Path{"stalled_s"}, s.stalled_s, P::kRequired, kNotNegative);
+  field(Path{"balancedness", "mean"}, s.balancedness.mean, P::kRequired, kBalancedness);
+  field(Path{"balancedness", "min"}, s.balancedness.min, P::kRequired, kBalancedness);
+  field(Path{"imbalance_ratio", "mean"}, s.imbalance_ratio.mean, P::kRequired, kNotNegative);
+  field(Path{"imbalance_ratio", "max"}, s.imbalance_ratio.max, P::kRequired, kNotNegative);
+  field(Path{"rearrangements", "started"}, r.started, P::kRequired, kNotNegative);
+  field(Path{"rearrangements", "completed"}, r.completed, P::kRequired, kNotNegative);
+  field(Path{"rearrangements", "skipped"}, r.skipped, P::kRequired, kNotNegative);
   // Written since the balance gate exists; a folder from before held none.
-  field(Path{"rearrangements", "held"}, r.held, P::kAddedLater);
-  field(Path{"rearrangements", "makespan_s_mean"}, r.makespan_s_mean, P::kRequired);
+  field(Path{"rearrangements", "held"}, r.held, P::kAddedLater, kNotNegative);
+  field(Path{"rearrangements", "makespan_s_mean"}, r.makespan_s_mean, P::kRequired, kNotNegative);
   field(Path{"rearrangements", "predicted_makespan_s_mean"}, r.predicted_makespan_s_mean,
-        P::kRequired);
-  field(Path{"rearrangements", "lower_bound_s_mean"}, r.lower_bound_s_mean, P::kRequired);
-  field(Path{"rearrangements", "policy_ms_mean"}, r.policy_ms_mean, P::kRequired);
+        P::kRequired, kNotNegative);
+  field(Path{"rearrangements", "lower_bound_s_mean"}, r.lower_bound_s_mean, P::kRequired,
+        kNotNegative);
+  field(Path{"rearrangements", "policy_ms_mean"}, r.policy_ms_mean, P::kRequired, kNotNegative);
   // Written since GPU memory is modelled; a folder from before has none.
-  field(Path{"gpu_memory", "capacity_bytes"}, m.capacity, P::kWithItsObject);
-  field(Path{"gpu_memory", "resident_bytes"}, m.resident, P::kWithItsObject);
-  field(Path{"gpu_memory", "dense_weights_bytes"}, m.dense_weights, P::kWithItsObject);
-  field(Path{"gpu_memory", "expert_weights_bytes"}, m.expert_weights, P::kWithItsObject);
-  field(Path{"gpu_memory", "kv_cache_bytes"}, m.kv_cache, P::kWithItsObject);
-  field(Path{"gpu_memory", "reserved_bytes"}, m.reserved, P::kWithItsObject);
-  field(Path{"gpu_memory", "staging_budget_bytes"}, m.staging_budget, P::kWithItsObject);
-  field(Path{"gpu_memory", "staging_peak_bytes"}, m.staging_peak, P::kWithItsObject);
-  field(Path{"gpu_memory", "peak_bytes"}, m.peak, P::kWithItsObject);
-  field(Path{"bytes_moved", "nvlink"}, s.bytes_moved_nvlink, P::kRequired);
-  field(Path{"bytes_moved", "nic"}, s.bytes_moved_nic, P::kRequired);
-  field(Path{"transfers"}, s.transfers, P::kRequired);
-  field(Path{"wall_s"}, s.wall_s, P::kRequired);
-  field(Path{"peak_rss_bytes"}, s.peak_rss_bytes, P::kRequired);
+  field(Path{"gpu_memory", "capacity_bytes"}, m.capacity, P::kWithItsObject, kNotNegative);
+  field(Path{"gpu_memory", "resident_bytes"}, m.resident, P::kWithItsObject, kNotNegative);
+  field(Path{"gpu_memory", "dense_weights_bytes"}, m.dense_weights, P::kWithItsObject,
+        kNotNegative);
+  field(Path{"gpu_memory", "expert_weights_bytes"}, m.expert_weights, P::kWithItsObject,
+        kNotNegative);
+  field(Path{"gpu_memory", "kv_cache_bytes"}, m.kv_cache, P::kWithItsObject, kNotNegative);
+  field(Path{"gpu_memory", "reserved_bytes"}, m.reserved, P::kWithItsObject, kNotNegative);
+  // The headroom when no budget is set: negative for a scenario whose model does not fit, which
+  // only a run that skipped CheckGpuMemory (a test's loop) writes.
+  field(Path{"gpu_memory", "staging_budget_bytes"}, m.staging_budget, P::kWithItsObject, kAny);
+  field(Path{"gpu_memory", "staging_peak_bytes"}, m.staging_peak, P::kWithItsObject, kNotNegative);
+  field(Path{"gpu_memory", "peak_bytes"}, m.peak, P::kWithItsObject, kNotNegative);
+  field(Path{"bytes_moved", "nvlink"}, s.bytes_moved_nvlink, P::kRequired, kNotNegative);
+  field(Path{"bytes_moved", "nic"}, s.bytes_moved_nic, P::kRequired, kNotNegative);
+  field(Path{"transfers"}, s.transfers, P::kRequired, kNotNegative);
+  field(Path{"wall_s"}, s.wall_s, P::kRequired, kNotNegative);
+  field(Path{"peak_rss_bytes"}, s.peak_rss_bytes, P::kRequired, kNotNegative);
 }
 
 // Each entry of summary.json's "faults" list. The "recovery" object is there for faults that
@@ -92,23 +126,26 @@ void SummaryFields(Summary& s, Field&& field) {
 template <typename Fault, typename Field>
 void FaultFields(Fault& f, Field&& field) {
   using P = Presence;
-  field(Path{"kind"}, f.kind, P::kRequired);
-  field(Path{"step"}, f.step, P::kRequired);
-  field(Path{"until"}, f.until, P::kRequired);
-  field(Path{"start_s"}, f.start_s, P::kRequired);
-  field(Path{"end_s"}, f.end_s, P::kRequired);
-  field(Path{"steps"}, f.steps, P::kRequired);
-  field(Path{"step_time_mean_s"}, f.step_time_mean_s, P::kRequired);
-  field(Path{"baseline_step_time_mean_s"}, f.baseline_step_time_mean_s, P::kRequired);
-  field(Path{"recovery", "recovery_s"}, f.recovery_s, P::kWithItsObject);
-  field(Path{"recovery", "bytes_reloaded"}, f.bytes_reloaded, P::kWithItsObject);
-  field(Path{"recovery", "bytes_copied"}, f.bytes_copied, P::kWithItsObject);
-  field(Path{"recovery", "tokens_lost"}, f.tokens_lost, P::kWithItsObject);
-  field(Path{"recovery", "tokens_stalled"}, f.tokens_stalled, P::kWithItsObject);
-  field(Path{"recovery", "stalled_s"}, f.stalled_s, P::kWithItsObject);
-  field(Path{"recovery", "cancelled_rearrangement"}, f.cancelled_rearrangement, P::kWithItsObject);
-  field(Path{"recovery", "serving_gpus"}, f.serving_gpus, P::kWithItsObject);
-  field(Path{"recovery", "after_step_time_mean_s"}, f.after_step_time_mean_s, P::kWithItsObject);
+  field(Path{"kind"}, f.kind, P::kRequired, kAny);
+  field(Path{"step"}, f.step, P::kRequired, kNotNegative);
+  field(Path{"until"}, f.until, P::kRequired, kNotNegative);
+  field(Path{"start_s"}, f.start_s, P::kRequired, kNotNegative);
+  field(Path{"end_s"}, f.end_s, P::kRequired, kNotNegative);
+  field(Path{"steps"}, f.steps, P::kRequired, kNotNegative);
+  field(Path{"step_time_mean_s"}, f.step_time_mean_s, P::kRequired, kNotNegative);
+  field(Path{"baseline_step_time_mean_s"}, f.baseline_step_time_mean_s, P::kRequired, kNotNegative);
+  field(Path{"recovery", "recovery_s"}, f.recovery_s, P::kWithItsObject, kRecoveryTime);
+  field(Path{"recovery", "bytes_reloaded"}, f.bytes_reloaded, P::kWithItsObject, kNotNegative);
+  field(Path{"recovery", "bytes_copied"}, f.bytes_copied, P::kWithItsObject, kNotNegative);
+  field(Path{"recovery", "tokens_lost"}, f.tokens_lost, P::kWithItsObject, kNotNegative);
+  field(Path{"recovery", "tokens_stalled"}, f.tokens_stalled, P::kWithItsObject, kNotNegative);
+  field(Path{"recovery", "stalled_s"}, f.stalled_s, P::kWithItsObject, kNotNegative);
+  // A bool: 0 or 1 by its type.
+  field(Path{"recovery", "cancelled_rearrangement"}, f.cancelled_rearrangement, P::kWithItsObject,
+        kAny);
+  field(Path{"recovery", "serving_gpus"}, f.serving_gpus, P::kWithItsObject, kNotNegative);
+  field(Path{"recovery", "after_step_time_mean_s"}, f.after_step_time_mean_s, P::kWithItsObject,
+        kNotNegative);
 }
 
 // Booleans are written as 0 or 1.
@@ -146,7 +183,7 @@ class FieldReader {
   }
 
   template <typename T>
-  Status Get(Path path, T& out, Presence presence) {
+  Status Get(Path path, T& out, Presence presence, const Range& range) {
     const nlohmann::json* parent = Parent(path);
     const char* last = *(path.end() - 1);
     const bool there = parent != nullptr && parent->is_object() && parent->contains(last);
@@ -168,6 +205,9 @@ class FieldReader {
       return Status::InvalidArgument(fmt::format("{}: field '{}' is {}; expected {}", where_, name,
                                                  Excerpt(j.dump()), ExpectedKind<T>()));
     }
+    if constexpr (!std::is_same_v<T, std::string>) {
+      EPLB_RETURN_IF_ERROR(InRange<T>(j, name, range));
+    }
     if constexpr (kBool) {
       out = j.get<int64_t>() != 0;
     } else {
@@ -183,6 +223,40 @@ class FieldReader {
     if constexpr (std::is_floating_point_v<T>) return "a number";
     return "an integer";
   }
+  // OK when the number `j` is finite, within `range`, and (an integer) within T: checked on the
+  // JSON's own value, before any conversion could wrap or truncate it (2^63 as int64, 1e10 as
+  // int, 5 as a bool).
+  template <typename T>
+  Status InRange(const nlohmann::json& j, const std::string& name, const Range& range) const {
+    // long double holds every int64 and uint64 exactly (x86's 64-bit mantissa, or binary128).
+    const long double v = j.is_number_unsigned()  ? static_cast<long double>(j.get<uint64_t>())
+                          : j.is_number_integer() ? static_cast<long double>(j.get<int64_t>())
+                                                  : static_cast<long double>(j.get<double>());
+    const auto refuse = [&](const std::string& valid) {
+      // A number too large for a double (1e400) was read as inf, which dump() writes as null.
+      const std::string value =
+          std::isfinite(v) ? Excerpt(j.dump()) : fmt::format("{}", static_cast<double>(v));
+      return Status::InvalidArgument(
+          fmt::format("{}: field '{}' is {}; {}", where_, name, value, valid));
+    };
+    if (!std::isfinite(v)) return refuse(kAny.valid);
+    if constexpr (std::is_integral_v<T>) {
+      const long double lo = std::max<long double>(range.min, std::numeric_limits<T>::lowest());
+      const long double hi = std::min<long double>(range.max, std::numeric_limits<T>::max());
+      if (v < lo || v > hi) {
+        // The field's own range says it, unless the type is what bounds it.
+        if (v >= range.min && v <= range.max) {
+          return refuse(fmt::format("expected an integer within [{}, {}]", static_cast<int64_t>(lo),
+                                    static_cast<uint64_t>(hi)));
+        }
+        return refuse(range.valid);
+      }
+    } else {
+      if (v < range.min - kRounding || v > range.max + kRounding) return refuse(range.valid);
+    }
+    return Status::Ok();
+  }
+
   const nlohmann::json& root_;
   std::string where_;
 };
@@ -191,14 +265,14 @@ class FieldReader {
 
 Json SummaryJson(const RunSummary& s) {
   Json out = {{"tool", ToolVersion()}, {"format_version", kFolderFormatVersion}};
-  SummaryFields(s, [&](Path path, const auto& v, Presence) {
+  SummaryFields(s, [&](Path path, const auto& v, Presence, const Range&) {
     if (!s.decode && std::string_view(*path.begin()) == "inter_token_latency_s") return;
     Put(out, path, JsonValue(v));
   });
   Json faults = Json::array();
   for (const RunSummary::FaultEffect& f : s.faults) {
     Json j;
-    FaultFields(f, [&](Path path, const auto& v, Presence presence) {
+    FaultFields(f, [&](Path path, const auto& v, Presence presence, const Range&) {
       if (presence == Presence::kWithItsObject && !f.changes_ranks) return;
       Put(j, path, JsonValue(v));
     });
@@ -213,7 +287,7 @@ Result<RunSummary> ParseSummary(const std::string& text, const std::string& file
   FieldReader r(root, file);
   int format_version = 0;
   if (root.contains("format_version")) {
-    EPLB_RETURN_IF_ERROR(r.Get(Path{"format_version"}, format_version, Presence::kRequired));
+    EPLB_RETURN_IF_ERROR(r.Get(Path{"format_version"}, format_version, Presence::kRequired, kAny));
     if (format_version > kFolderFormatVersion) {
       return Status::InvalidArgument(fmt::format(
           "{}: format_version is {}, written by a later eplb ({}); this one ({}) reads formats "
@@ -224,10 +298,17 @@ Result<RunSummary> ParseSummary(const std::string& text, const std::string& file
   }
   RunSummary s;
   Status status;
-  SummaryFields(s, [&](Path path, auto& v, Presence presence) {
-    if (status.ok()) status = r.Get(path, v, presence);
+  SummaryFields(s, [&](Path path, auto& v, Presence presence, const Range& range) {
+    if (status.ok()) status = r.Get(path, v, presence, range);
   });
   EPLB_RETURN_IF_ERROR(status);
+  // The least of the measured steps' balancedness is never above their mean.
+  if (s.balancedness.min > s.balancedness.mean + kRounding) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: field 'balancedness.min' is {}, above field 'balancedness.mean' ({}); the least "
+        "step's balancedness is at most their mean",
+        file, s.balancedness.min, s.balancedness.mean));
+  }
   s.decode = root.contains("inter_token_latency_s");
   if (!root.contains("measured")) s.measured.rule = "";  // before windows: every step
   // Written since faults exist; a folder from before has none.
@@ -240,8 +321,8 @@ Result<RunSummary> ParseSummary(const std::string& text, const std::string& file
     for (size_t i = 0; i < faults.size(); ++i) {
       FieldReader fr(faults[i], fmt::format("{}: faults[{}]", file, i));
       RunSummary::FaultEffect f;
-      FaultFields(f, [&](Path path, auto& v, Presence presence) {
-        if (status.ok()) status = fr.Get(path, v, presence);
+      FaultFields(f, [&](Path path, auto& v, Presence presence, const Range& range) {
+        if (status.ok()) status = fr.Get(path, v, presence, range);
       });
       EPLB_RETURN_IF_ERROR(status);
       f.changes_ranks = faults[i].is_object() && faults[i].contains("recovery");

@@ -65,6 +65,17 @@ struct FolderManifest {
 // another size or checksum than it says (truncated, edited or replaced since). Reads every file.
 Result<FolderManifest> ReadFolderManifest(const std::string& dir);
 
+// The manifest of the eplb folder at `dir`, once the folder is shown to be exactly what eplb
+// wrote: no symbolic link inside it (eplb writes none, and one could point anywhere), nothing in
+// it that its manifest does not list (the manifest vouches only for the files it names, so a
+// folder whose manifest lists none, or leaves out a file a reader opens, would otherwise be read
+// unchecked), its kind `kind` (any kind when empty), and every file it lists of the size and
+// checksum written (as ReadFolderManifest). The links and the listing are checked before any
+// file is opened. NotFound when the folder has no manifest; InvalidArgument naming the folder and
+// the offending file otherwise. Every reader of an eplb folder (run folders, and comparisons and
+// sweeps from Python) calls this first; `dir` itself may be a link (the user's path).
+Result<FolderManifest> ReadWholeFolder(const std::string& dir, std::string_view kind);
+
 // Writes DIR's manifest for the files now in it, as WriteFolderAtomically does last. For tests
 // and tools that assemble or alter a folder themselves.
 Status WriteFolderManifest(const std::string& dir, const std::string& kind);
