@@ -5,14 +5,9 @@
 #include <pybind11/pybind11.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <optional>
-#include <set>
 #include <string>
-#include <system_error>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "eplb/base/file_io.h"
 #include "eplb/io/run_folder.h"
@@ -45,59 +40,13 @@ py::object ColumnArray(const RunFolderTable::Column& column) {
   return py::module_::import("numpy").attr("array")(texts, "dtype"_a = "str");
 }
 
-// The manifest of the eplb `kind` folder at `dir` (any kind when empty), once the folder is shown
-// to be exactly what eplb wrote: the manifest whole and every file it lists of the size and
-// checksum written (ReadFolderManifest), and nothing in the folder that it does not list. The
-// manifest vouches only for the files it names, so a folder whose manifest lists none, or
-// leaves out a file a reader opens, would otherwise be read unchecked; and eplb writes no
-// symbolic links, so one inside the folder (which could point anywhere) is refused.
-Result<FolderManifest> CheckFolderWhole(const std::string& dir, const std::string& kind) {
-  namespace fs = std::filesystem;
-  auto manifest = ReadFolderManifest(dir);
-  if (manifest.status().code() == Status::Code::kNotFound) {
-    return Status::InvalidArgument(fmt::format(
-        "{}: not a finished eplb folder (no {}: eplb writes it last)", dir, kManifestName));
-  }
-  if (!manifest.ok()) return manifest.status();
-  if (!kind.empty() && manifest->kind != kind) {
-    return Status::InvalidArgument(
-        fmt::format("{}: an eplb {} folder, not a {} folder", dir, manifest->kind, kind));
-  }
-  std::set<std::string> listed{kManifestName};
-  for (const FolderManifest::File& f : manifest->files) listed.insert(f.path);
-  std::vector<std::string> unlisted;
-  std::error_code ec;
-  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const fs::file_status status = it->symlink_status(ec);
-    if (ec) break;
-    // Lexically: a link's entry is the link's own name, never what it points to.
-    const std::string path = it->path().lexically_relative(dir).generic_string();
-    if (fs::is_symlink(status)) {
-      return Status::InvalidArgument(
-          fmt::format("{}: {} is a symbolic link; eplb writes none, so the folder was changed "
-                      "after eplb wrote it",
-                      dir, path));
-    }
-    if (!fs::is_directory(status) && !listed.count(path)) unlisted.push_back(path);
-  }
-  if (ec) return Status::IoError(fmt::format("{}: cannot list: {}", dir, ec.message()));
-  if (!unlisted.empty()) {
-    std::sort(unlisted.begin(), unlisted.end());
-    const size_t shown = std::min<size_t>(unlisted.size(), 3);
-    return Status::InvalidArgument(fmt::format(
-        "{}: {}{} {} not listed in {}: the folder was changed after eplb wrote it", dir,
-        fmt::join(unlisted.begin(), unlisted.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
-        unlisted.size() > shown ? fmt::format(" and {} more", unlisted.size() - shown) : "",
-        unlisted.size() == 1 ? "is" : "are", kManifestName));
-  }
-  return manifest;
-}
-
+// The manifest of the eplb `kind` folder at `dir` (any kind when empty), checked whole by the
+// C++ readers' own check (ReadWholeFolder), so that Python refuses exactly what they refuse.
 FolderManifest CheckedManifest(const std::string& dir, const std::string& kind) {
   std::optional<Result<FolderManifest>> manifest;
   {
     py::gil_scoped_release release;
-    manifest = CheckFolderWhole(dir, kind);
+    manifest = ReadWholeFolder(dir, kind);
   }
   if (!manifest->ok()) throw py::value_error(manifest->status().message());
   return std::move(**manifest);
@@ -109,7 +58,7 @@ void BindFolders(py::module_& m) {
   m.def(
       "read_run_tables",
       [](const std::string& dir) {
-        CheckedManifest(dir, "run");
+        // ReadRunFolder checks the folder whole first, and every field in its range.
         std::optional<Result<std::vector<RunFolderTable>>> tables;
         {
           py::gil_scoped_release release;

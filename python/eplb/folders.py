@@ -6,8 +6,9 @@ its manifest (every file there, of the size and checksum written, and nothing in
 does not list, no symbolic link), its format version (a folder of a later format is refused
 rather than misread) and, for run folders, every field of every file, with summary.json's
 numbers in their ranges. A comparison's and a sweep's runs are found through the manifest,
-never by joining a caller's argument to a path. A run folder's CSV tables come with their columns' own types (int64, float64, str), in
-each file's column order; the README's "run folder" section defines every column.
+never by joining a caller's argument to a path. A run folder's CSV tables come with their
+columns' own types (int64, float64, str), in each file's column order; the README's "run folder"
+section defines every column.
 
 Tables are pandas DataFrames when pandas is installed (Debian: python3-pandas), else dicts of
 numpy arrays keyed by column; `frames=True` or `False` asks for one or the other. Columns read
@@ -22,7 +23,6 @@ the same either way: `run.metrics["balancedness"]`.
 """
 
 import json
-import math
 import os
 
 import numpy as np
@@ -113,33 +113,6 @@ def _read_json_of(folder, kind, name):
     return doc, files
 
 
-# summary.json's numbers that are fractions of the best (balancedness), and those that count
-# or measure something and so are never negative; summary.json's other numbers are finite.
-_FRACTIONS = ("balancedness.mean", "balancedness.min")
-_NOT_NEGATIVE = ("steps", "simulated_s", "step_time_s.", "idle_step_time_s_mean", "slowed_s",
-                 "stalled_s", "imbalance_ratio.", "rearrangements.", "gpu_memory.",
-                 "bytes_moved_", "transfers", "wall_s", "peak_rss_bytes")
-
-
-def _check_summary(summary, path):
-    """summary.json's numbers finite and in their ranges (the C++ reader checks their types)."""
-    flat = _flatten(summary)
-    for key, value in flat.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            continue
-        if not math.isfinite(value):
-            raise ValueError(f"{path}: field '{key}' is {value}; expected a finite number")
-        if key in _FRACTIONS and not 0 <= value <= 1:
-            raise ValueError(f"{path}: field '{key}' is {value}; a balancedness is within [0, 1]")
-        if value < 0 and any(key == k or (k.endswith((".", "_")) and key.startswith(k))
-                             for k in _NOT_NEGATIVE):
-            raise ValueError(f"{path}: field '{key}' is {value}; it is never negative")
-    least, mean = flat.get("balancedness.min"), flat.get("balancedness.mean")
-    if isinstance(least, (int, float)) and isinstance(mean, (int, float)) and least > mean + 1e-9:
-        raise ValueError(f"{path}: field 'balancedness.min' is {least}, above "
-                         f"'balancedness.mean' ({mean})")
-
-
 class RunResult:
     """A run folder: its summary (summary.json) and tables.
 
@@ -152,11 +125,12 @@ class RunResult:
     def __init__(self, folder, frames=None):
         self.folder = _folder(folder)
         _pandas(frames)  # frames checked before the folder is read
-        tables = _eplb.read_run_tables(self.folder)  # checks the folder whole first
+        # The C++ reader's checks, all of them: the folder whole (manifest, no link, nothing
+        # unlisted) and every field of every file in its range, summary.json's included.
+        tables = _eplb.read_run_tables(self.folder)
         path = os.path.join(self.folder, "summary.json")
         with open(path, encoding="utf-8") as f:
             self.summary = _strict_json(f.read(), path)
-        _check_summary(self.summary, path)
         with open(os.path.join(self.folder, "scenario.yaml"), encoding="utf-8") as f:
             self.scenario_yaml = f.read()
         for name in ("metrics", "transfers", "rearrangements", "layer_balancedness",
