@@ -11,6 +11,8 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "eplb/base/file_io.h"
+#include "eplb/engine/gpu_memory.h"
+#include "eplb/engine/scenario.h"
 #include "eplb/io/run_folder.h"
 #include "eplb/io/scenario_file.h"
 #include "progress.h"
@@ -32,6 +34,10 @@ Status RunRun(const RunArgs& args) {
   if (!scenario.ok()) return scenario.status();
   const std::string dir = args.out.empty() ? "runs/" + scenario->name : args.out;
   if (Status s = CheckOutputFolder(dir, "run"); !s.ok()) return s;
+  // What the run itself refuses before its first step (RunSimulation, RunLoop), refused before
+  // the progress line, so that a refusal is not preceded by "step 0/N" as if the run had begun.
+  if (Status s = CheckRunFitsInMemory(*scenario); !s.ok()) return s;
+  if (Status s = CheckGpuMemory(*scenario); !s.ok()) return s;
   ProgressReporter reporter("eplb run", isatty(STDERR_FILENO) == 1);
   std::vector<ProgressReporter::Job> progress = {
       {scenario->name, scenario->run.steps, 0, ProgressReporter::State::kRunning}};
