@@ -28,6 +28,7 @@
 
 #include "eplb/formats/load_file.h"
 #include "eplb/io/rebalance.h"
+#include "eplb/io/run_folder.h"
 #include "eplb/migrate/schedule.h"
 #include "eplb/migrate/transfer_plan.h"
 #include "eplb/model/load.h"
@@ -443,6 +444,24 @@ PYBIND11_MODULE(_eplb, m) {
       },
       py::arg("load"), py::arg("num_replicas"), py::arg("num_gpus"),
       "An upper bound on the balancedness any placement of `load` can reach.");
+  m.def(
+      "run_folder_columns",
+      [] {
+        // The one table the writers, the readers and the README use (run_folder_fields.cpp), so
+        // that help() in Python says what a column is in the same words.
+        py::list out;
+        for (const eplb::RunFolderFile& file : eplb::RunFolderFiles()) {
+          py::list columns;
+          for (const eplb::RunFolderColumn& c : file.columns) {
+            columns.append(
+                py::make_tuple(std::string(c.name), std::string(c.unit), std::string(c.meaning)));
+          }
+          out.append(py::make_tuple(std::string(file.name), std::string(file.meaning), columns));
+        }
+        return out;
+      },
+      "[(file, meaning, [(column, unit, meaning), ...])] for every file of a run folder, in the "
+      "order eplb writes them; unit is s, bytes, tokens, ms, 1 (a ratio) or empty (an id).");
   BindVllmParts(m);
   BindFolders(m);
 }

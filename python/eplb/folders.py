@@ -28,6 +28,7 @@ import os
 import numpy as np
 
 from . import _args, _eplb
+from ._tidy import ComparisonTables, RunTables, SweepTables, typed_points
 
 
 def _pandas(frames):
@@ -68,7 +69,9 @@ def _rows_table(rows, frames):
     columns = {}
     for key in keys:
         values = [r.get(key) for r in flat]
-        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        if values and all(isinstance(v, bool) for v in values):
+            columns[key] = np.array(values, dtype=bool)  # a swept flag (typed_points)
+        elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
             columns[key] = np.array(values, dtype=np.float64 if any(
                 isinstance(v, float) for v in values) else np.int64)
         elif all(isinstance(v, str) for v in values):
@@ -113,7 +116,7 @@ def _read_json_of(folder, kind, name):
     return doc, files
 
 
-class RunResult:
+class RunResult(RunTables):
     """A run folder: its summary (summary.json) and tables.
 
     metrics: one row per step (metrics.csv). transfers: one row per expert transfer.
@@ -169,7 +172,7 @@ def _part_of(parent, run):
     return run
 
 
-class Comparison:
+class Comparison(ComparisonTables):
     """An `eplb compare` folder. policies: comparison.json's table, a row per policy (nested
     numbers as 'outer.inner' columns; with several seeds each number is the mean over them and
     'spread.*' its lowest and highest). run(policy, seed=None) reads one policy's run folder
@@ -213,6 +216,8 @@ class Comparison:
         return list(self._runs[self._label(policy)])
 
     def run(self, policy, seed=None):
+        """The RunResult of `policy` (a label of the comparison), of run `seed` when it ran
+        several (then required; see seeds)."""
         seeds = self._runs[self._label(policy)]
         path = os.path.join(self.folder, policy)
         if seed is not None:
@@ -234,7 +239,7 @@ def read_comparison(folder, frames=None):
     return Comparison(folder, frames)
 
 
-class Sweep:
+class Sweep(SweepTables):
     """An `eplb sweep` folder. points: sweep.json's table, a row per point (the varied fields,
     the policy, and the comparison's numbers for its run). run(point) reads the point's run
     folder (its row's 'point')."""
@@ -246,9 +251,10 @@ class Sweep:
         self.scenario = doc.get("scenario")
         self.tool = doc.get("tool")
         self._count = len(doc.get("points", []))
-        self.points = _rows_table(doc.get("points", []), frames)
+        self.points = _rows_table(typed_points(doc.get("points", [])), frames)
 
     def run(self, point):
+        """The RunResult of point `point` (its row's 'point' in points, from 0)."""
         point = _args.integer(point, "point", minimum=None, maximum=None)  # 1.5 is no point
         if not 0 <= point < self._count:
             raise _args.ArgumentError(f"point is {point}; {self.folder} has no point {point}; "

@@ -1,0 +1,465 @@
+"""Tidy tables for a notebook: a run's placements and load windows as arrays and long frames,
+its summary as one typed row, and a comparison's or a sweep's steps as one long frame (policy or
+point, seed, step, every metrics.csv column), which is what pandas' groupby and seaborn want.
+
+The classes here are the bases of folders.py's RunResult, Comparison and Sweep; every table is a
+pandas DataFrame when the folder was read with frames (the default when pandas is installed),
+else a dict of numpy arrays keyed by column. Columns are typed: int64 for counts and ids,
+float64 for measures, bool for flags, str (object in pandas) for names. Each column means what
+the run-folder column table says (eplb.run_folder_columns(), the README's "run folder").
+"""
+
+import json
+import os
+
+import numpy as np
+
+from . import _args, _eplb
+
+
+def pandas_of(frames):
+    """pandas when tables should be DataFrames (frames True, or None and pandas installed)."""
+    frames = _args.frames(frames)
+    if frames is False:
+        return None
+    try:
+        import pandas
+    except ImportError:
+        if frames:
+            raise ImportError("frames=True needs pandas (Debian: apt-get install python3-pandas)")
+        return None
+    return pandas
+
+
+def table(columns, frames):
+    """`columns` ({name: numpy array}, in order) as a DataFrame, or as they are without pandas."""
+    pandas = pandas_of(frames)
+    return pandas.DataFrame(columns) if pandas is not None else columns
+
+
+def column(values):
+    """A list of JSON values as one typed numpy column: bool, int64, float64 (None: nan in a
+    numeric column), str, or object where they are of mixed kinds (lists, mixed types)."""
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, bool) for v in present) and len(present) == len(values):
+        return np.array(values, dtype=bool)
+    if present and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        if len(present) == len(values) and all(isinstance(v, int) for v in present):
+            if all(-2**63 <= v < 2**63 for v in present):
+                return np.array(values, dtype=np.int64)
+        return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+    if present and len(present) == len(values) and all(isinstance(v, str) for v in present):
+        return np.array(values, dtype=str)
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def flatten(row, prefix=""):
+    """A JSON object with nested objects as 'outer.inner' keys (pandas.json_normalize's names);
+    lists stay whole."""
+    out = {}
+    for key, value in row.items():
+        if isinstance(value, dict):
+            out.update(flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def rows_columns(rows):
+    """A list of flat dicts as typed columns, a key per column in order of first appearance."""
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    return {key: column([r.get(key) for r in rows]) for key in keys}
+
+
+def array_of(tab, name):
+    """Column `name` of a table (DataFrame or dict) as a numpy array."""
+    return np.asarray(tab[name])
+
+
+def columns_of(tab):
+    """The column names of a table (DataFrame or dict), in order."""
+    return list(tab.keys()) if isinstance(tab, dict) else list(tab.columns)
+
+
+def frames_of(tab):
+    """Whether `tab` is a DataFrame (so that what is made from it is one too)."""
+    return not isinstance(tab, dict)
+
+
+def concat(parts):
+    """Column dicts of equal keys joined row-wise (keys in the first part's order)."""
+    keys = list(parts[0])
+    for part in parts[1:]:
+        if list(part) != keys:
+            raise ValueError(f"runs of one study have different columns: {keys} and {list(part)}")
+    return {k: np.concatenate([p[k] for p in parts]) for k in keys}
+
+
+# The run-folder column table (core/src/io/run_folder_fields.cpp), read once.
+_COLUMNS = None
+
+
+def folder_columns():
+    """[(file, meaning, [(column, unit, meaning), ...])] of a run folder, from the core."""
+    global _COLUMNS
+    if _COLUMNS is None:
+        _COLUMNS = [(f, m, list(c)) for f, m, c in _eplb.run_folder_columns()]
+    return _COLUMNS
+
+
+def column_lines(file, indent="        "):
+    """The columns of run-folder file `file` as docstring lines: 'name (unit): meaning'."""
+    for name, _, columns in folder_columns():
+        if name == file:
+            return "\n".join(f"{indent}{c} ({u}): {m}" if u else f"{indent}{c}: {m}"
+                             for c, u, m in columns)
+    raise KeyError(file)
+
+
+def columns_table(frames=None):
+    """Every column of a run folder's CSV files: file, column, unit, meaning."""
+    rows = [(f, c, u, m) for f, _, columns in folder_columns() for c, u, m in columns]
+    names = ("file", "column", "unit", "meaning")
+    return table({n: np.array([r[i] for r in rows], dtype=str) for i, n in enumerate(names)},
+                 frames)
+
+
+def _strict_json(text, path):
+    def refuse(constant):
+        raise ValueError(f"{path}: {constant} is not a JSON number")
+
+    try:
+        return json.loads(text, parse_constant=refuse)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}:{e.lineno}: not JSON: {e.msg}") from None
+
+
+def _field(record, key, kind, path, line):
+    """record[key] as `kind` (int: a whole number, not a bool; float: any number), else a
+    ValueError naming the file, the line and the field."""
+    value = record.get(key) if isinstance(record, dict) else None
+    ok = (isinstance(value, int) and not isinstance(value, bool)) or (
+        kind is float and isinstance(value, float))
+    if not ok:
+        want = "an integer" if kind is int else "a number"
+        raise ValueError(f"{path}:{line}: field '{key}' is {_args.quote(value)}; expected {want}")
+    return kind(value)
+
+
+# The fields of a run folder's scenario.yaml that the tables need, as (section, key).
+_FACTS = {"seed": ("run", "seed"), "nodes": ("cluster", "nodes"),
+          "gpus_per_node": ("cluster", "gpus_per_node"), "layers": ("model", "layers"),
+          "experts": ("model", "experts"), "redundant": ("eplb", "num_redundant_experts")}
+
+
+def scenario_facts(text, path):
+    """seed, nodes, gpus_per_node, num_gpus, layers, experts and num_slots of a run folder's
+    scenario.yaml: the resolved scenario eplb wrote (checked whole with the folder), each field a
+    plain integer under its section, two spaces in. (The scenario parser would warn again of
+    constants the resolved file leaves out.)"""
+    found, section = {}, None
+    for line in text.splitlines():
+        if line[:1].isalpha():
+            section = line.split(":", 1)[0] if line.rstrip().endswith(":") else None
+        elif section and line.startswith("  ") and not line.startswith("   "):
+            key, _, value = line[2:].partition(":")
+            found[(section, key.strip())] = value.split("#", 1)[0].strip()
+    facts = {}
+    for name, where in _FACTS.items():
+        value = found.get(where)
+        if value is None or not value.isdigit():
+            raise ValueError(f"{path}: field '{'.'.join(where)}' is "
+                             f"{'missing' if value is None else _args.quote(value)}; expected a "
+                             "whole number (the run folder's resolved scenario)")
+        facts[name] = int(value)
+    facts["num_gpus"] = facts["nodes"] * facts["gpus_per_node"]
+    facts["num_slots"] = facts["experts"] + facts.pop("redundant")
+    return facts
+
+
+class RunTables:
+    """A run folder's placements, load windows and summary as arrays and tidy tables (the base
+    of RunResult)."""
+
+    def _tidy_frames(self):
+        return frames_of(self.metrics)
+
+    def _facts(self):
+        facts = self.__dict__.get("_facts_cache")
+        if facts is None:
+            facts = scenario_facts(self.scenario_yaml, os.path.join(self.folder, "scenario.yaml"))
+            self._facts_cache = facts
+        return facts
+
+    @property
+    def num_gpus(self):
+        """GPUs of the run's cluster (cluster.nodes × cluster.gpus_per_node of scenario.yaml)."""
+        return self._facts()["num_gpus"]
+
+    @property
+    def num_nodes(self):
+        """Nodes of the run's cluster (cluster.nodes of scenario.yaml)."""
+        return self._facts()["nodes"]
+
+    @property
+    def seed(self):
+        """The run's random seed (run.seed of scenario.yaml)."""
+        return self._facts()["seed"]
+
+    def placement_arrays(self):
+        """Every placement the run committed, as arrays (placements.jsonl), in commit order:
+
+            step:      int64 [n]; the step during which the layer was committed, -1 for the
+                       initial placement (one record per layer)
+            from_step: int64 [n]; the first step served on it: step + 1, or step itself for a
+                       recovery committed before its step ran (a lost GPU, serving waiting)
+            time_s:    float64 [n]; when it was committed (s, the backend's clock)
+            layer:     int64 [n]; the MoE layer
+            phy2log:   int64 [n, slots]; the logical expert in each physical slot
+
+        GPU g holds slots [g × slots/num_gpus, (g + 1) × slots/num_gpus).
+        """
+        cached = self.__dict__.get("_placements_cache")
+        if cached is not None:
+            return {k: v.copy() for k, v in cached.items()}
+        records = self.placements()
+        n = len(records)
+        step = np.array([r["step"] for r in records], dtype=np.int64)
+        time_s = np.array([r["time_s"] for r in records], dtype=np.float64)
+        layer = np.array([r["layer"] for r in records], dtype=np.int64)
+        slots = self._facts()["num_slots"] if n == 0 else len(records[0]["phy2log"])
+        phy2log = np.zeros((n, slots), dtype=np.int64)
+        for i, r in enumerate(records):
+            phy2log[i] = r["phy2log"]
+        # A commit during step s is served from s + 1, unless it came before step s began (a
+        # recovery that serving waited for): the step's start time tells the two apart, with
+        # half the step as margin for metrics.csv's rounding of times to 1 ns.
+        starts = array_of(self.metrics, "time_s")
+        lengths = array_of(self.metrics, "step_s")
+        from_step = step + 1
+        for i in np.flatnonzero((step >= 0) & (step < len(starts))):
+            s = step[i]
+            if time_s[i] < starts[s] + lengths[s] / 2:
+                from_step[i] = s
+        out = {"step": step, "from_step": from_step, "time_s": time_s, "layer": layer,
+               "phy2log": phy2log}
+        self._placements_cache = out
+        return {k: v.copy() for k, v in out.items()}
+
+    def placement_at(self, step):
+        """The placement in force at `step`: phy2log as an int64 numpy array [layers, slots],
+        the initial placement with every commit served by then applied (placement_arrays'
+        from_step at most `step`). step: 0 .. the run's steps; the run's steps itself gives the
+        placement the run ended with."""
+        steps = int(self.summary["steps"])
+        step = _args.integer(step, "step", minimum=0, maximum=steps)
+        p = self.placement_arrays()
+        layers = int(p["layer"].max()) + 1 if len(p["layer"]) else 0
+        out = np.full((layers, p["phy2log"].shape[1]), -1, dtype=np.int64)
+        for i in np.flatnonzero(p["from_step"] <= step):  # in commit order: the last one wins
+            out[p["layer"][i]] = p["phy2log"][i]
+        return out
+
+    def placement_frame(self):
+        """Every committed placement as a tidy table, one row per record and slot:
+
+            step (int64): the step during which it was committed; -1: the initial placement
+            from_step (int64): the first step served on it (see placement_arrays)
+            time_s (float64): when it was committed (s)
+            layer (int64): the MoE layer
+            slot (int64): the physical slot
+            rank (int64): the GPU holding the slot
+            expert (int64): the logical expert in the slot
+        """
+        p = self.placement_arrays()
+        n, slots = p["phy2log"].shape
+        per_gpu = max(1, slots // max(1, self.num_gpus))
+        slot = np.tile(np.arange(slots, dtype=np.int64), n)
+        columns = {k: np.repeat(p[k], slots) for k in ("step", "from_step", "time_s", "layer")}
+        columns.update(slot=slot, rank=slot // per_gpu, expert=p["phy2log"].reshape(-1))
+        return table(columns, self._tidy_frames())
+
+    def load_windows(self):
+        """The load windows the policy saw (loads.jsonl), one per rearrangement, as arrays:
+
+            step:   int64 [w]; the step after which the rearrangement started
+            time_s: float64 [w]; when the policy ran (s)
+            load:   float64 [w, layers, experts]; tokens per logical expert, the window's sum
+        """
+        _eplb.folder_files(self.folder, "run")  # unchanged since it was read whole
+        path = os.path.join(self.folder, "loads.jsonl")
+        steps, times, loads = [], [], []
+        facts = self._facts()
+        shape = (facts["layers"], facts["experts"])
+        with open(path, encoding="utf-8") as f:
+            for line_no, line in enumerate(f, 1):
+                record = _strict_json(line, path)
+                steps.append(_field(record, "step", int, path, line_no))
+                times.append(_field(record, "time_s", float, path, line_no))
+                try:
+                    load = np.array(record.get("load"), dtype=np.float64)
+                except (TypeError, ValueError):
+                    load = None
+                if load is None or load.shape != shape:
+                    raise ValueError(f"{path}:{line_no}: field 'load' is not a [layers][experts] "
+                                     f"table of numbers of shape {list(shape)}")
+                loads.append(load)
+        return {"step": np.array(steps, dtype=np.int64),
+                "time_s": np.array(times, dtype=np.float64),
+                "load": np.stack(loads) if loads else np.zeros((0,) + shape, dtype=np.float64)}
+
+    def load_frame(self):
+        """The load windows as a tidy table, one row per window, layer and expert:
+
+            window (int64): the window's index (its rearrangement's line in rearrangements.csv
+                for the rearrangements that ran a policy)
+            step (int64): the step after which its rearrangement started
+            time_s (float64): when the policy ran (s)
+            layer (int64): the MoE layer
+            expert (int64): the logical expert
+            tokens (float64): tokens routed to the expert in the window (the window's sum)
+        """
+        w = self.load_windows()
+        count, layers, experts = w["load"].shape
+        cells = layers * experts
+        columns = {
+            "window": np.repeat(np.arange(count, dtype=np.int64), cells),
+            "step": np.repeat(w["step"], cells),
+            "time_s": np.repeat(w["time_s"], cells),
+            "layer": np.tile(np.repeat(np.arange(layers, dtype=np.int64), experts), count),
+            "expert": np.tile(np.arange(experts, dtype=np.int64), count * layers),
+            "tokens": w["load"].reshape(-1),
+        }
+        return table(columns, self._tidy_frames())
+
+    def summary_flat(self):
+        """summary.json as one flat dict: nested numbers under 'outer.inner' keys
+        ('latency_s.p99', 'measured.from_step', 'bytes_moved.nic'); lists (faults) whole."""
+        return flatten(self.summary)
+
+    def summary_frame(self):
+        """summary.json as a one-row table: a column per number ('outer.inner' for nested ones,
+        e.g. step_time_s.p99, latency_s.p999, measured.from_step), typed int64, float64, bool or
+        str; lists (faults) as one object cell. The README's "summary.json" defines each."""
+        return table(rows_columns([self.summary_flat()]), self._tidy_frames())
+
+
+def _run_columns(run, leading):
+    """The run's metrics.csv columns with `leading` ({name: scalar}) repeated before them."""
+    metrics = run.metrics
+    n = len(array_of(metrics, "step"))
+    out = {}
+    for name, value in leading.items():
+        out[name] = np.repeat(np.asarray([value]), n)
+    for name in columns_of(metrics):
+        out[name] = array_of(metrics, name)
+    return out
+
+
+def _summary_columns(run, leading):
+    row = dict(leading)
+    for key, value in run.summary_flat().items():
+        row.setdefault(key, value)
+    return row
+
+
+class ComparisonTables:
+    """A comparison's runs as long tables (the base of Comparison)."""
+
+    def _each_run(self):
+        for policy in self.labels:
+            seeds = self.seeds(policy)
+            for seed in seeds or [None]:
+                yield policy, self.run(policy, seed)
+
+    def metrics_frame(self):
+        """Every step of every run as one long table, one row per policy, seed and step:
+
+            policy (str): the policy's label in comparison.json
+            seed (int64): the run's seed (run.seed of its scenario.yaml)
+            then every column of metrics.csv, typed as there:
+        """
+        parts = [_run_columns(run, {"policy": policy, "seed": run.seed})
+                 for policy, run in self._each_run()]
+        return table(concat(parts) if parts else {}, self._frames)
+
+    def summary_frame(self):
+        """Every run's summary.json as a table, one row per policy and seed: policy (str), seed
+        (int64), then RunResult.summary_frame's columns."""
+        rows = [_summary_columns(run, {"policy": policy, "seed": run.seed})
+                for policy, run in self._each_run()]
+        return table(rows_columns(rows), self._frames)
+
+
+def typed_points(rows):
+    """sweep.json's points with each varied field's 'true'/'false' as a bool: the values are
+    written as the scenario's YAML took them, so a swept flag would read as a string."""
+    rows = [dict(r) for r in rows]
+    for key in varied_keys(rows):
+        values = [r.get(key) for r in rows]
+        if values and all(v in ("true", "false") for v in values):
+            for r in rows:
+                r[key] = r[key] == "true"
+    return rows
+
+
+def varied_keys(rows):
+    """The varied fields of sweep.json's points: the keys between 'point' and 'policy' (the
+    writer's order), or the 'key.path' keys of a file without 'policy'."""
+    if not rows or not isinstance(rows[0], dict):
+        return []
+    keys = list(rows[0])
+    if "policy" in keys:
+        return [k for k in keys[:keys.index("policy")] if k != "point"]
+    return [k for k in keys if "." in k]
+
+
+class SweepTables:
+    """A sweep's runs as long tables (the base of Sweep)."""
+
+    def _leading(self):
+        """Per point: {point, each varied field, policy}, typed from the points table."""
+        points = self.points
+        names = columns_of(points)
+        keys = ["point"] + varied_keys([dict.fromkeys(names)])
+        if "policy" in names:
+            keys.append("policy")
+        cols = {k: array_of(points, k) for k in keys}
+        return [{k: cols[k][i] for k in keys} for i in range(self._count)]
+
+    def metrics_frame(self):
+        """Every step of every point as one long table, one row per point and step:
+
+            point (int64): the point's index (sweep.json's 'point')
+            each varied field, as its key.path (bools as bool, numbers as int64 or float64)
+            policy (str): the point's policy
+            seed (int64): the run's seed (run.seed of its scenario.yaml)
+            then every column of metrics.csv, typed as there:
+        """
+        parts = []
+        for i, lead in enumerate(self._leading()):
+            run = self.run(i)
+            parts.append(_run_columns(run, dict(lead, seed=run.seed)))
+        return table(concat(parts) if parts else {}, self._frames)
+
+    def summary_frame(self):
+        """Every point's summary.json as a table, one row per point: point, the varied fields,
+        policy, seed, then RunResult.summary_frame's columns."""
+        rows = []
+        for i, lead in enumerate(self._leading()):
+            run = self.run(i)
+            rows.append(_summary_columns(run, {k: v.item() if hasattr(v, "item") else v
+                                               for k, v in dict(lead, seed=run.seed).items()}))
+        return table(rows_columns(rows), self._frames)
+
+
+def _document():
+    """The long tables' docstrings end with metrics.csv's columns, in the column table's words."""
+    lines = column_lines("metrics.csv", indent="            ")
+    for cls in (ComparisonTables, SweepTables):
+        cls.metrics_frame.__doc__ += "\n" + lines + "\n"
+
+
+_document()
