@@ -248,6 +248,7 @@ void WarnOfDeepSeekConstants(const YAML::Node& root, const Scenario& s) {
       {"hidden", d.hidden},
       {"expert_bytes", static_cast<double>(d.expert_bytes)},
       {"activation_bytes", d.activation_bytes},
+      {"expert_tensors", d.expert_tensors},
       {"combine_bytes", d.combine_bytes},
       {"topk_groups", d.topk_groups},
       {"intermediate", d.intermediate},
@@ -324,6 +325,7 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
     m.Int("hidden", s.model.hidden, 1, 1 << 20);
     m.Int64("expert_bytes", s.model.expert_bytes, 1, kMaxExpertBytes);
     m.Int("activation_bytes", s.model.activation_bytes, 1, 8);
+    m.Int("expert_tensors", s.model.expert_tensors, 1, 16);
     m.Int("combine_bytes", s.model.combine_bytes, 0, 8);
     m.Int("topk_groups", s.model.topk_groups, 0, kMaxExperts);
     m.Int("intermediate", s.model.intermediate, 1, 1 << 24);
@@ -466,6 +468,9 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
     s.migration.transport = *ParseTransport(transport);
     m.Int("sms", s.migration.sms, 0, 1000);
     m.Finish();
+    std::string engine = EngineName(s.migration.engine);
+    m.String("engine", engine, {"eplb", "vllm"});
+    s.migration.engine = *ParseEngine(engine);
   }
   {
     const YAML::Node faults = top.Take("faults");
@@ -569,8 +574,9 @@ std::string ScenarioToYaml(const Scenario& s) {
       << YAML::Value << s.model.experts << YAML::Key << "groups" << YAML::Value << s.model.groups
       << YAML::Key << "top_k" << YAML::Value << s.model.top_k << YAML::Key << "hidden"
       << YAML::Value << s.model.hidden << YAML::Key << "expert_bytes" << YAML::Value
-      << static_cast<long long>(s.model.expert_bytes) << YAML::Key << "activation_bytes"
-      << YAML::Value << s.model.activation_bytes << YAML::Key << "combine_bytes" << YAML::Value
+      << static_cast<long long>(s.model.expert_bytes) << YAML::Key << "expert_tensors"
+      << YAML::Value << s.model.expert_tensors << YAML::Key << "activation_bytes" << YAML::Value
+      << s.model.activation_bytes << YAML::Key << "combine_bytes" << YAML::Value
       << s.model.combine_bytes << YAML::Key << "topk_groups" << YAML::Value << s.model.topk_groups
       << YAML::Key << "intermediate" << YAML::Value << s.model.intermediate << YAML::Key
       << "dense_params" << YAML::Value << Shortest(s.model.dense_params) << YAML::Key
@@ -658,7 +664,8 @@ std::string ScenarioToYaml(const Scenario& s) {
   out << YAML::Key << "migration" << YAML::Value << YAML::BeginMap << YAML::Key << "max_staging_gb"
       << YAML::Value << Shortest(s.migration.max_staging_gb) << YAML::Key << "transport"
       << YAML::Value << TransportName(s.migration.transport) << YAML::Key << "sms" << YAML::Value
-      << s.migration.sms << YAML::EndMap;
+      << s.migration.sms << YAML::Key << "engine" << YAML::Value << EngineName(s.migration.engine)
+      << YAML::EndMap;
   out << YAML::Key << "faults" << YAML::Value << YAML::BeginSeq;
   for (const FaultSpec& f : s.faults) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "kind" << YAML::Value

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "eplb/base/status.h"
+#include "eplb/migrate/engine_profile.h"
 #include "eplb/migrate/schedule.h"
 #include "eplb/migrate/transfer_plan.h"
 #include "eplb/migrate/transport.h"
@@ -28,7 +29,11 @@ struct ModelSpec {
   int top_k = 8;
   int hidden = 7168;
   int64_t expert_bytes = 3LL * 7168 * 2048;  // DeepSeek-V3 FP8
-  int activation_bytes = 1;                  // per hidden element in dispatch/combine (FP8)
+  // Weight tensors per expert, which multiply an engine's per-tensor operations
+  // (migrate/engine_profile.h): BF16 2 (w13, w2), FP8 block-quantized 4 (with the two
+  // weight_scale_inv), NVFP4 6 (weights, block scales, global scales). DeepSeek-V3's FP8: 4.
+  int expert_tensors = 4;
+  int activation_bytes = 1;  // per hidden element in dispatch/combine (FP8)
   // Bytes per hidden element in combine; 0: as activation_bytes (the simple step model's
   // symmetric phases). DeepSeek and DeepEP combine in BF16 (2).
   int combine_bytes = 0;
@@ -267,6 +272,9 @@ struct MigrationSpec {
   // flight; compute gets the rest, as with compute.normal_sms. 0: not priced. vLLM caps NCCL at
   // 8 CTAs (NCCL_MAX_CTAS=8) when async EPLB runs beside DeepEP's low-latency kernels.
   int sms = 0;
+  // Whose orchestration a rearrangement pays beyond its bytes (migrate/engine_profile.h):
+  // eplb (none; the default) or vllm (its Python planning, per-tensor calls, barriers, polls).
+  Engine engine = Engine::kEplb;
 };
 
 struct RunSpec {

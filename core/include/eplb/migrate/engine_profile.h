@@ -1,0 +1,127 @@
+// Engine profiles (`migration.engine`): what an engine's own code does around the bytes of a
+// rearrangement, operation by operation, and what each operation costs on the host. The bytes
+// keep going through the links (migrate/transport.h, the simulator); a profile adds the host
+// time the engine spends issuing them: its planning, its per-tensor copies and P2P calls, its
+// barriers (which wait for the slowest rank), its completion polling, and once per
+// rearrangement the load window's reduction, the policy on the CPU and the maps' rebuild.
+//
+//   eplb  nothing beyond the transport's costs (what eplb priced before the profiles; the
+//         default): eplb's own device backend issues one group per layer from C++.
+//   vllm  vLLM's synchronous EPLB (vllm/distributed/eplb/): counted from the code in
+//         engine_profile.cpp, per rearrangement, per layer, per expert moved and per weight
+//         tensor (model.expert_tensors), for the communicator migration.transport names
+//         (nccl: torch_nccl; nixl; gloo: torch_gloo's CPU staging).
+//
+// Every per-operation cost lives in one table (OpCosts, VllmOpCosts()) with its source beside
+// it. Counts are per rank and per layer; the layer's time is the slowest rank's host work up to
+// the layer's barrier, the barrier, then the slowest rank's work after it (NIXL), or the
+// slowest rank's whole host work (the P2P communicators, whose group completes only when both
+// ends have posted).
+//
+// Thread-safety: pure functions of immutable values.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <span>
+
+#include "eplb/base/status.h"
+#include "eplb/migrate/transfer_plan.h"
+#include "eplb/migrate/transport.h"
+
+namespace eplb {
+
+enum class Engine { kEplb, kVllm };
+const char* EngineName(Engine engine);
+Result<Engine> ParseEngine(const std::string& name);
+
+// Seconds per host operation; each entry's source is beside its value in engine_profile.cpp.
+struct OpCosts {
+  double torch_gpu_op_s = 0;      // an eager PyTorch op that launches a kernel or copy (copy_)
+  double torch_cpu_op_s = 0;      // an eager PyTorch op on a small CPU tensor
+  double numpy_call_s = 0;        // a numpy call on a small array (np.unique, a mask, an index)
+  double numpy_isin_s = 0;        // np.isin of the layer's slots against a few experts
+  double python_iter_s = 0;       // one iteration of a plain Python loop with a dict/list op
+  double p2p_post_s = 0;          // one isend/irecv posted inside batch_isend_irecv
+  double work_wait_s = 0;         // one Work.wait() on an NCCL request (a stream-wait event)
+  double stream_sync_s = 0;       // cudaStreamSynchronize on a stream whose work has finished
+  double small_copy_s = 0;        // a small device-host copy (.cpu(), .to(device))
+  double nixl_call_s = 0;         // one NIXL call (make_prepped_xfer, transfer, release)
+  double nixl_poll_period_s = 0;  // NIXL's completion poll sleeps this long between checks
+  double gloo_hop_s = 0;          // one small gloo message over TCP (a barrier round)
+  double gloo_message_s = 0;      // one gloo send or receive of a staged tensor (CPU work)
+  double maps_per_slot_s = 0;     // compute_logical_maps: one slot's loop iteration (~9 ops)
+  double policy_per_layer_slot_s = 0;  // the engine's Python policy, per layer and slot
+};
+const OpCosts& VllmOpCosts();
+
+// The operations one rank performs for one layer, counted from the engine's code.
+struct LayerOpCounts {
+  int numpy_calls = 0;       // planning (move_to_buffer, get_ep_ranks_with_experts_batch)
+  int numpy_isins = 0;       // planning's np.isin calls (the slot-wide ones)
+  int python_iters = 0;      // planning's Python loops
+  int local_copies = 0;      // copy_ into the buffer, one per tensor per local move
+  int p2p_posts = 0;         // isend/irecv (or gloo send/recv), one per tensor per expert
+  int batches = 0;           // batch_isend_irecv calls
+  int waits = 0;             // req.wait(), one per posted op
+  int pack_copies = 0;       // NIXL: copy_ into the registered send buffer, per tensor sent
+  int unpack_copies = 0;     // NIXL: copy_ out of the registered recv buffer, per tensor received
+  int stream_syncs = 0;      // NIXL and gloo: the stream synchronised before the transfer
+  int barriers = 0;          // NIXL: a gloo barrier over all EP ranks
+  int nixl_calls = 0;        // NIXL: make_prepped_xfer + transfer per (dtype, peer), releases
+  int polls = 0;             // NIXL: completion waits, one per dtype (each a poll loop)
+  int host_copies = 0;       // gloo: .to("cpu") per tensor sent, copy_ back per tensor received
+  int writeback_copies = 0;  // move_from_buffer: copy_ per written row per tensor
+};
+
+// What a rank does in a layer, from the layer's plan.
+struct RankLayerWork {
+  int slots = 0;         // the rank's slots (num_local_experts)
+  int held_experts = 0;  // distinct experts the rank holds before (vLLM's send candidates)
+  int sends = 0;         // (expert, destination) pairs the rank sends
+  int receives = 0;      // experts the rank receives from another rank
+  int local_moves = 0;   // slots filled from an expert already on the rank
+  int duplicates = 0;    // slots filled by copying an expert the rank just received
+  int send_peers = 0;    // distinct ranks it sends to
+  int recv_peers = 0;    // distinct ranks it receives from
+};
+
+// Each rank's work in `plan`; `old_row` is the layer's phy2log before (topology.num_slots()).
+std::vector<RankLayerWork> WorkOfLayer(const LayerPlan& plan, std::span<const int32_t> old_row,
+                                       int ranks);
+
+// `tensors`: weight tensors per expert (model.expert_tensors); `dtypes`: distinct dtypes among
+// them (NIXL transfers and polls once per dtype).
+LayerOpCounts CountVllmLayerOps(Transport transport, int tensors, int dtypes,
+                                const RankLayerWork& work);
+
+// One layer's host time, split where the engine spends it.
+struct LayerOrchestration {
+  double planning_s = 0;   // the slowest rank's planning
+  double transfer_s = 0;   // host work issuing and completing the transfers (slowest rank)
+  double barrier_s = 0;    // the barrier itself plus the wait for the slowest rank to reach it
+  double polling_s = 0;    // time lost to the poll period beyond the links' own time
+  double writeback_s = 0;  // move_from_buffer's copies (slowest rank)
+  double total_s() const { return planning_s + transfer_s + barrier_s + polling_s + writeback_s; }
+};
+
+// The layer's orchestration across `ranks` ranks (each's work), given the links' time for the
+// layer's bytes (`links_s`), which the orchestration does not include.
+LayerOrchestration PriceLayer(Engine engine, Transport transport, int tensors, int dtypes,
+                              const std::vector<RankLayerWork>& ranks, double links_s);
+
+// What one rearrangement costs once, before its layers.
+struct RearrangementOnce {
+  double window_reduce_s = 0;  // all_reduce of the load window, then .cpu()
+  double policy_s = 0;         // the engine's policy on the CPU
+  double maps_s = 0;           // compute_logical_maps (a Python loop over the slots), copied back
+  double total_s() const { return window_reduce_s + policy_s + maps_s; }
+};
+RearrangementOnce PriceOnce(Engine engine, int layers, int slots, int ranks);
+
+// Distinct dtypes among an expert's tensors: BF16 (2 tensors) 1; FP8 block-quantized (4: FP8
+// weights, FP32 scales) 2; NVFP4 (6: packed FP4 weights, FP8 block scales, FP32 global scales) 3.
+int DtypesOf(int tensors);
+
+}  // namespace eplb

@@ -1,0 +1,283 @@
+#include "eplb/migrate/engine_profile.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace eplb {
+
+const char* EngineName(Engine engine) {
+  switch (engine) {
+    case Engine::kEplb:
+      return "eplb";
+    case Engine::kVllm:
+      return "vllm";
+  }
+  return "?";
+}
+
+Result<Engine> ParseEngine(const std::string& name) {
+  for (Engine e : {Engine::kEplb, Engine::kVllm}) {
+    if (name == EngineName(e)) return e;
+  }
+  return Status::InvalidArgument(fmt::format("engine '{}' is not one of eplb, vllm", name));
+}
+
+// The one table of per-operation costs. Each value is a published measurement or one made on
+// this project's machine with the same library calls (a 2-core Intel Xeon VM, numpy and torch
+// on the CPU: tools' op benchmark, reproduced in the comment), never fitted to a figure, except
+// the one entry marked FITTED.
+const OpCosts& VllmOpCosts() {
+  static const OpCosts costs = [] {
+    OpCosts c;
+    // An eager PyTorch op that launches a kernel or an async copy (copy_, non_blocking):
+    // Python, pybind11, the dispatcher and cudaLaunchKernel/cudaMemcpyAsync, "~5-25 µs of
+    // CPU-side work per op" (J. Lin, "From PyTorch op to kernel launch", GPU kernel serving
+    // lesson 18); NVIDIA's Nsight Systems guide measures ~20 µs for a PyTorch element-wise
+    // kernel on a V100. The middle of the range:
+    c.torch_gpu_op_s = 10e-6;
+    // A small CPU tensor op: x + 2 on 100 floats, 2.1 µs measured (torch 2.x, this machine);
+    // PyTorch's operator micro-benchmarks give split on CPU 2.3-3.4 µs (pytorch #32194).
+    c.torch_cpu_op_s = 2e-6;
+    // np.unique(return_index=True) on a rank's 9 slots: 3.4 µs measured; masks and index
+    // lookups 0.3-0.7 µs. Planning's calls are mostly of the first kind.
+    c.numpy_call_s = 3e-6;
+    // np.isin(288 slots, 9 experts): 21 µs measured.
+    c.numpy_isin_s = 20e-6;
+    // A Python loop iteration with a dict lookup or list append: 0.02 µs measured for the
+    // lookup alone; vLLM's loops do a few such operations and a tolist() per iteration.
+    c.python_iter_s = 0.5e-6;
+    // An isend/irecv inside batch_isend_irecv reaches ncclSend/ncclRecv through
+    // ProcessGroupNCCL: an eager op's host path, as torch_gpu_op_s.
+    c.p2p_post_s = 10e-6;
+    // Work.wait() on an NCCL request makes the current stream wait on the work's CUDA event
+    // (cudaStreamWaitEvent): a driver call, the low end of the launch range above.
+    c.work_wait_s = 5e-6;
+    // cudaStreamSynchronize on a stream whose work has finished, and a small cudaMemcpy
+    // between host and device: ~10 µs each (the CUDA launch range above; a small D2H copy is a
+    // synchronous driver round trip).
+    c.stream_sync_s = 10e-6;
+    c.small_copy_s = 10e-6;
+    // One NIXL call from Python (make_prepped_xfer, transfer, release_xfer_handle): UCX's
+    // cuda_ipc overhead, 7 µs as `ucx_info -d` prints it (vLLM #26382), plus a Python-to-C++
+    // binding call (torch_gpu_op_s's range).
+    c.nixl_call_s = 17e-6;
+    // NIXL's completion poll: time.sleep(0.0005) between check_xfer_state rounds
+    // (eplb_communicator.py, NixlEplbCommunicator._wait_for_all_transfers).
+    c.nixl_poll_period_s = 0.5e-3;
+    // One small gloo message over TCP: torchft #199 measured about 5,000 small gloo
+    // operations per second (0.2 ms each, a round trip: two hops).
+    c.gloo_hop_s = 0.1e-3;
+    c.gloo_message_s = 0.2e-3;
+    // compute_logical_maps' loop over physical slots: ~9 small CPU tensor ops per slot
+    // (index, compare, any, masked index ×3, clamp, index_put, +=); the same op pattern on
+    // 58 layers × 288 slots measured 28 µs a slot on this machine.
+    c.maps_per_slot_s = 28e-6;
+    // vLLM's default policy in Python after #28369: ~80 → ~10 ms for DeepSeek-V2-Lite (26
+    // layers × 64 slots), 6 µs per layer and slot, scaled linearly to other shapes.
+    c.policy_per_layer_slot_s = 10e-3 / (26.0 * 64.0);
+    return c;
+  }();
+  return costs;
+}
+
+int DtypesOf(int tensors) {
+  return tensors >= 6 ? 3 : tensors >= 4 ? 2 : 1;
+}
+
+std::vector<RankLayerWork> WorkOfLayer(const LayerPlan& plan, std::span<const int32_t> old_row,
+                                       int ranks) {
+  std::vector<RankLayerWork> work(static_cast<size_t>(ranks));
+  if (ranks <= 0) return work;
+  const int slots = static_cast<int>(old_row.size()) / ranks;
+  std::vector<std::set<int32_t>> held(work.size()), to(work.size()), from(work.size());
+  for (int r = 0; r < ranks; ++r) {
+    work[r].slots = slots;
+    for (int s = r * slots; s < (r + 1) * slots; ++s) {
+      if (old_row[s] >= 0) held[r].insert(old_row[s]);
+    }
+    work[r].held_experts = static_cast<int>(held[r].size());
+  }
+  for (const Transfer& t : plan.transfers) {
+    ++work[t.src_rank].sends;
+    ++work[t.dst_rank].receives;
+    to[t.src_rank].insert(t.dst_rank);
+    from[t.dst_rank].insert(t.src_rank);
+  }
+  for (const LocalCopy& c : plan.local_copies) {
+    ++(c.after_receive ? work[c.rank].duplicates : work[c.rank].local_moves);
+  }
+  for (int r = 0; r < ranks; ++r) {
+    work[r].send_peers = static_cast<int>(to[r].size());
+    work[r].recv_peers = static_cast<int>(from[r].size());
+  }
+  return work;
+}
+
+// Counted from vLLM's vllm/distributed/eplb/ (rebalance_execute.py at 009a5c02,
+// eplb_communicator.py at 0c24b1e7, as stored in the project's code index):
+//  - move_to_buffer: ~33 numpy calls on the rank's slots (masks, np.unique, np.isin once);
+//    then for its sends get_ep_ranks_with_experts_batch over every expert the rank holds
+//    (send_count is the rank's distinct experts, moved or not) and for its receives over the
+//    experts it receives: each call ~24 numpy calls (two np.isin over all slots) plus, per
+//    queried expert and for each of the old and new maps, a Python loop iteration with
+//    np.unique, np.sort, slicing and tolist (~5 calls).
+//  - local moves: b[dst].copy_(w[src]) per tensor.
+//  - torch_nccl (TorchDistributedEplbCommunicator): one P2POp per tensor per (expert, peer),
+//    one batch_isend_irecv, req.wait() per request.
+//  - NIXL (NixlEplbCommunicator.execute): per dtype, _pack_send_buffer's copy_ per tensor
+//    sent; one stream synchronize; torch.distributed.barrier over the CPU (gloo) group; per
+//    dtype and source peer make_prepped_xfer + transfer; _wait_for_all_transfers' loop of
+//    check_xfer_state with time.sleep(0.0005) and a release_xfer_handle per handle;
+//    _unpack_recv_buffer's copy_ per tensor received.
+//  - torch_gloo (GlooCpuStagedEplbCommunicator): .to("cpu") per tensor sent, empty_like per
+//    tensor received, a stream synchronize, gloo isend/irecv per tensor and a wait each, then
+//    copy_ back per tensor received.
+//  - move_from_buffer: ~6 numpy calls (12 more when it received), then w[dst].copy_(b[dst])
+//    per written row (local moves and primary receives) per tensor, and per duplicate row.
+LayerOpCounts CountVllmLayerOps(Transport transport, int tensors, int dtypes,
+                                const RankLayerWork& w) {
+  LayerOpCounts n;
+  n.numpy_calls = 33;
+  n.numpy_isins = 1;
+  if (w.held_experts > 0) {
+    n.numpy_calls += 3 + 22 + 10 * w.held_experts;
+    n.numpy_isins += 2;
+    n.python_iters += 3 * w.held_experts + w.sends;
+  }
+  if (w.receives > 0) {
+    n.numpy_calls += 3 + 22 + 10 * w.receives;
+    n.numpy_isins += 2;
+    n.python_iters += 4 * w.receives;
+  }
+  n.numpy_calls += 6 + (w.receives > 0 ? 12 : 0);  // move_from_buffer's masks
+  n.local_copies = w.local_moves * tensors;
+  const int posts = (w.sends + w.receives) * tensors;
+  switch (transport) {
+    case Transport::kNccl:
+      n.p2p_posts = posts;
+      n.batches = posts > 0 ? 1 : 0;
+      n.waits = posts;
+      break;
+    case Transport::kNixl:
+      if (w.sends + w.receives > 0) {
+        n.pack_copies = w.sends * tensors;
+        n.stream_syncs = 1;
+        n.barriers = 1;
+        n.nixl_calls = dtypes * w.recv_peers * 3;  // make_prepped_xfer, transfer, release
+        n.polls = w.receives > 0 ? dtypes : 0;
+        n.unpack_copies = w.receives * tensors;
+      }
+      break;
+    case Transport::kGloo:
+      if (posts > 0) {
+        n.host_copies = w.sends * tensors + 2 * w.receives * tensors;
+        n.stream_syncs = 1;
+        n.p2p_posts = posts;
+        n.batches = 1;
+        n.waits = posts;
+      }
+      break;
+    case Transport::kHostPool:
+      break;  // not a vLLM communicator
+  }
+  n.writeback_copies = (w.local_moves + w.receives + w.duplicates) * tensors;
+  return n;
+}
+
+namespace {
+
+// One rank's host time before its layer's barrier (all of it for the P2P communicators) and
+// after it, split as the breakdown reports it.
+struct RankTime {
+  double planning = 0, issue = 0, after_issue = 0, polling = 0, writeback = 0;
+  double before() const { return planning + issue; }
+  double after() const { return after_issue + polling + writeback; }
+};
+
+RankTime TimeOf(const OpCosts& c, Transport transport, const LayerOpCounts& n, int dtypes,
+                double links_s) {
+  RankTime t;
+  t.planning = n.numpy_calls * c.numpy_call_s + n.numpy_isins * c.numpy_isin_s +
+               n.python_iters * c.python_iter_s;
+  t.issue = n.local_copies * c.torch_gpu_op_s + n.pack_copies * c.torch_gpu_op_s +
+            n.stream_syncs * c.stream_sync_s;
+  if (transport == Transport::kGloo) {
+    t.issue +=
+        n.host_copies * c.torch_gpu_op_s + n.p2p_posts * c.gloo_message_s + n.waits * c.work_wait_s;
+  } else {
+    t.issue += n.p2p_posts * c.p2p_post_s + n.waits * c.work_wait_s;
+  }
+  t.after_issue = n.nixl_calls * c.nixl_call_s + n.unpack_copies * c.torch_gpu_op_s;
+  if (n.polls > 0) {
+    // Each dtype's reads are checked once right after they are posted, then every period: the
+    // weights' dtype waits out its bytes in whole periods, each smaller dtype (the scales)
+    // one period. What the links take anyway is not counted twice.
+    const double whole = std::max(1.0, std::ceil(links_s / c.nixl_poll_period_s));
+    t.polling = std::max(0.0, (whole + (n.polls - 1)) * c.nixl_poll_period_s - links_s);
+  }
+  (void)dtypes;
+  t.writeback = n.writeback_copies * c.torch_gpu_op_s;
+  return t;
+}
+
+}  // namespace
+
+LayerOrchestration PriceLayer(Engine engine, Transport transport, int tensors, int dtypes,
+                              const std::vector<RankLayerWork>& ranks, double links_s) {
+  LayerOrchestration o;
+  if (engine == Engine::kEplb || ranks.empty()) return o;
+  const OpCosts& c = VllmOpCosts();
+  std::vector<RankTime> times;
+  times.reserve(ranks.size());
+  for (const RankLayerWork& w : ranks) {
+    times.push_back(
+        TimeOf(c, transport, CountVllmLayerOps(transport, tensors, dtypes, w), dtypes, links_s));
+  }
+  auto slowest = [&](auto key) {
+    return *std::max_element(times.begin(), times.end(),
+                             [&](const RankTime& a, const RankTime& b) { return key(a) < key(b); });
+  };
+  if (transport == Transport::kNixl) {
+    // Every rank waits at the barrier for the slowest to arrive; after it, the layer lasts
+    // as long as the slowest rank's reads, polls and copies (the next layer's barrier).
+    const RankTime first = slowest([](const RankTime& t) { return t.before(); });
+    const RankTime second = slowest([](const RankTime& t) { return t.after(); });
+    const int n = static_cast<int>(ranks.size());
+    const double rounds = n > 1 ? std::ceil(std::log2(static_cast<double>(n))) : 0.0;
+    o.planning_s = first.planning;
+    o.transfer_s = first.issue + second.after_issue;
+    o.barrier_s = rounds * c.gloo_hop_s;  // a dissemination barrier: log2(ranks) rounds
+    o.polling_s = second.polling;
+    o.writeback_s = second.writeback;
+    return o;
+  }
+  // P2P: a batch completes when both ends have posted, so the layer lasts as long as the
+  // slowest rank's host work.
+  const RankTime t = slowest([](const RankTime& x) { return x.before() + x.after(); });
+  o.planning_s = t.planning;
+  o.transfer_s = t.issue + t.after_issue;
+  o.polling_s = t.polling;
+  o.writeback_s = t.writeback;
+  return o;
+}
+
+// Counted from vLLM's eplb_state.py (EplbState.rearrange) and rebalance_execute.py
+// (rearrange_expert_weights_inplace): the load window all_reduce'd across the EP group and
+// copied to the CPU; the policy on the CPU; compute_logical_maps, a Python loop over every
+// physical slot; the new maps copied to the device (physical_to_logical, logical_to_physical,
+// replica counts); the old and new maps copied back to the host once for the layers' plans.
+RearrangementOnce PriceOnce(Engine engine, int layers, int slots, int ranks) {
+  RearrangementOnce o;
+  if (engine == Engine::kEplb) return o;
+  const OpCosts& c = VllmOpCosts();
+  (void)ranks;
+  o.window_reduce_s = c.torch_gpu_op_s + c.small_copy_s;
+  o.policy_s = c.policy_per_layer_slot_s * layers * slots;
+  o.maps_s = c.maps_per_slot_s * slots + 5 * c.small_copy_s;
+  return o;
+}
+
+}  // namespace eplb
