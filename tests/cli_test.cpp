@@ -352,6 +352,25 @@ TEST_F(CliTest, LayerBalanceAgreesWithTheStepsBalance) {
   }
 }
 
+// A dense heat map (61 layers × 200 spans, DeepSeek-V3's shape) stays the size of a paper's
+// figure: one embedded PNG, not a rect per cell (2.4 MB each before).
+TEST_F(CliTest, ALayerImbalanceMapOfManyLayersIsSmall) {
+  const std::string out = (dir_ / "many-layers").string();
+  const CliRun r = Eplb(std::string("compare ") + EPLB_SCENARIO_DIR +
+                        "/tiny.yaml --policies deepseek --set model.layers=61 --set "
+                        "run.steps=400 --no-trace --out " +
+                        out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string map = testing::ReadFile(out + "/figures/layer-imbalance-deepseek.svg");
+  EXPECT_LT(map.size(), 300u * 1024);
+  EXPECT_EQ(CountOf(map, "<image class=\"cells\" data-rows=\"61\" data-columns=\"200\""), 1u);
+  EXPECT_NE(map.find(">step (columns of 2 steps)</text>"), std::string::npos);
+  EXPECT_NE(map.find(">1 − balancedness</text>"), std::string::npos);
+  // Layers ticked every 10 (not 61 labels on top of each other).
+  EXPECT_NE(map.find("text-anchor=\"end\">60</text>"), std::string::npos);
+  EXPECT_EQ(map.find("text-anchor=\"end\">59</text>"), std::string::npos);
+}
+
 // --no-trace leaves out only trace.json: the folder is complete for every reader, and a
 // comparison's runs are written the same way.
 TEST_F(CliTest, NoTraceLeavesOutOnlyTheTrace) {
@@ -563,7 +582,46 @@ TEST_F(CliTest, CompareWritesAReportWhoseNumbersAreTheJsons) {
                                            where.first, where.second, tokens);
       EXPECT_NE(map.find(cell), std::string::npos) << cell;
     }
-    EXPECT_NE(html.find("aria-label=\"Load per GPU and expert: static\""), std::string::npos);
+    // Titled with its layer and step, a tick per GPU, the colour bar labelled.
+    EXPECT_NE(html.find(fmt::format(
+                  "aria-label=\"Load per GPU and expert, layer 0 at step {}: static\"", last)),
+              std::string::npos);
+    for (int gpu = 0; gpu < run.scenario.num_gpus(); ++gpu) {
+      EXPECT_NE(map.find(fmt::format("class=\"tick\" text-anchor=\"end\">{}</text>", gpu)),
+                std::string::npos)
+          << gpu;
+    }
+    EXPECT_NE(map.find(">tokens in the window</text>"), std::string::npos);
+  }
+  // The layer-imbalance heat maps: 4 layers × 200 spans, dense, drawn as one embedded PNG with
+  // steps on the x axis and a labelled colour bar, the size of a paper's figure.
+  for (const auto& row : doc["policies"]) {
+    const std::string label = row["label"];
+    const std::string map = testing::ReadFile(out + "/figures/layer-imbalance-" + label + ".svg");
+    EXPECT_LT(map.size(), 300u * 1024) << label;
+    EXPECT_EQ(CountOf(map, "<image class=\"cells\" data-rows=\"4\" data-columns=\"200\""), 1u)
+        << label;
+    EXPECT_NE(map.find("href=\"data:image/png;base64,iVBORw0KGgo"), std::string::npos) << label;
+    EXPECT_EQ(CountOf(map, "<rect class=\"cell\""), 0u) << label;
+    EXPECT_NE(map.find(">step (columns of 6 steps)</text>"), std::string::npos) << label;
+    EXPECT_NE(map.find("text-anchor=\"middle\">1200</text>"), std::string::npos) << label;
+    EXPECT_NE(map.find("class=\"scale-label\""), std::string::npos) << label;
+    EXPECT_NE(map.find(">1 − balancedness</text>"), std::string::npos) << label;
+  }
+  // Peak memory: a point per rearrangement on an axis that spans the values, and a table of the
+  // resident and staged memory with a row per policy.
+  {
+    const std::string memory = testing::ReadFile(out + "/figures/peak-memory.svg");
+    EXPECT_EQ(CountOf(memory, "<rect class=\"bar\""), 0u);
+    EXPECT_GT(CountOf(memory, "<circle class=\"point\""), 0u);
+    const size_t table = html.find("<table id=\"memory\">");
+    ASSERT_NE(table, std::string::npos);
+    const std::string rows = html.substr(table, html.find("</table>", table) - table);
+    for (const auto& row : doc["policies"]) {
+      EXPECT_NE(rows.find("<tr><td>" + row["label"].get<std::string>() + "</td>"),
+                std::string::npos)
+          << row["label"];
+    }
   }
   // Each figure is also a standalone SVG file, the same chart with its style inside.
   for (const char* figure : {"balancedness", "step-time", "balance-vs-bytes",

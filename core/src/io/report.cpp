@@ -108,7 +108,9 @@ struct HeatMapKind {
   std::string stem;   // the figure's file name before the label
   std::string title;  // before the label
   std::string x_label, y_label;
-  int base_px, row_px;  // the chart's height: base + a row's pixels per row, at least 160
+  int base_px, row_px;      // the chart's height: base + a row's pixels per row, at least 160
+  std::string scale_label;  // the colour bar's
+  std::pair<double, double> x_range = {0, 0};  // svg::HeatMapScale's
 };
 
 // Appends each map to the page and the figures, on one scale: the largest value of any map, so
@@ -123,13 +125,37 @@ void AppendHeatMaps(const std::vector<LabelledMap>& maps, const HeatMapKind& kin
   }
   for (const LabelledMap& m : maps) {
     const int height =
-        std::max(160, kind.base_px + kind.row_px * static_cast<int>(m.values.size()));
+        std::max(200, kind.base_px + kind.row_px * static_cast<int>(m.values.size()));
     Figure f{kind.stem + m.label,
              svg::HeatMap({kind.title + m.label, kind.x_label, kind.y_label, 760, height}, m.values,
-                          top)};
+                          {top, kind.scale_label, kind.x_range})};
     body += f.svg + "\n";
     made.push_back(std::move(f));
   }
+}
+
+// Per policy, the numbers behind the peak-memory plot: the resident memory every policy shares,
+// the most any GPU held staged, their sum and what the GPU could hold; the largest over seeds.
+std::string MemoryTable(const std::vector<LabelledRun>& runs) {
+  std::string out =
+      "<table id=\"memory\"><tr><th>policy</th><th>resident GB</th><th>most staged GB</th>"
+      "<th>peak GB / GPU</th><th>capacity GB</th><th>headroom at the peak GB</th></tr>\n";
+  for (const auto& group : GroupByLabel(runs)) {
+    double resident = 0, staged = 0, peak = 0, capacity = 0;
+    for (const LabelledRun* r : group) {
+      const auto& m = r->folder.summary.gpu_memory;
+      resident = std::max(resident, m.resident);
+      staged = std::max(staged, static_cast<double>(m.staging_peak));
+      peak = std::max(peak, m.peak);
+      capacity = std::max(capacity, m.capacity);
+    }
+    out += fmt::format(
+        "<tr><td>{}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.2f}</td><td>{:.3f}"
+        "</td></tr>\n",
+        svg::Escape(group[0]->label), resident / 1e9, staged / 1e9, peak / 1e9, capacity / 1e9,
+        (capacity - peak) / 1e9);
+  }
+  return out + "</table>\n";
 }
 
 const char* kStyle =
@@ -278,7 +304,7 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
       for (size_t i = 0; i < rearrangements.size(); ++i) {
         const RearrangementRecord& rr = rearrangements[i];
         if (b.points.size() <= i) b.points.emplace_back(static_cast<double>(i), 0.0);
-        if (m.points.size() <= i) m.points.emplace_back(static_cast<double>(i), 0.0);
+        if (m.points.size() <= i) m.points.emplace_back(static_cast<double>(i + 1), 0.0);
         b.points[i].second +=
             static_cast<double>(rr.bytes.sum()) / 1e9 / static_cast<double>(group.size());
         m.points[i].second += (resident + static_cast<double>(rr.most_staged_bytes())) / 1e9 /
@@ -292,6 +318,7 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
                             row[KeyOf(&RunNumbers::following_balancedness)].get<double>());
     }
     bytes.push_back(std::move(b));
+    m.markers = true;
     memory.push_back(std::move(m));
     tradeoff.push_back(std::move(t));
   }
@@ -354,8 +381,9 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
        svg::LineChart({fmt::format("CDF of step latency, steps {} on", measured_from), "ms",
                        "fraction of steps"},
                       cdf)},
-      {"peak-memory",
-       svg::BarChart({"Peak GPU memory per rearrangement", "rearrangement", "GB"}, groups, memory)},
+      {"peak-memory", svg::LineChart({"Peak GPU memory per rearrangement", "rearrangement",
+                                      "GB per GPU (axis not from 0)"},
+                                     memory)},
   };
   const char* titles[] = {"Balancedness over the run",   "Step latency over the run",
                           "Balance against bytes moved", "Bytes moved per rearrangement",
@@ -375,7 +403,9 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
        "step after the last of the runs' first commits (run.measure_from), the same steps for "
        "every policy."),
       ("The fullest GPU during each rearrangement: its resident memory (weights, redundant slots, "
-       "KV cache, reserve) and the most it held staged at once (engine/gpu_memory.h)."),
+       "KV cache, reserve) and the most it held staged at once (engine/gpu_memory.h). The axis "
+       "spans the values, not 0 to the top: the resident memory is the same for every policy "
+       "and the staging is what differs; the table gives both, and the GPU's capacity."),
   };
   std::string body =
       "<p>Scenario <b>" + svg::Escape(scenario_name) + "</b>, " +
@@ -390,14 +420,17 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
     body += "<h2>" + std::string(titles[i]) + "</h2>\n<p>" + captions[i] + "</p>\n" + made[i].svg +
             "\n";
   }
+  body += MemoryTable(runs);
   // Per policy, imbalance (1 − balancedness) per layer and span of steps: which layers a policy
   // leaves unbalanced, and when.
   std::vector<LabelledMap> heat;
   int span_steps = 1;
+  size_t span_count = 0;
   for (const auto& group : GroupByLabel(runs)) {
     const auto& spans = group[0]->folder.run.layer_balance;
     if (spans.empty()) continue;
     span_steps = spans[0].last_step - spans[0].first_step + 1;
+    span_count = std::max(span_count, spans.size());
     std::vector<std::vector<double>> map(spans[0].balancedness.size(),
                                          std::vector<double>(spans.size(), 0.0));
     for (size_t c = 0; c < spans.size(); ++c) {
@@ -409,13 +442,21 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
   if (!heat.empty()) {
     body += fmt::format(
         "<h2>Imbalance per layer over the run</h2>\n<p>1 − balancedness of each layer (a row; "
-        "layer 0 at the top) over spans of {} steps (a column), darker is worse, one scale for "
-        "every policy{}.</p>\n",
+        "layer 0 at the top) over spans of {} steps (a column, at its steps on the x axis), "
+        "darker is worse, one scale for every policy{}.</p>\n",
         span_steps, seeds > 1 ? "; the first seed" : "");
   }
+  // Steps on the x axis (whatever options.time_axis: the spans are of steps), each column
+  // span_steps wide from step 0.
   AppendHeatMaps(heat,
-                 {"layer-imbalance-", "Imbalance per layer and step: ",
-                  fmt::format("span of {} steps", span_steps), "layer", 80, 4},
+                 {"layer-imbalance-",
+                  "Imbalance per layer and step: ",
+                  fmt::format("step (columns of {} steps)", span_steps),
+                  "layer",
+                  80,
+                  4,
+                  "1 − balancedness",
+                  {0.0, static_cast<double>(span_count) * span_steps}},
                  body, made);
   // The load map of each policy at one step and layer.
   std::vector<LabelledMap> maps;
@@ -433,8 +474,12 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
         "policy was given; one scale for every policy. A row per GPU, a column per expert.</p>\n",
         options.map_layer, map_step, seeds > 1 ? " (the first seed)" : "");
   }
-  AppendHeatMaps(maps, {"load-map-", "Load per GPU and expert: ", "expert", "GPU", 60, 8}, body,
-                 made);
+  AppendHeatMaps(
+      maps,
+      {"load-map-",
+       fmt::format("Load per GPU and expert, layer {} at step {}: ", options.map_layer, map_step),
+       "expert", "GPU", 60, 8, "tokens in the window"},
+      body, made);
   body += "<h2>Scenario</h2>\n<pre>" + svg::Escape(scenario_yaml) + "</pre>\n";
   if (figures != nullptr) *figures = made;
   return Page("eplb comparison: " + scenario_name, body);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -45,6 +46,14 @@ std::string Number(double v) {
   return fmt::format("{:.4g}", v);
 }
 
+// A tick's label: with as many decimals as the tick step has, so that ticks 0.002 apart on an axis
+// near 14.13 read 14.126, 14.128, not 14.13 each.
+std::string TickLabel(double v, double step) {
+  if (std::abs(v) >= 1e4 || !(step > 0) || step >= 1) return Number(v);
+  const int decimals = std::clamp(static_cast<int>(-std::floor(std::log10(step) + 1e-9)), 0, 12);
+  return fmt::format("{:.{}f}", v, decimals);
+}
+
 struct Frame {
   double x0, x1, y0, y1;
   int w, h;
@@ -68,14 +77,14 @@ std::string Axes(const Chart& c, const Frame& f, bool x_ticks) {
     out += fmt::format(R"svg(<line x1="{}" x2="{}" y1="{:.1f}" y2="{:.1f}" class="grid"/>)svg",
                        kLeft, c.width - c.legend_width, f.Y(y), f.Y(y));
     out += fmt::format(R"svg(<text x="{}" y="{:.1f}" class="tick" text-anchor="end">{}</text>)svg",
-                       kLeft - 6, f.Y(y) + 4, Number(y));
+                       kLeft - 6, f.Y(y) + 4, TickLabel(y, ys));
   }
   if (x_ticks) {
     const double xs = TickStep(f.x0, f.x1, 6);
     for (const double x : Ticks(f.x0, f.x1, xs)) {
       out += fmt::format(
           R"svg(<text x="{:.1f}" y="{}" class="tick" text-anchor="middle">{}</text>)svg", f.X(x),
-          c.height - kBottom + 16, Number(x));
+          c.height - kBottom + 16, TickLabel(x, xs));
     }
   }
   out += fmt::format(R"svg(<line x1="{}" x2="{}" y1="{}" y2="{}" class="axis"/>)svg", kLeft,
@@ -175,6 +184,13 @@ std::string LineChart(const Chart& given, const std::vector<Series>& series) {
     }
   }
   if (!std::isfinite(f.x0)) f.x0 = 0, f.x1 = 1, f.y0 = 0, f.y1 = 1;
+  // Values all alike (every policy's peak memory the same): a range of ±1% around them, not
+  // ticks 1e-12 apart that all read the same.
+  if (f.y1 - f.y0 <= 1e-9 * std::max(1.0, std::abs(f.y1))) {
+    const double half = std::max(1e-9, std::abs(f.y1) * 0.01);
+    f.y0 -= half;
+    f.y1 += half;
+  }
   const double pad = (f.y1 - f.y0) * 0.05 + 1e-12;
   f.y0 -= pad;
   f.y1 += pad;
@@ -239,70 +255,212 @@ std::string LineChart(const Chart& given, const std::vector<Series>& series) {
   return out + Legend(chart, series) + "</svg>";
 }
 
+std::string Base64(const std::string& bytes) {
+  static const char* kDigits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    uint32_t v = static_cast<uint32_t>(static_cast<unsigned char>(bytes[i])) << 16;
+    if (i + 1 < bytes.size())
+      v |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[i + 1])) << 8;
+    if (i + 2 < bytes.size()) v |= static_cast<unsigned char>(bytes[i + 2]);
+    out += kDigits[(v >> 18) & 63];
+    out += kDigits[(v >> 12) & 63];
+    out += i + 1 < bytes.size() ? kDigits[(v >> 6) & 63] : '=';
+    out += i + 2 < bytes.size() ? kDigits[v & 63] : '=';
+  }
+  return out;
+}
+
+std::string IndexedPng(int width, int height, const std::vector<unsigned char>& pixels,
+                       const std::vector<std::array<unsigned char, 3>>& palette) {
+  static const std::array<uint32_t, 256> kCrc = [] {
+    std::array<uint32_t, 256> table{};
+    for (uint32_t n = 0; n < 256; ++n) {
+      uint32_t c = n;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
+      table[n] = c;
+    }
+    return table;
+  }();
+  const auto be32 = [](std::string& out, uint32_t v) {
+    for (int shift = 24; shift >= 0; shift -= 8) out += static_cast<char>((v >> shift) & 0xff);
+  };
+  std::string png = "\x89PNG\r\n\x1a\n";
+  const auto chunk = [&](const char* type, const std::string& data) {
+    be32(png, static_cast<uint32_t>(data.size()));
+    const std::string body = type + data;
+    uint32_t crc = 0xffffffffu;
+    for (const char ch : body)
+      crc = kCrc[(crc ^ static_cast<unsigned char>(ch)) & 0xff] ^ (crc >> 8);
+    png += body;
+    be32(png, crc ^ 0xffffffffu);
+  };
+  std::string header;
+  be32(header, static_cast<uint32_t>(width));
+  be32(header, static_cast<uint32_t>(height));
+  header += std::string("\x08\x03\x00\x00\x00", 5);  // 8 bits, indexed colour, no interlace
+  chunk("IHDR", header);
+  std::string plte;
+  for (const auto& rgb : palette) plte.append(reinterpret_cast<const char*>(rgb.data()), 3);
+  chunk("PLTE", plte);
+  chunk("tRNS", std::string(1, '\0'));  // index 0 transparent, the others opaque
+  // The scanlines, each after its filter byte (0: none), in zlib's stored deflate blocks.
+  std::string raw;
+  raw.reserve(static_cast<size_t>(height) * (static_cast<size_t>(width) + 1));
+  for (int r = 0; r < height; ++r) {
+    raw += '\0';
+    raw.append(reinterpret_cast<const char*>(pixels.data()) + static_cast<size_t>(r) * width,
+               static_cast<size_t>(width));
+  }
+  std::string z = "\x78\x01";
+  for (size_t at = 0; at == 0 || at < raw.size(); at += 65535) {
+    const size_t n = std::min<size_t>(65535, raw.size() - at);
+    z += static_cast<char>(at + n >= raw.size() ? 1 : 0);
+    z += static_cast<char>(n & 0xff);
+    z += static_cast<char>(n >> 8);
+    z += static_cast<char>(~n & 0xff);
+    z += static_cast<char>((~n >> 8) & 0xff);
+    z.append(raw, at, n);
+  }
+  uint32_t a = 1, b = 0;
+  for (const char ch : raw) {
+    a = (a + static_cast<unsigned char>(ch)) % 65521;
+    b = (b + a) % 65521;
+  }
+  be32(z, (b << 16) | a);
+  chunk("IDAT", z);
+  chunk("IEND", "");
+  return png;
+}
+
 std::string HeatMap(const Chart& chart, const std::vector<std::vector<double>>& values,
-                    double max) {
+                    const HeatMapScale& scale) {
   const size_t rows = values.size(), cols = rows ? values[0].size() : 0;
-  if (max <= 0) {
-    for (const auto& row : values) {
-      for (double v : row) max = std::max(max, v);
+  double max = scale.max;
+  size_t filled = 0;
+  for (const auto& row : values) {
+    for (double v : row) {
+      if (scale.max <= 0) max = std::max(max, v);
+      filled += v > 0;
     }
   }
-  Frame f{0,
-          static_cast<double>(std::max<size_t>(1, cols)),
+  // Columns are categories (experts) ticked at their centres, or spans of an x range (steps).
+  const bool ranged = scale.x_range.second > scale.x_range.first;
+  const double x0 = ranged ? scale.x_range.first : -0.5;
+  const double x1 = ranged ? scale.x_range.second : static_cast<double>(cols) - 0.5;
+  Frame f{x0,
+          x1,
           0,
           static_cast<double>(std::max<size_t>(1, rows)),
           chart.width,
           chart.height,
           chart.legend_width};
+  const double left = kLeft, right = f.X(x1), top = kTop, bottom = f.Y(0);
+  const double cw = (right - left) / static_cast<double>(std::max<size_t>(1, cols));
+  const double rh = (bottom - top) / static_cast<double>(std::max<size_t>(1, rows));
   std::string out = fmt::format(
       R"svg(<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{}" height="{}" viewBox="0 0 {} {}" role="img" aria-label="{}">)svg",
       chart.width, chart.height, chart.width, chart.height, Escape(chart.title));
   out += fmt::format(R"svg(<text x="{}" y="18" class="title">{}</text>)svg", kLeft,
                      Escape(chart.title));
-  const double cw = (f.X(1) - f.X(0)), rh = f.Y(0) - f.Y(1);
-  // Darker is more: white to the palette's blue, through the lighter tints.
-  auto shade = [&](double v) {
-    const double t = std::clamp(max > 0 ? v / max : 0.0, 0.0, 1.0);
-    const auto mix = [&](int from, int to) { return static_cast<int>(from + (to - from) * t); };
-    return fmt::format("#{:02x}{:02x}{:02x}", mix(235, 8), mix(242, 48), mix(250, 107));
+  // Darker is more: white to the palette's blue, through the lighter tints; 1..255 as a PNG's
+  // palette index (0 is blank).
+  const auto level = [&](double v) { return std::clamp(max > 0 ? v / max : 0.0, 0.0, 1.0); };
+  const auto rgb = [](double t) {
+    const auto mix = [&](int from, int to) {
+      return static_cast<unsigned char>(from + (to - from) * t);
+    };
+    return std::array<unsigned char, 3>{mix(235, 8), mix(242, 48), mix(250, 107)};
   };
-  for (size_t r = 0; r < rows; ++r) {
-    for (size_t c = 0; c < cols; ++c) {
-      const double v = values[r][c];
-      if (v <= 0) continue;
-      out += fmt::format(
-          R"svg(<rect class="cell" data-row="{}" data-column="{}" data-value="{}" x="{:.2f}" y="{:.2f}" width="{:.2f}" height="{:.2f}" fill="{}"><title>{} {}, {} {}: {}</title></rect>)svg",
-          r, c, v, f.X(static_cast<double>(c)), f.Y(static_cast<double>(rows - r)),
-          std::max(cw, 0.5), std::max(rh, 0.5), shade(v), Escape(chart.y_label), r,
-          Escape(chart.x_label), c, Number(v));
+  const auto shade = [&](double v) {
+    const auto c = rgb(level(v));
+    return fmt::format("#{:02x}{:02x}{:02x}", c[0], c[1], c[2]);
+  };
+  const auto column_text = [&](size_t c) {
+    if (!ranged) return fmt::format("{} {}", chart.x_label, c);
+    const double w = (x1 - x0) / static_cast<double>(cols);
+    return fmt::format("{} {}–{}", chart.x_label, Number(x0 + w * static_cast<double>(c)),
+                       Number(x0 + w * static_cast<double>(c + 1)));
+  };
+  if (filled > kMaxVectorCells) {
+    // Each cell k × m pixels, near its size on the page, so that a renderer which smooths a
+    // scaled image (librsvg, PDF converters ignore image-rendering) blurs only cell borders;
+    // at most ~160k pixels (~215 KB of base64).
+    const auto fit = [](double px) { return static_cast<size_t>(std::clamp(px, 1.0, 32.0)); };
+    size_t kx = fit(cw), ky = fit(rh);
+    while (rows * cols * kx * ky > 160000 && (kx > 1 || ky > 1)) (kx >= ky ? kx : ky) -= 1;
+    const size_t width = cols * kx, height = rows * ky;
+    std::vector<unsigned char> pixels(width * height, 0);
+    for (size_t r = 0; r < rows; ++r) {
+      for (size_t c = 0; c < cols; ++c) {
+        const double v = values[r][c];
+        if (!(v > 0)) continue;
+        const auto index = static_cast<unsigned char>(1 + std::lround(level(v) * 254));
+        for (size_t y = r * ky; y < (r + 1) * ky; ++y)
+          std::fill_n(pixels.begin() + static_cast<std::ptrdiff_t>(y * width + c * kx), kx, index);
+      }
+    }
+    std::vector<std::array<unsigned char, 3>> palette(256, {255, 255, 255});
+    for (int i = 1; i < 256; ++i) palette[static_cast<size_t>(i)] = rgb((i - 1) / 254.0);
+    // optimizeSpeed / pixelated: browsers keep a cell a sharp rectangle when scaling.
+    out += fmt::format(
+        R"svg(<image class="cells" data-rows="{}" data-columns="{}" x="{}" y="{}" width="{:.1f}" height="{:.1f}" preserveAspectRatio="none" image-rendering="optimizeSpeed" style="image-rendering:pixelated" href="data:image/png;base64,{}"/>)svg",
+        rows, cols, kLeft, kTop, right - left, bottom - top,
+        Base64(IndexedPng(static_cast<int>(width), static_cast<int>(height), pixels, palette)));
+  } else {
+    for (size_t r = 0; r < rows; ++r) {
+      for (size_t c = 0; c < cols; ++c) {
+        const double v = values[r][c];
+        if (v <= 0) continue;
+        out += fmt::format(
+            R"svg(<rect class="cell" data-row="{}" data-column="{}" data-value="{}" x="{:.2f}" y="{:.2f}" width="{:.2f}" height="{:.2f}" fill="{}"><title>{} {}, {}: {}</title></rect>)svg",
+            r, c, v, left + cw * static_cast<double>(c), top + rh * static_cast<double>(r),
+            std::max(cw, 0.5), std::max(rh, 0.5), shade(v), Escape(chart.y_label), r,
+            Escape(column_text(c)), Number(v));
+      }
     }
   }
-  // Frame, axis labels and the colour scale.
+  // Frame, ticks, axis labels and the colour bar.
   out += fmt::format(
       R"svg(<rect x="{}" y="{}" width="{:.1f}" height="{:.1f}" fill="none" class="axis" stroke="#888"/>)svg",
-      kLeft, kTop, f.X(static_cast<double>(cols)) - kLeft, f.Y(0) - kTop);
-  for (const auto& [at, text] : {std::pair{0.0, std::string("0")},
-                                 std::pair{static_cast<double>(cols), std::to_string(cols)}}) {
-    out +=
-        fmt::format(R"svg(<text x="{:.1f}" y="{}" class="tick" text-anchor="middle">{}</text>)svg",
-                    f.X(at), chart.height - kBottom + 16, text);
+      kLeft, kTop, right - left, bottom - top);
+  // x: nice values of the range, or every k-th category.
+  const double xs = ranged ? TickStep(x0, x1, 8) : std::max(1.0, TickStep(0, x1, 8));
+  for (const double x : Ticks(ranged ? x0 : 0, x1, xs)) {
+    out += fmt::format(
+        R"svg(<line x1="{0:.1f}" x2="{0:.1f}" y1="{1:.1f}" y2="{2:.1f}" class="axis"/><text x="{0:.1f}" y="{3}" class="tick" text-anchor="middle">{4}</text>)svg",
+        f.X(x), bottom, bottom + 4, chart.height - kBottom + 16, Number(x));
+  }
+  // y: a row's number at its centre, every k-th row when there are many.
+  const double ys = std::max(1.0, TickStep(0, static_cast<double>(rows), 12));
+  for (const double r : Ticks(0, static_cast<double>(rows) - 1, ys)) {
+    const double y = top + rh * (r + 0.5);
+    out += fmt::format(
+        R"svg(<line x1="{0}" x2="{1}" y1="{2:.1f}" y2="{2:.1f}" class="axis"/><text x="{3}" y="{4:.1f}" class="tick" text-anchor="end">{5}</text>)svg",
+        kLeft - 4, kLeft, y, kLeft - 6, y + 4, Number(r));
   }
   out += fmt::format(R"svg(<text x="{}" y="{}" class="label" text-anchor="middle">{}</text>)svg",
                      (kLeft + chart.width - chart.legend_width) / 2, chart.height - 8,
                      Escape(chart.x_label));
   out += fmt::format(
-      R"svg(<text x="14" y="{}" class="label" text-anchor="middle" transform="rotate(-90 14 {})">{} (0 at the top)</text>)svg",
-      (kTop + chart.height - kBottom) / 2, (kTop + chart.height - kBottom) / 2,
-      Escape(chart.y_label));
-  const int bar_x = chart.width - chart.legend_width + 12;
-  for (int i = 0; i < 20; ++i) {
-    out += fmt::format(R"svg(<rect x="{}" y="{}" width="14" height="6" fill="{}"/>)svg", bar_x,
-                       kTop + 8 + (19 - i) * 6, shade(max * (i + 0.5) / 20));
+      R"svg(<text x="14" y="{0}" class="label" text-anchor="middle" transform="rotate(-90 14 {0})">{1} (0 at the top)</text>)svg",
+      (kTop + chart.height - kBottom) / 2, Escape(chart.y_label));
+  // The colour bar, as tall as the plot (at least 100 px), with its label beside it.
+  const int bar_x = chart.width - chart.legend_width + 24;
+  const double bar_h = bottom - top, step_h = bar_h / 40;
+  for (int i = 0; i < 40; ++i) {
+    out += fmt::format(R"svg(<rect x="{}" y="{:.2f}" width="14" height="{:.2f}" fill="{}"/>)svg",
+                       bar_x, top + (39 - i) * step_h, step_h + 0.3, shade(max * (i + 0.5) / 40));
   }
-  out += fmt::format(R"svg(<text x="{}" y="{}" class="legend">{}</text>)svg", bar_x + 20, kTop + 14,
-                     Number(max));
-  out += fmt::format(R"svg(<text x="{}" y="{}" class="legend">0</text>)svg", bar_x + 20,
-                     kTop + 8 + 20 * 6);
+  for (const double t : {0.0, 0.5, 1.0}) {
+    out += fmt::format(R"svg(<text x="{}" y="{:.1f}" class="legend">{}</text>)svg", bar_x + 20,
+                       top + bar_h * (1 - t) + 4, Number(max * t));
+  }
+  const double label_x = bar_x + 72, label_y = top + bar_h / 2;
+  out += fmt::format(
+      R"svg(<text class="scale-label" x="{0}" y="{1:.1f}" text-anchor="middle" transform="rotate(-90 {0} {1:.1f})">{2}</text>)svg",
+      label_x, label_y, Escape(scale.label));
   return out + "</svg>";
 }
 

@@ -3,6 +3,8 @@
 // output is text that opens offline and diffs cleanly.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,11 +38,28 @@ struct Chart {
 };
 
 std::string LineChart(const Chart& chart, const std::vector<Series>& series);
-// A heat map: values[row][column] >= 0 as cells shaded from white (0) to dark (max); cells of 0
-// are left blank, so a sparse map (a GPU holds few experts) stays small. `max` > 0 fixes the
-// top of the scale (maps drawn to be compared share one); otherwise the largest value.
+// How a heat map's axes and colour bar read.
+struct HeatMapScale {
+  double max = 0;     // > 0 fixes the top of the scale (maps drawn to be compared share one)
+  std::string label;  // the colour bar's: what a shade stands for
+  // What the columns' outer edges stand for on the x axis (e.g. steps 0 to 1,200 for 200 columns
+  // of 6 steps); equal: the columns are categories numbered from 0, ticked at their centres.
+  std::pair<double, double> x_range = {0, 0};
+};
+// A heat map: values[row][column] >= 0 as cells shaded from white (0) to dark (max), row 0 at
+// the top; cells of 0 are left blank. A sparse map (a GPU holds few experts) is drawn as a rect
+// per cell, each carrying its values as data-row/data-column/data-value; a dense one (more than
+// kMaxVectorCells non-blank cells, e.g. every layer over a run) as one embedded PNG of a pixel per
+// cell, so that the file stays the size of a paper's figure (a rect per cell made 2.3 MB).
+inline constexpr size_t kMaxVectorCells = 512;
 std::string HeatMap(const Chart& chart, const std::vector<std::vector<double>>& values,
-                    double max = 0);
+                    const HeatMapScale& scale = {});
+// An indexed-colour PNG of width × height pixels, pixels[row * width + column] indexing
+// `palette` (RGB); index 0 is transparent. Stored (uncompressed) deflate blocks: no dependency,
+// and a heat map's pixel per cell is small enough without compression.
+std::string IndexedPng(int width, int height, const std::vector<unsigned char>& pixels,
+                       const std::vector<std::array<unsigned char, 3>>& palette);
+std::string Base64(const std::string& bytes);
 // A chart as a file of its own: the same SVG with the report's chart style inside it, so that
 // it renders alike in a paper's figure, a browser or an SVG editor.
 std::string StandaloneSvg(const std::string& chart_svg);
