@@ -13,6 +13,7 @@
 #include "eplb/io/report.h"
 #include "eplb/io/run_folder.h"
 #include "eplb/io/scenario_file.h"
+#include "policy_command.h"
 #include "progress.h"
 #include "studies.h"
 
@@ -29,12 +30,17 @@ struct CompareArgs {
   bool json = false;
   RunFolderOptions folder;
   ReportOptions report;
+  PolicyCommandArgs policy_command;
 };
 
 Status RunCompare(const CompareArgs& args) {
   sim::ComparisonSpec spec;
+  // Before the scenario, which may name a program's policy.
+  EPLB_ASSIGN_OR_RETURN(const std::vector<std::string> programs,
+                        RegisterPolicyCommands(args.policy_command, /*repeatable=*/true));
   EPLB_ASSIGN_OR_RETURN(spec.scenario, LoadScenarioOrDefault(args.scenario_path, args.overrides));
   EPLB_ASSIGN_OR_RETURN(spec.policies, SplitList(args.policies, "--policies"));
+  EPLB_ASSIGN_OR_RETURN(spec.policies, WithPolicyCommands(std::move(spec.policies), programs));
   EPLB_ASSIGN_OR_RETURN(const std::vector<std::string> seeds, SplitList(args.seeds, "--seeds"));
   for (const std::string& text : seeds) {
     // A seed is decimal digits alone: a sign or a space around one is a slip, and -0 or +1
@@ -104,6 +110,7 @@ void AddCompareCommand(CommandLine& line) {
   Command& sub = line.Add(kCompareName, kCompareAbout);
   AddScenarioOptions(sub, args->scenario_path, args->overrides);
   sub.Option("--policies", &args->policies, "Comma-separated policies").ShowDefault();
+  AddPolicyCommandOptions(sub, args->policy_command, /*repeatable=*/true);
   sub.Option("--out", &args->out, "Folder to write (default: runs/compare-<scenario name>)");
   AddNoTraceFlag(sub, args->folder);
   AddJsonFlag(sub, args->json);

@@ -15,6 +15,7 @@
 #include "eplb/engine/scenario.h"
 #include "eplb/io/run_folder.h"
 #include "eplb/io/scenario_file.h"
+#include "policy_command.h"
 #include "progress.h"
 #include "simulation.h"
 
@@ -27,11 +28,17 @@ struct RunArgs {
   std::vector<std::string> overrides;
   bool json = false;
   RunFolderOptions folder;
+  PolicyCommandArgs policy_command;
 };
 
 Status RunRun(const RunArgs& args) {
-  auto scenario = LoadScenarioOrDefault(args.scenario_path, args.overrides);
+  EPLB_ASSIGN_OR_RETURN(const std::vector<std::string> programs,
+                        RegisterPolicyCommands(args.policy_command, /*repeatable=*/false));
+  std::vector<std::string> overrides = args.overrides;
+  if (!programs.empty()) overrides.push_back("eplb.policy=" + programs[0]);
+  auto scenario = LoadScenarioOrDefault(args.scenario_path, overrides);
   if (!scenario.ok()) return scenario.status();
+  EPLB_RETURN_IF_ERROR(CheckExternalPolicyGiven(scenario->eplb.policy));
   const std::string dir = args.out.empty() ? "runs/" + scenario->name : args.out;
   if (Status s = CheckOutputFolder(dir, "run"); !s.ok()) return s;
   // What the run itself refuses before its first step (RunSimulation, RunLoop), refused before
@@ -67,6 +74,7 @@ void AddRunCommand(CommandLine& line) {
   sub.Option("--out", &args->out, "Run folder to write (default: runs/<scenario name>)");
   AddNoTraceFlag(sub, args->folder);
   AddJsonFlag(sub, args->json);
+  AddPolicyCommandOptions(sub, args->policy_command, /*repeatable=*/false);
   sub.SetAction([args] { return RunRun(*args); });
 }
 

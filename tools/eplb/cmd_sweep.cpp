@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "eplb/base/launcher.h"
 #include "eplb/io/run_folder.h"
+#include "policy_command.h"
 #include "progress.h"
 #include "studies.h"
 
@@ -27,10 +28,14 @@ struct SweepArgs {
   int jobs = 0;
   bool json = false;
   RunFolderOptions folder;
+  PolicyCommandArgs policy_command;
 };
 
 Status RunSweep(const SweepArgs& args) {
   sim::SweepSpec spec;
+  // Before the scenario, which may name a program's policy.
+  EPLB_ASSIGN_OR_RETURN(const std::vector<std::string> programs,
+                        RegisterPolicyCommands(args.policy_command, /*repeatable=*/true));
   spec.scenario_path = args.scenario_path;
   spec.overrides = args.overrides;
   for (const std::string& v : args.vary) {
@@ -43,10 +48,12 @@ Status RunSweep(const SweepArgs& args) {
     spec.vary.emplace_back(v.substr(0, eq), std::move(values));
   }
   EPLB_ASSIGN_OR_RETURN(spec.policies, SplitList(args.policies, "--policies"));
+  EPLB_ASSIGN_OR_RETURN(spec.policies, WithPolicyCommands(std::move(spec.policies), programs));
   spec.out = args.out;
   spec.folder = args.folder;
   spec.jobs = args.jobs;
   EPLB_ASSIGN_OR_RETURN(const sim::SweepPlan plan, sim::PlanSweep(spec));
+  if (spec.policies.empty()) EPLB_RETURN_IF_ERROR(CheckExternalPolicyGiven(plan.base.eplb.policy));
   const Launch launch = DetectLaunch();
   const std::string header =
       launch.count == 1
@@ -75,6 +82,7 @@ void AddSweepCommand(CommandLine& line) {
   sub.Option("--vary", &args->vary, "key.path=v1,v2,... (repeatable; the cross product runs)")
       .Required();
   sub.Option("--policies", &args->policies, "Comma-separated policies (default: the scenario's)");
+  AddPolicyCommandOptions(sub, args->policy_command, /*repeatable=*/true);
   sub.Option("--out", &args->out, "Folder to write (default: runs/sweep-<scenario name>)");
   AddNoTraceFlag(sub, args->folder);
   AddJsonFlag(sub, args->json);

@@ -237,6 +237,7 @@ Status EplbLoop::Rearrange(int step, RearrangeReason reason, const Placement* fo
   input.migration.weight = scenario_.eplb.migration_weight;
   input.migration.max_moves_per_layer = scenario_.eplb.max_moves_per_layer;
   input.lost_ranks = excluded_;
+  input.step = step;
   const auto start = std::chrono::steady_clock::now();
   auto target = forced != nullptr ? Result<Placement>(*forced) : policy_->Rebalance(input);
   const double policy_ms =

@@ -18,6 +18,7 @@
 #include "eplb/engine/hardware.h"
 #include "eplb/engine/time_bounds.h"
 #include "eplb/formats/load_file.h"
+#include "eplb/policy/external_policy.h"
 #include "eplb/policy/policy.h"
 #include "io/scenario_fields.h"
 #include "io/yaml_document.h"
@@ -648,10 +649,17 @@ std::string ScenarioToYaml(const Scenario& s) {
       << Shortest(s.eplb.min_balancedness) << YAML::Key << "balancedness_gate" << YAML::Value
       << BalancednessGateName(s.eplb.balancedness_gate) << YAML::Key << "num_redundant_experts"
       << YAML::Value << s.eplb.num_redundant_experts << YAML::Key << "policy" << YAML::Value
-      << s.eplb.policy << YAML::Key << "dispatch" << YAML::Value << DispatchName(s.eplb.dispatch)
-      << YAML::Key << "use_async" << YAML::Value << s.eplb.use_async << YAML::Key
-      << "layers_per_step" << YAML::Value << s.eplb.layers_per_step << YAML::Key << "staging_layers"
-      << YAML::Value << s.eplb.staging_layers << YAML::Key << "layers_per_chunk" << YAML::Value
+      << s.eplb.policy;
+  // A user's program, for the record only: a file never names code to run.
+  if (const std::string command = ExternalPolicyCommandFor(s.eplb.policy); !command.empty()) {
+    out << YAML::Comment("a user's program, run only when given again: --policy-command '" +
+                         (s.eplb.policy == kExternalPolicyName ? "" : s.eplb.policy + "=") +
+                         command + "'");
+  }
+  out << YAML::Key << "dispatch" << YAML::Value << DispatchName(s.eplb.dispatch) << YAML::Key
+      << "use_async" << YAML::Value << s.eplb.use_async << YAML::Key << "layers_per_step"
+      << YAML::Value << s.eplb.layers_per_step << YAML::Key << "staging_layers" << YAML::Value
+      << s.eplb.staging_layers << YAML::Key << "layers_per_chunk" << YAML::Value
       << s.eplb.layers_per_chunk << YAML::Key << "sender_rule" << YAML::Value
       << SenderRuleName(s.eplb.sender_rule) << YAML::Key << "schedule" << YAML::Value
       << ScheduleStrategyName(s.eplb.schedule) << YAML::Key << "preserve_slots" << YAML::Value

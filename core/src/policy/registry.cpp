@@ -6,6 +6,7 @@
 #include "eplb/base/csv.h"
 #include "eplb/base/excerpt.h"
 #include "eplb/policy/deepseek.h"
+#include "eplb/policy/external_policy.h"
 #include "eplb/policy/policies.h"
 #include "eplb/policy/policy.h"
 
@@ -184,11 +185,19 @@ Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name) {
     if (p.name == name) return p.make();
     names.push_back(p.name);
   }
+  // Always known, so that a run folder naming it reads back, yet not listed among the
+  // registered ones: it runs only a command given on the command line or in Python
+  // (external_policy.h), and fails at its first call without one.
+  if (name == kExternalPolicyName) {
+    return std::unique_ptr<Policy>(
+        std::make_unique<ExternalPolicy>(std::string(kExternalPolicyName)));
+  }
   return Status::NotFound(fmt::format("unknown policy {}; valid policies: {}", QuoteInput(name),
                                       fmt::join(names, ", ")));
 }
 
 bool PolicyHonoursLostRanks(std::string_view name) {
+  if (name == kExternalPolicyName) return true;  // its placements are checked for it
   for (const PolicyInfo& p : RegisteredPolicies()) {
     if (p.name == name) return p.honours_lost_ranks;
   }

@@ -47,6 +47,9 @@ struct PolicyInput {
   // empty and places every expert on the live ones (SGLang's and vLLM's fault-aware EPLB);
   // empty when every GPU is live.
   std::span<const int> lost_ranks = {};
+  // The step after which it runs (a run's rearrangement), for a user's program to see; -1 when
+  // it is not part of a run.
+  int step = -1;
 };
 
 // Checks what every policy needs: a valid load, at least as many slots as experts, and a
