@@ -51,6 +51,8 @@ __all__ = [
     "Sweep",
 ]
 
+_tidy.document_tables(RunResult)
+
 # The engines' calling conventions, imported on use (eplb.deepseek, eplb.vllm, eplb.sglang).
 _SUBMODULES = ("deepseek", "sglang", "vllm")
 
@@ -67,7 +69,8 @@ except ImportError:  # running from a source tree without a build
 
 
 def policies():
-    """{name: summary} of every registered policy, built-ins first."""
+    """{name: summary} of every registered policy, built-ins first (the names rebalance's
+    `policy` and compare_policies' `policies` take)."""
     return dict(_eplb.policies())
 
 
@@ -134,14 +137,21 @@ def rebalance(load, num_replicas, num_gpus, num_nodes=None, num_groups=1, policy
 
 
 def gpu_loads(load, phy2log, num_gpus):
-    """Tokens per GPU [layers, num_gpus] when each expert's load splits evenly over its replicas."""
+    """Tokens per GPU [layers, num_gpus] when each expert's load splits evenly over its replicas.
+
+    load: [layers, experts] tokens per logical expert (a window's sum; numpy or torch).
+    phy2log: the placement [layers, slots], the logical expert in each physical slot; -1 for a
+        slot of a lost GPU. num_gpus: GPUs, each holding slots / num_gpus consecutive slots.
+    Returns float64 numpy for numpy input and torch for torch input.
+    """
     array, kind = _to_numpy(load, _np.float64, "load")
     placement = _to_numpy(phy2log, _np.int64, "phy2log")[0]
     return kind.out(_eplb.gpu_loads(array, placement, _args.integer(num_gpus, "num_gpus")))
 
 
 def balancedness(load, phy2log, num_gpus):
-    """vLLM's balancedness: sum over layers of mean GPU load / sum of max GPU load (1 is perfect)."""
+    """vLLM's balancedness of `load` under `phy2log` as a float: Σ over layers of the mean GPU
+    load / Σ of the max GPU load (1 is perfect); arguments as gpu_loads."""
     array = _np.asarray(_to_numpy(load, _np.float64, "load")[0])
     loads = _np.asarray(gpu_loads(array, phy2log, num_gpus))
     peak = loads.max(axis=1).sum()

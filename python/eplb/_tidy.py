@@ -11,6 +11,7 @@ the run-folder column table says (eplb.run_folder_columns(), the README's "run f
 
 import json
 import os
+import textwrap
 
 import numpy as np
 
@@ -113,8 +114,10 @@ def column_lines(file, indent="        "):
     """The columns of run-folder file `file` as docstring lines: 'name (unit): meaning'."""
     for name, _, columns in folder_columns():
         if name == file:
-            return "\n".join(f"{indent}{c} ({u}): {m}" if u else f"{indent}{c}: {m}"
-                             for c, u, m in columns)
+            return "\n".join(
+                textwrap.fill(f"{c} ({u}): {m}" if u else f"{c}: {m}", width=96,
+                              initial_indent=indent, subsequent_indent=indent + "    ")
+                for c, u, m in columns)
     raise KeyError(file)
 
 
@@ -453,6 +456,17 @@ class SweepTables:
             rows.append(_summary_columns(run, {k: v.item() if hasattr(v, "item") else v
                                                for k, v in dict(lead, seed=run.seed).items()}))
         return table(rows_columns(rows), self._frames)
+
+
+def document_tables(cls):
+    """Ends `cls`'s docstring (RunResult's) with every table's columns, in the column table's
+    words, so that help(eplb.RunResult) says what each column is."""
+    parts = [(cls.__doc__ or "").rstrip(), "", "    The tables' columns (eplb.run_folder_columns()):"]
+    for name, meaning, columns in folder_columns():
+        if columns:
+            parts.append(f"\n    {name[:-4]} ({name}, {meaning}):")
+            parts.append(column_lines(name))
+    cls.__doc__ = "\n".join(parts) + "\n"
 
 
 def _document():

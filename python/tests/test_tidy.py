@@ -297,6 +297,31 @@ class TidyTables(unittest.TestCase):
             with self.subTest(step=step), self.assertRaisesRegex(eplb.ArgumentError, message):
                 run.placement_at(step)
 
+    def test_a_recovery_that_serving_waits_for_serves_its_own_step(self):
+        # GPU 1 lost at step 150, stop-the-world: the recovery commits every layer before step
+        # 150 runs, so step 150 is served on it (recorded with step 150, as a commit after the
+        # step would be; its time tells them apart).
+        with open(TINY) as f:
+            text = f.read()
+        path = os.path.join(self.tmp.name, "tiny-gpu-lost.yaml")
+        with open(path, "w") as f:
+            f.write(text + "faults:\n  - {kind: gpu_lost, step: 150, rank: 1}\n")
+        folder = os.path.join(self.tmp.name, "gpu-lost")
+        eplb_cli("run", path, "--out", folder, "--set", "run.steps=200", "--set",
+                 "eplb.num_redundant_experts=12", "--set", "eplb.use_async=false",
+                 "--set", "eplb.step_interval=100", "--no-trace")
+        run = eplb.read_run(folder)
+        arrays = run.placement_arrays()
+        recovery = arrays["step"] == 150
+        self.assertEqual(sorted(arrays["layer"][recovery]), [0, 1, 2, 3])
+        np.testing.assert_array_equal(arrays["from_step"][recovery], 150)
+        for i in np.flatnonzero(recovery):
+            layer = arrays["layer"][i]
+            np.testing.assert_array_equal(run.placement_at(150)[layer], arrays["phy2log"][i])
+            self.assertFalse((run.placement_at(149)[layer] == arrays["phy2log"][i]).all())
+            # GPU 1 (slots 7..13 of 28) holds nothing once recovered.
+            self.assertTrue((run.placement_at(150)[layer][7:14] == -1).all())
+
     def test_placements_as_arrays_and_a_tidy_frame(self):
         for frames in self.frames_both():
             run = self.run_of("deepseek", frames)
