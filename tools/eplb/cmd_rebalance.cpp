@@ -197,8 +197,8 @@ void AddRebalanceCommand(CommandLine& line) {
              "replicate-lpt, timeseries and fault-tolerant place around them)")
       .SplitOn(',');
   sub.Option("--format", &args->format,
-             "Output format: json (ours), table, or an engine's own file: sglang (for "
-             "--init-expert-location), vllm (its EPLB state's maps), trtllm "
+             "Output format: json (eplb's placement file), table, or an engine's own file: "
+             "sglang (for --init-expert-location), vllm (its EPLB state's maps), trtllm "
              "(moe_load_balancer.yaml)")
       .Check(OneOf({"json", "table", "sglang", "vllm", "trtllm"}))
       .ShowDefault();

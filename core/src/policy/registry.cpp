@@ -31,7 +31,9 @@ Registry& GetRegistry() {
                            /*honours_lost_ranks=*/true});
     r->policies.push_back(
         {"static", "never rearranges", [] { return std::make_unique<StaticPolicy>(); }});
-    r->policies.push_back({"deepseek-preserve", "deepseek, then slot preservation",
+    r->policies.push_back({"deepseek-preserve",
+                           "deepseek, then each GPU's experts kept in the slots they hold (vLLM's "
+                           "preserve_intragpu_slots)",
                            [] { return std::make_unique<DeepSeekPreservePolicy>(); }});
     r->policies.push_back(
         {"replicate-lpt",
@@ -54,7 +56,8 @@ Registry& GetRegistry() {
            "eplb.max_moves_per_layer", "experts moved per layer at most"}}});
     r->policies.push_back(
         {"migration-aware",
-         "ours: per layer, the cheapest of keep, repair and deepseek over the next interval",
+         "eplb's own: per layer, the cheapest of keeping the placement, repairing it and "
+         "deepseek-preserve: straggler time over the next interval plus the time to move its bytes",
          [] { return std::make_unique<MigrationAwarePolicy>(); },
          {{"migration_weight", fmt::format("{}", defaults.weight), "eplb.migration_weight",
            "multiplies the time to move a placement's bytes; 0 ignores moving"},

@@ -10,7 +10,7 @@
 //   incremental        SwiftBalancer-like: keep the placement, re-point redundant slots to the
 //                      hottest experts, then swap experts off the busiest GPU while that helps,
 //                      moving at most max_moves_per_layer experts per layer
-//   migration-aware    ours: per layer, the candidate (keep, repair the current placement, or
+//   migration-aware    eplb's own: per layer, the candidate (keep, repair the current placement, or
 //                      deepseek with preserved slots) with the least predicted cost over the
 //                      next interval: straggler time plus the weighted time to move its bytes
 //   fault-tolerant     survives any one node (or GPU) lost without reloading where slots allow:
