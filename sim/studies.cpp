@@ -103,6 +103,22 @@ Status SimulateToFolder(const Scenario& scenario, const std::string& dir,
   return WriteRunFolder(dir, *run, options);
 }
 
+Result<std::vector<uint64_t>> ParseSeeds(const std::vector<std::string>& texts) {
+  std::vector<uint64_t> seeds;
+  for (const std::string& text : texts) {
+    const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+    int64_t seed = 0;
+    if (!digits || !ParseCsvInt64(text, seed)) {
+      return Status::InvalidArgument(
+          fmt::format("--seeds: '{}' is not a seed; a seed is written in decimal digits alone, "
+                      "0 to 9223372036854775807",
+                      text));
+    }
+    seeds.push_back(static_cast<uint64_t>(seed));
+  }
+  return seeds;
+}
+
 Result<Comparison> RunComparison(const ComparisonSpec& spec, const ProgressObserver& observer) {
   if (spec.policies.empty()) return Status::InvalidArgument("--policies names no policy");
   EPLB_RETURN_IF_ERROR(CheckPolicies(spec.policies));
@@ -219,6 +235,13 @@ Result<SweepPlan> PlanSweep(const SweepSpec& spec) {
     plan.keys.push_back(key);
   }
   EPLB_RETURN_IF_ERROR(CheckDistinct(plan.keys, "--vary"));
+  EPLB_RETURN_IF_ERROR(CheckDistinct(spec.seeds, "--seeds"));
+  if (!spec.seeds.empty() &&
+      std::find(plan.keys.begin(), plan.keys.end(), "run.seed") != plan.keys.end()) {
+    return Status::InvalidArgument(
+        "--vary run.seed and --seeds both name the seeds; give them once: --vary run.seed for a "
+        "point per seed, --seeds for each point's mean over seeds with their spread");
+  }
   const bool policy_varied =
       std::find(plan.keys.begin(), plan.keys.end(), "eplb.policy") != plan.keys.end();
   if (policy_varied && !spec.policies.empty()) {
@@ -228,14 +251,17 @@ Result<SweepPlan> PlanSweep(const SweepSpec& spec) {
   const std::vector<std::string> policies =
       spec.policies.empty() ? std::vector<std::string>{plan.base.eplb.policy} : spec.policies;
   EPLB_RETURN_IF_ERROR(CheckPolicies(policies));
-  size_t count = policies.size();
+  const bool several_seeds = spec.seeds.size() > 1;
+  size_t count = policies.size() * std::max<size_t>(1, spec.seeds.size());
   for (const auto& [key, values] : spec.vary)
     count = std::min<size_t>(count * values.size(), 1000000);
   if (count > kMaxSweepPoints) {
-    return Status::InvalidArgument(
-        fmt::format("--vary and --policies make {}{} points; a sweep runs at most {} "
-                    "(split it, or use MPI ranks over several sweeps)",
-                    count >= 1000000 ? "over " : "", count, kMaxSweepPoints));
+    return Status::InvalidArgument(fmt::format(
+        "{} make {}{} {}; a sweep runs at most {} (split it, or use MPI ranks over several "
+        "sweeps)",
+        several_seeds ? "--vary, --policies and --seeds" : "--vary and --policies",
+        count >= 1000000 ? "over " : "", count, several_seeds ? "runs (points × seeds)" : "points",
+        kMaxSweepPoints));
   }
   // The cross product, policies innermost; every point's scenario is checked before any runs.
   std::unordered_set<std::string> traces_read;
@@ -253,6 +279,8 @@ Result<SweepPlan> PlanSweep(const SweepSpec& spec) {
   for (const auto& values : combinations) {
     for (const std::string& policy : policies) {
       std::vector<std::string> o = spec.overrides;
+      // One seed: every point runs with it. Several: each run sets its own (RunPoints).
+      if (spec.seeds.size() == 1) o.push_back(fmt::format("run.seed={}", spec.seeds[0]));
       for (size_t k = 0; k < plan.keys.size(); ++k) o.push_back(plan.keys[k] + "=" + values[k]);
       if (!policy_varied) o.push_back("eplb.policy=" + policy);
       auto s = LoadScenarioOrDefault(spec.scenario_path, o);
@@ -270,12 +298,29 @@ Result<SweepPlan> PlanSweep(const SweepSpec& spec) {
   }
   EPLB_RETURN_IF_ERROR(CheckPointsDiffer(plan));
   plan.dir = spec.out.empty() ? "runs/sweep-" + plan.base.name : spec.out;
+  if (several_seeds) plan.seeds = spec.seeds;
   plan.folder = spec.folder;
   plan.jobs = spec.jobs;
   return plan;
 }
 
 namespace {
+
+// A sweep's runs: each point once per seed (seeds innermost), or once.
+size_t RunsPerPoint(const SweepPlan& plan) {
+  return std::max<size_t>(1, plan.seeds.size());
+}
+size_t RunCount(const SweepPlan& plan) {
+  return plan.points.size() * RunsPerPoint(plan);
+}
+
+// Run j's folder under ROOT: points/I, or points/I/seed-S with several seeds (as compare's
+// POLICY/seed-S).
+std::string RunDir(const SweepPlan& plan, const std::string& root, size_t j) {
+  const size_t point = j / RunsPerPoint(plan);
+  if (plan.seeds.empty()) return fmt::format("{}/points/{}", root, point);
+  return fmt::format("{}/points/{}/seed-{}", root, point, plan.seeds[j % RunsPerPoint(plan)]);
+}
 
 // A claim file created with O_EXCL: true for exactly one of the processes that try.
 bool Claim(const std::string& path) {
@@ -291,6 +336,7 @@ std::string SweepIdentity(const SweepPlan& plan) {
   for (const std::string& k : plan.keys) text += "\nvary " + k;
   for (const SweepPlan::Point& p : plan.points)
     text += fmt::format("\npoint {} {}", fmt::join(p.values, ","), p.policy);
+  if (!plan.seeds.empty()) text += fmt::format("\nseeds {}", fmt::join(plan.seeds, ","));
   return text;
 }
 
@@ -346,10 +392,16 @@ Result<RankMarks> ReadRankMarks(const std::string& shared, int ranks) {
 Status RunPoints(const SweepPlan& plan, const std::string& root, const Launch& launch,
                  const ProgressObserver& observer) {
   std::vector<ProcessJob> jobs;
-  for (size_t i = 0; i < plan.points.size(); ++i) {
-    if (static_cast<int>(i % static_cast<size_t>(launch.count)) != launch.index) continue;
-    jobs.push_back(SimulationJob(fmt::format("point {}", i), plan.points[i].scenario,
-                                 fmt::format("{}/points/{}", root, i), plan.folder));
+  for (size_t j = 0; j < RunCount(plan); ++j) {
+    if (static_cast<int>(j % static_cast<size_t>(launch.count)) != launch.index) continue;
+    const size_t i = j / RunsPerPoint(plan);
+    Scenario scenario = plan.points[i].scenario;
+    std::string name = fmt::format("point {}", i);
+    if (!plan.seeds.empty()) {
+      scenario.run.seed = plan.seeds[j % RunsPerPoint(plan)];
+      name += fmt::format(" seed {}", scenario.run.seed);
+    }
+    jobs.push_back(SimulationJob(std::move(name), scenario, RunDir(plan, root, j), plan.folder));
   }
   return RunInChildProcesses(jobs, plan.jobs, observer);
 }
@@ -367,22 +419,44 @@ nlohmann::ordered_json TableValue(const std::string& text) {
   return text;
 }
 
+// Rows for a CSV: each number's spread over seeds, JSON's "spread": {key: [lo, hi]}, as two
+// columns KEY.seed_min and KEY.seed_max after the others, so that a spreadsheet has it too.
+std::vector<nlohmann::ordered_json> SpreadColumns(std::vector<nlohmann::ordered_json> rows) {
+  for (nlohmann::ordered_json& row : rows) {
+    if (!row.contains("spread")) continue;
+    const nlohmann::ordered_json spread = row["spread"];
+    row.erase("spread");
+    for (auto it = spread.begin(); it != spread.end(); ++it) {
+      row[it.key() + ".seed_min"] = (*it)[0];
+      row[it.key() + ".seed_max"] = (*it)[1];
+    }
+  }
+  return rows;
+}
+
 // sweep.csv, sweep.json, scenario.yaml, report.html and figures/ from the points in ROOT.
 Status WriteSweepReport(const SweepPlan& plan, const std::string& root) {
   std::vector<nlohmann::ordered_json> rows;
   for (size_t i = 0; i < plan.points.size(); ++i) {
     const SweepPlan::Point& point = plan.points[i];
-    EPLB_ASSIGN_OR_RETURN(RunFolder folder, ReadRunFolder(fmt::format("{}/points/{}", root, i)));
+    // The point's runs, one per seed, measured over one window (the latest of theirs) as a
+    // comparison's are; each point keeps its own window, since its fields may move it.
+    std::vector<LabelledRun> seeds;
+    for (size_t s = 0; s < RunsPerPoint(plan); ++s) {
+      EPLB_ASSIGN_OR_RETURN(RunFolder folder,
+                            ReadRunFolder(RunDir(plan, root, i * RunsPerPoint(plan) + s)));
+      seeds.push_back({point.policy, std::move(folder)});
+    }
     nlohmann::ordered_json row{{"point", i}};
     for (size_t k = 0; k < plan.keys.size(); ++k) row[plan.keys[k]] = TableValue(point.values[k]);
     row["policy"] = point.policy;
-    const nlohmann::ordered_json numbers = ComparisonRow({point.policy, std::move(folder)});
+    const nlohmann::ordered_json numbers = ComparisonRows(seeds).at(0);
     for (auto it = numbers.begin(); it != numbers.end(); ++it) {
       if (it.key() != "label") row[it.key()] = *it;
     }
     rows.push_back(std::move(row));
   }
-  EPLB_RETURN_IF_ERROR(WriteTextFile(root + "/sweep.csv", ComparisonCsv(rows)));
+  EPLB_RETURN_IF_ERROR(WriteTextFile(root + "/sweep.csv", ComparisonCsv(SpreadColumns(rows))));
   const nlohmann::ordered_json doc{{"tool", ToolVersion()},
                                    {"format_version", kFolderFormatVersion},
                                    {"scenario", plan.base.name},
@@ -400,10 +474,16 @@ Status WriteSweepReport(const SweepPlan& plan, const std::string& root) {
 Result<SweepOutcome> RunSweep(const SweepPlan& plan, const Launch& launch,
                               const ProgressObserver& observer) {
   const int rank = launch.index, ranks = launch.count;
-  if (static_cast<size_t>(ranks) > plan.points.size()) {
-    // Every process must mark its end before the report is written: a count beyond the points
+  if (static_cast<size_t>(ranks) > RunCount(plan)) {
+    // Every process must mark its end before the report is written: a count beyond the runs
     // is a wrong launch (or environment), and would have the last one wait for processes that
     // have nothing to do.
+    if (!plan.seeds.empty()) {
+      return Status::InvalidArgument(fmt::format(
+          "{}, but the sweep has {} runs ({} points × {} seeds): launch at most one process per "
+          "run",
+          launch.Describe(), RunCount(plan), plan.points.size(), plan.seeds.size()));
+    }
     return Status::InvalidArgument(
         fmt::format("{}, but the sweep has {} point{}: launch at most one process per point",
                     launch.Describe(), plan.points.size(), plan.points.size() == 1 ? "" : "s"));

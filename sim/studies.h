@@ -58,6 +58,10 @@ struct Comparison {
 // Checks the spec, runs every policy and seed, and writes the comparison folder.
 Result<Comparison> RunComparison(const ComparisonSpec& spec, const ProgressObserver& observer = {});
 
+// --seeds as the command line gives them: each a seed in decimal digits alone, 0 to 2^63 − 1
+// (a sign or space is a slip; -0 or +1 would read as a seed the report then prints otherwise).
+Result<std::vector<uint64_t>> ParseSeeds(const std::vector<std::string>& texts);
+
 struct SweepSpec {
   std::string scenario_path;           // empty: the built-in default scenario (io/scenario_file.h)
   std::vector<std::string> overrides;  // key.path=value, applied to every point before its own
@@ -65,7 +69,12 @@ struct SweepSpec {
   // product, the last key varying fastest.
   std::vector<std::pair<std::string, std::vector<std::string>>> vary;
   std::vector<std::string> policies;  // innermost of the product; empty: the scenario's policy
-  std::string out;                    // the folder; empty: runs/sweep-<scenario name>
+  // Each point runs once per seed, as compare's policies do; empty: once, with the scenario's
+  // run.seed; one: once, with that seed. With several, point I's runs are DIR/points/I/seed-S,
+  // and its row holds the mean over seeds of every number, "seeds" and "spread" (report.h,
+  // ComparisonRows: the point's seeds measured over one window, the latest of theirs).
+  std::vector<uint64_t> seeds;
+  std::string out;  // the folder; empty: runs/sweep-<scenario name>
   RunFolderOptions folder;
   int jobs = 0;  // simulations at once in this process; 0: one per core
 };
@@ -80,12 +89,14 @@ struct SweepPlan {
   Scenario base;
   std::vector<std::string> keys;
   std::vector<Point> points;
+  std::vector<uint64_t> seeds;  // two or more: each point runs once per seed; else once
   std::string dir;
   RunFolderOptions folder;
   int jobs = 0;
 };
 
-// Each point is a simulation and a folder; more is a typo in --vary more often than a plan.
+// Each point (× seed) is a simulation and a folder; more is a typo in --vary more often than
+// a plan.
 inline constexpr size_t kMaxSweepPoints = 10000;
 
 Result<SweepPlan> PlanSweep(const SweepSpec& spec);
@@ -97,11 +108,11 @@ struct SweepOutcome {
   int finished = 0;  // the processes of the launch that had finished when this one did
 };
 
-// Runs the points that are `launch`'s share: all of them when alone; point i in process
-// i mod count of an MPI launch or Slurm array (base/launcher.h). Several processes write their
-// points into DIR.shared-partial and mark their end there; the last to finish writes the
-// tables and the report into DIR and removes the shared folder. A launch of more processes than
-// points is refused, and so is a shared folder holding another sweep's points.
+// Runs the points that are `launch`'s share: all of them when alone; run j (point j / seeds,
+// seed j mod seeds) in process j mod count of an MPI launch or Slurm array (base/launcher.h).
+// Several processes write their points into DIR.shared-partial and mark their end there; the last
+// to finish writes the tables and the report into DIR and removes the shared folder. A launch of
+// more processes than runs is refused, and so is a shared folder holding another sweep's points.
 Result<SweepOutcome> RunSweep(const SweepPlan& plan, const Launch& launch,
                               const ProgressObserver& observer = {});
 

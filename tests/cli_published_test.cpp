@@ -1,9 +1,12 @@
 // `eplb a2a` and `eplb validate --published` end to end: on the core alone, with or without the
 // GPU and simulator parts.
+#include <algorithm>
+#include <cmath>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -28,6 +31,25 @@ TEST_F(CliTest, ValidatePublishedPrintsAndWritesEveryFigure) {
     EXPECT_NE(table.find(f["id"].get<std::string>()), std::string::npos);
     EXPECT_GT(f["simulated"].get<double>(), 0);
   }
+  // The summary counts figures within the 15% goal and names each outside it with its error,
+  // whatever its tolerance: the three migration stalls, −92% to −96%, are outside.
+  int within = 0;
+  for (const auto& f : doc["figures"]) {
+    const bool in = std::fabs(f["error_pct"].get<double>()) <= 15;
+    EXPECT_EQ(f["within_goal"].get<bool>(), in) << f["id"];
+    within += in;
+    const std::string listed = "outside the goal: " + f["id"].get<std::string>() + " ";
+    EXPECT_EQ(table.find(listed) != std::string::npos, !in) << f["id"];
+  }
+  EXPECT_EQ(doc["within_goal"].get<int>(), within);
+  EXPECT_EQ(doc["outside_goal"].get<int>(), 62 - within);
+  EXPECT_NE(table.find(fmt::format("{} of 62 figures within the 15% accuracy goal; {} outside it",
+                                   within, 62 - within)),
+            std::string::npos)
+      << table;
+  EXPECT_EQ(table.find("within the tolerance"), std::string::npos);
+  EXPECT_NE(table.find("outside the goal: vllm-v2-lite-h100-dp8-rebalance-gpu-time"),
+            std::string::npos);
   EXPECT_TRUE(fs::exists(out + "/manifest.tsv"));
 }
 
@@ -216,6 +238,116 @@ TEST_F(CliTest, CompareShowsWhatASingleFailureWouldCostEachPolicy) {
   const std::string html = testing::ReadFile(out + "/report.html");
   EXPECT_NE(html.find(R"(<rect class="fault-span" data-start="40" data-end="60")"),
             std::string::npos);
+  // One seed: no spread to print.
+  EXPECT_EQ(r.out.find("±"), std::string::npos) << r.out;
+}
+
+// The rows of a run over several seeds: each number the mean of the seeds' (two seeds: the
+// middle of their range) with its spread.
+void ExpectMeansWithSpread(const nlohmann::json& row) {
+  EXPECT_EQ(row["seeds"], 2) << row;
+  ASSERT_TRUE(row.contains("spread")) << row;
+  for (const char* key : {"balancedness_mean", "step_time_mean_s", "latency_p99_s"}) {
+    const auto& range = row["spread"][key];
+    EXPECT_NEAR(row[key].get<double>(), (range[0].get<double>() + range[1].get<double>()) / 2,
+                1e-12)
+        << key;
+    EXPECT_LE(range[0].get<double>(), range[1].get<double>()) << key;
+  }
+  EXPECT_LT(row["spread"]["balancedness_mean"][0].get<double>(),
+            row["spread"]["balancedness_mean"][1].get<double>())
+      << "the seeds should change the workload";
+}
+
+// A line of the terminal table: its cell of each number reads "mean ± half the range".
+void ExpectPlusMinusOnEveryLine(const std::string& text, const std::string& start) {
+  size_t lines = 0;
+  for (size_t at = text.find("\n" + start); at != std::string::npos;
+       at = text.find("\n" + start, at + 1)) {
+    const std::string line = text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+    EXPECT_GE(static_cast<size_t>(std::count(line.begin(), line.end(), '\xb1')), 5u) << line;
+    ++lines;
+  }
+  EXPECT_GT(lines, 0u) << start << " in " << text;
+}
+
+// sweep --seeds: each point once per seed (points/I/seed-S), a row per point holding the mean
+// with its spread and the seeds (sweep.json and sweep.csv), bands over seeds in the report's
+// plots, and ± in every table. Before, `sweep --seeds` was refused as an unknown option.
+TEST_F(CliTest, SweepOverSeedsReportsMeansWithSpreadAndBands) {
+  const std::string out = (dir_ / "sweep").string();
+  const CliRun r = Eplb(std::string("sweep ") + EPLB_SCENARIO_DIR +
+                        "/tiny.yaml --set run.steps=300 --vary eplb.step_interval=100,200 "
+                        "--seeds 1,2 --no-trace --jobs 2 --json --out " +
+                        out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  ASSERT_EQ(doc["points"].size(), 2u);
+  for (const auto& row : doc["points"]) ExpectMeansWithSpread(row);
+  for (const char* run : {"points/0/seed-1", "points/0/seed-2", "points/1/seed-2"}) {
+    const auto summary =
+        nlohmann::json::parse(testing::ReadFile(out + "/" + run + "/summary.json"));
+    EXPECT_EQ(summary["steps"], 300) << run;
+  }
+  // Each seed's own numbers are the spread's ends.
+  std::vector<double> balance;
+  for (const char* seed : {"seed-1", "seed-2"}) {
+    const auto summary =
+        nlohmann::json::parse(testing::ReadFile(out + "/points/1/" + seed + "/summary.json"));
+    balance.push_back(summary["balancedness"]["mean"].get<double>());
+  }
+  EXPECT_NEAR(doc["points"][1]["spread"]["balancedness_mean"][0].get<double>(),
+              std::min(balance[0], balance[1]), 1e-6);
+  EXPECT_NEAR(doc["points"][1]["spread"]["balancedness_mean"][1].get<double>(),
+              std::max(balance[0], balance[1]), 1e-6);
+  const std::string csv = testing::ReadFile(out + "/sweep.csv");
+  const std::string header = csv.substr(0, csv.find('\n'));
+  for (const char* column : {",seeds", ",balancedness_mean.seed_min", ",balancedness_mean.seed_max",
+                             ",latency_p99_s.seed_max"}) {
+    EXPECT_NE(header.find(column), std::string::npos) << column << " in " << header;
+  }
+  const std::string html = testing::ReadFile(out + "/report.html");
+  EXPECT_NE(html.find(R"(<polygon class="band")"), std::string::npos);
+  EXPECT_NE(html.find("<small>± "), std::string::npos);
+  EXPECT_NE(html.find("once per seed (2 seeds)"), std::string::npos);
+  // --json: the table for people on stderr, ± in each number of each point's line.
+  ExpectPlusMinusOnEveryLine(r.err, "0  ");
+  ExpectPlusMinusOnEveryLine(r.err, "1  ");
+  EXPECT_NE(r.err.find("each number: the mean over 2 seeds (1, 2) ± half the range"),
+            std::string::npos)
+      << r.err;
+
+  const std::string tiny = std::string("sweep ") + EPLB_SCENARIO_DIR + "/tiny.yaml ";
+  ExpectErrors({
+      {"not a seed", tiny + "--vary eplb.step_interval=100,200 --seeds 1,x",
+       "--seeds: 'x' is not a seed"},
+      {"twice", tiny + "--vary eplb.step_interval=100,200 --seeds 1,1", "--seeds names '1' twice"},
+      {"seeds twice over", tiny + "--vary run.seed=1,2 --seeds 3,4",
+       "--vary run.seed and --seeds both name the seeds"},
+  });
+}
+
+// compare --seeds: the terminal table prints the spread the report shows, mean ± half range.
+TEST_F(CliTest, CompareTablePrintsTheSpreadOverSeeds) {
+  const CliRun r = Eplb(std::string("compare ") + EPLB_SCENARIO_DIR +
+                        "/tiny.yaml --policies static,deepseek --seeds 1,2 --set run.steps=300 "
+                        "--no-trace --jobs 2 --out " +
+                        (dir_ / "cmp").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  ExpectPlusMinusOnEveryLine(r.out, "static ");
+  ExpectPlusMinusOnEveryLine(r.out, "deepseek ");
+  EXPECT_NE(r.out.find("each number: the mean over 2 seeds ± half the range"), std::string::npos)
+      << r.out;
+  const auto doc =
+      nlohmann::json::parse(testing::ReadFile((dir_ / "cmp/comparison.json").string()));
+  for (const auto& row : doc["policies"]) {
+    EXPECT_EQ(row["seeds"], 2);
+    // The table's balancedness cell is the row's mean ± half its range, as printed.
+    const auto& range = row["spread"]["balancedness_mean"];
+    const std::string cell = fmt::format("{:.4f} ± {:.4f}", row["balancedness_mean"].get<double>(),
+                                         (range[1].get<double>() - range[0].get<double>()) / 2);
+    EXPECT_NE(r.out.find(cell), std::string::npos) << cell << " in " << r.out;
+  }
 }
 #endif
 

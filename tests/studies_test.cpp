@@ -286,6 +286,25 @@ TEST_F(Studies, SweepRefusesABadSpecNamingWhatIsWrong) {
          s.overrides.push_back("workload.trace=" + Path("missing.csv"));
        },
        "point 2 (workload.kind=trace, static): "},
+      {"seed twice",
+       [](auto& s) {
+         s.seeds = {3, 3};
+       },
+       "--seeds names '3' twice"},
+      {"seeds both ways",
+       [](auto& s) {
+         s.vary = {{"run.seed", {"1", "2"}}};
+         s.seeds = {3, 4};
+       },
+       "--vary run.seed and --seeds both name the seeds"},
+      {"too many runs",
+       [](auto& s) {
+         std::vector<std::string> steps;
+         for (int i = 0; i < 1251; ++i) steps.push_back(std::to_string(20 + i));
+         s.vary = {{"run.steps", steps}};
+         s.seeds = {1, 2, 3, 4};
+       },
+       "--vary, --policies and --seeds make 10008 runs (points × seeds); a sweep runs at most"},
   };
   ExpectEachRefused(TinySweep(Path("sweep")), cases,
                     [](const sim::SweepSpec& spec) { return sim::PlanSweep(spec).status(); });
@@ -350,6 +369,62 @@ TEST_F(Studies, SweepOverALaunchIsWrittenByTheLastProcessToFinish) {
   ASSERT_FALSE(wide.ok());
   EXPECT_NE(wide.status().message().find("launch at most one process per point"),
             std::string::npos);
+}
+
+// --seeds: a point runs once per seed (one seed: every point runs with it), and over a launch
+// run j is point j / seeds, seed j mod seeds; the last process writes a row per point, the mean
+// over its seeds with their spread.
+TEST_F(Studies, SweepOverSeedsRunsEachPointOncePerSeed) {
+  sim::SweepSpec spec = TinySweep(Path("sweep"));
+  spec.seeds = {7};
+  auto one = sim::PlanSweep(spec);
+  ASSERT_TRUE(one.ok()) << one.status().message();
+  EXPECT_TRUE(one->seeds.empty());
+  for (const auto& p : one->points) EXPECT_EQ(p.scenario.run.seed, 7u);
+  spec.seeds = {1, 2};
+  auto plan = sim::PlanSweep(spec);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->seeds, (std::vector<uint64_t>{1, 2}));
+  ASSERT_EQ(plan->points.size(), 8u);
+  // 8 points × 2 seeds: a process per run at most.
+  auto wide = sim::RunSweep(*plan, Launch{LaunchKind::kMpi, 0, 17});
+  ASSERT_FALSE(wide.ok());
+  EXPECT_NE(wide.status().message().find("the sweep has 16 runs (8 points × 2 seeds): launch at "
+                                         "most one process per run"),
+            std::string::npos)
+      << wide.status().message();
+
+  spec.overrides = {"run.steps=40"};
+  spec.vary = {{"cluster.nodes", {"2"}}};
+  spec.policies = {"deepseek"};
+  auto small = sim::PlanSweep(spec);
+  ASSERT_TRUE(small.ok()) << small.status().message();
+  auto first = sim::RunSweep(*small, Launch{LaunchKind::kSlurmArray, 0, 2});
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_TRUE(fs::exists(Path("sweep.shared-partial/points/0/seed-1")));
+  EXPECT_FALSE(fs::exists(Path("sweep.shared-partial/points/0/seed-2")));
+  auto last = sim::RunSweep(*small, Launch{LaunchKind::kSlurmArray, 1, 2});
+  ASSERT_TRUE(last.ok()) << last.status().message();
+  EXPECT_TRUE(last->wrote_folder);
+  const nlohmann::json doc = ReadJson(Path("sweep/sweep.json"));
+  ASSERT_EQ(doc["points"].size(), 1u);
+  const auto& row = doc["points"][0];
+  EXPECT_EQ(row["seeds"], 2);
+  double sum = 0;
+  for (const char* seed : {"seed-1", "seed-2"}) {
+    const nlohmann::json summary =
+        ReadJson(Path(std::string("sweep/points/0/") + seed + "/summary.json"));
+    auto yaml = ReadTextFile(Path(std::string("sweep/points/0/") + seed + "/scenario.yaml"));
+    ASSERT_TRUE(yaml.ok());
+    EXPECT_NE(yaml->find(std::string("  seed: ") + seed[5] + "\n"), std::string::npos) << seed;
+    sum += summary["step_time_s"]["mean"].get<double>();
+  }
+  EXPECT_NEAR(row["step_time_mean_s"].get<double>(), sum / 2, 1e-6 * sum);
+  EXPECT_NEAR(row["step_time_mean_s"].get<double>(),
+              (row["spread"]["step_time_mean_s"][0].get<double>() +
+               row["spread"]["step_time_mean_s"][1].get<double>()) /
+                  2,
+              1e-12);
 }
 
 }  // namespace

@@ -9,13 +9,13 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "eplb/base/csv.h"
 #include "eplb/io/report.h"
 #include "eplb/io/run_folder.h"
 #include "eplb/io/scenario_file.h"
 #include "policy_command.h"
 #include "progress.h"
 #include "studies.h"
+#include "study_table.h"
 
 namespace eplb::cli {
 namespace {
@@ -42,19 +42,7 @@ Status RunCompare(const CompareArgs& args) {
   EPLB_ASSIGN_OR_RETURN(spec.policies, SplitList(args.policies, "--policies"));
   EPLB_ASSIGN_OR_RETURN(spec.policies, WithPolicyCommands(std::move(spec.policies), programs));
   EPLB_ASSIGN_OR_RETURN(const std::vector<std::string> seeds, SplitList(args.seeds, "--seeds"));
-  for (const std::string& text : seeds) {
-    // A seed is decimal digits alone: a sign or a space around one is a slip, and -0 or +1
-    // would otherwise read as a seed that the report then prints differently.
-    const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
-    int64_t seed = 0;
-    if (!digits || !ParseCsvInt64(text, seed)) {
-      return Status::InvalidArgument(
-          fmt::format("--seeds: '{}' is not a seed; a seed is written in decimal digits alone, "
-                      "0 to 9223372036854775807",
-                      text));
-    }
-    spec.seeds.push_back(static_cast<uint64_t>(seed));
-  }
+  EPLB_ASSIGN_OR_RETURN(spec.seeds, sim::ParseSeeds(seeds));
   spec.out = args.out;
   spec.folder = args.folder;
   spec.report = args.report;
@@ -73,25 +61,34 @@ Status RunCompare(const CompareArgs& args) {
   const bool faults = std::any_of(rows.begin(), rows.end(), [](const auto& r) {
     return r["rank_faults"].template get<double>() > 0;
   });
-  fmt::print(out, "{:<18} {:>12} {:>12} {:>12} {:>14} {:>10} {:>14}", "policy", "balancedness",
-             "after rearr.", "step ms", "GB / rearr.", "policy ms", "node lost: %");
+  // Over several seeds each number is the mean ± half the range of the seeds (study_table.h).
+  std::vector<std::string> headings = {"policy",      "balancedness", "after rearr.", "step ms",
+                                       "GB / rearr.", "policy ms",    "node lost: %"};
   if (faults) {
-    fmt::print(out, " {:>11} {:>14} {:>14} {:>12}", "recovery s", "tokens dropped",
-               "tokens stalled", "reloaded GB");
+    headings.insert(headings.end(),
+                    {"recovery s", "tokens dropped", "tokens stalled", "reloaded GB"});
   }
-  fmt::print(out, "\n");
+  std::vector<std::vector<std::string>> table;
   for (const auto& r : rows) {
-    fmt::print(out, "{:<18} {:>12.4f} {:>12.4f} {:>12.2f} {:>14.1f} {:>10.1f} {:>14.2f}",
-               r["label"].get<std::string>(), r["balancedness_mean"].get<double>(),
-               r["following_balancedness"].get<double>(), r["step_time_mean_s"].get<double>() * 1e3,
-               r["bytes_per_rearrangement"].get<double>() / 1e9, r["policy_ms"].get<double>(),
-               r["node_failure_tokens_lost"].get<double>() * 100);
+    std::vector<std::string> cells = {r["label"].get<std::string>(),
+                                      CellWithSpread(r, "balancedness_mean", 1, 4),
+                                      CellWithSpread(r, "following_balancedness", 1, 4),
+                                      CellWithSpread(r, "step_time_mean_s", 1e3, 2),
+                                      CellWithSpread(r, "bytes_per_rearrangement", 1e-9, 1),
+                                      CellWithSpread(r, "policy_ms", 1, 1),
+                                      CellWithSpread(r, "node_failure_tokens_lost", 100, 2)};
     if (faults) {
-      fmt::print(out, " {:>11.3f} {:>14.0f} {:>14.0f} {:>12.2f}", r["recovery_s"].get<double>(),
-                 r["fault_tokens_lost"].get<double>(), r["fault_tokens_stalled"].get<double>(),
-                 r["fault_bytes_reloaded"].get<double>() / 1e9);
+      cells.insert(cells.end(), {CellWithSpread(r, "recovery_s", 1, 3),
+                                 CellWithSpread(r, "fault_tokens_lost", 1, 0),
+                                 CellWithSpread(r, "fault_tokens_stalled", 1, 0),
+                                 CellWithSpread(r, "fault_bytes_reloaded", 1e-9, 2)});
     }
-    fmt::print(out, "\n");
+    table.push_back(std::move(cells));
+  }
+  PrintTable(out, headings, table);
+  if (seed_count > 1) {
+    fmt::print(out, "each number: the mean over {} seeds ± half the range between them\n",
+               seed_count);
   }
   fmt::print(out,
              "node lost: tokens left without an expert replica if one node fails, % (the "

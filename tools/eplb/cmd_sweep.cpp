@@ -1,20 +1,24 @@
 // eplb sweep: run a scenario over the cross product of field values (and policies), in
 // parallel on the machine's cores, or spread over the processes of an MPI launch or a Slurm
 // job array (base/launcher.h). The sweep itself is sim/studies.h's.
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "cli_util.h"
 #include "commands.h"
+#include "eplb/base/file_io.h"
 #include "eplb/base/launcher.h"
 #include "eplb/io/run_folder.h"
 #include "policy_command.h"
 #include "progress.h"
 #include "studies.h"
+#include "study_table.h"
 
 namespace eplb::cli {
 namespace {
@@ -23,6 +27,7 @@ struct SweepArgs {
   std::string scenario_path;
   std::vector<std::string> vary;
   std::string policies;
+  std::string seeds;  // empty: each point's run.seed
   std::string out;
   std::vector<std::string> overrides;
   int jobs = 0;
@@ -30,6 +35,41 @@ struct SweepArgs {
   RunFolderOptions folder;
   PolicyCommandArgs policy_command;
 };
+
+// A row per point from sweep.json: its varied values, policy and the numbers people read first;
+// over several seeds each is the mean ± half the range of the seeds (study_table.h).
+Status PrintSweepTable(std::FILE* out, const sim::SweepPlan& plan) {
+  EPLB_ASSIGN_OR_RETURN(const std::string text, ReadTextFile(plan.dir + "/sweep.json"));
+  const auto doc = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.contains("points")) {
+    return Status::Internal(fmt::format("{}/sweep.json: not the table just written", plan.dir));
+  }
+  std::vector<std::string> headings = {"point"};
+  headings.insert(headings.end(), plan.keys.begin(), plan.keys.end());
+  headings.insert(headings.end(), {"policy", "balancedness", "after rearr.", "step ms",
+                                   "latency p99 ms", "worst ms", "GB / rearr."});
+  std::vector<std::vector<std::string>> table;
+  for (const auto& row : doc["points"]) {
+    std::vector<std::string> cells = {row["point"].dump()};
+    for (const std::string& key : plan.keys) {
+      cells.push_back(row[key].is_string() ? row[key].get<std::string>() : row[key].dump());
+    }
+    cells.insert(
+        cells.end(),
+        {row["policy"].get<std::string>(), CellWithSpread(row, "balancedness_mean", 1, 4),
+         CellWithSpread(row, "following_balancedness", 1, 4),
+         CellWithSpread(row, "step_time_mean_s", 1e3, 2),
+         CellWithSpread(row, "latency_p99_s", 1e3, 2), CellWithSpread(row, "latency_max_s", 1e3, 2),
+         CellWithSpread(row, "bytes_per_rearrangement", 1e-9, 3)});
+    table.push_back(std::move(cells));
+  }
+  PrintTable(out, headings, table, plan.keys.size() + 2);
+  if (!plan.seeds.empty()) {
+    fmt::print(out, "each number: the mean over {} seeds ({}) ± half the range between them\n",
+               plan.seeds.size(), fmt::join(plan.seeds, ", "));
+  }
+  return Status::Ok();
+}
 
 Status RunSweep(const SweepArgs& args) {
   sim::SweepSpec spec;
@@ -49,6 +89,8 @@ Status RunSweep(const SweepArgs& args) {
   }
   EPLB_ASSIGN_OR_RETURN(spec.policies, SplitList(args.policies, "--policies"));
   EPLB_ASSIGN_OR_RETURN(spec.policies, WithPolicyCommands(std::move(spec.policies), programs));
+  EPLB_ASSIGN_OR_RETURN(const std::vector<std::string> seeds, SplitList(args.seeds, "--seeds"));
+  EPLB_ASSIGN_OR_RETURN(spec.seeds, sim::ParseSeeds(seeds));
   spec.out = args.out;
   spec.folder = args.folder;
   spec.jobs = args.jobs;
@@ -57,7 +99,9 @@ Status RunSweep(const SweepArgs& args) {
   const Launch launch = DetectLaunch();
   const std::string header =
       launch.count == 1
-          ? fmt::format("eplb sweep: {} points on {}", plan.points.size(), plan.base.name)
+          ? fmt::format("eplb sweep: {} points{} on {}", plan.points.size(),
+                        plan.seeds.empty() ? "" : fmt::format(" × {} seeds", plan.seeds.size()),
+                        plan.base.name)
           : fmt::format("eplb sweep: {}: points {} of {} and every {}th after", launch.Describe(),
                         launch.index, plan.points.size(), launch.count);
   EPLB_ASSIGN_OR_RETURN(const sim::SweepOutcome outcome,
@@ -67,8 +111,10 @@ Status RunSweep(const SweepArgs& args) {
                launch.Describe(), outcome.finished, launch.count, plan.dir);
     return Status::Ok();
   }
-  fmt::print(HumanOutput(args.json), "{} points: {}/sweep.csv, report {}/report.html\n",
-             plan.points.size(), plan.dir, plan.dir);
+  std::FILE* out = HumanOutput(args.json);
+  EPLB_RETURN_IF_ERROR(PrintSweepTable(out, plan));
+  fmt::print(out, "{} points: {}/sweep.csv, report {}/report.html\n", plan.points.size(), plan.dir,
+             plan.dir);
   if (args.json) return PrintJsonFile(plan.dir + "/sweep.json");
   return Status::Ok();
 }
@@ -83,6 +129,9 @@ void AddSweepCommand(CommandLine& line) {
       .Required();
   sub.Option("--policies", &args->policies, "Comma-separated policies (default: the scenario's)");
   AddPolicyCommandOptions(sub, args->policy_command, /*repeatable=*/true);
+  sub.Option("--seeds", &args->seeds,
+             "Comma-separated seeds: each point runs once per seed, and the tables and report "
+             "show means with the spread over seeds (default: the scenario's run.seed)");
   sub.Option("--out", &args->out, "Folder to write (default: runs/sweep-<scenario name>)");
   AddNoTraceFlag(sub, args->folder);
   AddJsonFlag(sub, args->json);

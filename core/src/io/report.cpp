@@ -501,30 +501,53 @@ std::string SweepReportHtml(const std::string& scenario_name, const std::vector<
                             std::vector<Figure>* figures) {
   std::vector<std::string> lead = keys;
   lead.emplace_back("policy");
+  // Each point run once per seed (sweep --seeds): rows hold the means and their spread.
+  const int64_t seeds =
+      rows.empty() || !rows[0].contains("seeds") ? 1 : rows[0]["seeds"].get<int64_t>();
   std::string body = "<p>Scenario <b>" + svg::Escape(scenario_name) +
                      "</b>: " + std::to_string(rows.size()) +
                      " points. Each plot shows one varied field against a metric, a line per "
-                     "policy and combination of the other varied fields' values.</p>\n";
+                     "policy and combination of the other varied fields' values.";
+  if (seeds > 1) {
+    body += fmt::format(
+        " Each point ran once per seed ({} seeds): every number is the mean over them, ± half "
+        "the range between the lowest and highest seed, and the plots' bands span the seeds.",
+        seeds);
+  }
+  body += "</p>\n";
   body += "<h2>Points</h2>\n" + Table(rows, lead) + kDefinitions;
   std::vector<Figure> made;
   for (const std::string& key : keys) {
     for (const auto& [metric, title, scale, stem] :
          {std::tuple{"step_time_mean_s", "mean step time (ms)", 1e3, "step-time"},
           std::tuple{"balancedness_mean", "balancedness", 1.0, "balancedness"}}) {
-      // Faceted, not averaged: a line per policy and values of the other varied fields.
-      std::map<std::string, std::map<double, double>> by_line;
+      // Faceted, not averaged: a line per policy and values of the other varied fields; over
+      // seeds, each point's mean with a band from its lowest to its highest seed.
+      struct Value {
+        double mean, low, high;
+      };
+      std::map<std::string, std::map<double, Value>> by_line;
       for (const auto& row : rows) {
         std::string line = row["policy"].get<std::string>();
         for (const std::string& other : keys) {
           if (other != key) line += " · " + other + "=" + LeadText(row[other]);
         }
         const auto& v = row[key];
-        by_line[line][v.is_number() ? v.get<double>() : 0] = row[metric].get<double>() * scale;
+        const double x = v.is_number() ? v.get<double>() : 0, y = row[metric].get<double>();
+        Value value{y * scale, y * scale, y * scale};
+        if (row.contains("spread") && row["spread"].contains(metric)) {
+          value.low = row["spread"][metric][0].get<double>() * scale;
+          value.high = row["spread"][metric][1].get<double>() * scale;
+        }
+        by_line[line][x] = value;
       }
       std::vector<svg::Series> series;
       for (const auto& [line, points] : by_line) {
         svg::Series s{line, {}};
-        for (const auto& [x, y] : points) s.points.emplace_back(x, y);
+        for (const auto& [x, v] : points) {
+          s.points.emplace_back(x, v.mean);
+          if (seeds > 1) s.band.push_back({x, v.low, v.high});
+        }
         s.markers = true;
         series.push_back(std::move(s));
       }

@@ -80,7 +80,8 @@ Status WriteFigures(const std::string& dir, const std::vector<Figure>& figures);
 
 // A sweep: one row per point (varied values, policy, the comparison numbers); one plot per
 // varied key of mean step time and of balancedness against the key's values, a line per
-// policy and combination of the other keys' values (faceted, never averaged over them).
+// policy and combination of the other keys' values (faceted, never averaged over them); rows
+// over several seeds (sweep --seeds) draw each point's mean with a band over its seeds.
 // Then every point's balance after rearrangement against its bytes moved, a dot per point.
 std::string SweepReportHtml(const std::string& scenario_name, const std::vector<std::string>& keys,
                             const std::vector<nlohmann::ordered_json>& rows,
