@@ -1,4 +1,5 @@
-// eplb-viewer [RUN_DIR] [--compare RUN_DIR] [--screenshot FILE [--at STEP] [--layer L]]
+// eplb-viewer [RUN_DIR] [--compare RUN_DIR] [--screenshot FILE [--at STEP] [--layer L]
+//             [--from STEP] [--to STEP] [--rearrangement N] [--node N]]
 // Opens a run folder written by `eplb run` or `eplb device-run`. With --screenshot it renders
 // the window to a PNG and exits. --help and --screenshot need no display: without one they
 // use Qt's offscreen platform; only the interactive window needs X11 or Wayland.
@@ -64,7 +65,15 @@ int main(int argc, char** argv) {
   const QCommandLineOption layer("layer", "Layer to show (default 0).", "layer", "0");
   const QCommandLineOption color("color", "Cell colours: expert or load.", "mode", "expert");
   const QCommandLineOption size("size", "Window size (default 1400x900).", "WxH", "1400x900");
-  parser.addOptions({compare, screenshot, at, layer, color, size});
+  const QCommandLineOption from("from", "First step the timeline and strip show (default 0).",
+                                "step");
+  const QCommandLineOption to("to", "Last step the timeline and strip show (default: the last).",
+                              "step");
+  const QCommandLineOption rearrangement(
+      "rearrangement", "Zoom to rearrangement N (0: the first) and put the cursor at its step.",
+      "N");
+  const QCommandLineOption node("node", "Show node N's GPUs a row each (default: every GPU).", "N");
+  parser.addOptions({compare, screenshot, at, layer, color, size, from, to, rearrangement, node});
   parser.process(app);
 
   const QStringList args = parser.positionalArguments();
@@ -118,6 +127,55 @@ int main(int argc, char** argv) {
     }
     window.SetLayer(layer_index);
     window.SetStep(step < 0 ? steps - 1 : step);
+    // A time range to frame: steps [--from, --to], or a rearrangement.
+    const auto step_option = [&](const QCommandLineOption& o, int fallback, int& out) {
+      if (!parser.isSet(o)) {
+        out = fallback;
+        return QString();
+      }
+      bool ok = false;
+      out = parser.value(o).toInt(&ok);
+      if (!ok || out < 0 || out >= steps) {
+        return QString("--%1 '%2': the run has steps 0..%3")
+            .arg(o.names().first(), parser.value(o))
+            .arg(steps - 1);
+      }
+      return QString();
+    };
+    int first = 0, last = steps - 1;
+    if (QString e = step_option(from, 0, first); !e.isEmpty()) return Fail(e);
+    if (QString e = step_option(to, steps - 1, last); !e.isEmpty()) return Fail(e);
+    if (first > last) {
+      return Fail(QString("--from %1 is after --to %2: give --from <= --to").arg(first).arg(last));
+    }
+    if (parser.isSet(rearrangement)) {
+      if (parser.isSet(from) || parser.isSet(to)) {
+        return Fail("--rearrangement frames its own range: give it or --from/--to, not both");
+      }
+      const int count = static_cast<int>(window.panel()->run().rearrangements().size());
+      bool ok = false;
+      const int n = parser.value(rearrangement).toInt(&ok);
+      if (!ok || n < 0 || n >= count) {
+        return Fail(count == 0 ? QString("--rearrangement '%1': the run has no rearrangements")
+                                     .arg(parser.value(rearrangement))
+                               : QString("--rearrangement '%1': the run has rearrangements 0..%2")
+                                     .arg(parser.value(rearrangement))
+                                     .arg(count - 1));
+      }
+      window.FrameRearrangement(n);
+    } else if (parser.isSet(from) || parser.isSet(to)) {
+      window.FrameSteps(first, last);
+    }
+    if (parser.isSet(node)) {
+      const int nodes = window.panel()->run().nodes();
+      bool ok = false;
+      const int n = parser.value(node).toInt(&ok);
+      if (!ok || n < 0 || n >= nodes) {
+        return Fail(
+            QString("--node '%1': the run has nodes 0..%2").arg(parser.value(node)).arg(nodes - 1));
+      }
+      window.FocusNode(n);
+    }
   }
   window.show();
   if (!headless) return app.exec();

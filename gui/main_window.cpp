@@ -71,6 +71,13 @@ void MainWindow::BuildActions() {
     a->setShortcut(key);
     return a;
   };
+  // Keys without a button: the toolbar fits a 1,400 px window (what they do has a control there).
+  const auto key = [&](const QString& text, const QKeySequence& shortcut, auto slot) {
+    auto* a = new QAction(text, this);
+    a->setShortcut(shortcut);
+    connect(a, &QAction::triggered, this, slot);
+    addAction(a);
+  };
   const auto icon = [this](QStyle::StandardPixmap p) { return style()->standardIcon(p); };
   add(tr("First"), tr("First step"), QKeySequence(Qt::Key_Home), [this] {
     SetStep(0);
@@ -100,20 +107,21 @@ void MainWindow::BuildActions() {
   connect(speed_box_, &QComboBox::currentIndexChanged, this,
           [this](int i) { speed_ = speed_box_->itemData(i).toInt(); });
   bar->addWidget(speed_box_);
-  add(tr("+"), tr("Faster"), QKeySequence(Qt::Key_Plus), [this] {
+  key(tr("Faster"), QKeySequence(Qt::Key_Plus), [this] {
     speed_box_->setCurrentIndex(std::min(speed_box_->count() - 1, speed_box_->currentIndex() + 1));
   });
-  add(tr("−"), tr("Slower"), QKeySequence(Qt::Key_Minus),
+  key(tr("Slower"), QKeySequence(Qt::Key_Minus),
       [this] { speed_box_->setCurrentIndex(std::max(0, speed_box_->currentIndex() - 1)); });
 
   slider_ = new QSlider(Qt::Horizontal, bar);
   slider_->setRange(0, 0);
-  slider_->setMinimumWidth(220);
+  slider_->setMinimumWidth(120);
+  slider_->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
   slider_->setToolTip(tr("The whole run: drag to any step"));
   connect(slider_, &QSlider::valueChanged, this, [this](int v) { SetStep(v); });
   bar->addWidget(slider_);
   step_label_ = new QLabel(bar);
-  step_label_->setMinimumWidth(190);
+  step_label_->setMinimumWidth(150);
   bar->addWidget(step_label_);
 
   bar->addSeparator();
@@ -123,9 +131,8 @@ void MainWindow::BuildActions() {
   layer_box_->setToolTip(tr("Layer shown (Page Up / Page Down)"));
   connect(layer_box_, &QSpinBox::valueChanged, this, [this](int v) { SetLayer(v); });
   bar->addWidget(layer_box_);
-  add(tr("↑"), tr("Next layer"), QKeySequence(Qt::Key_PageUp), [this] { SetLayer(layer_ + 1); });
-  add(tr("↓"), tr("Previous layer"), QKeySequence(Qt::Key_PageDown),
-      [this] { SetLayer(layer_ - 1); });
+  key(tr("Next layer"), QKeySequence(Qt::Key_PageUp), [this] { SetLayer(layer_ + 1); });
+  key(tr("Previous layer"), QKeySequence(Qt::Key_PageDown), [this] { SetLayer(layer_ - 1); });
   color_box_ = new QComboBox(bar);
   color_box_->addItem(tr("Colour: expert"));
   color_box_->addItem(tr("Colour: load"));
@@ -133,8 +140,9 @@ void MainWindow::BuildActions() {
   connect(color_box_, &QComboBox::currentIndexChanged, this,
           [this](int i) { SetColorMode(i == 0 ? ColorMode::kExpert : ColorMode::kLoad); });
   bar->addWidget(color_box_);
-  add(tr("C"), tr("Toggle colour mode"), QKeySequence(Qt::Key_C),
+  key(tr("Toggle colour mode"), QKeySequence(Qt::Key_C),
       [this] { color_box_->setCurrentIndex(1 - color_box_->currentIndex()); });
+  toolbar_ = bar;
   UpdateStepLabel();
 }
 
@@ -220,10 +228,24 @@ void MainWindow::CloseComparison() {
   SyncScales();
 }
 
-// Compared runs share one load scale, so a colour or bar means the same tokens in both.
+// Compared runs share one load scale, so a colour or bar means the same tokens in both, and one
+// y range per metric, so a height means the same value in both strips.
 void MainWindow::SyncScales() {
   if (!panel_) return;
   PlacementView* a = panel_->placement();
+  for (int i = 0; i < MetricsStrip::kNumSeries; ++i) {
+    const auto s = static_cast<MetricsStrip::Series>(i);
+    MetricsStrip* mine = panel_->metrics();
+    if (!comparison_) {
+      mine->ShareRange(s, 1, 0);
+      continue;
+    }
+    MetricsStrip* other = comparison_->metrics();
+    const double lo = std::min(mine->OwnRange(s).first, other->OwnRange(s).first);
+    const double hi = std::max(mine->OwnRange(s).second, other->OwnRange(s).second);
+    mine->ShareRange(s, lo, hi);
+    other->ShareRange(s, lo, hi);
+  }
   if (!comparison_) {
     a->ShareScale(0, 0);
     return;
@@ -247,6 +269,30 @@ void MainWindow::SetStep(int step) {
   slider_->setValue(step);
   UpdateStepLabel();
   emit StepChanged(step);
+}
+
+void MainWindow::FrameSteps(int first, int last) {
+  for (RunPanel* p : {panel_, comparison_}) {
+    if (p) p->FrameSteps(first, last);
+  }
+}
+
+bool MainWindow::FrameRearrangement(int index) {
+  if (!panel_ || index < 0 || index >= static_cast<int>(panel_->run().rearrangements().size())) {
+    return false;
+  }
+  SetStep(panel_->run().rearrangements()[static_cast<size_t>(index)].step);
+  panel_->timeline()->ZoomToRearrangement(index);
+  if (comparison_ && index < static_cast<int>(comparison_->run().rearrangements().size())) {
+    comparison_->timeline()->ZoomToRearrangement(index);
+  }
+  return true;
+}
+
+void MainWindow::FocusNode(int node) {
+  for (RunPanel* p : {panel_, comparison_}) {
+    if (p) p->placement()->FocusNode(node);
+  }
 }
 
 void MainWindow::SetLayer(int layer) {
@@ -316,7 +362,7 @@ void MainWindow::UpdateStepLabel() {
     return;
   }
   const RunData& run = panel_->run();
-  step_label_->setText(tr(" step %1 / %2 · t = %3 s")
+  step_label_->setText(tr(" step %1 / %2 · %3 s")
                            .arg(step_)
                            .arg(run.steps() - 1)
                            .arg(run.step_end_s(step_), 0, 'f', 3));

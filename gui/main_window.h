@@ -18,6 +18,7 @@ class QSlider;
 class QSpinBox;
 class QSplitter;
 class QAction;
+class QToolBar;
 class QMenu;
 
 namespace eplb::viewer {
@@ -33,6 +34,13 @@ class MainWindow : public QMainWindow {
   void CloseComparison();
 
   void SetStep(int step);
+  // Frames steps [first, last] (their simulated times) on every panel's timeline and strip.
+  void FrameSteps(int first, int last);
+  // Moves the cursor to rearrangement `index` (RunData::rearrangements) and zooms the timelines
+  // to it; false if the run has no such rearrangement.
+  bool FrameRearrangement(int index);
+  // Shows node `node`'s GPUs a row and a lane pair each in every panel (−1: the whole cluster).
+  void FocusNode(int node);
   void SetLayer(int layer);
   void SetColorMode(ColorMode mode);
   void SetPlaying(bool playing);
@@ -47,6 +55,7 @@ class MainWindow : public QMainWindow {
   RunPanel* panel() const { return panel_; }
   RunPanel* comparison() const { return comparison_; }
   QSlider* slider() const { return slider_; }
+  QToolBar* toolbar() const { return toolbar_; }
   QImage Render();
 
  signals:
@@ -80,6 +89,7 @@ class MainWindow : public QMainWindow {
   QAction* play_action_;
   QLabel* step_label_;
   QMenu* recent_menu_;
+  QToolBar* toolbar_ = nullptr;
 };
 
 }  // namespace eplb::viewer

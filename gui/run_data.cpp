@@ -23,6 +23,7 @@ Result<std::shared_ptr<const RunData>> RunData::Load(const std::string& dir) {
   run->experts_ = scenario.model.experts;
   run->nodes_ = scenario.cluster.nodes;
   run->gpus_per_node_ = scenario.cluster.gpus_per_node;
+  run->window_size_ = scenario.eplb.window_size;
   run->slots_per_gpu_ = scenario.num_slots() / scenario.num_gpus();
   const GpuMemory memory = GpuMemoryOf(scenario);
   run->gpu_capacity_bytes_ = memory.capacity;
@@ -35,6 +36,8 @@ Result<std::shared_ptr<const RunData>> RunData::Load(const std::string& dir) {
     run->step_start_s_.push_back(s.start_s);
     run->step_s_.push_back(s.step_s + s.stalled_s);
     run->balancedness_.push_back(s.balancedness);
+    // Folders written before latency_s was a column read it as 0: the step and its stall then.
+    run->latency_s_.push_back(s.latency_s > 0 ? s.latency_s : s.step_s + s.stalled_s);
   }
   for (const TransferRecord& t : r.transfers) {
     run->transfers_.push_back({t.start_s, t.end_s, t.layer, t.expert, t.src_rank, t.dst_rank,

@@ -68,11 +68,15 @@ class RunData {
   int slots_per_gpu() const { return slots_per_gpu_; }
   int num_slots() const { return gpus() * slots_per_gpu_; }
   int steps() const { return static_cast<int>(step_start_s_.size()); }
+  // The steps whose summed load a rearrangement's policy sees (eplb.window_size).
+  int window_size() const { return window_size_; }
 
   // Per step.
   const std::vector<double>& step_start_s() const { return step_start_s_; }
   const std::vector<double>& step_s() const { return step_s_; }
   const std::vector<double>& balancedness() const { return balancedness_; }
+  // What the step's requests waited: the step and the stall before it (metrics.csv latency_s).
+  const std::vector<double>& latency_s() const { return latency_s_; }
   double step_end_s(int step) const { return step_start_s_[step] + step_s_[step]; }
   double end_s() const { return steps() ? step_end_s(steps() - 1) : 0; }
   // The step during which time t falls (the last one if t is past the end).
@@ -107,7 +111,8 @@ class RunData {
  private:
   std::string dir_, name_, backend_, policy_;
   int layers_ = 0, experts_ = 0, nodes_ = 0, gpus_per_node_ = 0, slots_per_gpu_ = 0;
-  std::vector<double> step_start_s_, step_s_, balancedness_;
+  int window_size_ = 0;
+  std::vector<double> step_start_s_, step_s_, balancedness_, latency_s_;
   std::vector<TransferRow> transfers_;
   double longest_transfer_s_ = 0;
   double gpu_capacity_bytes_ = 0, gpu_resident_bytes_ = 0;

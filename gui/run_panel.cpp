@@ -18,7 +18,8 @@ RunPanel::RunPanel(std::shared_ptr<const RunData> run, QWidget* parent)
       peak = std::max(peak, run_->gpu_resident_bytes() + static_cast<double>(staged));
   }
   title_->setText(tr("<b>%1</b> · policy <b>%2</b> — %3 · %4 layers × %5 experts on %6 GPUs (%7 "
-                     "nodes) · %8 steps, %9 transfers · peak GPU memory %11 of %12 GB · %10")
+                     "nodes) · %8 steps, %9 transfers · peak GPU memory %11 of %12 GB · "
+                     "<span style='color:gray'>%10</span>")
                       .arg(QString::fromStdString(run_->name()))
                       .arg(QString::fromStdString(run_->policy()))
                       .arg(QString::fromStdString(run_->backend()))
@@ -33,9 +34,13 @@ RunPanel::RunPanel(std::shared_ptr<const RunData> run, QWidget* parent)
                       .arg(run_->gpu_capacity_bytes() / 1e9, 0, 'f', 1));
   title_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   title_->setToolTip(QString::fromStdString(run_->dir()));
-  // The title may be cut rather than widen the window past its --size (two panels side by side).
+  // The title wraps rather than widen the window past its --size (two panels side by side) or
+  // be cut.
   title_->setMinimumWidth(1);
-  title_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+  title_->setWordWrap(true);
+  QSizePolicy policy(QSizePolicy::Ignored, QSizePolicy::Maximum);
+  policy.setHeightForWidth(true);
+  title_->setSizePolicy(policy);
   layout->addWidget(title_);
   auto* split = new QSplitter(Qt::Vertical, this);
   placement_ = new PlacementView(split);
@@ -44,7 +49,7 @@ RunPanel::RunPanel(std::shared_ptr<const RunData> run, QWidget* parent)
   split->addWidget(placement_);
   split->addWidget(timeline_);
   split->addWidget(metrics_);
-  split->setStretchFactor(0, 4);
+  split->setStretchFactor(0, 5);
   split->setStretchFactor(1, 3);
   split->setStretchFactor(2, 2);
   layout->addWidget(split, 1);
@@ -52,6 +57,12 @@ RunPanel::RunPanel(std::shared_ptr<const RunData> run, QWidget* parent)
   timeline_->SetRun(run_);
   metrics_->SetRun(run_);
 
+  metrics_->SetRange(timeline_->t0(), timeline_->t1());
+  connect(timeline_, &TimelineView::RangeChanged, metrics_, &MetricsStrip::SetRange);
+  connect(placement_, &PlacementView::NodeFocused, timeline_, &TimelineView::FocusNode);
+  connect(timeline_, &TimelineView::RearrangementClicked, this, [this](int index) {
+    emit StepRequested(run_->rearrangements()[static_cast<size_t>(index)].step);
+  });
   connect(metrics_, &MetricsStrip::StepClicked, this, &RunPanel::StepRequested);
   connect(timeline_, &TimelineView::TransferHovered, this,
           [this](int, const QString& text) { emit TransferHovered(text); });
@@ -70,6 +81,12 @@ void RunPanel::SetStep(int step) {
   placement_->SetStep(step);
   metrics_->SetStep(step);
   if (step >= 0 && step < run_->steps()) timeline_->SetCursorTime(run_->step_end_s(step));
+}
+
+void RunPanel::FrameSteps(int first, int last) {
+  first = std::clamp(first, 0, run_->steps() - 1);
+  last = std::clamp(last, first, run_->steps() - 1);
+  timeline_->SetRange(run_->step_start_s()[static_cast<size_t>(first)], run_->step_end_s(last));
 }
 
 void RunPanel::SetLayer(int layer) {

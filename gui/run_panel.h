@@ -1,5 +1,7 @@
 // One run on screen: its title, the placement view, the transfer timeline and the metrics
-// strip, all following one cursor (a step) and one layer.
+// strip, all following one cursor (a step) and one layer. The timeline and the strip share one
+// time axis (zooming the timeline zooms the strip), and the placement's node focus is the
+// timeline's.
 #pragma once
 
 #include <memory>
@@ -22,11 +24,15 @@ class RunPanel : public QWidget {
   const RunData& run() const { return *run_; }
   PlacementView* placement() const { return placement_; }
   TimelineView* timeline() const { return timeline_; }
+  MetricsStrip* metrics() const { return metrics_; }
+  QLabel* title_label() const { return title_; }
   QString title() const;
 
   void SetStep(int step);
   void SetLayer(int layer);
   void SetColorMode(ColorMode mode);
+  // Frames steps [first, last] (their times) on the timeline and the strip.
+  void FrameSteps(int first, int last);
 
  signals:
   // A click asked for another step (the metrics strip) or layer and time (a transfer).

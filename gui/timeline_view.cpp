@@ -12,18 +12,20 @@
 
 namespace eplb::viewer {
 
+double RoundTickStep(double raw) {
+  if (!(raw > 0)) return 1;
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0}) {
+    if (raw <= m * magnitude * (1 + 1e-9)) return m * magnitude;
+  }
+  return 10 * magnitude;
+}
+
 TimeTicks RoundTimeTicks(double t0, double t1, int about) {
   TimeTicks ticks;
   const double raw = (t1 - t0) / std::max(1, about);
   if (!(raw > 0)) return {t0, 1, 1};
-  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
-  ticks.step = 10 * magnitude;
-  for (double m : {1.0, 2.0, 5.0}) {
-    if (raw <= m * magnitude) {
-      ticks.step = m * magnitude;
-      break;
-    }
-  }
+  ticks.step = RoundTickStep(raw);
   ticks.first = std::ceil(t0 / ticks.step - 1e-9) * ticks.step;
   const double top = std::max(std::abs(t0), std::abs(t1));
   ticks.scale = top >= 1 ? 1 : top >= 1e-3 ? 1e3 : 1e6;
@@ -41,8 +43,10 @@ QString TimeTicks::Label(double t) const {
 }
 
 namespace {
-constexpr int kAxisH = 18, kTimelineTitleH = 18;
-}
+constexpr int kAxisH = 18, kTimelineTitleH = 18, kBandH = 14;
+// A lane pair per GPU needs this many pixels to be told apart; below, a pair per node.
+constexpr double kMinLanePairH = 6;
+}  // namespace
 
 TimelineView::TimelineView(QWidget* parent) : QWidget(parent) {
   setMouseTracking(true);
@@ -65,6 +69,75 @@ void TimelineView::SetRange(double t0, double t1) {
   t0_ = t0;
   t1_ = t1;
   update();
+  emit RangeChanged(t0_, t1_);
+}
+
+double TimelineView::XOfStep(int step) const {
+  if (!run_) return Plot().left();
+  return X(run_->step_end_s(std::clamp(step, 0, run_->steps() - 1)));
+}
+
+void TimelineView::FocusNode(int node) {
+  if (!run_) return;
+  focus_node_ = node < 0 || node >= run_->nodes() ? -1 : node;
+  hovered_ = -1;
+  update();
+}
+
+int TimelineView::gpus_per_lane() const {
+  if (!run_ || focus_node_ >= 0) return 1;
+  const double pair_h = static_cast<double>(Plot().height()) / run_->gpus();
+  return pair_h >= kMinLanePairH ? 1 : run_->gpus_per_node();
+}
+
+int TimelineView::Lanes() const {
+  if (!run_) return 1;
+  if (focus_node_ >= 0) return run_->gpus_per_node();
+  return run_->gpus() / gpus_per_lane();
+}
+
+int TimelineView::LaneOf(int gpu) const {
+  if (focus_node_ >= 0) {
+    const int first = focus_node_ * run_->gpus_per_node();
+    return gpu >= first && gpu < first + run_->gpus_per_node() ? gpu - first : -1;
+  }
+  return gpu / gpus_per_lane();
+}
+
+QRect TimelineView::Band() const {
+  return QRect(kLabelW, kTimelineTitleH, std::max(10, width() - kLabelW - kMargin), kBandH);
+}
+
+QRect TimelineView::RearrangementRect(int index) const {
+  const RearrangementRow& r = run_->rearrangements()[static_cast<size_t>(index)];
+  const double x0 = X(r.start_s), x1 = X(r.end_s < 0 ? run_->end_s() : r.end_s);
+  // Never thinner than 4 px, so a rearrangement of the whole run's scale can be seen and hit.
+  const double mid = (x0 + x1) / 2, half = std::max(2.0, (x1 - x0) / 2);
+  const QRect band = Band();
+  return QRectF(QPointF(mid - half, band.top() + 1), QPointF(mid + half, band.bottom()))
+      .toAlignedRect()
+      .intersected(band);
+}
+
+int TimelineView::RearrangementAt(QPoint p) const {
+  if (!run_ || !Band().contains(p)) return -1;
+  for (size_t i = 0; i < run_->rearrangements().size(); ++i) {
+    if (RearrangementRect(static_cast<int>(i)).adjusted(-1, 0, 1, 0).contains(p)) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+void TimelineView::ZoomToRearrangement(int index) {
+  if (!run_ || index < 0 || index >= static_cast<int>(run_->rearrangements().size())) return;
+  const RearrangementRow& r = run_->rearrangements()[static_cast<size_t>(index)];
+  const double end = r.end_s < 0 ? run_->end_s() : r.end_s;
+  // From its step's boundary (where the cursor goes) to its end, a tenth of it either side.
+  const double start =
+      std::min(r.start_s, run_->step_end_s(std::clamp(r.step, 0, run_->steps() - 1)));
+  const double pad = std::max(1e-6, (end - start) * 0.1);
+  SetRange(start - pad, end + pad);
 }
 
 void TimelineView::SetCursorTime(double t) {
@@ -78,16 +151,17 @@ void TimelineView::SetCursorTime(double t) {
 }
 
 QRect TimelineView::Plot() const {
-  return QRect(kLabelW, kTimelineTitleH, std::max(10, width() - kLabelW - kMargin),
-               std::max(10, height() - kTimelineTitleH - kAxisH));
+  const int top = kTimelineTitleH + kBandH + 2;
+  return QRect(kLabelW, top, std::max(10, width() - kLabelW - kMargin),
+               std::max(10, height() - top - kAxisH));
 }
 
 double TimelineView::LaneHeight() const {
-  return run_ ? static_cast<double>(Plot().height()) / (2.0 * run_->gpus()) : 1.0;
+  return run_ ? static_cast<double>(Plot().height()) / (2.0 * Lanes()) : 1.0;
 }
 
-int TimelineView::LaneTop(int gpu, bool receive) const {
-  return Plot().top() + static_cast<int>(std::floor((2 * gpu + (receive ? 1 : 0)) * LaneHeight()));
+int TimelineView::LaneTop(int lane, bool receive) const {
+  return Plot().top() + static_cast<int>(std::floor((2 * lane + (receive ? 1 : 0)) * LaneHeight()));
 }
 
 double TimelineView::X(double t) const {
@@ -118,16 +192,16 @@ QString TimelineView::Describe(int index) const {
 
 int TimelineView::TransferAt(QPoint pos) const {
   if (!run_ || !Plot().contains(pos)) return -1;
-  const int lane = static_cast<int>((pos.y() - Plot().top()) / LaneHeight());
-  const int gpu = lane / 2;
-  const bool receive = lane % 2 == 1;
+  const int half = static_cast<int>((pos.y() - Plot().top()) / LaneHeight());
+  const int lane = half / 2;
+  const bool receive = half % 2 == 1;
   // A pixel's worth of slack so that short transfers can be hovered when zoomed out.
   const double slack = (t1_ - t0_) / Plot().width() * 2;
   const double t = T(pos.x());
   int best = -1;
   for (int i : run_->TransfersIn(t - slack, t + slack)) {
     const TransferRow& tr = run_->transfers()[i];
-    if ((receive ? tr.dst_rank : tr.src_rank) == gpu) {
+    if (LaneOf(receive ? tr.dst_rank : tr.src_rank) == lane) {
       best = i;
       if (tr.start_s <= t && t <= tr.end_s) break;  // an exact hit beats a near one
     }
@@ -138,15 +212,24 @@ int TimelineView::TransferAt(QPoint pos) const {
 QPoint TimelineView::PointOf(int index, bool receive_lane) const {
   const TransferRow& t = run_->transfers()[index];
   const double mid = X(std::clamp((t.start_s + t.end_s) / 2, t0_, t1_));
-  const int gpu = receive_lane ? t.dst_rank : t.src_rank;
+  const int lane = LaneOf(receive_lane ? t.dst_rank : t.src_rank);
+  if (lane < 0) return {-1, -1};
   return QPoint(static_cast<int>(mid),
-                LaneTop(gpu, receive_lane) + static_cast<int>(LaneHeight() / 2));
+                LaneTop(lane, receive_lane) + static_cast<int>(LaneHeight() / 2));
 }
 
 QRect TimelineView::FaultRect(int index) const {
   const FaultSpan& f = run_->faults()[static_cast<size_t>(index)];
-  const int top = LaneTop(f.first_rank, false);
-  const int bottom = LaneTop(f.last_rank, true) + static_cast<int>(std::ceil(LaneHeight()));
+  // The lanes of the first and last GPU hit that are shown.
+  int first = -1, last = -1;
+  for (int g = f.first_rank; g <= f.last_rank; ++g) {
+    if (LaneOf(g) < 0) continue;
+    if (first < 0) first = LaneOf(g);
+    last = LaneOf(g);
+  }
+  if (first < 0) return {};
+  const int top = LaneTop(first, false);
+  const int bottom = LaneTop(last, true) + static_cast<int>(std::ceil(LaneHeight()));
   const QRectF r(QPointF(X(f.start_s), top), QPointF(X(f.end_s), bottom));
   return r.toAlignedRect().intersected(Plot());
 }
@@ -155,38 +238,50 @@ void TimelineView::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.fillRect(rect(), Qt::white);
   if (!run_) return;
-  const QRect plot = Plot();
+  const QRect plot = Plot(), band = Band();
   const std::vector<int> visible = run_->TransfersIn(t0_, t1_);
+  const int per_lane = gpus_per_lane(), gpn = run_->gpus_per_node();
+  const QString lanes = focus_node_ >= 0 ? tr("node %1's GPUs").arg(focus_node_)
+                        : per_lane > 1   ? tr("per node")
+                                         : tr("per GPU");
   p.setPen(Qt::black);
-  p.drawText(QRect(kMargin, 0, width(), kTimelineTitleH), Qt::AlignVCenter | Qt::AlignLeft,
-             tr("Transfers per GPU (upper lane: send, lower: receive) — %1 of %2 shown · "
-                "%3–%4 s · wheel: zoom, drag: pan, double click: all")
+  p.drawText(QRect(kMargin, 0, width() - 2 * kMargin, kTimelineTitleH),
+             Qt::AlignVCenter | Qt::AlignLeft,
+             tr("Transfers %1 (send / receive lanes) · %2 of %3 shown · wheel: zoom, drag: pan, "
+                "double click: all, click a red span: zoom to it")
+                 .arg(lanes)
                  .arg(visible.size())
-                 .arg(run_->transfers().size())
-                 .arg(t0_, 0, 'f', 3)
-                 .arg(t1_, 0, 'f', 3));
+                 .arg(run_->transfers().size()));
+  p.setPen(Qt::darkGray);
+  p.drawText(QRect(0, band.top(), kLabelW - 4, band.height()), Qt::AlignVCenter | Qt::AlignRight,
+             tr("rearr."));
   const double lane_h = LaneHeight();
-  // Lane backgrounds and labels.
-  for (int g = 0; g < run_->gpus(); ++g) {
-    if (g % 2 == 1) {
-      p.fillRect(QRect(plot.left(), LaneTop(g, false), plot.width(),
+  // Lane backgrounds and labels: one per lane pair when tall enough, else one per node.
+  const int lanes_per_node = per_lane > 1 ? 1 : gpn;
+  for (int lane = 0; lane < Lanes(); ++lane) {
+    if (lane % 2 == 1) {
+      p.fillRect(QRect(plot.left(), LaneTop(lane, false), plot.width(),
                        static_cast<int>(std::ceil(2 * lane_h))),
                  QColor(246, 246, 246));
     }
-    // A label per GPU when lanes are tall enough, else one per node.
-    const int node_h = static_cast<int>(2 * lane_h * run_->gpus_per_node());
+    const int gpu = focus_node_ >= 0 ? focus_node_ * gpn + lane : lane * per_lane;
+    const QString name = per_lane > 1 ? tr("node %1").arg(gpu / gpn) : tr("GPU %1").arg(gpu);
     p.setPen(Qt::darkGray);
     if (lane_h * 2 >= 10) {
-      p.drawText(QRect(0, LaneTop(g, false), kLabelW - 4, static_cast<int>(2 * lane_h)),
-                 Qt::AlignVCenter | Qt::AlignRight, tr("GPU %1").arg(g));
-    } else if (g % run_->gpus_per_node() == 0 && node_h >= 10) {
-      p.drawText(QRect(0, LaneTop(g, false), kLabelW - 4, node_h),
-                 Qt::AlignVCenter | Qt::AlignRight, tr("node %1").arg(g / run_->gpus_per_node()));
+      p.drawText(QRect(0, LaneTop(lane, false), kLabelW - 4, static_cast<int>(2 * lane_h)),
+                 Qt::AlignVCenter | Qt::AlignRight, name);
+    } else if (lane % (lanes_per_node * std::max(1, static_cast<int>(std::ceil(
+                                                        10 / (2 * lane_h * lanes_per_node))))) ==
+               0) {
+      // Every n-th node's label, n as many as make room for a line of text.
+      p.drawText(QRect(0, LaneTop(lane, false) + static_cast<int>(lane_h) - 7, kLabelW - 4, 14),
+                 Qt::AlignVCenter | Qt::AlignRight, tr("node %1").arg(gpu / gpn));
     }
   }
   p.setClipRect(plot);
   for (size_t i = 0; i < run_->faults().size(); ++i) {
     const QRect r = FaultRect(static_cast<int>(i));
+    if (r.isEmpty()) continue;
     p.fillRect(r, QColor(214, 39, 40, 40));
     const QString what = QString::fromStdString(run_->faults()[i].what);
     if (p.fontMetrics().horizontalAdvance(what) + 8 < r.width() &&
@@ -199,29 +294,48 @@ void TimelineView::paintEvent(QPaintEvent*) {
   for (int i : visible) {
     const TransferRow& t = run_->transfers()[i];
     const double x0 = X(t.start_s), x1 = X(t.end_s);
-    const QRectF send(x0, LaneTop(t.src_rank, false), std::max(1.0, x1 - x0), bar_h);
-    const QRectF recv(x0, LaneTop(t.dst_rank, true), std::max(1.0, x1 - x0), bar_h);
     const QColor c = i == hovered_ ? QColor(20, 20, 20) : LinkColor(t.nic);
-    p.fillRect(send, c.lighter(130));
-    p.fillRect(recv, c);
+    if (const int lane = LaneOf(t.src_rank); lane >= 0) {
+      p.fillRect(QRectF(x0, LaneTop(lane, false), std::max(1.0, x1 - x0), bar_h), c.lighter(130));
+    }
+    if (const int lane = LaneOf(t.dst_rank); lane >= 0) {
+      p.fillRect(QRectF(x0, LaneTop(lane, true), std::max(1.0, x1 - x0), bar_h), c);
+    }
   }
-  // Rearrangement starts and the cursor.
-  p.setPen(QPen(QColor(200, 30, 30), 1, Qt::DashLine));
-  for (const RearrangementRow& r : run_->rearrangements()) {
-    const double x = X(r.start_s);
-    p.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
+  // Rearrangements: a light shade over the lanes, a span on the band above.
+  for (size_t i = 0; i < run_->rearrangements().size(); ++i) {
+    const QRect r = RearrangementRect(static_cast<int>(i));
+    p.fillRect(QRect(r.left(), plot.top(), r.width(), plot.height()), QColor(214, 39, 40, 22));
   }
+  p.setClipRect(band);
+  p.fillRect(band, QColor(252, 244, 244));
+  for (size_t i = 0; i < run_->rearrangements().size(); ++i) {
+    const QRect r = RearrangementRect(static_cast<int>(i));
+    p.fillRect(r, QColor(200, 40, 40));
+    const QString label =
+        tr("rearrangement %1 · step %2").arg(i).arg(run_->rearrangements()[i].step);
+    if (p.fontMetrics().horizontalAdvance(label) + 6 < r.width()) {
+      p.setPen(Qt::white);
+      p.drawText(r.adjusted(3, 0, 0, 0), Qt::AlignVCenter | Qt::AlignLeft, label);
+    }
+  }
+  p.setClipRect(plot.united(band));
   p.setPen(QPen(Qt::black, 2));
   const double cx = X(cursor_);
-  p.drawLine(QPointF(cx, plot.top()), QPointF(cx, plot.bottom()));
+  p.drawLine(QPointF(cx, band.top()), QPointF(cx, plot.bottom()));
   p.setClipping(false);
   // Time axis: ticks at round times (1, 2 or 5 × a power of ten), labelled in s, ms or µs.
   p.setPen(Qt::darkGray);
+  p.drawText(QRect(0, plot.bottom() + 2, kLabelW - 4, kAxisH - 2),
+             Qt::AlignRight | Qt::AlignVCenter, tr("time"));
   const TimeTicks ticks = RoundTimeTicks(t0_, t1_, std::max(2, plot.width() / 110));
   for (double t = ticks.first; t <= t1_ + ticks.step * 1e-9; t += ticks.step) {
     const int x = static_cast<int>(X(t));
     p.drawLine(x, plot.bottom(), x, plot.bottom() + 4);
-    p.drawText(QRect(x - 60, plot.bottom() + 2, 120, kAxisH - 2), Qt::AlignCenter, ticks.Label(t));
+    // Kept inside the plot's columns, clear of the axis title.
+    const int centre = std::clamp(x, plot.left() + 30, plot.right() - 30);
+    p.drawText(QRect(centre - 30, plot.bottom() + 2, 60, kAxisH - 2), Qt::AlignCenter,
+               ticks.Label(t));
   }
   if (visible.empty() && run_->transfers().empty()) {
     p.drawText(plot, Qt::AlignCenter, tr("no transfers in this run"));
@@ -255,6 +369,18 @@ void TimelineView::mouseMoveEvent(QMouseEvent* event) {
     }
     return;
   }
+  if (const int r = RearrangementAt(pos); r >= 0) {
+    const RearrangementRow& row = run_->rearrangements()[static_cast<size_t>(r)];
+    const QString text =
+        tr("rearrangement %1, after step %2: %3–%4 s · click: zoom to it")
+            .arg(r)
+            .arg(row.step)
+            .arg(row.start_s, 0, 'f', 4)
+            .arg(row.end_s < 0 ? tr("unfinished") : QString::number(row.end_s, 'f', 4));
+    QToolTip::showText(event->globalPosition().toPoint(), text, this);
+    emit TransferHovered(-1, text);
+    return;
+  }
   const int hit = TransferAt(pos);
   if (hit != hovered_) {
     hovered_ = hit;
@@ -271,6 +397,12 @@ void TimelineView::mouseMoveEvent(QMouseEvent* event) {
 
 void TimelineView::mouseReleaseEvent(QMouseEvent* event) {
   if (!dragging_) {
+    if (const int r = RearrangementAt(event->position().toPoint()); r >= 0) {
+      dragging_ = false;
+      emit RearrangementClicked(r);
+      ZoomToRearrangement(r);
+      return;
+    }
     const int hit = TransferAt(event->position().toPoint());
     if (hit >= 0) emit TransferClicked(hit);
   }

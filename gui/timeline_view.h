@@ -1,7 +1,10 @@
 // Transfers over time: for each GPU a send lane and a receive lane, each transfer a bar from
 // its start to its end on its source's send lane and its destination's receive lane, coloured
-// by link (NVLink, NIC); rearrangement starts as red lines; the scenario's faults as red
-// shading over the lanes of the GPUs they hit, while they hold; the cursor as a black line.
+// by link (NVLink, NIC); the scenario's faults as red shading over the lanes of the GPUs they
+// hit, while they hold; the cursor as a black line. Where a lane per GPU would be under a few
+// pixels (EP72 and beyond) the lanes are a node's GPUs together, as the placement view's rows
+// are; FocusNode shows one node's GPUs. Rearrangements are spans on a band above the lanes
+// (and shaded over them): hovering one names it, a click zooms to it.
 // Wheel zooms about the mouse, dragging pans, a double click shows the whole run. Only the
 // transfers overlapping the visible time range are drawn (RunData::TransfersIn).
 #pragma once
@@ -23,6 +26,8 @@ struct TimeTicks {
   QString Label(double t) const;
 };
 TimeTicks RoundTimeTicks(double t0, double t1, int about);
+// The round value (1, 2 or 5 × 10^k) at or above `raw`.
+double RoundTickStep(double raw);
 
 class TimelineView : public QWidget {
   Q_OBJECT
@@ -33,6 +38,21 @@ class TimelineView : public QWidget {
   void SetCursorTime(double t);
   void SetRange(double t0, double t1);
   void ShowAll();
+  double t0() const { return t0_; }
+  double t1() const { return t1_; }
+  // The x (widget pixels) of time t, and of the cursor at `step` (its end, as the strip's).
+  double XOf(double t) const { return X(t); }
+  double XOfStep(int step) const;
+  // One node's GPUs, a lane pair each (−1: the whole cluster).
+  void FocusNode(int node);
+  int focused_node() const { return focus_node_; }
+  // GPUs per lane pair: 1, or a node's when per-GPU lanes would be too thin to read.
+  int gpus_per_lane() const;
+  // Where rearrangement `index` is drawn on the band (at least a few pixels wide), the one at
+  // `p` (−1: none), and zooming to it (with its step's boundary in view).
+  QRect RearrangementRect(int index) const;
+  int RearrangementAt(QPoint p) const;
+  void ZoomToRearrangement(int index);
 
   // The transfer drawn under `p` (−1: none), and where transfer `index` is drawn on its
   // receive (or send) lane: the centre of its bar, clipped to the view.
@@ -47,6 +67,8 @@ class TimelineView : public QWidget {
  signals:
   void TransferHovered(int index, const QString& description);
   void TransferClicked(int index);
+  void RangeChanged(double t0, double t1);
+  void RearrangementClicked(int index);
 
  protected:
   void paintEvent(QPaintEvent* event) override;
@@ -58,8 +80,11 @@ class TimelineView : public QWidget {
 
  private:
   QRect Plot() const;
+  QRect Band() const;
+  int Lanes() const;          // lane pairs shown
+  int LaneOf(int gpu) const;  // the lane pair of a GPU, −1 when not shown
   double LaneHeight() const;
-  int LaneTop(int gpu, bool receive) const;
+  int LaneTop(int lane, bool receive) const;
   double X(double t) const;
   double T(double x) const;
 
@@ -70,6 +95,7 @@ class TimelineView : public QWidget {
   QPoint press_pos_;
   double press_t0_ = 0;
   int hovered_ = -1;
+  int focus_node_ = -1;
 };
 
 }  // namespace eplb::viewer

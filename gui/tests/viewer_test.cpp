@@ -8,6 +8,7 @@
 #include <QSignalSpy>
 #include <QSlider>
 #include <QTemporaryDir>
+#include <QToolBar>
 #include <QtTest>
 
 #include "eplb/base/file_io.h"
@@ -19,8 +20,10 @@ using eplb::viewer::ColorMode;
 using eplb::viewer::ExpertColor;
 using eplb::viewer::LostGpuColor;
 using eplb::viewer::MainWindow;
+using eplb::viewer::MetricsStrip;
 using eplb::viewer::PlacementView;
 using eplb::viewer::RunData;
+using eplb::viewer::TimelineView;
 
 class ViewerTest : public QObject {
   Q_OBJECT
@@ -61,6 +64,28 @@ class ViewerTest : public QObject {
   // Rewrites DIR's manifest for the files now there.
   static void Restamp(const QString& dir) {
     QVERIFY(eplb::WriteFolderManifest(dir.toStdString(), "run").ok());
+  }
+
+  // Runs the viewer offscreen; its exit code and standard error.
+  static std::pair<int, QByteArray> RunViewer(const QStringList& args) {
+    QProcess viewer;
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("QT_QPA_PLATFORM", "offscreen");
+    viewer.setProcessEnvironment(env);
+    viewer.start(EPLB_VIEWER_BINARY, args);
+    if (!viewer.waitForFinished(60000)) return {-1, "timed out"};
+    return {viewer.exitCode(), viewer.readAllStandardError()};
+  }
+
+  // The first column, in `widget`'s parent panel's coordinates, whose pixel at row y is the
+  // cursor's black (−1: none).
+  static int CursorColumn(QWidget* widget, QWidget* panel, int y) {
+    const QImage image = widget->grab().toImage();
+    for (int x = 0; x < image.width(); ++x) {
+      if (image.pixelColor(x, y) == QColor(Qt::black))
+        return widget->mapTo(panel, QPoint(x, y)).x();
+    }
+    return -1;
   }
 
   static QString CopyRun(const QTemporaryDir& tmp, const QString& name) {
@@ -416,6 +441,261 @@ class ViewerTest : public QObject {
       for (int x = 0; x < image.width(); x += 7) colours.insert(image.pixel(x, y));
     }
     QVERIFY2(colours.size() > 20, qPrintable(QString("%1 colours").arg(colours.size())));
+  }
+
+  // One time base: the strip shows the timeline's time range, and both draw the cursor at one
+  // step in the same pixel column, whole run or zoomed.
+  void TheStripAndTheTimelineDrawAStepAtOneX() {
+    MainWindow w;
+    QVERIFY(OpenTestRun(w));
+    w.resize(1400, 900);
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    auto* panel = w.panel();
+    TimelineView* timeline = panel->timeline();
+    MetricsStrip* strip = panel->metrics();
+    const RunData& run = panel->run();
+    const auto columns = [&](int step) {
+      const double xt = timeline->XOfStep(step) + timeline->mapTo(panel, QPoint(0, 0)).x();
+      const double xs = strip->XOfStep(step) + strip->mapTo(panel, QPoint(0, 0)).x();
+      // Drawn: a row of the lanes just above the time axis, a row at the latency plot's foot.
+      const int pt = CursorColumn(timeline, panel, timeline->height() - 24);
+      const int ps =
+          CursorColumn(strip, panel, strip->SeriesBox(MetricsStrip::kLatency).bottom() - 2);
+      return std::make_tuple(xt, xs, pt, ps);
+    };
+    struct Case {
+      int first, last, step;  // the frame (−1: the whole run) and the cursor
+    };
+    for (const Case& c : {Case{-1, -1, 0}, Case{-1, -1, 117}, Case{-1, -1, 239},
+                          Case{100, 140, 120}, Case{30, 31, 31}}) {
+      if (c.first >= 0) {
+        w.FrameSteps(c.first, c.last);
+        QCOMPARE(timeline->t0(), run.step_start_s()[static_cast<size_t>(c.first)]);
+        QCOMPARE(timeline->t1(), run.step_end_s(c.last));
+      } else {
+        timeline->ShowAll();
+      }
+      w.SetStep(c.step);
+      const auto [xt, xs, pt, ps] = columns(c.step);
+      QCOMPARE(xs, xt);
+      QVERIFY2(pt >= 0 && pt == ps,
+               qPrintable(QString("step %1: timeline %2, strip %3").arg(c.step).arg(pt).arg(ps)));
+      QVERIFY2(std::abs(pt - xt) <= 1.5,  // a 2 px pen about x
+               qPrintable(QString("pixel %1, x %2").arg(pt).arg(xt)));
+      // A click on the strip at that column asks for that step.
+      QCOMPARE(strip->StepAtX(static_cast<int>(strip->XOfStep(c.step))), c.step);
+    }
+  }
+
+  // Compare mode: one y range per metric, the two runs' together; alone, the run's own.
+  void CompareSharesOneYRangePerMetric() {
+    MainWindow w;
+    w.SetDialogs(false);
+    QVERIFY(w.OpenRun(RunDir()));
+    QVERIFY(w.OpenComparison(RunDir() + "-static"));
+    MetricsStrip* a = w.panel()->metrics();
+    MetricsStrip* b = w.comparison()->metrics();
+    QVERIFY(a->OwnRange(MetricsStrip::kBalancedness) != b->OwnRange(MetricsStrip::kBalancedness));
+    for (auto s : {MetricsStrip::kBalancedness, MetricsStrip::kLatency}) {
+      const double lo = std::min(a->OwnRange(s).first, b->OwnRange(s).first);
+      const double hi = std::max(a->OwnRange(s).second, b->OwnRange(s).second);
+      QCOMPARE(a->RangeOf(s), std::make_pair(lo, hi));
+      QCOMPARE(b->RangeOf(s), std::make_pair(lo, hi));
+    }
+    w.CloseComparison();
+    QCOMPARE(a->RangeOf(MetricsStrip::kLatency), a->OwnRange(MetricsStrip::kLatency));
+  }
+
+  // Headers wrap rather than cut: at 1,400 px each compared panel's title is as tall as its
+  // text needs at its width.
+  void CompareHeadersFitAt1400Px() {
+    MainWindow w;
+    w.SetDialogs(false);
+    QVERIFY(w.OpenRun(RunDir()));
+    QVERIFY(w.OpenComparison(RunDir() + "-static"));
+    w.resize(1400, 900);
+    w.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    for (auto* panel : {w.panel(), w.comparison()}) {
+      QLabel* title = panel->title_label();
+      QVERIFY(title->wordWrap());
+      QVERIFY2(
+          title->height() >= title->heightForWidth(title->width()),
+          qPrintable(
+              QString("%1 < %2").arg(title->height()).arg(title->heightForWidth(title->width()))));
+    }
+  }
+
+  // Every control of the toolbar is shown at the default 1,400 px (none pushed into the
+  // overflow menu).
+  void TheToolbarFitsItsWindow() {
+    MainWindow w;
+    QVERIFY(OpenTestRun(w));
+    w.resize(1400, 900);
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    QToolBar* bar = w.toolbar();
+    for (QAction* a : bar->actions()) {
+      QWidget* widget = bar->widgetForAction(a);
+      if (widget == nullptr || a->isSeparator()) continue;
+      QVERIFY2(widget->isVisible() && widget->geometry().right() < bar->width(),
+               qPrintable(a->text()));
+    }
+  }
+
+  // Too thin for a row per GPU: a row per node, its GPUs side by side; a click on a node's
+  // label shows its GPUs a row each, in the placement and the timeline, and a second click
+  // every node again.
+  void RowsAreNodesWhereGpuRowsWouldBeTooThin() {
+    auto loaded = RunData::Load(RunDir().toStdString());
+    QVERIFY(loaded.ok());
+    const RunData& run = **loaded;
+    PlacementView widget;
+    PlacementView* view = &widget;
+    view->SetRun(*loaded);
+    view->SetStep(0);
+    view->setMinimumSize(0, 0);
+    view->resize(700, 400);
+    QVERIFY(!view->rows_are_nodes());
+    // 4 GPUs, rows under PlacementView::kMinRowH: 22 title + 34 legend + 4 gap + 4 × 8 px.
+    view->resize(view->width(), 22 + 34 + 4 + 4 * 8);
+    QVERIFY(view->rows_are_nodes());
+    QVERIFY(view->row_height() >= PlacementView::kMinRowH);
+    const QImage image = view->grab().toImage();
+    QList<QRect> cells;
+    for (int g = 0; g < run.gpus(); ++g) {
+      for (int s = 0; s < run.slots_per_gpu(); ++s) {
+        const QRect cell = view->CellRect(g, s);
+        QVERIFY(view->rect().contains(cell));
+        QCOMPARE(cell.top(),
+                 view->CellRect(g / run.gpus_per_node() * run.gpus_per_node(), 0).top());
+        for (const QRect& other : cells) QVERIFY(!cell.intersects(other));
+        cells << cell;
+        const int expert = run.PlacementAt(0, 0)[static_cast<size_t>(g) * run.slots_per_gpu() + s];
+        QCOMPARE(image.pixelColor(FillPoint(cell)), ExpertColor(expert));
+        QCOMPARE(view->CellAt(cell.center()), std::make_pair(g, s));
+      }
+    }
+    QSignalSpy focused(view, &PlacementView::NodeFocused);
+    QTest::mouseClick(view, Qt::LeftButton, {}, QPoint(10, view->CellRect(2, 0).center().y()));
+    QCOMPARE(view->focused_node(), 1);
+    QCOMPARE(focused.count(), 1);
+    QCOMPARE(focused.first().first().toInt(), 1);
+    QVERIFY(view->CellRect(0, 0).isEmpty());
+    QVERIFY(!view->rows_are_nodes());
+    QVERIFY(view->CellRect(3, 0).top() > view->CellRect(2, 0).bottom());
+    QTest::mouseClick(view, Qt::LeftButton, {}, QPoint(10, view->CellRect(2, 0).center().y()));
+    QCOMPARE(view->focused_node(), -1);
+    // In a window the timeline follows the placement's focus.
+    MainWindow w;
+    QVERIFY(OpenTestRun(w));
+    w.panel()->placement()->FocusNode(1);
+    QCOMPARE(w.panel()->timeline()->focused_node(), 1);
+    QCOMPARE(w.panel()->timeline()->gpus_per_lane(), 1);
+    w.panel()->placement()->FocusNode(-1);
+    QCOMPARE(w.panel()->timeline()->focused_node(), -1);
+  }
+
+  // The timeline's lanes: a pair per GPU where there is room, else a pair per node.
+  void TimelineLanesArePerNodeWhereThin() {
+    auto run = RunData::Load(RunDir().toStdString());
+    QVERIFY(run.ok());
+    TimelineView timeline;
+    timeline.SetRun(*run);
+    timeline.setMinimumSize(0, 0);
+    timeline.resize(700, 300);
+    QCOMPARE(timeline.gpus_per_lane(), 1);
+    timeline.resize(700, 18 + 16 + 18 + 4 * 4);  // title, band, axis and 4 px a GPU
+    QCOMPARE(timeline.gpus_per_lane(), (*run)->gpus_per_node());
+    // A transfer's point is on its destination node's receive lane, and hovering it finds one
+    // received by that node.
+    const auto& t = (*run)->transfers().front();
+    timeline.SetRange(t.start_s, t.end_s);
+    const int found = timeline.TransferAt(timeline.PointOf(0, true));
+    QVERIFY(found >= 0);
+    QCOMPARE((*run)->transfers()[static_cast<size_t>(found)].dst_rank / (*run)->gpus_per_node(),
+             t.dst_rank / (*run)->gpus_per_node());
+  }
+
+  // A rearrangement is a span on the band above the lanes, wide enough to see; a click moves
+  // the cursor to its step and zooms the timeline (and the strip) to it.
+  void ARearrangementIsASpanThatZoomsWhenClicked() {
+    MainWindow w;
+    QVERIFY(OpenTestRun(w));
+    w.resize(1400, 900);
+    QVERIFY(QTest::qWaitForWindowExposed(&w));
+    TimelineView* timeline = w.panel()->timeline();
+    const RunData& run = w.panel()->run();
+    QVERIFY(run.rearrangements().size() >= 2);
+    timeline->ShowAll();
+    const int index = 1;
+    const auto& r = run.rearrangements()[index];
+    const QRect span = timeline->RearrangementRect(index);
+    QVERIFY(span.width() >= 4 && span.height() >= 8);
+    QCOMPARE(timeline->grab().toImage().pixelColor(span.center()), QColor(200, 40, 40));
+    QCOMPARE(timeline->RearrangementAt(span.center()), index);
+    QTest::mouseClick(timeline, Qt::LeftButton, {}, span.center());
+    QCOMPARE(w.step(), r.step);
+    QVERIFY(timeline->t0() <= r.start_s && timeline->t1() >= r.end_s);
+    QVERIFY(timeline->t1() - timeline->t0() < run.end_s() / 4);
+    QVERIFY(timeline->RearrangementRect(index).width() > timeline->width() / 2);
+    QCOMPARE(w.panel()->metrics()->XOfStep(r.step), timeline->XOfStep(r.step));
+  }
+
+  // What a number is summed over: the load window the policy saw.
+  void TooltipsSayWhatALoadIsSummedOver() {
+    MainWindow w;
+    QVERIFY(OpenTestRun(w));
+    const RunData& run = w.panel()->run();
+    QCOMPARE(run.window_size(), 50);  // scenarios/tiny.yaml
+    const QString tip = w.panel()->placement()->CellTooltip(0, 0);
+    QVERIFY2(tip.contains("tokens to this replica") &&
+                 tip.contains("sums over the 50 steps the latest rearrangement's policy saw"),
+             qPrintable(tip));
+  }
+
+  // --from/--to, --rearrangement and --node: each frames what it names, and a value the run
+  // does not have is refused with what it has, before anything is drawn.
+  void TheScreenshotFramesARangeARearrangementAndANode() {
+    QTemporaryDir tmp;
+    const QString png = tmp.path() + "/framed.png";
+    struct Case {
+      QStringList args;
+      QString error;  // empty: succeeds
+    };
+    const QList<Case> cases = {
+        {{"--from", "100", "--to", "140"}, ""},
+        {{"--to", "20"}, ""},
+        {{"--rearrangement", "0"}, ""},
+        {{"--node", "1", "--at", "-1"}, ""},
+        {{"--from", "500"}, "--from '500': the run has steps 0..239"},
+        {{"--to", "x"}, "--to 'x': the run has steps 0..239"},
+        {{"--from", "140", "--to", "100"}, "--from 140 is after --to 100: give --from <= --to"},
+        {{"--rearrangement", "99"}, "--rearrangement '99': the run has rearrangements 0.."},
+        {{"--rearrangement", "0", "--from", "3"},
+         "--rearrangement frames its own range: give it or --from/--to, not both"},
+        {{"--node", "2"}, "--node '2': the run has nodes 0..1"},
+    };
+    for (const Case& c : cases) {
+      QFile::remove(png);
+      const auto [code, err] = RunViewer(QStringList{RunDir(), "--screenshot", png} + c.args);
+      const QString what = c.args.join(' ') + ": " + QString::fromUtf8(err);
+      if (c.error.isEmpty()) {
+        QVERIFY2(code == 0, qPrintable(what));
+        QCOMPARE(QImage(png).size(), QSize(1400, 900));
+      } else {
+        QVERIFY2(code == 2 && err.contains(c.error.toUtf8()), qPrintable(what));
+        QVERIFY(!QFile::exists(png));
+      }
+    }
+    // Framed as asked, in the window the command draws.
+    MainWindow w;
+    QVERIFY(OpenTestRun(w));
+    QVERIFY(w.FrameRearrangement(0));
+    QCOMPARE(w.step(), w.panel()->run().rearrangements().front().step);
+    QVERIFY(!w.FrameRearrangement(99));
+    w.FocusNode(1);
+    QCOMPARE(w.panel()->placement()->focused_node(), 1);
+    QCOMPARE(w.panel()->timeline()->focused_node(), 1);
   }
 
   void CorruptFoldersGiveAnErrorNotACrash() {
