@@ -2,9 +2,19 @@
 // communicator, and the host time they add (migrate/engine_profile.h).
 #include "eplb/migrate/engine_profile.h"
 
+#include <algorithm>
+#include <iostream>
+#include <string>
 #include <vector>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
+
+#include "eplb/engine/workload.h"
+#include "eplb/io/scenario_file.h"
+#include "eplb/migrate/schedule.h"
+#include "eplb/policy/policy.h"
 
 #include "test_util.h"
 
@@ -45,22 +55,23 @@ TEST(EngineProfile, WorkOfTheCycle) {
 // Summed over the ranks and the 2 layers: what vLLM's rebalance_execute.py and
 // eplb_communicator.py issue for 3 experts moved per layer, 4 tensors each.
 struct Totals {
-  int p2p_posts, batches, waits, pack, unpack, syncs, barriers, nixl_calls, polls, host_copies,
+  int p2p_posts, batches, waits, syncs, barriers, nixl_calls, releases, polls, host_copies,
       writeback;
 };
 Totals Sum(Transport transport) {
   Totals t{};
   for (int layer = 0; layer < kLayers; ++layer) {
     for (const RankLayerWork& w : Work()) {
-      const LayerOpCounts n = CountVllmLayerOps(transport, kTensors, DtypesOf(kTensors), w);
+      const LayerOpCounts n = CountVllmLayerOps(transport, kTensors, w);
       t.p2p_posts += n.p2p_posts;
       t.batches += n.batches;
       t.waits += n.waits;
-      t.pack += n.pack_copies;
-      t.unpack += n.unpack_copies;
+
       t.syncs += n.stream_syncs;
       t.barriers += n.barriers;
       t.nixl_calls += n.nixl_calls;
+      t.releases += n.nixl_releases;
+
       t.polls += n.polls;
       t.host_copies += n.host_copies;
       t.writeback += n.writeback_copies;
@@ -78,14 +89,14 @@ TEST(EngineProfile, VllmOperationCountsPerCommunicator) {
   const Case cases[] = {
       // torch_nccl: an isend and an irecv per tensor, one batch per rank that has any, a wait
       // per request; write-back copy_ per received row per tensor.
-      {Transport::kNccl, {48, 6, 48, 0, 0, 0, 0, 0, 0, 0, 24}},
-      // NIXL: pack per tensor sent, unpack per tensor received, a stream sync and a barrier per
-      // active rank and layer, per dtype (FP8 weights, FP32 scales) and source peer
-      // make_prepped_xfer + transfer + release, one poll loop per dtype on a receiving rank.
-      {Transport::kNixl, {0, 0, 0, 24, 24, 6, 6, 36, 12, 0, 24}},
+      {Transport::kNccl, {48, 6, 48, 0, 0, 0, 0, 0, 0, 24}},
+      // NIXL (zero-copy READs): nothing on the sender; per received expert 6 NIXL calls
+      // (get_xfer_descs x2, prep_xfer_dlist x2, make_prepped_xfer, transfer) and 3 releases;
+      // one poll loop per receiving rank and layer; a monitored_barrier on every rank and layer.
+      {Transport::kNixl, {0, 0, 0, 0, 8, 36, 18, 6, 0, 24}},
       // torch_gloo: .to("cpu") per tensor sent, empty_like and copy_ back per tensor received,
       // gloo isend/irecv per tensor with a wait each.
-      {Transport::kGloo, {48, 6, 48, 0, 0, 6, 0, 0, 0, 72, 24}},
+      {Transport::kGloo, {48, 6, 48, 6, 0, 0, 0, 0, 72, 24}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(TransportName(c.transport));
@@ -93,11 +104,12 @@ TEST(EngineProfile, VllmOperationCountsPerCommunicator) {
     EXPECT_EQ(got.p2p_posts, c.want.p2p_posts);
     EXPECT_EQ(got.batches, c.want.batches);
     EXPECT_EQ(got.waits, c.want.waits);
-    EXPECT_EQ(got.pack, c.want.pack);
-    EXPECT_EQ(got.unpack, c.want.unpack);
+
     EXPECT_EQ(got.syncs, c.want.syncs);
     EXPECT_EQ(got.barriers, c.want.barriers);
     EXPECT_EQ(got.nixl_calls, c.want.nixl_calls);
+    EXPECT_EQ(got.releases, c.want.releases);
+
     EXPECT_EQ(got.polls, c.want.polls);
     EXPECT_EQ(got.host_copies, c.want.host_copies);
     EXPECT_EQ(got.writeback, c.want.writeback);
@@ -108,7 +120,7 @@ TEST(EngineProfile, PlanningCountsFollowTheHeldExperts) {
   // Rank 0 of the cycle: move_to_buffer's 33 calls and one np.isin; the send side's lookup over
   // the 2 experts it holds (3 + 22 + 10 each, two np.isin); the receive side's over its 1
   // expert (3 + 22 + 10, two np.isin); move_from_buffer's 6 + 12.
-  const LayerOpCounts n = CountVllmLayerOps(Transport::kNccl, kTensors, 2, Work()[0]);
+  const LayerOpCounts n = CountVllmLayerOps(Transport::kNccl, kTensors, Work()[0]);
   EXPECT_EQ(n.numpy_calls, 33 + 45 + 35 + 18);
   EXPECT_EQ(n.numpy_isins, 5);
   EXPECT_EQ(n.python_iters, 3 * 2 + 1 + 4 * 1);
@@ -123,29 +135,29 @@ TEST(EngineProfile, LayerTimeIsTheSlowestRanksAndItsBreakdownSums) {
   const double transfer = 8 * c.p2p_post_s + 8 * c.work_wait_s;
   const double writeback = 4 * c.torch_gpu_op_s;
   const LayerOrchestration nccl =
-      PriceLayer(Engine::kVllm, Transport::kNccl, kTensors, 2, work, links_s);
+      PriceLayer(Engine::kVllm, Transport::kNccl, kTensors, work, links_s);
   EXPECT_DOUBLE_EQ(nccl.planning_s, planning);
   EXPECT_DOUBLE_EQ(nccl.transfer_s, transfer);
   EXPECT_DOUBLE_EQ(nccl.writeback_s, writeback);
   EXPECT_DOUBLE_EQ(nccl.barrier_s, 0);
   EXPECT_DOUBLE_EQ(nccl.total_s(), planning + transfer + writeback);
 
-  // NIXL: the slowest rank to the barrier, a 2-round barrier (4 ranks), then the reads: the
-  // weights' dtype polls one whole period (0.2 ms of links < 0.5 ms), the scales' one more.
+  // NIXL: the slowest rank's planning (the nccl planning plus set_transfer_context's 8 slots and
+  // the descriptor loop's 4 tensors), its 6 calls, one whole poll period (0.2 ms of links <
+  // 0.5 ms); monitored_barrier: 2 x 3 gloo messages at rank 0; then 3 releases and write-back.
   const LayerOrchestration nixl =
-      PriceLayer(Engine::kVllm, Transport::kNixl, kTensors, 2, work, links_s);
-  EXPECT_DOUBLE_EQ(nixl.planning_s, planning);
-  EXPECT_DOUBLE_EQ(nixl.barrier_s, 2 * c.gloo_hop_s);
-  EXPECT_DOUBLE_EQ(nixl.polling_s, 2 * c.nixl_poll_period_s - links_s);
-  EXPECT_DOUBLE_EQ(nixl.transfer_s, 4 * c.torch_gpu_op_s + c.stream_sync_s + 6 * c.nixl_call_s +
-                                        4 * c.torch_gpu_op_s);
+      PriceLayer(Engine::kVllm, Transport::kNixl, kTensors, work, links_s);
+  EXPECT_DOUBLE_EQ(nixl.planning_s, planning + 12 * c.python_iter_s);
+  EXPECT_DOUBLE_EQ(nixl.barrier_s, 6 * c.gloo_hop_s);
+  EXPECT_DOUBLE_EQ(nixl.polling_s, c.nixl_poll_period_s - links_s);
+  EXPECT_DOUBLE_EQ(nixl.transfer_s, 6 * c.nixl_call_s + 3 * c.nixl_call_s);
   EXPECT_DOUBLE_EQ(nixl.writeback_s, 4 * c.torch_gpu_op_s);
   EXPECT_DOUBLE_EQ(nixl.total_s(), nixl.planning_s + nixl.transfer_s + nixl.barrier_s +
                                        nixl.polling_s + nixl.writeback_s);
 
   // eplb's own profile adds nothing to the transport's costs.
-  EXPECT_DOUBLE_EQ(
-      PriceLayer(Engine::kEplb, Transport::kNixl, kTensors, 2, work, links_s).total_s(), 0);
+  EXPECT_DOUBLE_EQ(PriceLayer(Engine::kEplb, Transport::kNixl, kTensors, work, links_s).total_s(),
+                   0);
 }
 
 TEST(EngineProfile, OncePerRearrangement) {
@@ -157,10 +169,14 @@ TEST(EngineProfile, OncePerRearrangement) {
   EXPECT_DOUBLE_EQ(PriceOnce(Engine::kEplb, kLayers, 8, kRanks).total_s(), 0);
 }
 
-TEST(EngineProfile, DtypesPerQuantization) {
-  EXPECT_EQ(DtypesOf(2), 1);  // BF16
-  EXPECT_EQ(DtypesOf(4), 2);  // FP8 weights, FP32 scales
-  EXPECT_EQ(DtypesOf(6), 3);  // NVFP4: packed weights, FP8 block scales, FP32 global scales
+TEST(EngineProfile, VllmReplacesTheTransportsCpuEstimates) {
+  EXPECT_GT(CostOf(Transport::kNixl).per_layer_s, 0);
+  EXPECT_EQ(CostOf(Transport::kNixl, Engine::kEplb).per_layer_s,
+            CostOf(Transport::kNixl).per_layer_s);
+  EXPECT_EQ(CostOf(Transport::kNixl, Engine::kVllm).per_layer_s, 0);
+  EXPECT_EQ(CostOf(Transport::kNixl, Engine::kVllm).per_message_s, 0);
+  EXPECT_EQ(CostOf(Transport::kGloo, Engine::kVllm).flow_bytes_per_s,
+            CostOf(Transport::kGloo).flow_bytes_per_s);
 }
 
 TEST(EngineProfile, ParseNamesTheValidEngines) {
@@ -169,6 +185,122 @@ TEST(EngineProfile, ParseNamesTheValidEngines) {
   const auto bad = ParseEngine("sglang");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(), "engine 'sglang' is not one of eplb, vllm");
+}
+
+}  // namespace
+}  // namespace eplb
+
+namespace eplb {
+namespace {
+
+// The published stall figures' set-ups (scenarios/published/figures.yaml), priced as
+// validate --published prices them (links, per-layer transport costs, local copies) plus the
+// engine's orchestration. Prints the breakdown the figures' notes quote; asserts only what the
+// model must hold (the orchestration adds time; the breakdown sums).
+struct StallParts {
+  double links_s = 0, transport_s = 0, copies_s = 0;
+  RearrangementOrchestration engine;
+  double total_s() const { return links_s + transport_s + copies_s + engine.total_s(); }
+};
+
+StallParts PriceFigure(const std::string& scenario, const std::vector<std::string>& set) {
+  auto s = LoadScenarioFile(std::string(EPLB_SCENARIO_DIR) + "/published/" + scenario, set);
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  const TransportCost transport = CostOf(s->migration.transport, s->migration.engine);
+  TopologyConfig links = s->topology().config();
+  if (transport.flow_bytes_per_s > 0) {
+    for (LinkSpec* l : {&links.nvlink, &links.nic}) {
+      l->bandwidth_bytes_per_s = std::min(l->bandwidth_bytes_per_s, transport.flow_bytes_per_s);
+    }
+  }
+  const Topology topology = *Topology::Create(links);
+  auto workload = MakeWorkload(*s);
+  const Placement initial = *Placement::Initial(s->model.layers, s->model.experts, s->num_slots());
+  LoadMatrix step(s->model.layers, s->model.experts), window(s->model.layers, s->model.experts);
+  window.setZero();
+  for (int i = 0; i < 32; ++i) {
+    (*workload)->Next(step);
+    window += step;
+  }
+  auto policy = MakePolicy(s->eplb.policy);
+  const Placement target =
+      *(*policy)->Rebalance(PolicyInput{window, s->topology(), &initial, s->model.groups});
+  const std::vector<LayerPlan> plans =
+      *PlanMigration(initial, target, topology, s->eplb.sender_rule);
+  StallParts out;
+  std::vector<double> links_s;
+  const int gpus = s->num_gpus();
+  for (const LayerPlan& plan : plans) {
+    std::vector<double> received(gpus, 0.0), messages(gpus, 0.0), copies(gpus, 0.0);
+    for (const Transfer& t : plan.transfers) {
+      received[t.dst_rank] += double(t.bytes);
+      messages[t.dst_rank] += 1;
+    }
+    for (const LocalCopy& c : plan.local_copies) copies[c.rank] += double(s->model.expert_bytes);
+    double l = 0;
+    if (transport.from_host) {
+      for (const Reload& r : plan.reloads) received[r.rank] += double(r.bytes);
+      l = *std::max_element(received.begin(), received.end()) / (s->cluster.host_read_gbps * 1e9) +
+          s->cluster.host_read_latency_us * 1e-6;
+    } else {
+      l = ScheduleTransfers(plan.transfers, topology, s->eplb.schedule).makespan_s;
+      out.transport_s +=
+          transport.per_message_s * *std::max_element(messages.begin(), messages.end());
+    }
+    out.transport_s += transport.per_layer_s;
+    out.copies_s += *std::max_element(copies.begin(), copies.end()) / (s->cluster.hbm_gbps * 1e9);
+    out.links_s += l;
+    links_s.push_back(l);
+  }
+  out.engine = PriceRearrangement(s->migration.engine, s->migration.transport,
+                                  s->model.expert_tensors, initial, plans, links_s, gpus);
+  const auto& e = out.engine;
+  std::cout << fmt::format(
+      "{} {}: {} layers; total {:.4g} ms = links {:.4g} + transport {:.4g} + copies {:.4g} + "
+      "engine {:.4g} (window {:.3g}, policy {:.3g}, maps {:.3g}; per layer planning {:.3g}, "
+      "transfer {:.3g}, barrier {:.3g}, polling {:.3g}, write-back {:.3g})\n",
+      scenario, fmt::join(set, " "), e.num_layers, out.total_s() * 1e3, out.links_s * 1e3,
+      out.transport_s * 1e3, out.copies_s * 1e3, e.total_s() * 1e3, e.once.window_reduce_s * 1e3,
+      e.once.policy_s * 1e3, e.once.maps_s * 1e3, e.layers.planning_s * 1e3 / e.num_layers,
+      e.layers.transfer_s * 1e3 / e.num_layers, e.layers.barrier_s * 1e3 / e.num_layers,
+      e.layers.polling_s * 1e3 / e.num_layers, e.layers.writeback_s * 1e3 / e.num_layers);
+  return out;
+}
+
+TEST(EngineProfile, PublishedStallSetups) {
+  const std::vector<std::string> nixl = {"model.expert_bytes=25165824", "migration.transport=nixl",
+                                         "model.expert_tensors=6"};
+  std::vector<std::string> vllm_nixl = nixl;
+  vllm_nixl.push_back("migration.engine=vllm");
+  const StallParts before = PriceFigure("gb200-deepseek-r1.yaml", nixl);
+  const StallParts after = PriceFigure("gb200-deepseek-r1.yaml", vllm_nixl);
+  EXPECT_DOUBLE_EQ(before.engine.total_s(), 0);
+  EXPECT_GT(after.total_s(), before.total_s());
+  // vLLM's counts replace NIXL's per-layer and per-message estimates; the links stay.
+  EXPECT_DOUBLE_EQ(after.transport_s, 0);
+  EXPECT_DOUBLE_EQ(after.links_s, before.links_s);
+  const auto& e = after.engine;
+  EXPECT_DOUBLE_EQ(e.total_s(), e.once.window_reduce_s + e.once.policy_s + e.once.maps_s +
+                                    e.layers.planning_s + e.layers.transfer_s + e.layers.barrier_s +
+                                    e.layers.polling_s + e.layers.writeback_s);
+
+  const std::vector<std::string> lite = {"cluster.nodes=1",
+                                         "compute.gpu=H100",
+                                         "cluster.nvlink.bandwidth_gbps=450",
+                                         "model.layers=26",
+                                         "model.experts=64",
+                                         "model.groups=1",
+                                         "model.topk_groups=0",
+                                         "model.top_k=6",
+                                         "model.hidden=2048",
+                                         "model.expert_bytes=17301504",
+                                         "eplb.num_redundant_experts=0",
+                                         "model.expert_tensors=2",
+                                         "migration.engine=vllm"};
+  PriceFigure("h800-deepseek-v3.yaml", lite);
+  std::vector<std::string> lite_nixl = lite;
+  lite_nixl.push_back("migration.transport=nixl");
+  PriceFigure("h800-deepseek-v3.yaml", lite_nixl);
 }
 
 }  // namespace

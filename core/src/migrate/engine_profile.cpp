@@ -83,8 +83,10 @@ const OpCosts& VllmOpCosts() {
   return costs;
 }
 
-int DtypesOf(int tensors) {
-  return tensors >= 6 ? 3 : tensors >= 4 ? 2 : 1;
+TransportCost CostOf(Transport transport, Engine engine) {
+  TransportCost c = CostOf(transport);
+  if (engine != Engine::kEplb) c.per_layer_s = c.per_message_s = 0;
+  return c;
 }
 
 std::vector<RankLayerWork> WorkOfLayer(const LayerPlan& plan, std::span<const int32_t> old_row,
@@ -95,6 +97,8 @@ std::vector<RankLayerWork> WorkOfLayer(const LayerPlan& plan, std::span<const in
   std::vector<std::set<int32_t>> held(work.size()), to(work.size()), from(work.size());
   for (int r = 0; r < ranks; ++r) {
     work[r].slots = slots;
+    work[r].layer_slots = static_cast<int>(old_row.size());
+
     for (int s = r * slots; s < (r + 1) * slots; ++s) {
       if (old_row[s] >= 0) held[r].insert(old_row[s]);
     }
@@ -116,8 +120,11 @@ std::vector<RankLayerWork> WorkOfLayer(const LayerPlan& plan, std::span<const in
   return work;
 }
 
-// Counted from vLLM's vllm/distributed/eplb/ (rebalance_execute.py at 009a5c02,
-// eplb_communicator.py at 0c24b1e7, as stored in the project's code index):
+// Counted from vLLM's vllm/distributed/eplb/ (rebalance_execute.py at 009a5c02 and
+// eplb_communicator.py at 0c24b1e7, as the project's code index stores them; the zero-copy
+// NixlEplbCommunicator that 009a5c02's set_transfer_context/add_recv(expert_id=) calls, from a
+// line-by-line walkthrough of eplb_communicator.py :331-551 in the same index, since the
+// index's newest copy of the file predates it):
 //  - move_to_buffer: ~33 numpy calls on the rank's slots (masks, np.unique, np.isin once);
 //    then for its sends get_ep_ranks_with_experts_batch over every expert the rank holds
 //    (send_count is the rank's distinct experts, moved or not) and for its receives over the
@@ -127,18 +134,19 @@ std::vector<RankLayerWork> WorkOfLayer(const LayerPlan& plan, std::span<const in
 //  - local moves: b[dst].copy_(w[src]) per tensor.
 //  - torch_nccl (TorchDistributedEplbCommunicator): one P2POp per tensor per (expert, peer),
 //    one batch_isend_irecv, req.wait() per request.
-//  - NIXL (NixlEplbCommunicator.execute): per dtype, _pack_send_buffer's copy_ per tensor
-//    sent; one stream synchronize; torch.distributed.barrier over the CPU (gloo) group; per
-//    dtype and source peer make_prepped_xfer + transfer; _wait_for_all_transfers' loop of
-//    check_xfer_state with time.sleep(0.0005) and a release_xfer_handle per handle;
-//    _unpack_recv_buffer's copy_ per tensor received.
+//  - NIXL (zero-copy READs): set_transfer_context, a dict comprehension over every slot of the
+//    layer; add_send a no-op; add_recv per received expert a Python loop over its tensors
+//    building descriptors, then _create_peer_xfer's get_xfer_descs x2, prep_xfer_dlist x2,
+//    make_prepped_xfer, and transfer (6 NIXL calls); execute: _wait_for_all_transfers'
+//    check_xfer_state loop with time.sleep(0.0005), then torch.distributed.monitored_barrier
+//    over the CPU (gloo) group, then per received expert release_xfer_handle and 2
+//    release_dlist_handle.
 //  - torch_gloo (GlooCpuStagedEplbCommunicator): .to("cpu") per tensor sent, empty_like per
 //    tensor received, a stream synchronize, gloo isend/irecv per tensor and a wait each, then
 //    copy_ back per tensor received.
 //  - move_from_buffer: ~6 numpy calls (12 more when it received), then w[dst].copy_(b[dst])
 //    per written row (local moves and primary receives) per tensor, and per duplicate row.
-LayerOpCounts CountVllmLayerOps(Transport transport, int tensors, int dtypes,
-                                const RankLayerWork& w) {
+LayerOpCounts CountVllmLayerOps(Transport transport, int tensors, const RankLayerWork& w) {
   LayerOpCounts n;
   n.numpy_calls = 33;
   n.numpy_isins = 1;
@@ -162,14 +170,11 @@ LayerOpCounts CountVllmLayerOps(Transport transport, int tensors, int dtypes,
       n.waits = posts;
       break;
     case Transport::kNixl:
-      if (w.sends + w.receives > 0) {
-        n.pack_copies = w.sends * tensors;
-        n.stream_syncs = 1;
-        n.barriers = 1;
-        n.nixl_calls = dtypes * w.recv_peers * 3;  // make_prepped_xfer, transfer, release
-        n.polls = w.receives > 0 ? dtypes : 0;
-        n.unpack_copies = w.receives * tensors;
-      }
+      n.python_iters += w.layer_slots + w.receives * tensors;
+      n.nixl_calls = 6 * w.receives;
+      n.polls = w.receives > 0 ? 1 : 0;
+      n.barriers = 1;  // every rank's execute() reaches it, with transfers or not
+      n.nixl_releases = 3 * w.receives;
       break;
     case Transport::kGloo:
       if (posts > 0) {
@@ -197,35 +202,32 @@ struct RankTime {
   double after() const { return after_issue + polling + writeback; }
 };
 
-RankTime TimeOf(const OpCosts& c, Transport transport, const LayerOpCounts& n, int dtypes,
-                double links_s) {
+RankTime TimeOf(const OpCosts& c, Transport transport, const LayerOpCounts& n, double links_s) {
   RankTime t;
   t.planning = n.numpy_calls * c.numpy_call_s + n.numpy_isins * c.numpy_isin_s +
                n.python_iters * c.python_iter_s;
-  t.issue = n.local_copies * c.torch_gpu_op_s + n.pack_copies * c.torch_gpu_op_s +
-            n.stream_syncs * c.stream_sync_s;
+  t.issue = n.local_copies * c.torch_gpu_op_s + n.stream_syncs * c.stream_sync_s +
+            n.nixl_calls * c.nixl_call_s;
   if (transport == Transport::kGloo) {
     t.issue +=
         n.host_copies * c.torch_gpu_op_s + n.p2p_posts * c.gloo_message_s + n.waits * c.work_wait_s;
   } else {
     t.issue += n.p2p_posts * c.p2p_post_s + n.waits * c.work_wait_s;
   }
-  t.after_issue = n.nixl_calls * c.nixl_call_s + n.unpack_copies * c.torch_gpu_op_s;
+  t.after_issue = n.nixl_releases * c.nixl_call_s;
   if (n.polls > 0) {
-    // Each dtype's reads are checked once right after they are posted, then every period: the
-    // weights' dtype waits out its bytes in whole periods, each smaller dtype (the scales)
-    // one period. What the links take anyway is not counted twice.
+    // The reads are checked once right after the last is posted, then every period: the wait
+    // lasts whole periods, at least one. What the links take anyway is not counted twice.
     const double whole = std::max(1.0, std::ceil(links_s / c.nixl_poll_period_s));
-    t.polling = std::max(0.0, (whole + (n.polls - 1)) * c.nixl_poll_period_s - links_s);
+    t.polling = std::max(0.0, whole * c.nixl_poll_period_s - links_s);
   }
-  (void)dtypes;
   t.writeback = n.writeback_copies * c.torch_gpu_op_s;
   return t;
 }
 
 }  // namespace
 
-LayerOrchestration PriceLayer(Engine engine, Transport transport, int tensors, int dtypes,
+LayerOrchestration PriceLayer(Engine engine, Transport transport, int tensors,
                               const std::vector<RankLayerWork>& ranks, double links_s) {
   LayerOrchestration o;
   if (engine == Engine::kEplb || ranks.empty()) return o;
@@ -233,24 +235,24 @@ LayerOrchestration PriceLayer(Engine engine, Transport transport, int tensors, i
   std::vector<RankTime> times;
   times.reserve(ranks.size());
   for (const RankLayerWork& w : ranks) {
-    times.push_back(
-        TimeOf(c, transport, CountVllmLayerOps(transport, tensors, dtypes, w), dtypes, links_s));
+    times.push_back(TimeOf(c, transport, CountVllmLayerOps(transport, tensors, w), links_s));
   }
   auto slowest = [&](auto key) {
     return *std::max_element(times.begin(), times.end(),
                              [&](const RankTime& a, const RankTime& b) { return key(a) < key(b); });
   };
   if (transport == Transport::kNixl) {
-    // Every rank waits at the barrier for the slowest to arrive; after it, the layer lasts
-    // as long as the slowest rank's reads, polls and copies (the next layer's barrier).
-    const RankTime first = slowest([](const RankTime& t) { return t.before(); });
-    const RankTime second = slowest([](const RankTime& t) { return t.after(); });
+    // Every rank waits at the barrier, after its reads, for the slowest to arrive; after it,
+    // the layer lasts as long as the slowest rank's releases and write-back. torch's
+    // monitored_barrier on gloo: rank 0 receives from every other rank, then sends to each,
+    // one message after another: 2 (ranks - 1) gloo messages.
+    const RankTime first = slowest([](const RankTime& t) { return t.before() + t.polling; });
+    const RankTime second = slowest([](const RankTime& t) { return t.after_issue + t.writeback; });
     const int n = static_cast<int>(ranks.size());
-    const double rounds = n > 1 ? std::ceil(std::log2(static_cast<double>(n))) : 0.0;
     o.planning_s = first.planning;
     o.transfer_s = first.issue + second.after_issue;
-    o.barrier_s = rounds * c.gloo_hop_s;  // a dissemination barrier: log2(ranks) rounds
-    o.polling_s = second.polling;
+    o.polling_s = first.polling;
+    o.barrier_s = 2.0 * (n - 1) * c.gloo_hop_s;
     o.writeback_s = second.writeback;
     return o;
   }
@@ -278,6 +280,28 @@ RearrangementOnce PriceOnce(Engine engine, int layers, int slots, int ranks) {
   o.policy_s = c.policy_per_layer_slot_s * layers * slots;
   o.maps_s = c.maps_per_slot_s * slots + 5 * c.small_copy_s;
   return o;
+}
+
+RearrangementOrchestration PriceRearrangement(Engine engine, Transport transport, int tensors,
+                                              const Placement& before,
+                                              std::span<const LayerPlan> plans,
+                                              std::span<const double> links_s, int ranks) {
+  RearrangementOrchestration r;
+  r.once = PriceOnce(engine, before.num_layers(), before.num_slots(), ranks);
+
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const LayerPlan& plan = plans[i];
+    const LayerOrchestration o =
+        PriceLayer(engine, transport, tensors, WorkOfLayer(plan, before.phy2log(plan.layer), ranks),
+                   links_s[i]);
+    r.layers.planning_s += o.planning_s;
+    r.layers.transfer_s += o.transfer_s;
+    r.layers.barrier_s += o.barrier_s;
+    r.layers.polling_s += o.polling_s;
+    r.layers.writeback_s += o.writeback_s;
+    ++r.num_layers;
+  }
+  return r;
 }
 
 }  // namespace eplb

@@ -16,7 +16,8 @@
 // it. Counts are per rank and per layer; the layer's time is the slowest rank's host work up to
 // the layer's barrier, the barrier, then the slowest rank's work after it (NIXL), or the
 // slowest rank's whole host work (the P2P communicators, whose group completes only when both
-// ends have posted).
+// ends have posted). Host work and the links' time are in series (the reads NIXL issues
+// eagerly may overlap the rest of the issuing; not credited).
 //
 // Thread-safety: pure functions of immutable values.
 #pragma once
@@ -58,26 +59,28 @@ const OpCosts& VllmOpCosts();
 
 // The operations one rank performs for one layer, counted from the engine's code.
 struct LayerOpCounts {
-  int numpy_calls = 0;       // planning (move_to_buffer, get_ep_ranks_with_experts_batch)
-  int numpy_isins = 0;       // planning's np.isin calls (the slot-wide ones)
-  int python_iters = 0;      // planning's Python loops
-  int local_copies = 0;      // copy_ into the buffer, one per tensor per local move
-  int p2p_posts = 0;         // isend/irecv (or gloo send/recv), one per tensor per expert
-  int batches = 0;           // batch_isend_irecv calls
-  int waits = 0;             // req.wait(), one per posted op
-  int pack_copies = 0;       // NIXL: copy_ into the registered send buffer, per tensor sent
-  int unpack_copies = 0;     // NIXL: copy_ out of the registered recv buffer, per tensor received
-  int stream_syncs = 0;      // NIXL and gloo: the stream synchronised before the transfer
-  int barriers = 0;          // NIXL: a gloo barrier over all EP ranks
-  int nixl_calls = 0;        // NIXL: make_prepped_xfer + transfer per (dtype, peer), releases
-  int polls = 0;             // NIXL: completion waits, one per dtype (each a poll loop)
+  int numpy_calls = 0;    // planning (move_to_buffer, get_ep_ranks_with_experts_batch)
+  int numpy_isins = 0;    // planning's np.isin calls (the slot-wide ones)
+  int python_iters = 0;   // planning's Python loops
+  int local_copies = 0;   // copy_ into the buffer, one per tensor per local move
+  int p2p_posts = 0;      // isend/irecv (or gloo send/recv), one per tensor per expert
+  int batches = 0;        // batch_isend_irecv calls
+  int waits = 0;          // req.wait(), one per posted op
+  int stream_syncs = 0;   // gloo: the stream synchronised before the CPU transfers
+  int barriers = 0;       // NIXL: a gloo monitored_barrier over all EP ranks
+  int nixl_calls = 0;     // NIXL: per received expert 2 descriptor lists, 2 preps, xfer, post
+  int nixl_releases = 0;  // NIXL: per received expert its xfer and 2 dlist handles
+  int polls = 0;          // NIXL: completion poll loops (one per layer on a receiving rank)
+
   int host_copies = 0;       // gloo: .to("cpu") per tensor sent, copy_ back per tensor received
   int writeback_copies = 0;  // move_from_buffer: copy_ per written row per tensor
 };
 
 // What a rank does in a layer, from the layer's plan.
 struct RankLayerWork {
-  int slots = 0;         // the rank's slots (num_local_experts)
+  int slots = 0;        // the rank's slots (num_local_experts)
+  int layer_slots = 0;  // the layer's slots on all ranks (set_transfer_context's loop)
+
   int held_experts = 0;  // distinct experts the rank holds before (vLLM's send candidates)
   int sends = 0;         // (expert, destination) pairs the rank sends
   int receives = 0;      // experts the rank receives from another rank
@@ -91,10 +94,8 @@ struct RankLayerWork {
 std::vector<RankLayerWork> WorkOfLayer(const LayerPlan& plan, std::span<const int32_t> old_row,
                                        int ranks);
 
-// `tensors`: weight tensors per expert (model.expert_tensors); `dtypes`: distinct dtypes among
-// them (NIXL transfers and polls once per dtype).
-LayerOpCounts CountVllmLayerOps(Transport transport, int tensors, int dtypes,
-                                const RankLayerWork& work);
+// `tensors`: weight tensors per expert (model.expert_tensors).
+LayerOpCounts CountVllmLayerOps(Transport transport, int tensors, const RankLayerWork& work);
 
 // One layer's host time, split where the engine spends it.
 struct LayerOrchestration {
@@ -108,8 +109,13 @@ struct LayerOrchestration {
 
 // The layer's orchestration across `ranks` ranks (each's work), given the links' time for the
 // layer's bytes (`links_s`), which the orchestration does not include.
-LayerOrchestration PriceLayer(Engine engine, Transport transport, int tensors, int dtypes,
+LayerOrchestration PriceLayer(Engine engine, Transport transport, int tensors,
                               const std::vector<RankLayerWork>& ranks, double links_s);
+
+// The transport's own costs (migrate/transport.h) under an engine profile: vllm's counts
+// replace the transport's per-layer and per-message CPU estimates (NIXL's barrier and polls,
+// gloo's per-message work), which would otherwise count twice; the rates stay.
+TransportCost CostOf(Transport transport, Engine engine);
 
 // What one rearrangement costs once, before its layers.
 struct RearrangementOnce {
@@ -120,8 +126,17 @@ struct RearrangementOnce {
 };
 RearrangementOnce PriceOnce(Engine engine, int layers, int slots, int ranks);
 
-// Distinct dtypes among an expert's tensors: BF16 (2 tensors) 1; FP8 block-quantized (4: FP8
-// weights, FP32 scales) 2; NVFP4 (6: packed FP4 weights, FP8 block scales, FP32 global scales) 3.
-int DtypesOf(int tensors);
+// A whole rearrangement's orchestration: once, then each layer's (summed), given each plan's
+// links time (`links_s`, one per plan) and the placement before it.
+struct RearrangementOrchestration {
+  RearrangementOnce once;
+  LayerOrchestration layers;  // summed over the plans
+  int num_layers = 0;
+  double total_s() const { return once.total_s() + layers.total_s(); }
+};
+RearrangementOrchestration PriceRearrangement(Engine engine, Transport transport, int tensors,
+                                              const Placement& before,
+                                              std::span<const LayerPlan> plans,
+                                              std::span<const double> links_s, int ranks);
 
 }  // namespace eplb
