@@ -661,6 +661,15 @@ TEST_F(CliTest, SweepOverDispatchModesRecordsEachMode) {
     EXPECT_NE(yaml.find("dispatch: " + mode), std::string::npos) << mode;
   }
   ASSERT_EQ(imbalance.size(), 3u);
+  // Values that are not numbers sit apart on the plots' x axis, in the order swept, each ticked
+  // with its name (they were all drawn at 0).
+  const std::string plot =
+      testing::ReadFile(out + "/figures/balancedness-against-eplb.dispatch.svg");
+  for (const auto& [x, mode] : {std::pair{0, "even"}, std::pair{1, "random"}, std::pair{2, "lp"}}) {
+    EXPECT_NE(plot.find(fmt::format("data-x=\"{}\"", x)), std::string::npos) << mode;
+    EXPECT_NE(plot.find(fmt::format("text-anchor=\"middle\">{}</text>", mode)), std::string::npos)
+        << mode;
+  }
   EXPECT_NE(imbalance["random"], imbalance["even"]);
   EXPECT_NE(imbalance["lp"], imbalance["random"]);
 }
@@ -757,6 +766,24 @@ TEST_F(CliTest, SweepRunsTheCrossProduct) {
   // Faceted, not averaged: a line per policy and value of the other field, 2 dots each.
   EXPECT_EQ(CountOf(per_field, "<circle class=\"point\""), 8u);
   EXPECT_NE(per_field.find("data-series=\"deepseek · eplb.step_interval=100\""), std::string::npos);
+  // The x axis ticks the swept values themselves (25 and 100 GB/s, not 20, 40, ...).
+  EXPECT_NE(per_field.find("class=\"tick\" text-anchor=\"middle\">25</text>"), std::string::npos);
+  EXPECT_NE(per_field.find("class=\"tick\" text-anchor=\"middle\">100</text>"), std::string::npos);
+  // Total bytes moved (per rearrangement hides it when the interval varies), the p99 latency
+  // and the peak memory, each against each field, a dot per point at its row's numbers.
+  for (const char* stem : {"bytes-moved", "latency-p99", "peak-memory"}) {
+    EXPECT_TRUE(fs::exists(out + "/figures/" + stem + "-against-eplb.step_interval.svg")) << stem;
+  }
+  const std::string moved =
+      testing::ReadFile(out + "/figures/bytes-moved-against-eplb.step_interval.svg");
+  EXPECT_NE(html.find("GB moved in all against eplb.step_interval"), std::string::npos);
+  for (const auto& p : doc["points"]) {
+    const double total =
+        p["rearrangements"].get<double>() * p["bytes_per_rearrangement"].get<double>() * 1e-9;
+    const std::string dot =
+        fmt::format("data-x=\"{}\" data-y=\"{}\"", p["eplb.step_interval"].get<double>(), total);
+    EXPECT_NE(moved.find(dot), std::string::npos) << dot;
+  }
   // Varied values read as written: 25, not 25.0.
   EXPECT_NE(html.find("<td>25</td>"), std::string::npos);
   EXPECT_EQ(html.find("<td>25.0</td>"), std::string::npos);

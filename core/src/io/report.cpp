@@ -177,6 +177,29 @@ std::string LeadText(const nlohmann::ordered_json& v) {
   return v.dump();
 }
 
+// Where a sweep's plots put each value of a varied field: numbers at themselves, anything else
+// (true, false; nccl, gloo) at its rank in the order the sweep ran them, which at 0 each would
+// stack; a tick per value, labelled as the sweep wrote it.
+struct SweepAxis {
+  std::map<std::string, double> at;  // LeadText(value) to x
+  std::vector<std::pair<double, std::string>> ticks;
+};
+SweepAxis AxisOf(const std::string& key, const std::vector<nlohmann::ordered_json>& rows) {
+  SweepAxis axis;
+  const bool numbers =
+      std::all_of(rows.begin(), rows.end(), [&](const auto& r) { return r[key].is_number(); });
+  for (const auto& row : rows) {
+    const std::string text = LeadText(row[key]);
+    if (axis.at.contains(text)) continue;
+    const double x =
+        numbers ? row[key].template get<double>() : static_cast<double>(axis.at.size());
+    axis.at[text] = x;
+    axis.ticks.emplace_back(x, text);
+  }
+  std::sort(axis.ticks.begin(), axis.ticks.end());
+  return axis;
+}
+
 std::string Table(const std::vector<nlohmann::ordered_json>& rows,
                   const std::vector<std::string>& lead) {
   const auto any = [&](double RunNumbers::*member) {
@@ -517,23 +540,33 @@ std::string SweepReportHtml(const std::string& scenario_name, const std::vector<
   body += "</p>\n";
   body += "<h2>Points</h2>\n" + Table(rows, lead) + kDefinitions;
   std::vector<Figure> made;
+  // Each point's total bytes moved: per rearrangement alone hides it when the interval varies.
+  std::vector<nlohmann::ordered_json> plotted = rows;
+  for (auto& row : plotted) {
+    row["bytes_moved"] = row[KeyOf(&RunNumbers::rearrangements)].get<double>() *
+                         row[KeyOf(&RunNumbers::bytes_per_rearrangement)].get<double>();
+  }
   for (const std::string& key : keys) {
+    const SweepAxis axis = AxisOf(key, rows);
     for (const auto& [metric, title, scale, stem] :
          {std::tuple{"step_time_mean_s", "mean step time (ms)", 1e3, "step-time"},
-          std::tuple{"balancedness_mean", "balancedness", 1.0, "balancedness"}}) {
+          std::tuple{"latency_p99_s", "p99 latency, stalls included (ms)", 1e3, "latency-p99"},
+          std::tuple{"balancedness_mean", "balancedness", 1.0, "balancedness"},
+          std::tuple{"bytes_moved", "GB moved in all", 1e-9, "bytes-moved"},
+          std::tuple{"peak_memory_bytes", "peak GPU memory (GB)", 1e-9, "peak-memory"}}) {
       // Faceted, not averaged: a line per policy and values of the other varied fields; over
       // seeds, each point's mean with a band from its lowest to its highest seed.
       struct Value {
         double mean, low, high;
       };
       std::map<std::string, std::map<double, Value>> by_line;
-      for (const auto& row : rows) {
+      for (const auto& row : plotted) {
         std::string line = row["policy"].get<std::string>();
         for (const std::string& other : keys) {
           if (other != key) line += " · " + other + "=" + LeadText(row[other]);
         }
         const auto& v = row[key];
-        const double x = v.is_number() ? v.get<double>() : 0, y = row[metric].get<double>();
+        const double x = axis.at.at(LeadText(v)), y = row[metric].get<double>();
         Value value{y * scale, y * scale, y * scale};
         if (row.contains("spread") && row["spread"].contains(metric)) {
           value.low = row["spread"][metric][0].get<double>() * scale;
@@ -552,8 +585,9 @@ std::string SweepReportHtml(const std::string& scenario_name, const std::vector<
         series.push_back(std::move(s));
       }
       const std::string heading = std::string(title) + " against " + key;
-      made.push_back(
-          {std::string(stem) + "-against-" + key, svg::LineChart({heading, key, title}, series)});
+      svg::Chart chart{heading, key, title};
+      chart.x_ticks = axis.ticks;
+      made.push_back({std::string(stem) + "-against-" + key, svg::LineChart(chart, series)});
       body += "<h2>" + svg::Escape(heading) + "</h2>\n" + made.back().svg + "\n";
     }
   }

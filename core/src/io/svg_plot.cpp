@@ -79,7 +79,20 @@ std::string Axes(const Chart& c, const Frame& f, bool x_ticks) {
     out += fmt::format(R"svg(<text x="{}" y="{:.1f}" class="tick" text-anchor="end">{}</text>)svg",
                        kLeft - 6, f.Y(y) + 4, TickLabel(y, ys));
   }
-  if (x_ticks) {
+  if (x_ticks && !c.x_ticks.empty()) {
+    double last = -1e9;
+    for (const auto& [x, label] : c.x_ticks) {
+      if (x < f.x0 || x > f.x1) continue;
+      // About 7 px a character: a label starts past the previous one's end.
+      const double half = 3.5 * static_cast<double>(label.size()) + 4;
+      if (f.X(x) - half < last) continue;
+      last = f.X(x) + half;
+      out += fmt::format(
+          R"svg(<line x1="{0:.1f}" x2="{0:.1f}" y1="{1}" y2="{2}" class="axis"/><text x="{0:.1f}" y="{3}" class="tick" text-anchor="middle">{4}</text>)svg",
+          f.X(x), c.height - kBottom, c.height - kBottom + 4, c.height - kBottom + 16,
+          Escape(label));
+    }
+  } else if (x_ticks) {
     const double xs = TickStep(f.x0, f.x1, 6);
     for (const double x : Ticks(f.x0, f.x1, xs)) {
       out += fmt::format(

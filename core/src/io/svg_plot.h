@@ -35,6 +35,9 @@ struct Chart {
   std::vector<std::pair<double, double>> spans = {};  // shaded x ranges (e.g. faults in force)
   // An x range hatched grey and labelled "warm-up": the steps before a run's measured window.
   std::pair<double, double> warm_up = {0, 0};
+  // The x axis's ticks, each at x with its label (a sweep's values: 25, 100; true, false), in
+  // place of evenly spaced numbers; a label too close to the one before it is left out.
+  std::vector<std::pair<double, std::string>> x_ticks = {};
 };
 
 std::string LineChart(const Chart& chart, const std::vector<Series>& series);
