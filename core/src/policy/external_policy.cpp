@@ -109,8 +109,13 @@ struct ExternalPolicy::Child {
     Stop(1.0);
     if (WIFEXITED(wait_status)) {
       const int code = WEXITSTATUS(wait_status);
-      return code == 127 ? "could not be started (exit status 127: command not found?)"
-                         : fmt::format("exited with status {}", code);
+      if (code == 127) return "could not be started (exit status 127: command not found?)";
+      // The shell's status for a program a signal killed.
+      if (code > 128 && code < 128 + 65) {
+        return fmt::format("exited with status {} (killed by signal {}, {})", code, code - 128,
+                           ::strsignal(code - 128));
+      }
+      return fmt::format("exited with status {}", code);
     }
     if (WIFSIGNALED(wait_status)) {
       const int sig = WTERMSIG(wait_status);
@@ -203,7 +208,9 @@ ExternalPolicy::~ExternalPolicy() {
 }
 
 std::string ExternalPolicy::Describe() const {
-  return fmt::format("the program {}", QuoteInput(command_.command));
+  // Whole, however long: it is what the user typed, and what to look for.
+  return fmt::format("the program '{}'",
+                     Printable(command_.command.data(), command_.command.size()));
 }
 
 Status ExternalPolicy::Start() {
@@ -330,7 +337,7 @@ Result<Placement> ExternalPolicy::Rebalance(const PolicyInput& input) {
   }
   const double deadline = NowS() + command_.timeout_s;
   const Io written = WriteAll(child_->fd, request.data(), request.size(), deadline);
-  if (written == Io::kInterrupted) return CheckInterrupt();
+  if (written == Io::kInterrupted || InterruptSignal() != 0) return CheckInterrupt();
   if (written == Io::kTimeout) {
     child_->Stop(0);
     return Status::InvalidArgument(
@@ -355,7 +362,8 @@ Result<Placement> ExternalPolicy::ReadReply(const PolicyInput& input, double dea
     size_t got = 0;
     const Io r = ReadAll(fd, data, n, deadline_s, got);
     if (r == Io::kOk) return Status::Ok();
-    if (r == Io::kInterrupted) return CheckInterrupt();
+    // SIGINT stops the program too (its group is registered): an interruption, not its fault.
+    if (r == Io::kInterrupted || InterruptSignal() != 0) return CheckInterrupt();
     if (r == Io::kTimeout) {
       child_->Stop(0);
       return Status::InvalidArgument(fmt::format(
