@@ -1,6 +1,7 @@
 #include "main_window.h"
 
 #include <algorithm>
+#include <utility>
 
 #include <QAction>
 #include <QComboBox>
@@ -215,6 +216,16 @@ bool MainWindow::OpenComparison(const QString& dir) {
   CloseComparison();
   comparison_ = MakePanel(*run);
   split_->addWidget(comparison_);
+  // One time axis for both: an x is one simulated time on either side, so a slower run's
+  // steps are visibly later; zooming or panning either moves both.
+  TimelineView* mine = panel_->timeline();
+  TimelineView* other = comparison_->timeline();
+  for (auto [from, to] : {std::pair{mine, other}, std::pair{other, mine}}) {
+    connect(from, &TimelineView::RangeChanged, to, [to](double t0, double t1) {
+      if (t0 != to->t0() || t1 != to->t1()) to->SetRange(t0, t1);
+    });
+  }
+  mine->SetRange(0, std::max({1e-6, panel_->run().end_s(), (*run)->end_s()}));
   comparison_->SetLayer(layer_);
   comparison_->SetStep(std::min(step_, (*run)->steps() - 1));
   SyncScales();
@@ -271,10 +282,9 @@ void MainWindow::SetStep(int step) {
   emit StepChanged(step);
 }
 
+// The compared run's timeline follows (one time axis).
 void MainWindow::FrameSteps(int first, int last) {
-  for (RunPanel* p : {panel_, comparison_}) {
-    if (p) p->FrameSteps(first, last);
-  }
+  if (panel_) panel_->FrameSteps(first, last);
 }
 
 bool MainWindow::FrameRearrangement(int index) {
@@ -283,9 +293,6 @@ bool MainWindow::FrameRearrangement(int index) {
   }
   SetStep(panel_->run().rearrangements()[static_cast<size_t>(index)].step);
   panel_->timeline()->ZoomToRearrangement(index);
-  if (comparison_ && index < static_cast<int>(comparison_->run().rearrangements().size())) {
-    comparison_->timeline()->ZoomToRearrangement(index);
-  }
   return true;
 }
 

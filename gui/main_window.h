@@ -34,7 +34,7 @@ class MainWindow : public QMainWindow {
   void CloseComparison();
 
   void SetStep(int step);
-  // Frames steps [first, last] (their simulated times) on every panel's timeline and strip.
+  // Frames steps [first, last] (their simulated times) on the timelines and strips.
   void FrameSteps(int first, int last);
   // Moves the cursor to rearrangement `index` (RunData::rearrangements) and zooms the timelines
   // to it; false if the run has no such rearrangement.

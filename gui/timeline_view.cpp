@@ -245,13 +245,16 @@ void TimelineView::paintEvent(QPaintEvent*) {
                         : per_lane > 1   ? tr("per node")
                                          : tr("per GPU");
   p.setPen(Qt::black);
+  const QString title =
+      tr("Transfers %1 (send / receive lanes) · %2 of %3 shown · wheel: zoom, drag: pan, "
+         "double click: all, click a red span: zoom to it")
+          .arg(lanes)
+          .arg(visible.size())
+          .arg(run_->transfers().size());
+  // Elided where narrow (compare mode); the hints are the tail.
   p.drawText(QRect(kMargin, 0, width() - 2 * kMargin, kTimelineTitleH),
              Qt::AlignVCenter | Qt::AlignLeft,
-             tr("Transfers %1 (send / receive lanes) · %2 of %3 shown · wheel: zoom, drag: pan, "
-                "double click: all, click a red span: zoom to it")
-                 .arg(lanes)
-                 .arg(visible.size())
-                 .arg(run_->transfers().size()));
+             p.fontMetrics().elidedText(title, Qt::ElideRight, width() - 2 * kMargin));
   p.setPen(Qt::darkGray);
   p.drawText(QRect(0, band.top(), kLabelW - 4, band.height()), Qt::AlignVCenter | Qt::AlignRight,
              tr("rearr."));

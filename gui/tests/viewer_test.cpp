@@ -502,6 +502,18 @@ class ViewerTest : public QObject {
       QCOMPARE(a->RangeOf(s), std::make_pair(lo, hi));
       QCOMPARE(b->RangeOf(s), std::make_pair(lo, hi));
     }
+    // One time axis: both timelines show the longer run whole, and zooming one zooms both.
+    TimelineView* ta = w.panel()->timeline();
+    TimelineView* tb = w.comparison()->timeline();
+    const double end = std::max(w.panel()->run().end_s(), w.comparison()->run().end_s());
+    QCOMPARE(ta->t1(), end);
+    QCOMPARE(tb->t1(), end);
+    w.FrameSteps(100, 140);
+    QCOMPARE(tb->t0(), ta->t0());
+    QCOMPARE(tb->t1(), ta->t1());
+    QCOMPARE(b->XOfStep(120), tb->XOfStep(120));
+    tb->ShowAll();
+    QCOMPARE(ta->t1(), w.comparison()->run().end_s());
     w.CloseComparison();
     QCOMPARE(a->RangeOf(MetricsStrip::kLatency), a->OwnRange(MetricsStrip::kLatency));
   }
