@@ -62,8 +62,9 @@ Status RunCompare(const CompareArgs& args) {
     return r["rank_faults"].template get<double>() > 0;
   });
   // Over several seeds each number is the mean ± half the range of the seeds (study_table.h).
-  std::vector<std::string> headings = {"policy",      "balancedness", "after rearr.", "step ms",
-                                       "GB / rearr.", "policy ms",    "node lost: %"};
+  std::vector<std::string> headings = {"policy",    "balancedness",   "after rearr.",
+                                       "step ms",   "latency p99 ms", "GB / rearr.",
+                                       "policy ms", "node lost: %"};
   if (faults) {
     headings.insert(headings.end(),
                     {"recovery s", "tokens dropped", "tokens stalled", "reloaded GB"});
@@ -74,6 +75,7 @@ Status RunCompare(const CompareArgs& args) {
                                       CellWithSpread(r, "balancedness_mean", 1, 4),
                                       CellWithSpread(r, "following_balancedness", 1, 4),
                                       CellWithSpread(r, "step_time_mean_s", 1e3, 2),
+                                      CellWithSpread(r, "latency_p99_s", 1e3, 2),
                                       CellWithSpread(r, "bytes_per_rearrangement", 1e-9, 1),
                                       CellWithSpread(r, "policy_ms", 1, 1),
                                       CellWithSpread(r, "node_failure_tokens_lost", 100, 2)};
