@@ -143,9 +143,9 @@ void MetricsStrip::DrawSeries(QPainter& p, const QRect& box, Series s, const QSt
   p.restore();
   p.setPen(Qt::darkGray);
   const QString u = unit.isEmpty() ? QString() : " " + unit;
-  p.drawText(QRect(0, box.top(), kLabelW - 4, 14), Qt::AlignRight, QString::number(hi, 'g', 4) + u);
+  p.drawText(QRect(0, box.top(), kLabelW - 4, 14), Qt::AlignRight, QString::number(hi, 'g', 3) + u);
   p.drawText(QRect(0, box.bottom() - 14, kLabelW - 4, 14), Qt::AlignRight,
-             QString::number(lo, 'g', 4) + u);
+             QString::number(lo, 'g', 3) + u);
   p.setPen(Qt::black);
   const double now = values[std::clamp(step_, 0, n - 1)] * scale;
   p.drawText(
