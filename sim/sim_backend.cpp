@@ -1,6 +1,7 @@
 #include "sim_backend.h"
 
 #include <algorithm>
+#include <cmath>
 #include <mutex>
 #include <unordered_map>
 
@@ -82,18 +83,48 @@ void SimBackend::JoinWorkers() {
   workers_.clear();
 }
 
-Status SimBackend::BeginLayer(const StagingTarget&) {
-  if (transport_.per_layer_s > 0) sg4::this_actor::sleep_for(transport_.per_layer_s);
+// The engine's host work before a rearrangement's layers (the load window's reduction, the
+// policy on the CPU, the maps' rebuild): on the caller, which a synchronous engine blocks.
+Status SimBackend::BeginRearrangement() {
+  if (engine_ == Engine::kEplb) return Status::Ok();
+  const double once =
+      PriceOnce(engine_, layers_, slots_, platform_.topology().num_ranks()).total_s();
+  if (once > 0) sg4::this_actor::sleep_for(once);
   return Status::Ok();
+}
+
+// The transport's per-layer cost, and the engine's per-layer planning and barrier (a wait, not
+// a synchronisation of the ranks).
+Status SimBackend::BeginLayer(const StagingTarget&) {
+  double seconds = transport_.per_layer_s;
+  if (engine_ != Engine::kEplb) {
+    const WorkerCosts w = Worker();
+    seconds += w.per_layer_s + w.barrier_s;
+  }
+  if (seconds > 0) sg4::this_actor::sleep_for(seconds);
+  return Status::Ok();
+}
+
+WorkerCosts SimBackend::Worker() const {
+  const int ranks = platform_.topology().num_ranks();
+  return WorkerCostsOf(engine_, transport_kind_, tensors_, ranks > 0 ? slots_ / ranks : 0, slots_,
+                       ranks);
 }
 
 Status SimBackend::ExecuteRound(const StagingTarget& target, const Round& round,
                                 std::span<const Transfer> transfers) {
   // Receivers start their flows; senders' ports are shared through the network model.
   std::vector<const Flow*> mine;
+  size_t sends = 0;
   for (const Flow& f : round.flows) {
     EPLB_RETURN_IF_ERROR(lost_.CheckLive(f));
     if (f.dst_rank == target.rank) mine.push_back(&f);
+    if (f.src_rank == target.rank) sends += f.transfers.size();
+  }
+  const WorkerCosts engine = Worker();
+  // The engine's calls for what this rank sends (vLLM's isend per tensor, a wait each).
+  if (sends > 0 && engine.per_send_s > 0) {
+    sg4::this_actor::sleep_for(engine.per_send_s * static_cast<double>(sends));
   }
   if (mine.empty()) return Status::Ok();
   // The messages' CPU work comes one after another before the bytes move (a transport's
@@ -101,7 +132,9 @@ Status SimBackend::ExecuteRound(const StagingTarget& target, const Round& round,
   size_t messages = 0;
   for (const Flow* f : mine) messages += f->transfers.size();
   sg4::this_actor::sleep_for(platform_.topology().link(round.link).latency_s +
-                             transport_.per_message_s * static_cast<double>(messages));
+                             (transport_.per_message_s + engine.per_receive_s) *
+                                 static_cast<double>(messages));
+  const double posted = sg4::Engine::get_clock();
   // What happened meanwhile: a flow that never started cannot be aborted in flight.
   if (aborted_) {
     return Status::Cancelled(
@@ -119,6 +152,13 @@ Status SimBackend::ExecuteRound(const StagingTarget& target, const Round& round,
         fmt::format("rank {}, layer {}: the round's transfers were aborted (a rank was lost)",
                     target.rank, target.layer));
   }
+  // A polling engine sees the reads complete at its next check: right after posting, then
+  // every period.
+  if (engine.poll_period_s > 0) {
+    const double waited = sg4::Engine::get_clock() - posted;
+    const double checks = std::max(1.0, std::ceil(waited / engine.poll_period_s));
+    sg4::this_actor::sleep_until(posted + checks * engine.poll_period_s);
+  }
   for (size_t i = 0; i < mine.size(); ++i) {
     for (int32_t t : mine[i]->transfers) {
       const Transfer& tr = transfers[t];
@@ -132,7 +172,9 @@ Status SimBackend::ExecuteRound(const StagingTarget& target, const Round& round,
 Status SimBackend::CopyLocal(const StagingTarget&, std::span<const LocalCopy> copies) {
   const double bytes =
       static_cast<double>(copies.size()) * static_cast<double>(platform_.topology().expert_bytes());
-  sg4::this_actor::sleep_for(bytes / hbm_bytes_per_s_);
+  // The engine's copy_ calls per tensor, into the buffer and back (vLLM's move_from_buffer).
+  sg4::this_actor::sleep_for(bytes / hbm_bytes_per_s_ +
+                             Worker().per_local_copy_s * static_cast<double>(copies.size()));
   return Status::Ok();
 }
 

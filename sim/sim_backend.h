@@ -18,7 +18,9 @@
 #include "eplb/engine/eplb_loop.h"
 #include "eplb/engine/step_model.h"
 #include "eplb/migrate/backend.h"
+#include "eplb/migrate/engine_profile.h"
 #include "eplb/migrate/lost_ranks.h"
+
 #include "eplb/migrate/transport.h"
 #include "flows.h"
 #include "platform.h"
@@ -36,6 +38,18 @@ class SimBackend final : public RearrangementBackend {
   void StartWorker(int rank, std::function<void()> body) override;
   void JoinWorkers() override;
   int staging_buffers() const override { return staging_buffers_; }
+  // An engine's orchestration on top of the transport (migrate/engine_profile.h): its
+  // once-per-rearrangement host work (BeginRearrangement, on the caller: a stall), and on each
+  // worker its per-layer planning and barrier (BeginLayer), its per-expert and per-tensor calls
+  // and completion polling (ExecuteRound), its copies (CopyLocal). eplb: none of it.
+  void SetEngine(Engine engine, Transport transport, int tensors, int layers, int slots) {
+    engine_ = engine;
+    transport_kind_ = transport;
+    tensors_ = tensors;
+    layers_ = layers;
+    slots_ = slots;
+  }
+  Status BeginRearrangement() override;
   // The transport's per-layer cost, on the worker.
   Status BeginLayer(const StagingTarget& target) override;
   Status ExecuteRound(const StagingTarget& target, const Round& round,
@@ -63,6 +77,12 @@ class SimBackend final : public RearrangementBackend {
   int staging_buffers_;
   double hbm_bytes_per_s_;
   TransportCost transport_;
+  WorkerCosts Worker() const;
+
+  Engine engine_ = Engine::kEplb;
+  Transport transport_kind_ = Transport::kNccl;
+  int tensors_ = 4, layers_ = 0, slots_ = 0;
+
   std::vector<simgrid::s4u::ActorPtr> workers_;
   // The courier that brings each worker actor its flows (flows.h), by actor id.
   std::unordered_map<aid_t, Courier*> couriers_;

@@ -37,7 +37,9 @@ Result<RunResult> RunSimulation(const Scenario& scenario,
   const Platform platform(topology, scenario.cluster.pcie_gbps * 1e9, backup);
   // Stop-the-world stages every layer at once; async needs only its staging depth.
   SimBackend backend(platform, scenario.model.layers, scenario.cluster.hbm_gbps * 1e9,
-                     CostOf(scenario.migration.transport));
+                     CostOf(scenario.migration.transport, scenario.migration.engine));
+  backend.SetEngine(scenario.migration.engine, scenario.migration.transport,
+                    scenario.model.expert_tensors, scenario.model.layers, scenario.num_slots());
   const StepModel model(scenario);
   SimStepRunner runner(platform, model);
 

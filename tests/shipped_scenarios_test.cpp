@@ -60,7 +60,7 @@ std::vector<fs::path> ShippedScenarios() {
 
 TEST(ShippedScenarios, EachModelSetsItsOwnConstants) {
   const std::vector<std::string> constants = ModelConstants();
-  ASSERT_EQ(constants.size(), 14u);  // layers .. elementwise_bytes_per_token
+  ASSERT_EQ(constants.size(), 15u);  // layers .. elementwise_bytes_per_token
   int other_models = 0;
   for (const fs::path& file : ShippedScenarios()) {
     SCOPED_TRACE(file.string());
@@ -116,13 +116,19 @@ struct WarningCase {
 
 // A model named `name` with every constant set (valid on the default cluster) but `left_out`.
 std::string AllConstantsBut(const std::string& name, const std::set<std::string>& left_out) {
-  const std::map<std::string, std::string> values = {
-      {"layers", "4"},           {"experts", "128"},
-      {"groups", "1"},           {"top_k", "8"},
-      {"hidden", "4096"},        {"expert_bytes", "37748736"},
-      {"activation_bytes", "2"}, {"combine_bytes", "2"},
-      {"topk_groups", "0"},      {"intermediate", "1536"},
-      {"dense_params", "7.4e9"}, {"kv_bytes_per_token", "192512"}};
+  const std::map<std::string, std::string> values = {{"layers", "4"},
+                                                     {"experts", "128"},
+                                                     {"groups", "1"},
+                                                     {"top_k", "8"},
+                                                     {"hidden", "4096"},
+                                                     {"expert_bytes", "37748736"},
+                                                     {"expert_tensors", "2"},
+                                                     {"activation_bytes", "2"},
+                                                     {"combine_bytes", "2"},
+                                                     {"topk_groups", "0"},
+                                                     {"intermediate", "1536"},
+                                                     {"dense_params", "7.4e9"},
+                                                     {"kv_bytes_per_token", "192512"}};
   std::string yaml = "model:\n  name: " + name + "\n";
   for (const std::string& key : ModelConstants()) {
     if (left_out.count(key) > 0) continue;

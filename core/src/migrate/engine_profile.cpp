@@ -266,6 +266,41 @@ LayerOrchestration PriceLayer(Engine engine, Transport transport, int tensors,
   return o;
 }
 
+WorkerCosts WorkerCostsOf(Engine engine, Transport transport, int tensors, int slots,
+                          int layer_slots, int ranks) {
+  WorkerCosts w;
+  if (engine == Engine::kEplb || slots <= 0) return w;
+  const OpCosts& c = VllmOpCosts();
+  auto host = [&](const RankLayerWork& work) {
+    const RankTime t = TimeOf(c, transport, CountVllmLayerOps(transport, tensors, work), 0);
+    return t.planning + t.issue + t.after_issue + t.writeback;
+  };
+  RankLayerWork base;
+  base.slots = slots;
+  base.layer_slots = layer_slots;
+  base.held_experts = slots;
+  const double none = host(base);
+  w.per_layer_s = none;
+  RankLayerWork one = base;
+  one.sends = 1;
+  one.send_peers = 1;
+  w.per_send_s = host(one) - none;
+  // Receiving adds a fixed lookup once, then a share per expert: averaged over a rank that
+  // receives every slot.
+  RankLayerWork all = base;
+  all.receives = slots;
+  all.recv_peers = 1;
+  w.per_receive_s = (host(all) - none) / slots;
+  RankLayerWork local = base;
+  local.local_moves = 1;
+  w.per_local_copy_s = host(local) - none;
+  if (transport == Transport::kNixl) {
+    w.barrier_s = 2.0 * (ranks - 1) * c.gloo_hop_s;
+    w.poll_period_s = c.nixl_poll_period_s;
+  }
+  return w;
+}
+
 // Counted from vLLM's eplb_state.py (EplbState.rearrange) and rebalance_execute.py
 // (rearrange_expert_weights_inplace): the load window all_reduce'd across the EP group and
 // copied to the CPU; the policy on the CPU; compute_logical_maps, a Python loop over every

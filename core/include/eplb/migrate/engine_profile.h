@@ -117,6 +117,21 @@ LayerOrchestration PriceLayer(Engine engine, Transport transport, int tensors,
 // gloo's per-message work), which would otherwise count twice; the rates stay.
 TransportCost CostOf(Transport transport, Engine engine);
 
+// The same counts as the simulator's workers pay them, one rank at a time: per layer (planning
+// over the rank's `slots` and NIXL's set_transfer_context over `layer_slots`), per expert sent,
+// per expert received (its planning, posts, waits or NIXL calls and releases, write-back), per
+// local move, and NIXL's barrier (priced as a wait) and poll period. Zero for eplb.
+struct WorkerCosts {
+  double per_layer_s = 0;
+  double per_send_s = 0;
+  double per_receive_s = 0;
+  double per_local_copy_s = 0;
+  double barrier_s = 0;
+  double poll_period_s = 0;  // > 0: a round's completion is seen at the next poll
+};
+WorkerCosts WorkerCostsOf(Engine engine, Transport transport, int tensors, int slots,
+                          int layer_slots, int ranks);
+
 // What one rearrangement costs once, before its layers.
 struct RearrangementOnce {
   double window_reduce_s = 0;  // all_reduce of the load window, then .cpu()
