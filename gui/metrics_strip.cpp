@@ -12,14 +12,14 @@
 namespace eplb::viewer {
 namespace {
 // Below the plots: a row of time labels and a row of step labels.
-constexpr int kAxisRowH = 14, kAxisH = 2 * kAxisRowH + 4;
+constexpr int kStripAxisRowH = 14, kStripAxisH = 2 * kStripAxisRowH + 4;
 
 // A tick label's rect, centred on x, moved inside the plot's columns at either end so that it
 // never runs into the axis titles.
 QRect LabelRect(int x, int y, const QRect& box) {
   constexpr int kHalf = 30;
   const int centre = std::clamp(x, box.left() + kHalf, box.right() - kHalf);
-  return QRect(centre - kHalf, y, 2 * kHalf, kAxisRowH);
+  return QRect(centre - kHalf, y, 2 * kHalf, kStripAxisRowH);
 }
 }  // namespace
 
@@ -97,7 +97,7 @@ int MetricsStrip::StepAtX(int x) const {
 
 QRect MetricsStrip::SeriesBox(Series s) const {
   const int w = std::max(10, width() - kLabelW - kMargin);
-  const int h = std::max(10, (height() - kAxisH - 2 * kMargin) / 2);
+  const int h = std::max(10, (height() - kStripAxisH - 2 * kMargin) / 2);
   return QRect(kLabelW, kMargin + s * (h + kMargin / 2), w, h);
 }
 
@@ -157,9 +157,9 @@ void MetricsStrip::DrawSeries(QPainter& p, const QRect& box, Series s, const QSt
 void MetricsStrip::DrawAxis(QPainter& p, const QRect& box) const {
   const int y0 = box.bottom() + 1;
   p.setPen(Qt::darkGray);
-  p.drawText(QRect(0, y0 + 1, kLabelW - 4, kAxisRowH), Qt::AlignRight | Qt::AlignVCenter,
+  p.drawText(QRect(0, y0 + 1, kLabelW - 4, kStripAxisRowH), Qt::AlignRight | Qt::AlignVCenter,
              tr("time"));
-  p.drawText(QRect(0, y0 + 1 + kAxisRowH, kLabelW - 4, kAxisRowH),
+  p.drawText(QRect(0, y0 + 1 + kStripAxisRowH, kLabelW - 4, kStripAxisRowH),
              Qt::AlignRight | Qt::AlignVCenter, tr("step"));
   const TimeTicks ticks = RoundTimeTicks(t0_, t1_, std::max(2, box.width() / 110));
   for (double t = ticks.first; t <= t1_ + ticks.step * 1e-9; t += ticks.step) {
@@ -174,8 +174,8 @@ void MetricsStrip::DrawAxis(QPainter& p, const QRect& box) const {
   for (int s = (s0 + step_every - 1) / step_every * step_every; s <= s1; s += step_every) {
     const int x = static_cast<int>(XOfStep(s));
     if (x < box.left() || x > box.right()) continue;
-    p.drawLine(x, y0 + kAxisRowH + 1, x, y0 + kAxisRowH + 4);
-    p.drawText(LabelRect(x, y0 + 1 + kAxisRowH, box), Qt::AlignCenter, QString::number(s));
+    p.drawLine(x, y0 + kStripAxisRowH + 1, x, y0 + kStripAxisRowH + 4);
+    p.drawText(LabelRect(x, y0 + 1 + kStripAxisRowH, box), Qt::AlignCenter, QString::number(s));
   }
 }
 
