@@ -194,10 +194,12 @@ TEST_F(CliTest, CompareOverSeedsReportsMeansAndSpread) {
     EXPECT_NEAR(row["spread"]["balancedness_mean"][1].get<double>(),
                 std::max(balance[0], balance[1]), 1e-6);
     EXPECT_NE(balance[0], balance[1]) << "the seeds should change the workload";
+    // The trade-off scatter: a dot per seed.
+    const std::string scatter = testing::ReadFile(out + "/figures/balance-vs-bytes.svg");
     size_t dots = 0;
-    for (size_t at = html.find("<circle class=\"point\" data-series=\"" + label + "\"");
+    for (size_t at = scatter.find("<circle class=\"point\" data-series=\"" + label + "\"");
          at != std::string::npos;
-         at = html.find("<circle class=\"point\" data-series=\"" + label + "\"", at + 1)) {
+         at = scatter.find("<circle class=\"point\" data-series=\"" + label + "\"", at + 1)) {
       ++dots;
     }
     EXPECT_EQ(dots, 2u) << label;

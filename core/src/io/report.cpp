@@ -428,7 +428,8 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
       ("The fullest GPU during each rearrangement: its resident memory (weights, redundant slots, "
        "KV cache, reserve) and the most it held staged at once (engine/gpu_memory.h). The axis "
        "spans the values, not 0 to the top: the resident memory is the same for every policy "
-       "and the staging is what differs; the table gives both, and the GPU's capacity."),
+       "and the staging is what differs; policies that staged alike draw one line over another, "
+       "and the table gives each, with the GPU's capacity."),
   };
   std::string body =
       "<p>Scenario <b>" + svg::Escape(scenario_name) + "</b>, " +

@@ -47,9 +47,17 @@ std::string Number(double v) {
 }
 
 // A tick's label: with as many decimals as the tick step has, so that ticks 0.002 apart on an axis
-// near 14.13 read 14.126, 14.128, not 14.13 each.
-std::string TickLabel(double v, double step) {
-  if (std::abs(v) >= 1e4 || !(step > 0) || step >= 1) return Number(v);
+// near 14.13 read 14.126, 14.128, not 14.13 each; in the unit of the axis's largest tick `top`,
+// so that one axis reads 5k, 10k, not 5000, 10k.
+std::string TickLabel(double v, double step, double top) {
+  top = std::abs(top);
+  if (v != 0 && top >= 1e4 && step >= 1) {
+    const auto [unit, suffix] = top >= 1e9   ? std::pair{1e9, "G"}
+                                : top >= 1e6 ? std::pair{1e6, "M"}
+                                             : std::pair{1e3, "k"};
+    return fmt::format("{:g}{}", v / unit, suffix);
+  }
+  if (!(step > 0) || step >= 1) return Number(v);
   const int decimals = std::clamp(static_cast<int>(-std::floor(std::log10(step) + 1e-9)), 0, 12);
   return fmt::format("{:.{}f}", v, decimals);
 }
@@ -77,7 +85,7 @@ std::string Axes(const Chart& c, const Frame& f, bool x_ticks) {
     out += fmt::format(R"svg(<line x1="{}" x2="{}" y1="{:.1f}" y2="{:.1f}" class="grid"/>)svg",
                        kLeft, c.width - c.legend_width, f.Y(y), f.Y(y));
     out += fmt::format(R"svg(<text x="{}" y="{:.1f}" class="tick" text-anchor="end">{}</text>)svg",
-                       kLeft - 6, f.Y(y) + 4, TickLabel(y, ys));
+                       kLeft - 6, f.Y(y) + 4, TickLabel(y, ys, std::max(-f.y0, f.y1)));
   }
   if (x_ticks && !c.x_ticks.empty()) {
     double last = -1e9;
@@ -97,7 +105,7 @@ std::string Axes(const Chart& c, const Frame& f, bool x_ticks) {
     for (const double x : Ticks(f.x0, f.x1, xs)) {
       out += fmt::format(
           R"svg(<text x="{:.1f}" y="{}" class="tick" text-anchor="middle">{}</text>)svg", f.X(x),
-          c.height - kBottom + 16, TickLabel(x, xs));
+          c.height - kBottom + 16, TickLabel(x, xs, std::max(-f.x0, f.x1)));
     }
   }
   out += fmt::format(R"svg(<line x1="{}" x2="{}" y1="{}" y2="{}" class="axis"/>)svg", kLeft,
@@ -443,7 +451,8 @@ std::string HeatMap(const Chart& chart, const std::vector<std::vector<double>>& 
   for (const double x : Ticks(ranged ? x0 : 0, x1, xs)) {
     out += fmt::format(
         R"svg(<line x1="{0:.1f}" x2="{0:.1f}" y1="{1:.1f}" y2="{2:.1f}" class="axis"/><text x="{0:.1f}" y="{3}" class="tick" text-anchor="middle">{4}</text>)svg",
-        f.X(x), bottom, bottom + 4, chart.height - kBottom + 16, Number(x));
+        f.X(x), bottom, bottom + 4, chart.height - kBottom + 16,
+        TickLabel(x, xs, std::max(std::abs(x0), std::abs(x1))));
   }
   // y: a row's number at its centre, every k-th row when there are many.
   const double ys = std::max(1.0, TickStep(0, static_cast<double>(rows), 12));
