@@ -162,6 +162,19 @@ void EplbLoop::AccountPlans(RearrangementRecord& rec) {
   }
   rec.lower_bound_s += rearranger_->lower_bound_s();
   bytes_pending_ = bytes;
+  if (scenario_.migration.engine != Engine::kEplb) {
+    std::vector<double> links;
+    for (const Schedule& s : rearranger_->schedules()) links.push_back(s.makespan_s);
+    const RearrangementOrchestration o = PriceRearrangement(
+        scenario_.migration.engine, scenario_.migration.transport, scenario_.model.expert_tensors,
+        rearranger_->placement(), rearranger_->plans(), links, topology_.num_ranks());
+    rec.engine_once_s += o.once.total_s();
+    rec.engine_planning_s += o.layers.planning_s;
+    rec.engine_transfer_s += o.layers.transfer_s;
+    rec.engine_barrier_s += o.layers.barrier_s;
+    rec.engine_polling_s += o.layers.polling_s;
+    rec.engine_writeback_s += o.layers.writeback_s;
+  }
 }
 
 Status EplbLoop::MoveNextChunk(double& stalled_s) {

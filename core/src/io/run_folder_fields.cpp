@@ -176,6 +176,31 @@ const std::vector<Field<RearrangementRow>>& RearrangementFields() {
            "resident memory per GPU + staging_peak_bytes: the fullest any GPU was "
            "(engine/gpu_memory.h)"},
           Format::kInt64, /*added_later=*/true),
+      Col<R, &B::engine_once_s>(
+          {"engine_once_s", "s",
+           "the engine's host work once per rearrangement: the load window's all_reduce, its "
+           "policy on the CPU, the maps rebuilt (migration.engine; migrate/engine_profile.h; 0 "
+           "for eplb)"},
+          Format::kReal9, /*added_later=*/true),
+      Col<R, &B::engine_planning_s>(
+          {"engine_planning_s", "s", "Σ over layers of the slowest rank's planning (numpy, loops)"},
+          Format::kReal9, /*added_later=*/true),
+      Col<R, &B::engine_transfer_s>(
+          {"engine_transfer_s", "s",
+           "Σ over layers of the slowest rank's calls issuing and completing the transfers "
+           "(per tensor per expert: isend/irecv and waits, or NIXL's calls and releases)"},
+          Format::kReal9, /*added_later=*/true),
+      Col<R, &B::engine_barrier_s>(
+          {"engine_barrier_s", "s",
+           "Σ over layers of the engine's barrier (NIXL's monitored_barrier)"},
+          Format::kReal9, /*added_later=*/true),
+      Col<R, &B::engine_polling_s>(
+          {"engine_polling_s", "s",
+           "Σ over layers of the completion polling beyond the links' time (NIXL: 0.5 ms period)"},
+          Format::kReal9, /*added_later=*/true),
+      Col<R, &B::engine_writeback_s>(
+          {"engine_writeback_s", "s", "Σ over layers of the slowest rank's write-back copies"},
+          Format::kReal9, /*added_later=*/true),
   };
   return fields;
 }

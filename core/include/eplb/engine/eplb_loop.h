@@ -101,6 +101,16 @@ struct RearrangementRecord {
   // recorded (older run folders), 0 for ranks another process ran.
   std::vector<int64_t> staging_peak_bytes;
   // The most any GPU held staged (0 when not recorded).
+  // The engine's orchestration priced from its operation counts (migrate/engine_profile.h; all
+  // 0 with migration.engine eplb): its once-per-rearrangement host work (window, policy, maps),
+  // then summed over the layers the slowest rank's planning, transfer calls, barrier, polling
+  // beyond the links, and write-back. The simulator charges the same counts on its clock.
+  double engine_once_s = 0;
+  double engine_planning_s = 0;
+  double engine_transfer_s = 0;
+  double engine_barrier_s = 0;
+  double engine_polling_s = 0;
+  double engine_writeback_s = 0;
   int64_t most_staged_bytes() const {
     return staging_peak_bytes.empty()
                ? 0
