@@ -406,7 +406,7 @@ std::string HeatMap(const Chart& chart, const std::vector<std::vector<double>>& 
   };
   if (filled > kMaxVectorCells) {
     // Each cell k × m pixels, near its size on the page, so that a renderer which smooths a
-    // scaled image (librsvg, PDF converters ignore image-rendering) blurs only cell borders;
+    // scaled image (librsvg ignores image-rendering) blurs only the cells' borders;
     // at most ~160k pixels (~215 KB of base64).
     const auto fit = [](double px) { return static_cast<size_t>(std::clamp(px, 1.0, 32.0)); };
     size_t kx = fit(cw), ky = fit(rh);
