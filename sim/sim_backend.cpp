@@ -218,6 +218,8 @@ Status SimBackend::CommitLayer(const StagingTarget&, std::span<const int32_t>) {
 }
 
 Status SimStepRunner::RunStep(const StepCost& cost, bool contended) {
+  if (contended && in_flight_overhead_s_ > 0) sg4::this_actor::sleep_for(in_flight_overhead_s_);
+
   if (!contended) {
     sg4::this_actor::sleep_for(cost.total_s());
     return Status::Ok();

@@ -96,8 +96,12 @@ class SimStepRunner final : public StepRunner {
   SimStepRunner(const Platform& platform, const StepModel& model)
       : platform_(platform), model_(model) {}
   Status RunStep(const StepCost& cost, bool contended) override;
+  // Host time the engine adds to every step while a rearrangement is in flight (its async
+  // mode's per-step check, migrate/engine_profile.h's AsyncStepOverheadS).
+  void SetInFlightOverhead(double seconds) { in_flight_overhead_s_ = seconds; }
 
  private:
+  double in_flight_overhead_s_ = 0;
   void Phase(const StepCost& cost, bool combine, double idle_time);
   const Platform& platform_;
   const StepModel& model_;

@@ -42,6 +42,9 @@ Result<RunResult> RunSimulation(const Scenario& scenario,
                     scenario.model.expert_tensors, scenario.model.layers, scenario.num_slots());
   const StepModel model(scenario);
   SimStepRunner runner(platform, model);
+  if (scenario.eplb.use_async) {
+    runner.SetInFlightOverhead(AsyncStepOverheadS(scenario.migration.engine, scenario.num_gpus()));
+  }
 
   Result<RunResult> result = Status::Internal("the simulation's inference actor never ran");
   RunHooks hooks;

@@ -179,6 +179,14 @@ TEST(EngineProfile, VllmReplacesTheTransportsCpuEstimates) {
             CostOf(Transport::kGloo).flow_bytes_per_s);
 }
 
+TEST(EngineProfile, AsyncPaysAFlagAllReducePerStep) {
+  // eplb_state.py's _all_ranks_buffer_ready on 4 ranks: a ring of 2 x 3 gloo messages, .item().
+  const OpCosts& c = VllmOpCosts();
+  EXPECT_DOUBLE_EQ(AsyncStepOverheadS(Engine::kVllm, kRanks), 6 * c.gloo_hop_s + c.torch_cpu_op_s);
+  EXPECT_DOUBLE_EQ(AsyncStepOverheadS(Engine::kEplb, kRanks), 0);
+  EXPECT_DOUBLE_EQ(AsyncStepOverheadS(Engine::kVllm, 1), 0);
+}
+
 TEST(EngineProfile, ParseNamesTheValidEngines) {
   EXPECT_EQ(*ParseEngine("vllm"), Engine::kVllm);
   EXPECT_EQ(*ParseEngine("eplb"), Engine::kEplb);

@@ -301,6 +301,14 @@ WorkerCosts WorkerCostsOf(Engine engine, Transport transport, int tensors, int s
   return w;
 }
 
+// eplb_state.py at 50feac95: step() calls _all_ranks_buffer_ready while
+// pending_global_ready_check, from rearrange() until the last layer is moved to the workspace.
+double AsyncStepOverheadS(Engine engine, int ranks) {
+  if (engine == Engine::kEplb || ranks <= 1) return 0;
+  const OpCosts& c = VllmOpCosts();
+  return 2.0 * (ranks - 1) * c.gloo_hop_s + c.torch_cpu_op_s;
+}
+
 // Counted from vLLM's eplb_state.py (EplbState.rearrange) and rebalance_execute.py
 // (rearrange_expert_weights_inplace): the load window all_reduce'd across the EP group and
 // copied to the CPU; the policy on the CPU; compute_logical_maps, a Python loop over every

@@ -132,6 +132,12 @@ struct WorkerCosts {
 WorkerCosts WorkerCostsOf(Engine engine, Transport transport, int tensors, int slots,
                           int layer_slots, int ranks);
 
+// Async mode: what the main thread pays on every forward step while a rearrangement is in
+// flight (vLLM's EplbState.step, _all_ranks_buffer_ready: a gloo all_reduce of a one-element
+// flag over the EP ranks' CPU group, a ring of 2 (ranks - 1) messages, then .item()). Zero for
+// eplb.
+double AsyncStepOverheadS(Engine engine, int ranks);
+
 // What one rearrangement costs once, before its layers.
 struct RearrangementOnce {
   double window_reduce_s = 0;  // all_reduce of the load window, then .cpu()
