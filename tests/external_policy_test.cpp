@@ -110,7 +110,9 @@ TEST_F(ExternalPolicyTest, BadProgramsFailClearly) {
       {"NaN", PolicyScript("    return np.full(old.shape, np.nan)"),
        "reported an error: TypeError: the policy returned float64"},
       {"NaN bytes on the pipe",
-       "import sys, struct\nsys.stdin.buffer.read(44)\n"
+       "import sys, struct\n"
+       "sys.stdout.buffer.write(b'EPLH' + struct.pack('<i', 1)); sys.stdout.flush()\n"
+       "sys.stdin.buffer.read(44)\n"
        "sys.stdout.buffer.write(struct.pack('<d', float('nan')) * 8); sys.stdout.flush()\n"
        "sys.stdin.buffer.read()\n",
        "wrote \"\\x00\\x00\\x00\\x00\\x00\\x00\\xf8\\x7f\" where its reply's magic \"EPLR\""},
@@ -131,8 +133,13 @@ TEST_F(ExternalPolicyTest, BadProgramsFailClearly) {
       {"prints garbage", PolicyScript("    print('thinking...'); return old"),
        "wrote \"thinking\" where its reply's magic \"EPLR\" belongs: it must write only the "
        "protocol on stdout"},
+      {"no greeting",
+       "import sys\nprint('hello, world'); sys.stdout.flush(); sys.stdin.buffer.read()\n",
+       "wrote \"hello, w\" where its greeting \"EPLH\" and protocol version 1 belong"},
       {"bad status",
-       "import sys, struct\nsys.stdin.buffer.read(44)\n"
+       "import sys, struct\n"
+       "sys.stdout.buffer.write(b'EPLH' + struct.pack('<i', 1)); sys.stdout.flush()\n"
+       "sys.stdin.buffer.read(44)\n"
        "sys.stdout.buffer.write(b'EPLR' + struct.pack('<i', 7)); sys.stdout.flush()\n"
        "sys.stdin.buffer.read()\n",
        "replied with status 7; the status is 0"},
@@ -221,8 +228,11 @@ nlohmann::json WithoutWallClock(nlohmann::json j) {
 TEST_F(ExternalPolicyTest, DeepSeekInPythonGivesTheBuiltInsRunFolder) {
   const std::string tiny = std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml";
   const std::string mine = (dir_ / "mine").string(), theirs = (dir_ / "theirs").string();
-  const CliRun a = Eplb("run " + tiny + " --no-trace --out " + mine + " --policy-command '" +
-                        kPython + " " + kPolicyDir + "/deepseek_policy.py'");
+  // free: the clock does not wait for the program, so that the folder is the same whatever
+  // the machine (priced, the default, is below).
+  const CliRun a =
+      Eplb("run " + tiny + " --no-trace --policy-time free --out " + mine + " --policy-command '" +
+           kPython + " " + kPolicyDir + "/deepseek_policy.py'");
   ASSERT_EQ(a.code, 0) << a.err;
   const CliRun b = Eplb("run " + tiny + " --no-trace --set eplb.policy=deepseek --out " + theirs);
   ASSERT_EQ(b.code, 0) << b.err;
@@ -256,6 +266,19 @@ TEST_F(ExternalPolicyTest, DeepSeekInPythonGivesTheBuiltInsRunFolder) {
             std::string::npos)
       << again.err;
   EXPECT_FALSE(fs::exists(dir_ / "again"));
+
+  // Priced, the step boundary waits for each call's wall time before the rearrangement starts,
+  // as in an engine: the run stalls by their sum, and the program's start is no call's time.
+  const std::string priced = (dir_ / "priced").string();
+  const CliRun p = Eplb("run " + tiny + " --no-trace --out " + priced + " --policy-command '" +
+                        kPython + " " + kPolicyDir + "/deepseek_policy.py'");
+  ASSERT_EQ(p.code, 0) << p.err;
+  const auto summary = nlohmann::json::parse(testing::ReadFile(priced + "/summary.json"));
+  const auto plain = nlohmann::json::parse(testing::ReadFile(theirs + "/summary.json"));
+  const double ms = summary["rearrangements"]["policy_ms_mean"].get<double>();
+  const int started = summary["rearrangements"]["started"].get<int>();
+  EXPECT_NEAR(summary["stalled_s"].get<double>() - plain["stalled_s"].get<double>(),
+              ms * started * 1e-3, 1e-4);
 }
 
 TEST_F(ExternalPolicyTest, CompareAndSweepLabelTheProgramByItsName) {

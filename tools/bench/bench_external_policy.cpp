@@ -19,6 +19,7 @@ namespace {
 constexpr const char* kRawEcho =
     "import sys, struct\n"
     "rd, wr = sys.stdin.buffer, sys.stdout.buffer\n"
+    "wr.write(b'EPLH' + struct.pack('<i', 1)); wr.flush()\n"
     "while (h := rd.read(44)):\n"
     "    _, _, L, E, S, G, *_ = struct.unpack('<4s10i', h)\n"
     "    rd.read(G + 8 * L * E)\n"

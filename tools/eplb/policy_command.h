@@ -18,6 +18,7 @@ namespace eplb::cli {
 struct PolicyCommandArgs {
   std::vector<std::string> commands;  // "CMD" or "NAME=CMD"
   double timeout_s = kDefaultPolicyTimeoutS;
+  std::string time = "priced";  // --policy-time
 };
 
 inline void AddPolicyCommandOptions(Command& command, PolicyCommandArgs& args, bool repeatable) {
@@ -31,6 +32,13 @@ inline void AddPolicyCommandOptions(Command& command, PolicyCommandArgs& args, b
               "Seconds the program may take to answer each rearrangement before the run fails")
       .ShowDefault()
       .Check(Positive());
+  command
+      .Option("--policy-time", &args.time,
+              "priced: the simulated clock waits for each call's wall time before the "
+              "rearrangement starts, as an engine does; free: it does not, as for the built-in "
+              "policies, and the run folder is the same whatever the machine")
+      .ShowDefault()
+      .Check(OneOf({"priced", "free"}));
 }
 
 // Registers every command given; returns their policies' names in order.
@@ -43,7 +51,8 @@ inline Result<std::vector<std::string>> RegisterPolicyCommands(const PolicyComma
   }
   std::vector<std::string> names;
   for (const std::string& text : args.commands) {
-    EPLB_ASSIGN_OR_RETURN(const ExternalPolicyCommand c, ParsePolicyCommand(text, args.timeout_s));
+    EPLB_ASSIGN_OR_RETURN(ExternalPolicyCommand c, ParsePolicyCommand(text, args.timeout_s));
+    c.priced = args.time == "priced";
     if (std::find(names.begin(), names.end(), c.name) != names.end()) {
       return Status::InvalidArgument(
           fmt::format("--policy-command names the policy '{}' twice; name each program otherwise "

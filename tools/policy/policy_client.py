@@ -19,6 +19,8 @@ HEADER = struct.Struct("<4s10i")  # "EPLB", version, layers, experts, slots, gpu
 def serve(policy, stdin=sys.stdin.buffer, stdout=sys.stdout.buffer):
     """policy(load [layers, experts] float64, old [layers, slots] int32, *, nodes, gpus, groups,
     lost [gpus] bool, step) returns phy2log [layers, slots] of ints (-1: an empty slot)."""
+    stdout.write(struct.pack("<4si", b"EPLH", 1))  # ready: what came before is not a call's time
+    stdout.flush()
     while (head := stdin.read(HEADER.size)):
         magic, version, layers, experts, slots, gpus, nodes, _, groups, step, _ = HEADER.unpack(head)
         assert magic == b"EPLB" and version == 1, f"not eplb's protocol: {head!r}"

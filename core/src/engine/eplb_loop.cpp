@@ -211,6 +211,7 @@ Status EplbLoop::MoveNextChunk(double& stalled_s) {
 }
 
 Status EplbLoop::Rearrange(int step, RearrangeReason reason, const Placement* forced) {
+  policy_stall_s_ = 0;
   if (rearranger_->in_progress() || chunk_target_) {
     ++skipped_;
     return Status::Ok();
@@ -252,12 +253,25 @@ Status EplbLoop::Rearrange(int step, RearrangeReason reason, const Placement* fo
   input.lost_ranks = excluded_;
   input.step = step;
   const auto start = std::chrono::steady_clock::now();
+  const double clock_before = backend_.Now();
   auto target = forced != nullptr ? Result<Placement>(*forced) : policy_->Rebalance(input);
   const double policy_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!target.ok())
     return target.status().WithContext(
         fmt::format("step {}: policy {}: ", step, scenario_.eplb.policy));
+  if (forced == nullptr && policy_->prices_wall_time()) {
+    // As in an engine, the rearrangement starts when the policy returns: the step boundary
+    // waits for it on a simulated clock too (a real one has already passed it).
+    const double until = clock_before + policy_ms * 1e-3;
+    if (backend_.Now() < until) {
+      const double t = backend_.Now();
+      auto monitor = backend_.NewMonitor();
+      std::lock_guard<Monitor> lock(*monitor);
+      while (backend_.Now() < until) monitor->WaitFor(until - backend_.Now());
+      policy_stall_s_ = backend_.Now() - t;
+    }
+  }
   const Placement next =
       scenario_.eplb.preserve_slots ? PreserveSlots(current, *target, topology_) : *target;
 
@@ -316,6 +330,9 @@ Status EplbLoop::Run() {
   auto policy = MakePolicy(scenario_.eplb.policy);
   if (!policy.ok()) return policy.status();
   policy_ = std::move(policy).value();
+  if (Status s = policy_->Prepare(); !s.ok()) {
+    return s.WithContext(fmt::format("policy {}: ", scenario_.eplb.policy));
+  }
   const int interval = scenario_.eplb.step_interval;
   int counter = interval - interval / 4;
   LoadMatrix load;
@@ -391,6 +408,7 @@ Status EplbLoop::Run() {
     if (++counter >= interval) {
       counter = 0;
       EPLB_RETURN_IF_ERROR(Rearrange(step));
+      rec.stalled_s += policy_stall_s_;
       if (!scenario_.eplb.use_async && rearranger_->in_progress()) {
         // Stop the world: the step boundary waits for every layer.
         const double t = backend_.Now();
@@ -477,6 +495,7 @@ Status EplbLoop::ApplyFaults(int step, double& stalled_s) {
     EPLB_RETURN_IF_ERROR(
         Rearrange(step, loss ? RearrangeReason::kRecovery : RearrangeReason::kScale));
   }
+  const double policy_stall_s = policy_stall_s_;
   const RearrangementRecord& r = rearrangements_.back();
   // Serving waits for the recovery when it must: stop-the-world, or lost experts and `wait`.
   const bool wait = !scenario_.eplb.use_async ||
@@ -486,6 +505,7 @@ Status EplbLoop::ApplyFaults(int step, double& stalled_s) {
     EPLB_RETURN_IF_ERROR(rearranger_->CommitAll().status());
     stalled_s = backend_.Now() - t;
   }
+  stalled_s += policy_stall_s;
   return Status::Ok();
 }
 

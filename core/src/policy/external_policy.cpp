@@ -50,6 +50,7 @@ double NowS() {
 
 constexpr char kRequestMagic[4] = {'E', 'P', 'L', 'B'};
 constexpr char kReplyMagic[4] = {'E', 'P', 'L', 'R'};
+constexpr char kGreetingMagic[4] = {'E', 'P', 'L', 'H'};
 // A message longer than this is a stream of garbage more likely than something to show.
 constexpr int32_t kMaxMessageBytes = 64 * 1024;
 
@@ -158,6 +159,7 @@ Status RegisterExternalPolicy(const ExternalPolicyCommand& command) {
     if (it != c.by_name.end()) {
       if (it->second.command == command.command) {
         it->second.timeout_s = command.timeout_s;
+        it->second.priced = command.priced;
         return Status::Ok();
       }
       return Status::InvalidArgument(fmt::format(
@@ -305,7 +307,7 @@ Io ReadAll(int fd, char* data, size_t n, double deadline_s, size_t& got) {
 
 Result<Placement> ExternalPolicy::Rebalance(const PolicyInput& input) {
   EPLB_RETURN_IF_ERROR(ValidatePolicyInput(input, /*honour_lost_ranks=*/true));
-  if (!child_) EPLB_RETURN_IF_ERROR(Start());
+  if (!child_) EPLB_RETURN_IF_ERROR(Prepare());
   const Topology& t = input.topology;
   const int layers = static_cast<int>(input.load.rows());
   const int experts = static_cast<int>(input.load.cols());
@@ -351,31 +353,53 @@ Result<Placement> ExternalPolicy::Rebalance(const PolicyInput& input) {
   return ReadReply(input, deadline);
 }
 
+Status ExternalPolicy::ReadExactly(char* data, size_t n, std::string_view what, double deadline_s) {
+  size_t got = 0;
+  const Io r = ReadAll(child_->fd, data, n, deadline_s, got);
+  if (r == Io::kOk) return Status::Ok();
+  // SIGINT stops the program too (its group is registered): an interruption, not its fault.
+  if (r == Io::kInterrupted || InterruptSignal() != 0) return CheckInterrupt();
+  if (r == Io::kTimeout) {
+    child_->Stop(0);
+    return Status::InvalidArgument(fmt::format(
+        "{} gave no reply within {} s (--policy-timeout; {} of the {} bytes of its {} came); "
+        "it was stopped",
+        Describe(), command_.timeout_s, got, n, what));
+  }
+  return Status::InvalidArgument(fmt::format("{} {} after {} of the {} bytes of its {}", Describe(),
+                                             child_->HowItEnded(), got, n, what));
+}
+
+Status ExternalPolicy::Prepare() {
+  if (child_) return Status::Ok();
+  EPLB_RETURN_IF_ERROR(Start());
+  return ReadGreeting();
+}
+
+Status ExternalPolicy::ReadGreeting() {
+  char hello[8];
+  EPLB_RETURN_IF_ERROR(ReadExactly(hello, sizeof(hello), "greeting (\"EPLH\", int32 version)",
+                                   NowS() + command_.timeout_s));
+  int32_t version = 0;
+  std::memcpy(&version, hello + 4, 4);
+  if (std::memcmp(hello, kGreetingMagic, 4) != 0 || version != kPolicyProtocolVersion) {
+    return Status::InvalidArgument(fmt::format(
+        "{} wrote \"{}\" where its greeting \"EPLH\" and protocol version {} belong: it must "
+        "write only the protocol on stdout (print anything else on stderr; "
+        "docs/policy_protocol.md)",
+        Describe(), Printable(hello, sizeof(hello)), kPolicyProtocolVersion));
+  }
+  return Status::Ok();
+}
+
 Result<Placement> ExternalPolicy::ReadReply(const PolicyInput& input, double deadline_s) {
-  const int fd = child_->fd;
   const int layers = static_cast<int>(input.load.rows());
   const int experts = static_cast<int>(input.load.cols());
   const Topology& t = input.topology;
   const int slots = t.num_slots();
-  // Reads `n` bytes of `what`, or says why they did not come.
-  auto read = [&](char* data, size_t n, std::string_view what) -> Status {
-    size_t got = 0;
-    const Io r = ReadAll(fd, data, n, deadline_s, got);
-    if (r == Io::kOk) return Status::Ok();
-    // SIGINT stops the program too (its group is registered): an interruption, not its fault.
-    if (r == Io::kInterrupted || InterruptSignal() != 0) return CheckInterrupt();
-    if (r == Io::kTimeout) {
-      child_->Stop(0);
-      return Status::InvalidArgument(fmt::format(
-          "{} gave no reply within {} s (--policy-timeout; {} of the {} bytes of its {} came); "
-          "it was stopped",
-          Describe(), command_.timeout_s, got, n, what));
-    }
-    return Status::InvalidArgument(fmt::format("{} {} after {} of the {} bytes of its {}",
-                                               Describe(), child_->HowItEnded(), got, n, what));
-  };
   char head[8];
-  EPLB_RETURN_IF_ERROR(read(head, sizeof(head), "reply's header (\"EPLR\", int32 status)"));
+  EPLB_RETURN_IF_ERROR(
+      ReadExactly(head, sizeof(head), "reply's header (\"EPLR\", int32 status)", deadline_s));
   if (std::memcmp(head, kReplyMagic, 4) != 0) {
     return Status::InvalidArgument(fmt::format(
         "{} wrote \"{}\" where its reply's magic \"EPLR\" belongs: it must write only the "
@@ -386,14 +410,15 @@ Result<Placement> ExternalPolicy::ReadReply(const PolicyInput& input, double dea
   std::memcpy(&status, head + 4, 4);
   if (status == 1) {
     int32_t length = 0;
-    EPLB_RETURN_IF_ERROR(read(reinterpret_cast<char*>(&length), 4, "error message's length"));
+    EPLB_RETURN_IF_ERROR(
+        ReadExactly(reinterpret_cast<char*>(&length), 4, "error message's length", deadline_s));
     if (length < 0 || length > kMaxMessageBytes) {
       return Status::InvalidArgument(
           fmt::format("{} reported an error of {} bytes; a message holds 0 to {} bytes", Describe(),
                       length, kMaxMessageBytes));
     }
     std::string message(static_cast<size_t>(length), '\0');
-    EPLB_RETURN_IF_ERROR(read(message.data(), message.size(), "error message"));
+    EPLB_RETURN_IF_ERROR(ReadExactly(message.data(), message.size(), "error message", deadline_s));
     return Status::InvalidArgument(fmt::format("{} reported an error: {}", Describe(), message));
   }
   if (status != 0) {
@@ -403,7 +428,8 @@ Result<Placement> ExternalPolicy::ReadReply(const PolicyInput& input, double dea
         Describe(), status));
   }
   int32_t shape[2];
-  EPLB_RETURN_IF_ERROR(read(reinterpret_cast<char*>(shape), 8, "placement's shape"));
+  EPLB_RETURN_IF_ERROR(
+      ReadExactly(reinterpret_cast<char*>(shape), 8, "placement's shape", deadline_s));
   if (shape[0] != layers || shape[1] != slots) {
     return Status::InvalidArgument(
         fmt::format("{} returned a placement of {} × {}; it must be layers × slots = {} × {} "
@@ -411,8 +437,8 @@ Result<Placement> ExternalPolicy::ReadReply(const PolicyInput& input, double dea
                     Describe(), shape[0], shape[1], layers, slots));
   }
   std::vector<int32_t> phy2log(static_cast<size_t>(layers) * slots);
-  EPLB_RETURN_IF_ERROR(
-      read(reinterpret_cast<char*>(phy2log.data()), phy2log.size() * sizeof(int32_t), "placement"));
+  EPLB_RETURN_IF_ERROR(ReadExactly(reinterpret_cast<char*>(phy2log.data()),
+                                   phy2log.size() * sizeof(int32_t), "placement", deadline_s));
   // Lost GPUs first: an expert left only there would otherwise read as merely unplaced.
   const int per_gpu = t.slots_per_gpu();
   for (const int rank : input.lost_ranks) {

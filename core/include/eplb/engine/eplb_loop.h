@@ -179,6 +179,9 @@ class EplbLoop {
   StepModel model_;
   Slowdowns slowdowns_;  // the faults in force (step_model.h)
   std::unique_ptr<Policy> policy_;
+  // The last Rearrange's wait for a priced policy (Policy::prices_wall_time), for its step's
+  // stall.
+  double policy_stall_s_ = 0;
   std::unique_ptr<Rearranger> rearranger_;
   bool rearranger_started_ = false;  // it holds the placement in force once it has started
   Placement initial_;

@@ -8,6 +8,8 @@
 // The program is started once per run (`/bin/sh -c CMD`, in a process group of its own, stopped
 // with this process on SIGINT/SIGTERM) and asked once per rearrangement. The protocol
 // (docs/policy_protocol.md; all little-endian):
+//   greeting "EPLH", int32 version (1), once, when the program is ready: its start is not a
+//            call's time
 //   request  "EPLB", int32 version (1), layers, experts, slots, gpus, nodes, slots_per_gpu,
 //            groups, step, reserved (0); uint8 lost[gpus] (1: lost, leave its slots empty);
 //            float64 load[layers × experts]; int32 old_phy2log[layers × slots] (-1: empty)
@@ -40,6 +42,9 @@ struct ExternalPolicyCommand {
   std::string name;                           // the policy's name in scenarios and tables
   std::string command;                        // run with /bin/sh -c
   double timeout_s = kDefaultPolicyTimeoutS;  // per call, and for the program's start
+  // Whether a run's clock pays each call's wall time (Policy::prices_wall_time); false for
+  // reproducible run folders (--policy-time free).
+  bool priced = true;
 };
 
 // Parses --policy-command's text: "CMD" names the policy "external"; "NAME=CMD", where NAME is
@@ -65,10 +70,17 @@ class ExternalPolicy final : public Policy {
   std::string_view name() const override { return name_; }
   // Starts the program on the first call.
   Result<Placement> Rebalance(const PolicyInput& input) override;
+  bool prices_wall_time() const override { return command_.priced; }
+  // Starts the program and waits for its greeting (Rebalance does, when not called).
+  Status Prepare() override;
 
  private:
   struct Child;
   Status Start();
+  // The greeting, within the time limit.
+  Status ReadGreeting();
+  // Reads exactly `n` bytes of `what` by `deadline_s`, or says why they did not come.
+  Status ReadExactly(char* data, size_t n, std::string_view what, double deadline_s);
   // The reply's placement, checked.
   Result<Placement> ReadReply(const PolicyInput& input, double deadline_s);
   std::string Describe() const;

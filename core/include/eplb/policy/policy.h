@@ -65,6 +65,14 @@ class Policy {
   virtual ~Policy() = default;
   virtual std::string_view name() const = 0;
   virtual Result<Placement> Rebalance(const PolicyInput& input) = 0;
+  // Whether a run's clock pays the policy's wall time before the rearrangement starts, as an
+  // engine's step boundary waits for its policy. The built-ins' is not priced, so that their
+  // runs are reproducible (a millisecond or so beside steps of tens to hundreds); a user's
+  // program's is (external_policy.h), as it may be slow enough to matter.
+  virtual bool prices_wall_time() const { return false; }
+  // Called once before a run's first rearrangement, outside its timing: a policy that needs
+  // something started (a user's program) starts it here, so that its start is no call's time.
+  virtual Status Prepare() { return Status::Ok(); }
 };
 
 // A setting a policy reads from PolicyInput::migration, named as the Python API's keyword
