@@ -27,8 +27,7 @@ Result<Engine> ParseEngine(const std::string& name) {
 
 // The one table of per-operation costs. Each value is a published measurement or one made on
 // this project's machine with the same library calls (a 2-core Intel Xeon VM, numpy and torch
-// on the CPU: tools' op benchmark, reproduced in the comment), never fitted to a figure, except
-// the one entry marked FITTED.
+// 2.x on the CPU: tools/bench/engine_host_ops.py). No entry is fitted to a published figure.
 const OpCosts& VllmOpCosts() {
   static const OpCosts costs = [] {
     OpCosts c;

@@ -7,10 +7,11 @@
 //
 //   eplb  nothing beyond the transport's costs (what eplb priced before the profiles; the
 //         default): eplb's own device backend issues one group per layer from C++.
-//   vllm  vLLM's synchronous EPLB (vllm/distributed/eplb/): counted from the code in
-//         engine_profile.cpp, per rearrangement, per layer, per expert moved and per weight
-//         tensor (model.expert_tensors), for the communicator migration.transport names
-//         (nccl: torch_nccl; nixl; gloo: torch_gloo's CPU staging).
+//   vllm  vLLM's EPLB (vllm/distributed/eplb/): counted from the code in engine_profile.cpp,
+//         per rearrangement, per layer, per expert moved and per weight tensor
+//         (model.expert_tensors), for the communicator migration.transport names (nccl:
+//         torch_nccl; nixl; gloo: torch_gloo's CPU staging); in async mode also each step's
+//         readiness check while a rearrangement is in flight (AsyncStepOverheadS).
 //
 // Every per-operation cost lives in one table (OpCosts, VllmOpCosts()) with its source beside
 // it. Counts are per rank and per layer; the layer's time is the slowest rank's host work up to
@@ -22,10 +23,9 @@
 // Thread-safety: pure functions of immutable values.
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
-
-#include <span>
 
 #include "eplb/base/status.h"
 #include "eplb/migrate/transfer_plan.h"
