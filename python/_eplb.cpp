@@ -35,6 +35,7 @@
 #include "eplb/model/metrics.h"
 #include "eplb/policy/balance_bound.h"
 #include "eplb/policy/deepseek.h"
+#include "eplb/policy/external_policy.h"
 #include "eplb/policy/policy.h"
 
 namespace py = pybind11;
@@ -343,6 +344,16 @@ void BindFolders(py::module_& m);    // _eplb_io.cpp
 PYBIND11_MODULE(_eplb, m) {
   using namespace eplb::python;
   m.doc() = "eplb's C++ core; use the `eplb` package, which wraps it.";
+  m.def(
+      "name_program_policy",
+      [](const std::string& name) {
+        // The run folders of a function's policy name it; this process's reader must know the
+        // name (it runs nothing here: the eplb command's processes ran the function).
+        const eplb::Status s = eplb::RegisterExternalPolicy({name, "a Python function"});
+        if (!s.ok()) throw py::value_error(s.message());
+      },
+      "Makes `name` a policy that is a user's program in this process (scenario.py's policy=fn), "
+      "so that its run folders read back.");
   m.def(
       "policies",
       [] {

@@ -12,7 +12,8 @@ import subprocess
 import tempfile
 import weakref
 
-from . import _args
+from . import _args, _eplb
+from ._user_policy import PolicyServer, policy_name
 from .folders import Comparison, RunResult, Sweep
 
 
@@ -37,9 +38,12 @@ def _cli():
     raise EplbError("the eplb command was not found: set EPLB_CLI to its path, or install eplb")
 
 
-def _simulate(command, scenario, out, set, trace, extra, timeout, read):
+def _simulate(command, scenario, out, set, trace, extra, timeout, read, functions=None,
+              policy_time=None):
     """Runs `eplb COMMAND [SCENARIO] --set ... --out OUT [--no-trace] EXTRA` and returns
-    read(OUT); a temporary OUT (out None) lives as long as what read returned."""
+    read(OUT); a temporary OUT (out None) lives as long as what read returned. `functions`
+    ({name: fn}) are served as policies for the command's length (_user_policy.py), their
+    time priced or free (--policy-time; None: priced)."""
     # Every argument is checked before eplb starts, each named as the caller named it.
     scenario = _args.optional(_args.path, scenario, "scenario")
     overrides = _args.overrides(set, "set")
@@ -59,6 +63,16 @@ def _simulate(command, scenario, out, set, trace, extra, timeout, read):
     if not trace:
         args.append("--no-trace")
     args += extra
+    server = PolicyServer(functions) if functions else None
+    for name in functions or {}:
+        _eplb.name_program_policy(name)  # so that the folders naming it read back here
+    for name in functions or {}:
+        args.append(f"--policy-command={name}={server.command(name)}")
+    if policy_time is not None:
+        if policy_time not in ("priced", "free"):
+            raise _args.ArgumentError(f"policy_time is {_args.quote(policy_time)}; expected "
+                                      "'priced' or 'free'")
+        args.append(f"--policy-time={policy_time}")
     try:
         returncode, stderr = _run_stopping_on_interrupt(args, timeout, command)
         if returncode != 0:
@@ -68,6 +82,9 @@ def _simulate(command, scenario, out, set, trace, extra, timeout, read):
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
         raise
+    finally:
+        if server is not None:
+            server.close()
     if temporary is not None:  # the folder goes when the result does
         weakref.finalize(result, shutil.rmtree, temporary, ignore_errors=True)
     return result
@@ -110,9 +127,35 @@ def _error_of(stderr):
     return "\n".join(lines) if lines else stderr.strip()
 
 
-def run_scenario(scenario=None, out=None, set=None, trace=False, timeout=None, frames=None):
+def _functions_of(policies):
+    """Policies as names, with the callables among them as {name: fn} (named by __name__)."""
+    if policies is None or isinstance(policies, (str, bytes)):
+        return policies, {}
+    if callable(policies):
+        policies = [policies]
+    names, functions = [], {}
+    for p in policies:
+        if callable(p):
+            name = policy_name(p)
+            if name in functions and functions[name] is not p:
+                raise _args.ArgumentError(f"policies: two functions are named {name!r}; give "
+                                          "each its own __name__")
+            functions[name] = p
+            p = name
+        names.append(p)
+    return names, functions
+
+
+def run_scenario(scenario=None, out=None, set=None, trace=False, timeout=None, frames=None,
+                 policy=None, policy_time=None):
     """Simulates `scenario` (a YAML path; None: the built-in DeepSeek-V3 prefill EP32).
 
+    policy: a function as the policy (vLLM's rebalance_experts signature; _user_policy.py),
+        named by its __name__ in the run folder; None: the scenario's eplb.policy. For a
+        built-in, set={"eplb.policy": name}.
+    policy_time: "priced" (None): the simulated clock waits for each call of a function's
+        policy, as an engine would; "free": it does not, as for the built-ins, and the folder
+        is the same on any machine (docs/policy_protocol.md).
     set: overrides as {"key.path": value} or ["key.path=value", ...], as `eplb run --set`.
     out: the run folder to write (replaced as `eplb run` replaces it); None: a temporary folder
         that lives as long as the returned result.
@@ -122,8 +165,14 @@ def run_scenario(scenario=None, out=None, set=None, trace=False, timeout=None, f
     Raises EplbError with eplb's message when the scenario is refused or the run fails.
     """
     frames = _args.frames(frames)
+    functions = {}
+    if policy is not None:
+        if not callable(policy):
+            raise _args.ArgumentError(f"policy is {_args.quote(policy)}; expected a function "
+                                      "(a built-in is set={'eplb.policy': name})")
+        functions = {policy_name(policy): policy}
     return _simulate("run", scenario, out, set, trace, [], timeout,
-                     lambda folder: RunResult(folder, frames))
+                     lambda folder: RunResult(folder, frames), functions, policy_time)
 
 
 def _study_options(policies, jobs):
@@ -138,34 +187,38 @@ def _study_options(policies, jobs):
 
 
 def compare_policies(scenario=None, policies=None, seeds=None, out=None, set=None, trace=False,
-                     jobs=None, timeout=None, frames=None):
+                     jobs=None, timeout=None, frames=None, policy_time=None):
     """Runs `scenario` once per policy (and per seed) and returns the Comparison, as
     `eplb compare` does (the library's sim/studies.h RunComparison, each run in its own
     process).
 
-    policies: names (a list, or "a,b"); None: eplb compare's default five.
+    policies: names (a list, or "a,b"), or functions among the names (run_scenario's policy);
+        None: eplb compare's default five.
     seeds: run every policy once per seed; the rows are then means with their spread.
-    out, set, trace, timeout, frames: as run_scenario. jobs: simulations at once (None: a core
+    out, set, trace, timeout, frames, policy_time: as run_scenario. jobs: simulations at once (None: a core
     each). Raises EplbError with eplb's message.
     """
     frames = _args.frames(frames)
+    policies, functions = _functions_of(policies)
     extra = _study_options(policies, jobs)
     if seeds is not None:
         extra.append(f"--seeds={_args.seeds(seeds, 'seeds')}")
     return _simulate("compare", scenario, out, set, trace, extra, timeout,
-                     lambda folder: Comparison(folder, frames))
+                     lambda folder: Comparison(folder, frames), functions, policy_time)
 
 
 def sweep(scenario=None, vary=None, policies=None, out=None, set=None, trace=False, jobs=None,
-          timeout=None, frames=None):
+          timeout=None, frames=None, policy_time=None):
     """Runs `scenario` over the cross product of `vary` ({"key.path": [values, ...]}, the last
     key varying fastest) and returns the Sweep, as `eplb sweep` does.
 
-    policies: run each point once per policy (innermost); None: the scenario's policy.
-    out, set, trace, jobs, timeout, frames: as compare_policies. Raises EplbError with eplb's
-    message.
+    policies: run each point once per policy (innermost), functions among them as in
+        compare_policies; None: the scenario's policy.
+    out, set, trace, jobs, timeout, frames, policy_time: as compare_policies. Raises EplbError
+    with eplb's message.
     """
     frames = _args.frames(frames)
+    policies, functions = _functions_of(policies)
     if not isinstance(vary, dict):
         raise _args.ArgumentError(f"vary is {_args.quote(vary)}; expected a dict "
                                   "{'key.path': [values, ...]}")
@@ -181,4 +234,4 @@ def sweep(scenario=None, vary=None, policies=None, out=None, set=None, trace=Fal
         texts = [_args.yaml_value(v, f"vary[{key!r}]") for v in values]
         extra.append(f"--vary={key}={_args.names(texts, f'vary[{key!r}]')}")
     return _simulate("sweep", scenario, out, set, trace, extra, timeout,
-                     lambda folder: Sweep(folder, frames))
+                     lambda folder: Sweep(folder, frames), functions, policy_time)

@@ -1,0 +1,148 @@
+"""A Python function as eplb's policy (policy=fn in run_scenario, compare_policies, sweep).
+
+The simulation runs in the eplb command's processes (SimGrid allows one simulated world per
+process), so the function is served to them over the external-policy protocol
+(docs/policy_protocol.md): this process listens on a Unix socket in a private temporary folder,
+and the command eplb is given (--policy-command NAME=CMD) is a small relay between its own
+stdin/stdout and that socket. Every simulation's relay gets its own connection; calls are made
+one at a time, so the function need not be thread-safe.
+
+The function has the engines' signature, vLLM's
+    rebalance_experts(weight, num_replicas, num_groups, num_nodes, num_ranks,
+                      old_global_expert_indices) -> phy2log [layers, num_replicas]
+(DeepSeek's three outputs, (phy2log, log2phy, logcnt), are accepted too: the first is used);
+weight is the window's load as a float64 numpy array [layers, experts] and
+old_global_expert_indices the placement in force, int64 [layers, num_replicas] (-1: empty). A
+function with a `lost_ranks` keyword gets the lost GPUs too. What it returns is checked by eplb
+as a user's program's output is: a bad placement stops the run with the step and what is wrong.
+"""
+
+import inspect
+import os
+import re
+import shlex
+import shutil
+import socket
+import struct
+import sys
+import tempfile
+import threading
+
+import numpy as np
+
+_HEADER = struct.Struct("<4s10i")
+
+# The relay eplb runs: the function's name, then its stdin to the socket and the socket to its
+# stdout, until either ends.
+_RELAY = """
+import os, socket, sys, threading
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+name = sys.argv[2].encode()
+s.sendall(len(name).to_bytes(4, "little") + name)  # which function
+def up():
+    while (b := os.read(0, 1 << 16)):
+        s.sendall(b)
+    s.shutdown(socket.SHUT_WR)
+threading.Thread(target=up, daemon=True).start()
+while (b := s.recv(1 << 16)):
+    os.write(1, b)
+"""
+
+
+def _read(stream, n):
+    data = stream.read(n)
+    if len(data) != n:
+        raise EOFError
+    return data
+
+
+def policy_name(fn):
+    """The label a function's policy gets in tables: its __name__, as a policy name may be."""
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", getattr(fn, "__name__", "") or "")
+    return name if name and name != "_" * len(name) else "user-policy"
+
+
+class PolicyServer:
+    """Serves `functions` ({name: fn}) until closed; command(name) is what eplb runs."""
+
+    def __init__(self, functions):
+        self._functions = dict(functions)
+        self._takes_lost = {n: "lost_ranks" in _parameters(f) for n, f in functions.items()}
+        self._lock = threading.Lock()
+        self._dir = tempfile.mkdtemp(prefix="eplb-policy-")
+        self._path = os.path.join(self._dir, "socket")
+        self._socket = socket.socket(socket.AF_UNIX)
+        self._socket.bind(self._path)
+        self._socket.listen()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def command(self, name):
+        relay = os.path.join(self._dir, "relay.py")
+        if not os.path.exists(relay):
+            with open(relay, "w") as f:
+                f.write(_RELAY)
+        return (f"{shlex.quote(sys.executable)} {shlex.quote(relay)} {shlex.quote(self._path)}"
+                f" {shlex.quote(name)}")
+
+    def close(self):
+        self._socket.close()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self._socket.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        # The relay says which function first; the greeting is this side's.
+        with conn, conn.makefile("rb") as rd, conn.makefile("wb") as wr:
+            try:
+                name = _read(rd, struct.unpack("<i", _read(rd, 4))[0]).decode()
+                wr.write(struct.pack("<4si", b"EPLH", 1))
+                wr.flush()
+                while True:
+                    head = rd.read(_HEADER.size)
+                    if not head:
+                        return
+                    wr.write(self._answer(name, head, rd))
+                    wr.flush()
+            except (EOFError, OSError, ValueError):
+                return
+
+    def _answer(self, name, head, rd):
+        magic, version, layers, experts, slots, gpus, nodes, _, groups, _, _ = \
+            _HEADER.unpack(head)
+        if magic != b"EPLB" or version != 1:
+            raise ValueError("not eplb's protocol")
+        lost = np.frombuffer(_read(rd, gpus), np.uint8).astype(bool)
+        load = np.frombuffer(_read(rd, 8 * layers * experts), "<f8").reshape(layers, experts)
+        old = np.frombuffer(_read(rd, 4 * layers * slots), "<i4").reshape(layers, slots)
+        try:
+            fn = self._functions[name]
+            kwargs = {"lost_ranks": np.flatnonzero(lost)} if self._takes_lost[name] else {}
+            with self._lock:
+                out = fn(load.copy(), slots, groups, nodes, gpus, old.astype(np.int64), **kwargs)
+            if isinstance(out, tuple):
+                out = out[0]
+            if hasattr(out, "detach"):  # a torch tensor
+                out = out.detach().cpu().numpy()
+            out = np.asarray(out)
+            if out.dtype.kind not in "iu" or out.ndim != 2:
+                raise TypeError(f"{name} returned {out.dtype} of shape {out.shape}; expected "
+                                f"integers of shape ({layers}, {slots}), the physical-to-logical "
+                                "map")
+            return struct.pack("<4s3i", b"EPLR", 0, *out.shape) + out.astype("<i4").tobytes()
+        except Exception as e:  # shown by eplb, which stops the run
+            text = f"{type(e).__name__}: {e}".encode()[:65536]
+            return struct.pack("<4s2i", b"EPLR", 1, len(text)) + text
+
+
+def _parameters(fn):
+    try:
+        return inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return {}
