@@ -187,12 +187,44 @@ TEST(EngineProfile, AsyncPaysAFlagAllReducePerStep) {
   EXPECT_DOUBLE_EQ(AsyncStepOverheadS(Engine::kVllm, 1), 0);
 }
 
+TEST(EngineProfile, SglangOperationCounts) {
+  // Rank 0 of the cycle (2 slots, 8 layer slots, 2 experts held, 1 sent, 1 received): two
+  // loops over its 2 slots; scans of 1 changed slot x 2 (same-gpu), 1 remote x 2 (free-rider)
+  // and (1 received + 2 held) x 2 x 8 (_compute_comm_info); an isend and an irecv per tensor,
+  // one batch, a wait each; a copy_ back per tensor.
+  const LayerOpCounts n = CountSglangLayerOps(kTensors, Work()[0]);
+  EXPECT_EQ(n.python_iters, 4);
+  EXPECT_EQ(n.scan_elems, 2 + 2 + 48);
+  EXPECT_EQ(n.p2p_posts, 8);
+  EXPECT_EQ(n.batches, 1);
+  EXPECT_EQ(n.waits, 8);
+  EXPECT_EQ(n.writeback_copies, 4);
+  EXPECT_EQ(n.barriers + n.nixl_calls + n.polls, 0);
+  EXPECT_DOUBLE_EQ(PriceOnce(Engine::kSglang, kLayers, 8, kRanks).total_s(), 0);
+  EXPECT_DOUBLE_EQ(AsyncStepOverheadS(Engine::kSglang, kRanks), 0);
+}
+
 TEST(EngineProfile, ParseNamesTheValidEngines) {
   EXPECT_EQ(*ParseEngine("vllm"), Engine::kVllm);
   EXPECT_EQ(*ParseEngine("eplb"), Engine::kEplb);
-  const auto bad = ParseEngine("sglang");
+  EXPECT_EQ(*ParseEngine("sglang"), Engine::kSglang);
+  const auto bad = ParseEngine("trtllm");
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.status().message(), "engine 'sglang' is not one of eplb, vllm");
+  EXPECT_EQ(bad.status().message(), "engine 'trtllm' is not one of eplb, vllm, sglang");
+}
+
+TEST(EngineProfile, SglangMovesWeightsOverNcclOnly) {
+  auto s = LoadScenarioFile(std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml",
+                            {"migration.engine=sglang", "migration.transport=nixl"});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find(
+                "migration.engine is 'sglang', which moves the weights with torch.distributed "
+                "P2P only, but migration.transport is 'nixl'; valid with sglang: nccl"),
+            std::string::npos)
+      << s.status().message();
+  EXPECT_TRUE(
+      LoadScenarioFile(std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml", {"migration.engine=sglang"})
+          .ok());
 }
 
 }  // namespace
@@ -309,6 +341,9 @@ TEST(EngineProfile, PublishedStallSetups) {
   std::vector<std::string> lite_nixl = lite;
   lite_nixl.push_back("migration.transport=nixl");
   PriceFigure("h800-deepseek-v3.yaml", lite_nixl);
+  // SGLang on the #43219 set-up over NCCL: its per-layer host work, for the what-ifs.
+  PriceFigure("gb200-deepseek-r1.yaml",
+              {"model.expert_bytes=25165824", "model.expert_tensors=6", "migration.engine=sglang"});
 }
 
 }  // namespace

@@ -46,6 +46,10 @@ def main():
     print(f"loop over slots, per slot   {per_slot:7.2f} us")
     x = torch.zeros(100)
     print(f"torch CPU x + 2 (100)       {best_us('x + 2', {'x': x}):7.2f} us")
+    old = [int(v) for v in layer]
+    scan = {"old": old, "e": old[5]}
+    scan_us = best_us("[x // 9 for x in range(288) if old[x] == e]", scan, 2000) / 288
+    print(f"comprehension element       {scan_us:7.3f} us")
     table = {}
     dict_us = best_us("for i in range(100): table.setdefault(i, i)", {"table": table}, 2000) / 100
     print(f"dict setdefault             {dict_us:7.3f} us")

@@ -184,6 +184,13 @@ void Validate(Scenario& s, Reader& r) {
                     "brings at most a step's tokens (valid: 0 to {})",
                     s.workload.sequence_tokens, s.tokens_per_forward(), s.tokens_per_forward()));
   }
+  if (s.migration.engine == Engine::kSglang && s.migration.transport != Transport::kNccl) {
+    r.FailAt("migration.engine",
+             fmt::format("migration.engine is 'sglang', which moves the weights with "
+                         "torch.distributed P2P only, but migration.transport is '{}'; valid "
+                         "with sglang: nccl",
+                         TransportName(s.migration.transport)));
+  }
   if (s.migration.sms > 0 && !CostOf(s.migration.transport).uses_sms) {
     r.FailAt("migration.sms",
              fmt::format("migration.sms is {} but migration.transport '{}' moves the weights on "
@@ -248,8 +255,8 @@ void WarnOfDeepSeekConstants(const YAML::Node& root, const Scenario& s) {
       {"top_k", d.top_k},
       {"hidden", d.hidden},
       {"expert_bytes", static_cast<double>(d.expert_bytes)},
-      {"activation_bytes", d.activation_bytes},
       {"expert_tensors", d.expert_tensors},
+      {"activation_bytes", d.activation_bytes},
       {"combine_bytes", d.combine_bytes},
       {"topk_groups", d.topk_groups},
       {"intermediate", d.intermediate},
@@ -325,8 +332,8 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
     m.Int("top_k", s.model.top_k, 1, kMaxExperts);
     m.Int("hidden", s.model.hidden, 1, 1 << 20);
     m.Int64("expert_bytes", s.model.expert_bytes, 1, kMaxExpertBytes);
-    m.Int("activation_bytes", s.model.activation_bytes, 1, 8);
     m.Int("expert_tensors", s.model.expert_tensors, 1, 16);
+    m.Int("activation_bytes", s.model.activation_bytes, 1, 8);
     m.Int("combine_bytes", s.model.combine_bytes, 0, 8);
     m.Int("topk_groups", s.model.topk_groups, 0, kMaxExperts);
     m.Int("intermediate", s.model.intermediate, 1, 1 << 24);
@@ -468,10 +475,10 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
     m.String("transport", transport, {"nccl", "nixl", "gloo", "host_pool"});
     s.migration.transport = *ParseTransport(transport);
     m.Int("sms", s.migration.sms, 0, 1000);
-    m.Finish();
     std::string engine = EngineName(s.migration.engine);
-    m.String("engine", engine, {"eplb", "vllm"});
+    m.String("engine", engine, {"eplb", "vllm", "sglang"});
     s.migration.engine = *ParseEngine(engine);
+    m.Finish();
   }
   {
     const YAML::Node faults = top.Take("faults");

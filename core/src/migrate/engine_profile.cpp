@@ -14,15 +14,17 @@ const char* EngineName(Engine engine) {
       return "eplb";
     case Engine::kVllm:
       return "vllm";
+    case Engine::kSglang:
+      return "sglang";
   }
   return "?";
 }
 
 Result<Engine> ParseEngine(const std::string& name) {
-  for (Engine e : {Engine::kEplb, Engine::kVllm}) {
+  for (Engine e : {Engine::kEplb, Engine::kVllm, Engine::kSglang}) {
     if (name == EngineName(e)) return e;
   }
-  return Status::InvalidArgument(fmt::format("engine '{}' is not one of eplb, vllm", name));
+  return Status::InvalidArgument(fmt::format("engine '{}' is not one of eplb, vllm, sglang", name));
 }
 
 // The one table of per-operation costs. Each value is a published measurement or one made on
@@ -48,6 +50,8 @@ const OpCosts& VllmOpCosts() {
     // A Python loop iteration with a dict lookup or list append: 0.02 µs measured for the
     // lookup alone; vLLM's loops do a few such operations and a tolist() per iteration.
     c.python_iter_s = 0.5e-6;
+    // [x // n for x in range(288) if old[x] == e]: 0.017 µs an element measured.
+    c.python_scan_s = 0.02e-6;
     // An isend/irecv inside batch_isend_irecv reaches ncclSend/ncclRecv through
     // ProcessGroupNCCL: an eager op's host path, as torch_gpu_op_s.
     c.p2p_post_s = 10e-6;
@@ -191,6 +195,43 @@ LayerOpCounts CountVllmLayerOps(Transport transport, int tensors, const RankLaye
   return n;
 }
 
+// Counted from SGLang's python/sglang/srt/eplb/expert_location_updater.py (06120cc8, as the
+// project's code index stores it), update_expert_weights_single_layer: the layer's two maps
+// .tolist(); _handle_recv, a loop over the rank's slots, each changed slot scanning the rank's
+// slots for a local source (same-gpu), then the slots before it (free-rider), then for a
+// remote one _compute_comm_info, two list comprehensions over every physical slot;
+// _create_isend_ops, a loop over the rank's slots and per distinct expert held
+// _compute_comm_info again; a P2POp per tensor per (expert, peer), one batch_isend_irecv, a
+// wait per request; copy_ per tensor into the buffer per same-gpu move, and back per changed
+// slot.
+LayerOpCounts CountSglangLayerOps(int tensors, const RankLayerWork& w) {
+  LayerOpCounts n;
+  const int changed = w.local_moves + w.receives + w.duplicates;
+  n.python_iters = w.slots + w.slots;  // _handle_recv's and _create_isend_ops' loops
+  n.scan_elems = changed * w.slots + (w.receives + w.duplicates) * w.slots +
+                 (w.receives + w.held_experts) * 2 * w.layer_slots;
+  n.cpu_ops = 2;
+  n.local_copies = w.local_moves * tensors;
+  n.p2p_posts = (w.sends + w.receives) * tensors;
+  n.batches = n.p2p_posts > 0 ? 1 : 0;
+  n.waits = n.p2p_posts;
+  n.writeback_copies = changed * tensors;
+  return n;
+}
+
+LayerOpCounts CountLayerOps(Engine engine, Transport transport, int tensors,
+                            const RankLayerWork& work) {
+  switch (engine) {
+    case Engine::kEplb:
+      return {};
+    case Engine::kVllm:
+      return CountVllmLayerOps(transport, tensors, work);
+    case Engine::kSglang:
+      return CountSglangLayerOps(tensors, work);
+  }
+  return {};
+}
+
 namespace {
 
 // One rank's host time before its layer's barrier (all of it for the P2P communicators) and
@@ -204,7 +245,8 @@ struct RankTime {
 RankTime TimeOf(const OpCosts& c, Transport transport, const LayerOpCounts& n, double links_s) {
   RankTime t;
   t.planning = n.numpy_calls * c.numpy_call_s + n.numpy_isins * c.numpy_isin_s +
-               n.python_iters * c.python_iter_s;
+               n.python_iters * c.python_iter_s + n.scan_elems * c.python_scan_s +
+               n.cpu_ops * c.torch_cpu_op_s;
   t.issue = n.local_copies * c.torch_gpu_op_s + n.stream_syncs * c.stream_sync_s +
             n.nixl_calls * c.nixl_call_s;
   if (transport == Transport::kGloo) {
@@ -234,13 +276,13 @@ LayerOrchestration PriceLayer(Engine engine, Transport transport, int tensors,
   std::vector<RankTime> times;
   times.reserve(ranks.size());
   for (const RankLayerWork& w : ranks) {
-    times.push_back(TimeOf(c, transport, CountVllmLayerOps(transport, tensors, w), links_s));
+    times.push_back(TimeOf(c, transport, CountLayerOps(engine, transport, tensors, w), links_s));
   }
   auto slowest = [&](auto key) {
     return *std::max_element(times.begin(), times.end(),
                              [&](const RankTime& a, const RankTime& b) { return key(a) < key(b); });
   };
-  if (transport == Transport::kNixl) {
+  if (engine == Engine::kVllm && transport == Transport::kNixl) {
     // Every rank waits at the barrier, after its reads, for the slowest to arrive; after it,
     // the layer lasts as long as the slowest rank's releases and write-back. torch's
     // monitored_barrier on gloo: rank 0 receives from every other rank, then sends to each,
@@ -271,7 +313,7 @@ WorkerCosts WorkerCostsOf(Engine engine, Transport transport, int tensors, int s
   if (engine == Engine::kEplb || slots <= 0) return w;
   const OpCosts& c = VllmOpCosts();
   auto host = [&](const RankLayerWork& work) {
-    const RankTime t = TimeOf(c, transport, CountVllmLayerOps(transport, tensors, work), 0);
+    const RankTime t = TimeOf(c, transport, CountLayerOps(engine, transport, tensors, work), 0);
     return t.planning + t.issue + t.after_issue + t.writeback;
   };
   RankLayerWork base;
@@ -293,7 +335,7 @@ WorkerCosts WorkerCostsOf(Engine engine, Transport transport, int tensors, int s
   RankLayerWork local = base;
   local.local_moves = 1;
   w.per_local_copy_s = host(local) - none;
-  if (transport == Transport::kNixl) {
+  if (engine == Engine::kVllm && transport == Transport::kNixl) {
     w.barrier_s = 2.0 * (ranks - 1) * c.gloo_hop_s;
     w.poll_period_s = c.nixl_poll_period_s;
   }
@@ -303,7 +345,7 @@ WorkerCosts WorkerCostsOf(Engine engine, Transport transport, int tensors, int s
 // eplb_state.py at 50feac95: step() calls _all_ranks_buffer_ready while
 // pending_global_ready_check, from rearrange() until the last layer is moved to the workspace.
 double AsyncStepOverheadS(Engine engine, int ranks) {
-  if (engine == Engine::kEplb || ranks <= 1) return 0;
+  if (engine != Engine::kVllm || ranks <= 1) return 0;  // SGLang has no async mode
   const OpCosts& c = VllmOpCosts();
   return 2.0 * (ranks - 1) * c.gloo_hop_s + c.torch_cpu_op_s;
 }
@@ -315,7 +357,7 @@ double AsyncStepOverheadS(Engine engine, int ranks) {
 // replica counts); the old and new maps copied back to the host once for the layers' plans.
 RearrangementOnce PriceOnce(Engine engine, int layers, int slots, int ranks) {
   RearrangementOnce o;
-  if (engine == Engine::kEplb) return o;
+  if (engine != Engine::kVllm) return o;  // SGLang's once-per-update work: not counted
   const OpCosts& c = VllmOpCosts();
   (void)ranks;
   o.window_reduce_s = c.torch_gpu_op_s + c.small_copy_s;

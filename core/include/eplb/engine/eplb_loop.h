@@ -100,7 +100,6 @@ struct RearrangementRecord {
   // Per rank: the most bytes it held staged at once (engine/gpu_memory.h); empty when not
   // recorded (older run folders), 0 for ranks another process ran.
   std::vector<int64_t> staging_peak_bytes;
-  // The most any GPU held staged (0 when not recorded).
   // The engine's orchestration priced from its operation counts (migrate/engine_profile.h; all
   // 0 with migration.engine eplb): its once-per-rearrangement host work (window, policy, maps),
   // then summed over the layers the slowest rank's planning, transfer calls, barrier, polling
@@ -111,6 +110,7 @@ struct RearrangementRecord {
   double engine_barrier_s = 0;
   double engine_polling_s = 0;
   double engine_writeback_s = 0;
+  // The most any GPU held staged (0 when not recorded).
   int64_t most_staged_bytes() const {
     return staging_peak_bytes.empty()
                ? 0

@@ -12,6 +12,10 @@
 //         (model.expert_tensors), for the communicator migration.transport names (nccl:
 //         torch_nccl; nixl; gloo: torch_gloo's CPU staging); in async mode also each step's
 //         readiness check while a rearrangement is in flight (AsyncStepOverheadS).
+//   sglang  SGLang's ExpertLocationUpdater (torch.distributed P2P, i.e. nccl): per layer Python
+//         loops over the rank's slots and, per expert it receives or holds, scans of every
+//         physical slot; a P2POp per tensor per expert, one batch, a wait per request; copy_
+//         per tensor per move. Its policy and once-per-update work are not counted.
 //
 // Every per-operation cost lives in one table (OpCosts, VllmOpCosts()) with its source beside
 // it. Counts are per rank and per layer; the layer's time is the slowest rank's host work up to
@@ -33,7 +37,7 @@
 
 namespace eplb {
 
-enum class Engine { kEplb, kVllm };
+enum class Engine { kEplb, kVllm, kSglang };
 const char* EngineName(Engine engine);
 Result<Engine> ParseEngine(const std::string& name);
 
@@ -43,6 +47,7 @@ struct OpCosts {
   double torch_cpu_op_s = 0;      // an eager PyTorch op on a small CPU tensor
   double numpy_call_s = 0;        // a numpy call on a small array (np.unique, a mask, an index)
   double numpy_isin_s = 0;        // np.isin of the layer's slots against a few experts
+  double python_scan_s = 0;       // one element of a list comprehension scanning the slots
   double python_iter_s = 0;       // one iteration of a plain Python loop with a dict/list op
   double p2p_post_s = 0;          // one isend/irecv posted inside batch_isend_irecv
   double work_wait_s = 0;         // one Work.wait() on an NCCL request (a stream-wait event)
@@ -61,6 +66,8 @@ const OpCosts& VllmOpCosts();
 struct LayerOpCounts {
   int numpy_calls = 0;    // planning (move_to_buffer, get_ep_ranks_with_experts_batch)
   int numpy_isins = 0;    // planning's np.isin calls (the slot-wide ones)
+  int scan_elems = 0;     // SGLang: list-comprehension elements scanning the slots
+  int cpu_ops = 0;        // small CPU tensor ops (SGLang: the maps' .tolist())
   int python_iters = 0;   // planning's Python loops
   int local_copies = 0;   // copy_ into the buffer, one per tensor per local move
   int p2p_posts = 0;      // isend/irecv (or gloo send/recv), one per tensor per expert
@@ -96,6 +103,10 @@ std::vector<RankLayerWork> WorkOfLayer(const LayerPlan& plan, std::span<const in
 
 // `tensors`: weight tensors per expert (model.expert_tensors).
 LayerOpCounts CountVllmLayerOps(Transport transport, int tensors, const RankLayerWork& work);
+LayerOpCounts CountSglangLayerOps(int tensors, const RankLayerWork& work);
+// The engine's counts (eplb: none).
+LayerOpCounts CountLayerOps(Engine engine, Transport transport, int tensors,
+                            const RankLayerWork& work);
 
 // One layer's host time, split where the engine spends it.
 struct LayerOrchestration {
