@@ -195,8 +195,8 @@ def compare_policies(scenario=None, policies=None, seeds=None, out=None, set=Non
     policies: names (a list, or "a,b"), or functions among the names (run_scenario's policy);
         None: eplb compare's default five.
     seeds: run every policy once per seed; the rows are then means with their spread.
-    out, set, trace, timeout, frames, policy_time: as run_scenario. jobs: simulations at once (None: a core
-    each). Raises EplbError with eplb's message.
+    out, set, trace, timeout, frames, policy_time: as run_scenario. jobs: simulations at once
+    (None: a core each). Raises EplbError with eplb's message.
     """
     frames = _args.frames(frames)
     policies, functions = _functions_of(policies)

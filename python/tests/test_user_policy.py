@@ -16,7 +16,8 @@ SCENARIOS = os.environ.get("EPLB_SCENARIOS",
                            os.path.join(os.path.dirname(__file__), "../../scenarios"))
 TINY = os.path.join(SCENARIOS, "tiny.yaml")
 _spec = importlib.util.spec_from_file_location(
-    "deepseek_policy", os.path.join(os.path.dirname(__file__), "../../tools/policy/deepseek_policy.py"))
+    "deepseek_policy",
+    os.path.join(os.path.dirname(__file__), "../../tools/policy/deepseek_policy.py"))
 deepseek_policy = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(deepseek_policy)
 

@@ -64,7 +64,8 @@ def rebalance_experts_hierarchical(weight, num_physical_experts, num_groups, num
 
     tokens_per_group = weight.unflatten(-1, (num_groups, group_size)).sum(-1)
     group_pack_index, group_rank_in_pack = balanced_packing(tokens_per_group, num_nodes)
-    log2mlog = (((group_pack_index * groups_per_node + group_rank_in_pack) * group_size).unsqueeze(-1)
+    log2mlog = (((group_pack_index * groups_per_node + group_rank_in_pack)
+                 * group_size).unsqueeze(-1)
                 + torch.arange(group_size, dtype=torch.int64)).flatten(-2)
     mlog2log = inverse(log2mlog)
     tokens_per_mlog = weight.gather(-1, mlog2log).view(-1, num_logical_experts // num_nodes)

@@ -22,7 +22,8 @@ def serve(policy, stdin=sys.stdin.buffer, stdout=sys.stdout.buffer):
     stdout.write(struct.pack("<4si", b"EPLH", 1))  # ready: what came before is not a call's time
     stdout.flush()
     while (head := stdin.read(HEADER.size)):
-        magic, version, layers, experts, slots, gpus, nodes, _, groups, step, _ = HEADER.unpack(head)
+        (magic, version, layers, experts, slots, gpus, nodes, _, groups, step,
+         _) = HEADER.unpack(head)
         assert magic == b"EPLB" and version == 1, f"not eplb's protocol: {head!r}"
         lost = np.frombuffer(stdin.read(gpus), np.uint8).astype(bool)
         load = np.frombuffer(stdin.read(8 * layers * experts), "<f8").reshape(layers, experts)
