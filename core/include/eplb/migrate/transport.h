@@ -31,6 +31,10 @@
 // (all_reduce: 19.3 Gb/s at 40 MB; about 5,000 small operations per second; send/recv is taken
 // to cost the same); TensorRT-LLM's tech blog 4 (host memory pool, in-place updates).
 //
+// These per-layer and per-message CPU estimates stand for an unnamed engine (migration.engine
+// eplb). A named engine profile (migrate/engine_profile.h: vllm, sglang) counts its own
+// operations instead, and CostOf(transport, engine) leaves only the rates and paths here.
+//
 // Thread-safety: immutable values.
 #pragma once
 
