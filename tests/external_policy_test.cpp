@@ -293,6 +293,12 @@ TEST_F(ExternalPolicyTest, CompareAndSweepLabelTheProgramByItsName) {
   ASSERT_EQ(rows["policies"].size(), 2u);
   EXPECT_EQ(rows["policies"][1]["label"], "mine");
   EXPECT_EQ(rows["policies"][0]["balancedness_mean"], rows["policies"][1]["balancedness_mean"]);
+  // A file names every program's policy `external` (the comment keeps its name), so that the
+  // folder reads back anywhere.
+  EXPECT_NE(testing::ReadFile((dir_ / "cmp/mine/scenario.yaml").string())
+                .find("policy: external  # a user's program, run only when given again: "
+                      "--policy-command 'mine="),
+            std::string::npos);
   const CliRun s = Eplb("sweep " + tiny + " --no-trace --vary eplb.step_interval=100,200 --out " +
                         (dir_ / "sweep").string() + " --policy-command '" + program + "'");
   ASSERT_EQ(s.code, 0) << s.err;

@@ -50,7 +50,8 @@ class UserPolicy(unittest.TestCase):
                                  frames=False, timeout=300)
         theirs = eplb.run_scenario(TINY, set={"eplb.policy": "deepseek"}, frames=False)
         with open(os.path.join(mine.folder, "scenario.yaml")) as f:
-            self.assertIn("policy: deepseek_in_python  # a user's program", f.read())
+            self.assertIn("policy: external  # a user's program, run only when given again: "
+                          "--policy-command 'deepseek_in_python=", f.read())
         self.assertTrue(same_columns(mine.metrics, theirs.metrics, ()))
         self.assertTrue(same_columns(mine.rearrangements, theirs.rearrangements, ("policy_ms",)))
         self.assertEqual(mine.summary["balancedness"], theirs.summary["balancedness"])

@@ -567,6 +567,9 @@ std::string Shortest(double value) {
 }  // namespace
 
 std::string ScenarioToYaml(const Scenario& s) {
+  // A user's program is `external` in a file, whatever its name in tables: the file then reads
+  // back anywhere, and runs the program only where it is given again (external_policy.h).
+  const std::string policy_command = ExternalPolicyCommandFor(s.eplb.policy);
   YAML::Emitter out;
   auto link = [&](const char* name, const LinkConfig& l) {
     out << YAML::Key << name << YAML::Value << YAML::BeginMap << YAML::Key << "bandwidth_gbps"
@@ -656,9 +659,9 @@ std::string ScenarioToYaml(const Scenario& s) {
       << Shortest(s.eplb.min_balancedness) << YAML::Key << "balancedness_gate" << YAML::Value
       << BalancednessGateName(s.eplb.balancedness_gate) << YAML::Key << "num_redundant_experts"
       << YAML::Value << s.eplb.num_redundant_experts << YAML::Key << "policy" << YAML::Value
-      << s.eplb.policy;
-  // A user's program, for the record only: a file never names code to run.
-  if (const std::string command = ExternalPolicyCommandFor(s.eplb.policy); !command.empty()) {
+      << (policy_command.empty() ? s.eplb.policy : std::string(kExternalPolicyName));
+  // The command is for the record only: a file never names code to run.
+  if (const std::string& command = policy_command; !command.empty()) {
     out << YAML::Comment("a user's program, run only when given again: --policy-command '" +
                          (s.eplb.policy == kExternalPolicyName ? "" : s.eplb.policy + "=") +
                          command + "'");
