@@ -274,11 +274,12 @@ struct Stall {
   double total_s = 0, links_s = 0, fixed_s = 0, messages_s = 0, copies_s = 0;
   int layers = 0;
   double bytes = 0;
+  RearrangementOrchestration engine;  // migration.engine's host work (engine_profile.h)
 };
 
 Result<Stall> PriceStall(const Scenario& s) {
   EPLB_ASSIGN_OR_RETURN(std::unique_ptr<Workload> workload, MakeWorkload(s));
-  const TransportCost transport = CostOf(s.migration.transport);
+  const TransportCost transport = CostOf(s.migration.transport, s.migration.engine);
   TopologyConfig links = s.topology().config();
   if (transport.flow_bytes_per_s > 0) {
     for (LinkSpec* l : {&links.nvlink, &links.nic}) {
@@ -294,6 +295,7 @@ Result<Stall> PriceStall(const Scenario& s) {
   const int gpus = s.num_gpus();
   const double expert = static_cast<double>(s.model.expert_bytes);
   Stall out;
+  std::vector<double> plan_links_s;
   for (const LayerPlan& plan : plans) {
     std::vector<double> received(static_cast<size_t>(gpus), 0.0), messages(received),
         copies(received);
@@ -319,6 +321,7 @@ Result<Stall> PriceStall(const Scenario& s) {
     const double copies_s =
         *std::max_element(copies.begin(), copies.end()) / (s.cluster.hbm_gbps * 1e9);
     out.links_s += links_s;
+    plan_links_s.push_back(links_s);
     out.messages_s += messages_s;
     out.copies_s += copies_s;
     out.fixed_s += transport.per_layer_s;
@@ -326,6 +329,9 @@ Result<Stall> PriceStall(const Scenario& s) {
     out.bytes += static_cast<double>(plan.bytes.sum() + plan.reload_bytes);
     ++out.layers;
   }
+  out.engine = PriceRearrangement(s.migration.engine, s.migration.transport, s.model.expert_tensors,
+                                  initial, plans, plan_links_s, gpus);
+  out.total_s += out.engine.total_s();
   return out;
 }
 
@@ -422,6 +428,16 @@ Result<FigureResult> Evaluate(const PublishedFigure& f) {
         "message {:.4g} ms + local copies {:.4g} ms ({})",
         stall.layers, stall.bytes / 1e9, stall.links_s * 1e3, stall.fixed_s * 1e3,
         stall.messages_s * 1e3, stall.copies_s * 1e3, TransportName(scenario->migration.transport));
+    if (const RearrangementOrchestration& e = stall.engine; e.total_s() > 0) {
+      const double n = std::max(1, e.num_layers);
+      r.breakdown += fmt::format(
+          " + {} engine {:.4g} ms: once {:.4g} (policy {:.4g}, maps {:.4g}); per layer planning "
+          "{:.3g}, transfer calls {:.3g}, barrier {:.3g}, polling {:.3g}, write-back {:.3g}",
+          EngineName(scenario->migration.engine), e.total_s() * 1e3, e.once.total_s() * 1e3,
+          e.once.policy_s * 1e3, e.once.maps_s * 1e3, e.layers.planning_s * 1e3 / n,
+          e.layers.transfer_s * 1e3 / n, e.layers.barrier_s * 1e3 / n, e.layers.polling_s * 1e3 / n,
+          e.layers.writeback_s * 1e3 / n);
+    }
   } else {
     EPLB_ASSIGN_OR_RETURN(const Serving serving, ServeScenario(*scenario));
     const double step_s = serving.step_s;
