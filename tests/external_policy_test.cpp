@@ -343,26 +343,33 @@ TEST_F(ExternalPolicyTest, ABadProgramFailsTheRunAndLeavesNoFolder) {
   for (const char* folder : {"a", "b", "c", "d"}) EXPECT_FALSE(fs::exists(dir_ / folder)) << folder;
 }
 
+// Ctrl-C stops eplb and the program: in run, eplb stops it; in compare, the simulation's process
+// that started it dies and takes it along.
 TEST_F(ExternalPolicyTest, CtrlCStopsBothProcesses) {
   const std::string tiny = std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml";
-  const std::string pid_file = (dir_ / "pid").string();
-  const std::string hangs = Write("hangs.py", PolicyScript("    open('" + pid_file +
-                                                           "', 'w').write(str(os.getpid()))\n"
-                                                           "    time.sleep(60)"));
-  const std::string script =
-      std::string(EPLB_BINARY) + " run " + tiny + " --out " + (dir_ / "run").string() +
-      " --policy-command '" + kPython + " " + hangs + "' 2>/dev/null & E=$!; " + "while [ ! -s " +
-      pid_file + " ]; do sleep 0.05; done; kill -INT $E; wait $E; " + "echo rc=$?; sleep 0.5; " +
-      // A zombie is gone too: nothing here may reap what init inherits.
-      "ps -o stat= -p $(cat " + pid_file + ") | grep -qv Z && echo alive || echo gone";
-  FILE* f = popen(("sh " + Write("ctrl_c.sh", script)).c_str(), "r");
-  std::string out;
-  char buf[256];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
-  pclose(f);
-  EXPECT_NE(out.find("rc=130"), std::string::npos) << out;
-  EXPECT_NE(out.find("gone"), std::string::npos) << out;
-  EXPECT_FALSE(fs::exists(dir_ / "run"));
+  for (const std::string command : {"run", "compare --policies static"}) {
+    SCOPED_TRACE(command);
+    const std::string pid_file = (dir_ / "pid").string();
+    fs::remove(pid_file);
+    const std::string hangs = Write("hangs.py", PolicyScript("    open('" + pid_file +
+                                                             "', 'w').write(str(os.getpid()))\n"
+                                                             "    time.sleep(60)"));
+    const std::string script =
+        std::string(EPLB_BINARY) + " " + command + " " + tiny + " --out " +
+        (dir_ / "out").string() + " --policy-command '" + kPython + " " + hangs +
+        "' >/dev/null 2>&1 & E=$!; while [ ! -s " + pid_file +
+        " ]; do sleep 0.05; done; kill -INT $E; wait $E; echo rc=$?; sleep 0.5; " +
+        // A zombie is gone too: nothing here may reap what init inherits.
+        "ps -o stat= -p $(cat " + pid_file + ") | grep -qv Z && echo alive || echo gone";
+    FILE* f = popen(("sh " + Write("ctrl_c.sh", script)).c_str(), "r");
+    std::string out;
+    char buf[256];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+    pclose(f);
+    EXPECT_NE(out.find("rc=130"), std::string::npos) << out;
+    EXPECT_NE(out.find("gone"), std::string::npos) << out;
+    EXPECT_FALSE(fs::exists(dir_ / "out"));
+  }
 }
 #endif  // EPLB_HAVE_SIM
 

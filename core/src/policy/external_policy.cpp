@@ -229,6 +229,15 @@ Status ExternalPolicy::Start() {
     return Status::IoError(
         fmt::format("cannot create the socket for {}: {}", Describe(), std::strerror(errno)));
   }
+  // A simple command replaces the shell (exec), so that the program itself is the child: it
+  // then dies with this process (PR_SET_PDEATHSIG, which a shell's children do not inherit),
+  // and a crash reads as its signal. A command with the shell's syntax keeps the shell.
+  // (An assignment before the program, A=1 prog, is the shell's syntax too.)
+  const std::string& c = command_.command;
+  const size_t first = c.find_first_not_of(" \t");
+  const bool simple = c.find_first_of(";&|<>()`$\n{}*?[]~#'\"\\") == std::string::npos &&
+                      c.find('=', first) >= c.find_first_of(" \t", first);
+  const std::string shell_command = simple ? "exec " + command_.command : command_.command;
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
@@ -242,7 +251,7 @@ Status ExternalPolicy::Start() {
     ::setpgid(0, 0);  // its own group: what it starts is stopped with it
     ::dup2(sv[1], STDIN_FILENO);
     ::dup2(sv[1], STDOUT_FILENO);
-    ::execl("/bin/sh", "sh", "-c", command_.command.c_str(), static_cast<char*>(nullptr));
+    ::execl("/bin/sh", "sh", "-c", shell_command.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
   ::setpgid(pid, pid);  // also here: whichever runs first
