@@ -9,18 +9,12 @@
 
 #include "eplb/io/scenario_file.h"
 #include "eplb/migrate/engine_profile.h"
-#include "simulation.h"
+#include "sim_run.h"
 
 namespace eplb {
 namespace {
 
-RunResult SimulateTiny(std::vector<std::string> overrides) {
-  auto scenario = LoadScenarioFile(std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml", overrides);
-  EXPECT_TRUE(scenario.ok()) << scenario.status().message();
-  auto run = sim::RunSimulation(*scenario);
-  EXPECT_TRUE(run.ok()) << run.status().message();
-  return std::move(run).value();
-}
+using testing::SimulateTiny;
 
 double TotalStall(const RunResult& run) {
   double s = 0;

@@ -12,18 +12,12 @@
 #include "eplb/io/run_folder.h"
 #include "eplb/io/scenario_file.h"
 #include "host_run.h"
-#include "simulation.h"
+#include "sim_run.h"
 
 namespace eplb {
 namespace {
 
-RunResult SimulateTiny(std::vector<std::string> overrides) {
-  auto scenario = LoadScenarioFile(std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml", overrides);
-  EXPECT_TRUE(scenario.ok()) << scenario.status().message();
-  auto run = sim::RunSimulation(*scenario);
-  EXPECT_TRUE(run.ok()) << run.status().message();
-  return std::move(run).value();
-}
+using testing::SimulateTiny;
 
 // Each step's latency is the time from the previous step's end to its own: the latencies add
 // up to the run's clock, and the stall at a boundary is in the latency of the step after it.

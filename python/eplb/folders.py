@@ -28,26 +28,8 @@ import os
 import numpy as np
 
 from . import _args, _eplb
-from ._tidy import ComparisonTables, RunTables, SweepTables, typed_points
-
-
-def _pandas(frames):
-    """pandas when tables should be DataFrames, else None."""
-    frames = _args.frames(frames)
-    if frames is False:
-        return None
-    try:
-        import pandas
-    except ImportError:
-        if frames:
-            raise ImportError("frames=True needs pandas (Debian: apt-get install python3-pandas)")
-        return None
-    return pandas
-
-
-def _table(columns, frames):
-    pandas = _pandas(frames)
-    return pandas.DataFrame(columns) if pandas is not None else columns
+from ._tidy import ComparisonTables, RunTables, SweepTables, pandas_of as _pandas, table as _table
+from ._tidy import typed_points
 
 
 def _flatten(row, prefix=""):
