@@ -220,8 +220,9 @@ bool MainWindow::OpenComparison(const QString& dir) {
   // steps are visibly later; zooming or panning either moves both.
   TimelineView* mine = panel_->timeline();
   TimelineView* other = comparison_->timeline();
-  for (auto [from, to] : {std::pair{mine, other}, std::pair{other, mine}}) {
-    connect(from, &TimelineView::RangeChanged, to, [to](double t0, double t1) {
+  for (const auto& pair : {std::pair{mine, other}, std::pair{other, mine}}) {
+    TimelineView* to = pair.second;  // a variable, not a binding: lambdas capture those (C++17)
+    connect(pair.first, &TimelineView::RangeChanged, to, [to](double t0, double t1) {
       if (t0 != to->t0() || t1 != to->t1()) to->SetRange(t0, t1);
     });
   }

@@ -105,7 +105,8 @@ void MetricsStrip::DrawSeries(QPainter& p, const QRect& box, Series s, const QSt
                               const QString& unit) const {
   const std::vector<double>& values = Values(s);
   const double scale = Scale(s);
-  const auto [lo, hi] = RangeOf(s);
+  const std::pair<double, double> range = RangeOf(s);
+  const double lo = range.first, hi = range.second;  // variables: lambdas capture those (C++17)
   const auto y = [&](double v) {
     return box.bottom() - (v * scale - lo) / (hi - lo) * box.height();
   };
