@@ -130,6 +130,8 @@ def columns_table(frames=None):
 
 
 def _strict_json(text, path):
+    """The JSON document `text`, as eplb's C++ reader takes JSON: no NaN or Infinity."""
+
     def refuse(constant):
         raise ValueError(f"{path}: {constant} is not a JSON number")
 

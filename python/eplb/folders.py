@@ -22,14 +22,13 @@ the same either way: `run.metrics["balancedness"]`.
     cmp.run("deepseek").transfers      # that policy's run folder
 """
 
-import json
 import os
 
 import numpy as np
 
 from . import _args, _eplb
 from ._tidy import ComparisonTables, RunTables, SweepTables, pandas_of as _pandas, table as _table
-from ._tidy import typed_points
+from ._tidy import _strict_json, typed_points
 
 
 def _flatten(row, prefix=""):
@@ -67,18 +66,6 @@ def _rows_table(rows, frames):
 
 def _folder(folder):
     return _args.path(folder, "folder", for_command=False)
-
-
-def _strict_json(text, path):
-    """The JSON document `text`, as eplb's C++ reader takes JSON: no NaN or Infinity."""
-
-    def refuse(constant):
-        raise ValueError(f"{path}: {constant} is not a JSON number")
-
-    try:
-        return json.loads(text, parse_constant=refuse)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}:{e.lineno}: not JSON: {e.msg}") from None
 
 
 def _read_json_of(folder, kind, name):
