@@ -476,8 +476,9 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
     s.migration.transport = *ParseTransport(transport);
     m.Int("sms", s.migration.sms, 0, 1000);
     std::string engine = EngineName(s.migration.engine);
-    m.String("engine", engine, {"eplb", "vllm", "sglang"});
+    m.String("engine", engine, EngineNames());
     s.migration.engine = *ParseEngine(engine);
+    m.Bool("batching", s.migration.batching);
     m.Finish();
   }
   {
@@ -683,7 +684,7 @@ std::string ScenarioToYaml(const Scenario& s) {
       << YAML::Value << Shortest(s.migration.max_staging_gb) << YAML::Key << "transport"
       << YAML::Value << TransportName(s.migration.transport) << YAML::Key << "sms" << YAML::Value
       << s.migration.sms << YAML::Key << "engine" << YAML::Value << EngineName(s.migration.engine)
-      << YAML::EndMap;
+      << YAML::Key << "batching" << YAML::Value << s.migration.batching << YAML::EndMap;
   out << YAML::Key << "faults" << YAML::Value << YAML::BeginSeq;
   for (const FaultSpec& f : s.faults) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "kind" << YAML::Value

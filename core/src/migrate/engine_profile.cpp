@@ -5,6 +5,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace eplb {
 
@@ -20,11 +21,22 @@ const char* EngineName(Engine engine) {
   return "?";
 }
 
+namespace {
+constexpr Engine kEngines[] = {Engine::kEplb, Engine::kVllm, Engine::kSglang};
+}  // namespace
+
+std::vector<std::string> EngineNames() {
+  std::vector<std::string> names;
+  for (Engine e : kEngines) names.emplace_back(EngineName(e));
+  return names;
+}
+
 Result<Engine> ParseEngine(const std::string& name) {
-  for (Engine e : {Engine::kEplb, Engine::kVllm, Engine::kSglang}) {
+  for (Engine e : kEngines) {
     if (name == EngineName(e)) return e;
   }
-  return Status::InvalidArgument(fmt::format("engine '{}' is not one of eplb, vllm, sglang", name));
+  return Status::InvalidArgument(
+      fmt::format("engine '{}' is not one of {}", name, fmt::join(EngineNames(), ", ")));
 }
 
 // The one table of per-operation costs. Each value is a published measurement or one made on

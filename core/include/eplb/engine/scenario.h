@@ -275,6 +275,10 @@ struct MigrationSpec {
   // Whose orchestration a rearrangement pays beyond its bytes (migrate/engine_profile.h):
   // eplb (none; the default) or vllm (its Python planning, per-tensor calls, barriers, polls).
   Engine engine = Engine::kEplb;
+  // vLLM's opt-in migration batching (EplbConfig.enable_migration_batching): each layer's
+  // transfers go in batches in which a rank talks to at most one peer, each batch one
+  // communicator execute() (for NIXL: its own poll loop and barrier). Priced by engine vllm only.
+  bool batching = false;
 };
 
 struct RunSpec {

@@ -39,6 +39,7 @@ namespace eplb {
 
 enum class Engine { kEplb, kVllm, kSglang };
 const char* EngineName(Engine engine);
+std::vector<std::string> EngineNames();  // every engine's name, in the enum's order
 Result<Engine> ParseEngine(const std::string& name);
 
 // Seconds per host operation; each entry's source is beside its value in engine_profile.cpp.
