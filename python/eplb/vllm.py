@@ -5,7 +5,9 @@
     def rebalance_experts(cls, weight, num_replicas, num_groups, num_nodes, num_ranks,
                           old_global_expert_indices=None) -> torch.Tensor
 
-returning physical_to_logical_map [layers, num_replicas] (int64, on the weight's device).
+returning physical_to_logical_map [layers, num_replicas] (int64, on the CPU whatever the weight's
+device: vLLM's policy returns `torch.from_numpy(...)` and its `compute_logical_maps`, which every
+caller runs next, asserts a CPU map; vLLM's test_device_compatibility[cuda] checks this).
 `weight` is [layers, num_logical_experts]; `old_global_expert_indices` is the placement in force
 (the old physical_to_logical_map). vLLM passes num_groups=0 for models without expert groups.
 
@@ -27,7 +29,8 @@ float32 arithmetic and torch's order of equal weights, where vLLM's numpy port s
 float64 and sorts with numpy: where two packs or experts tie to within float32's precision, or
 loads tie exactly, the two may choose differently, with the same balance. Subclasses that
 override `balanced_packing` or `replicate_experts` do not change `rebalance_experts`, which runs
-in the core. Numpy in gives numpy out, torch in gives torch out.
+in the core. Numpy in gives numpy out, torch in gives torch out (rebalance_experts' torch out
+is on the CPU, as vLLM's; the other methods keep their input's device).
 
 vLLM asserts on bad arguments where eplb raises ValueError; every error these classes raise for
 a bad argument is an `InvalidArgument`, which is both, with eplb's message.
@@ -40,7 +43,7 @@ import numpy as np
 
 from . import _eplb
 from ._args import ArgumentError, group_count, integer, text, yaml_value
-from ._arrays import to_numpy
+from ._arrays import Kind as _Kind, to_numpy
 
 try:  # when vLLM is installed, our classes are its AbstractEplbPolicy too
     from vllm.distributed.eplb.policy.abstract import AbstractEplbPolicy as _Base
@@ -132,7 +135,8 @@ class EplbPolicy(_Base):
         if preserve_after:
             source = _eplb.preserve_slots(old, phy2log, num_replicas // ranks)
             phy2log = np.take_along_axis(phy2log, source, axis=1)
-        return kind.out(phy2log)
+        # On the CPU for a tensor on any device, as vLLM's (see the module's docstring).
+        return _Kind(kind.is_torch).out(phy2log)
 
     @classmethod
     @_vllm_errors

@@ -2,6 +2,7 @@
 forms vLLM's main branch and its earlier releases call them, and the error type they expect."""
 
 import unittest
+import unittest.mock
 
 import numpy as np
 import torch
@@ -169,6 +170,76 @@ class VllmErrors(unittest.TestCase):
             EplbPolicy.rebalance_experts_hierarchical(weight, 8, 3, 2, 4)
         with self.assertRaisesRegex(ValueError, r"weight\[0, 1\] is nan"):
             EplbPolicy.balanced_packing(np.array([[1.0, np.nan]]), 1)
+
+
+def compute_logical_maps(phy2log, num_logical_experts):
+    """vLLM's compute_logical_maps (eplb_state.py) as far as its device rule goes: it asserts a
+    CPU map, then counts each logical expert's replicas."""
+    assert phy2log.device.type == "cpu"
+    logcnt = torch.zeros(phy2log.shape[0], num_logical_experts, dtype=phy2log.dtype)
+    logcnt.scatter_add_(1, phy2log.clamp(min=0), (phy2log >= 0).to(phy2log.dtype))
+    return None, logcnt
+
+
+class DeviceConvention(unittest.TestCase):
+    """vLLM's DefaultEplbPolicy.rebalance_experts returns torch.from_numpy(...), a CPU int64
+    map, whatever the weight's device; test_device_compatibility[cpu|cuda] in vLLM's
+    tests/distributed/test_eplb_algo.py then hands it to compute_logical_maps, which asserts so.
+    """
+
+    def device_compatibility(self, device):
+        # vLLM's test, with its arguments.
+        weight = torch.tensor([[10, 20, 30, 40]], device=device)
+        phy2log = EplbPolicy.rebalance_experts(weight, 6, 2, 1, 2)
+        _, logcnt = compute_logical_maps(phy2log, weight.shape[-1])
+        self.assertEqual(tuple(phy2log.shape), (1, 6))
+        self.assertEqual(tuple(logcnt.shape), (1, 4))
+        self.assertEqual(phy2log.dtype, torch.int64)
+        self.assertEqual(phy2log.device.type, "cpu")
+        self.assertEqual(int(logcnt.sum()), 6)
+
+    def test_device_compatibility_cpu(self):
+        self.device_compatibility("cpu")
+
+    @unittest.skipUnless(torch.cuda.is_available(), "CUDA not available: torch here is "
+                         "CPU-only (device/check.sh runs this test on a lent GPU)")
+    def test_device_compatibility_cuda(self):
+        self.device_compatibility("cuda")
+        # An old placement on the GPU too, as vLLM's EplbState passes it.
+        weight = torch.from_numpy(random_load(2, 16, seed=9)).cuda()
+        old = torch.arange(24).remainder(16).repeat(2, 1).cuda()
+        out = EplbPolicy.rebalance_experts(weight, 24, 4, 1, 4, old)
+        self.assertEqual(out.device.type, "cpu")
+
+    def test_a_map_for_a_weight_on_another_device_is_made_on_the_cpu(self):
+        """Without a GPU: an input that reports another device must still give a CPU tensor,
+        never one moved to that device (eplb's other methods keep their input's device)."""
+        import eplb._arrays as arrays
+        import eplb.vllm as module
+
+        real = module.to_numpy
+        moved = []
+
+        class Elsewhere(arrays.Kind):
+            def out(self, array, dtype=None):
+                moved.append(True)
+                return super().out(array, dtype)
+
+        def as_if_on_a_gpu(value, dtype, name):
+            array, kind = real(value, dtype, name)
+            return array, Elsewhere(kind.is_torch, torch.device("meta"))
+
+        weight = torch.tensor([[10, 20, 30, 40]])
+        with unittest.mock.patch.object(module, "to_numpy", as_if_on_a_gpu):
+            out = EplbPolicy.rebalance_experts(weight, 6, 2, 1, 2)
+        self.assertEqual(out.device.type, "cpu")
+        self.assertEqual(moved, [])
+        self.assertTrue(torch.equal(out, EplbPolicy.rebalance_experts(weight, 6, 2, 1, 2)))
+
+    def test_numpy_in_gives_numpy_out(self):
+        out = EplbPolicy.rebalance_experts(np.array([[10, 20, 30, 40]]), 6, 2, 1, 2)
+        self.assertIsInstance(out, np.ndarray)
+        self.assertEqual(out.dtype, np.int64)
 
 
 if __name__ == "__main__":
