@@ -226,7 +226,7 @@ def plan(old, new, num_gpus, num_nodes, num_experts=None, expert_bytes=3 * 7168 
 
 
 def run_folder_columns(frames=None):
-    """Every column of a run folder's CSV files, as the writers, the readers and the README
+    """Every column of a run folder's CSV files, as the writers, the readers and the docs
     define them: a table with file (metrics.csv, transfers.csv, rearrangements.csv,
     layer_balancedness.csv, gpu_memory.csv), column, unit (s, bytes, tokens, ms, 1 for a ratio,
     empty for an id or a name) and meaning. frames: as in read_run."""

@@ -6,7 +6,7 @@ The classes here are the bases of folders.py's RunResult, Comparison and Sweep; 
 pandas DataFrame when the folder was read with frames (the default when pandas is installed),
 else a dict of numpy arrays keyed by column. Columns are typed: int64 for counts and ids,
 float64 for measures, bool for flags, str (object in pandas) for names. Each column means what
-the run-folder column table says (eplb.run_folder_columns(), the README's "run folder").
+the run-folder column table says (eplb.run_folder_columns(); docs/run_folder.md).
 """
 
 import json
@@ -347,7 +347,7 @@ class RunTables:
     def summary_frame(self):
         """summary.json as a one-row table: a column per number ('outer.inner' for nested ones,
         e.g. step_time_s.p99, latency_s.p999, measured.from_step), typed int64, float64, bool or
-        str; lists (faults) as one object cell. The README's "summary.json" defines each."""
+        str; lists (faults) as one object cell. docs/run_folder.md describes summary.json."""
         return table(rows_columns([self.summary_flat()]), self._tidy_frames())
 
 

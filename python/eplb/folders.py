@@ -7,8 +7,8 @@ does not list, no symbolic link), its format version (a folder of a later format
 rather than misread) and, for run folders, every field of every file, with summary.json's
 numbers in their ranges. A comparison's and a sweep's runs are found through the manifest,
 never by joining a caller's argument to a path. A run folder's CSV tables come with their
-columns' own types (int64, float64, str), in each file's column order; the README's "run folder"
-section defines every column.
+columns' own types (int64, float64, str), in each file's column order; eplb.run_folder_columns()
+defines every column (docs/run_folder.md describes the folder).
 
 Tables are pandas DataFrames when pandas is installed (Debian: python3-pandas), else dicts of
 numpy arrays keyed by column; `frames=True` or `False` asks for one or the other. Columns read
