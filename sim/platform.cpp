@@ -16,8 +16,13 @@ void ConfigureEngine(sg4::Engine& engine) {
   engine.set_config("network/weight-S:0");
 }
 
-Platform::Platform(const Topology& topology, double pcie_bytes_per_s, const BackupSpec& backup)
+Platform::Platform(const Topology& topology, double pcie_bytes_per_s, const BackupSpec& backup,
+                   double shared_copy_bytes_per_s)
     : topology_(topology), backup_(backup) {
+  if (shared_copy_bytes_per_s > 0) {
+    BuildOneGpu(shared_copy_bytes_per_s);
+    return;
+  }
   auto* fabric = sg4::create_star_zone("fabric");
   const int gpn = topology.gpus_per_node();
   const double nvlink = topology.link(LinkClass::kNvlink).bandwidth_bytes_per_s;
@@ -95,6 +100,73 @@ Platform::Platform(const Topology& topology, double pcie_bytes_per_s, const Back
     fabric->add_route(zone->get_netpoint(), nullptr, gateway, nullptr, {}, true);
   }
   fabric->seal();
+}
+
+void Platform::BuildOneGpu(double shared_copy_bytes_per_s) {
+  using Dir = sg4::LinkInRoute::Direction;
+  auto* zone = sg4::create_full_zone("gpu");
+  const int ranks = topology_.num_ranks();
+  const double stream = topology_.link(LinkClass::kNvlink).bandwidth_bytes_per_s;
+  const double nic = topology_.link(LinkClass::kNic).bandwidth_bytes_per_s;
+  // Shared, not split-duplex: a device-to-device copy reads and writes the same HBM, and its
+  // rate (measured as bytes / time) is what all the ranks' copies together reach.
+  shared_copy_ = zone->create_link("gpu-copy", shared_copy_bytes_per_s)->set_latency(0);
+  std::vector<sg4::SplitDuplexLink*> streams, nics;
+  for (int r = 0; r < ranks; ++r) {
+    const std::string id = std::to_string(r);
+    hosts_.push_back(zone->create_host("gpu" + id, 1e15));
+    streams.push_back(zone->create_split_duplex_link("copy-stream" + id, stream));
+    streams.back()->set_latency(0);
+    nics.push_back(zone->create_split_duplex_link("nic" + id, nic));
+    nics.back()->set_latency(0);
+  }
+  links_[static_cast<int>(LinkClass::kNvlink)] = streams;
+  links_[static_cast<int>(LinkClass::kNic)] = nics;
+  for (int a = 0; a < ranks; ++a) {
+    for (int b = 0; b < ranks; ++b) {
+      if (a == b) continue;
+      zone->add_route(hosts_[a]->get_netpoint(), hosts_[b]->get_netpoint(), nullptr, nullptr,
+                      {{streams[a], Dir::UP}, {shared_copy_, Dir::NONE}, {streams[b], Dir::DOWN}},
+                      false);
+    }
+  }
+  hbm_reader_ = zone->create_host("hbm-reader", 1e15);
+  zone->add_route(hbm_reader_->get_netpoint(), hosts_[0]->get_netpoint(), nullptr, nullptr,
+                  {{shared_copy_, Dir::NONE}}, false);
+  // A step's all-to-all ports: per node and class a host, reached over each rank's own link of
+  // that class (the copy streams for NVLink), as on a cluster.
+  for (int n = 0; n < topology_.nodes(); ++n) {
+    for (int c = 0; c < kNumLinkClasses; ++c) {
+      const bool is_nvlink = static_cast<LinkClass>(c) == LinkClass::kNvlink;
+      sg4::Host* port =
+          zone->create_host(fmt::format("{}-ports{}", is_nvlink ? "nvlink" : "nic", n), 1e15);
+      port_hosts_.push_back(port);
+      for (int r = 0; r < ranks; ++r) {
+        if (topology_.node_of_rank(r) != n) continue;
+        sg4::SplitDuplexLink* own = is_nvlink ? streams[r] : nics[r];
+        zone->add_route(hosts_[r]->get_netpoint(), port->get_netpoint(), nullptr, nullptr,
+                        {{own, Dir::UP}}, false);
+        zone->add_route(port->get_netpoint(), hosts_[r]->get_netpoint(), nullptr, nullptr,
+                        {{own, Dir::DOWN}}, false);
+      }
+    }
+    sg4::Host* backup_host = zone->create_host(fmt::format("backup{}", n), 1e15);
+    backup_hosts_.push_back(backup_host);
+    sg4::Link* storage =
+        zone->create_link(fmt::format("storage{}", n), backup_.storage_bytes_per_s)->set_latency(0);
+    for (int r = 0; r < ranks; ++r) {
+      if (topology_.node_of_rank(r) != n) continue;
+      sg4::Link* host_read =
+          zone->create_link(fmt::format("host-read{}", r), backup_.host_read_bytes_per_s)
+              ->set_latency(0);
+      std::vector<sg4::LinkInRoute> route;
+      if (backup_.storage) route.emplace_back(storage);
+      route.emplace_back(host_read);
+      zone->add_route(backup_host->get_netpoint(), hosts_[r]->get_netpoint(), nullptr, nullptr,
+                      route, false);
+    }
+  }
+  zone->seal();
 }
 
 void Platform::SetLinkSlowdown(int rank, LinkClass link, double factor) const {

@@ -1,0 +1,258 @@
+#include "one_gpu.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+
+#include <fmt/format.h>
+#include <xbt/log.h>
+#include <simgrid/s4u.hpp>
+
+#include "eplb/base/file_io.h"
+#include "eplb/engine/run_loop.h"
+#include "eplb/engine/workload.h"
+#include "sim_backend.h"
+
+namespace sg4 = simgrid::s4u;
+
+namespace eplb::sim {
+namespace {
+
+struct Field {
+  const char* key;
+  double OneGpuModel::*value;
+  bool rate;  // must be positive; the others may be 0
+};
+
+constexpr Field kFields[] = {
+    {"copy_gbps", &OneGpuModel::copy_gbps, true},
+    {"stream_gbps", &OneGpuModel::stream_gbps, true},
+    {"local_copy_gbps", &OneGpuModel::local_copy_gbps, true},
+    {"round_us", &OneGpuModel::round_us, false},
+    {"start_us", &OneGpuModel::start_us, false},
+    {"commit_us", &OneGpuModel::commit_us, false},
+    {"step_read_gbps", &OneGpuModel::step_read_gbps, false},
+};
+
+// The simulator's backend with the host protocol's costs the device run pays on the caller.
+// Everything else is the simulator's own (SimBackend is final: this forwards).
+class OneGpuBackend final : public RearrangementBackend {
+ public:
+  OneGpuBackend(SimBackend& inner, const OneGpuModel& model, int ranks)
+      : inner_(inner),
+        start_s_(model.start_us * 1e-6),
+        commit_s_(model.commit_us * 1e-6),
+        ranks_(ranks) {
+    inner_.on_transfer.Connect([this](const TransferRecord& t) { on_transfer(t); });
+  }
+  double Now() override { return inner_.Now(); }
+  std::unique_ptr<Monitor> NewMonitor() override { return inner_.NewMonitor(); }
+  Status BeginRearrangement() override {
+    if (start_s_ > 0) sg4::this_actor::sleep_for(start_s_);
+    return inner_.BeginRearrangement();
+  }
+  void StartWorker(int rank, std::function<void()> body) override {
+    inner_.StartWorker(rank, std::move(body));
+  }
+  void JoinWorkers() override { inner_.JoinWorkers(); }
+  Status EndRearrangement() override { return inner_.EndRearrangement(); }
+  void AbortTransfers() override { inner_.AbortTransfers(); }
+  int staging_buffers() const override { return inner_.staging_buffers(); }
+  void SetLinkSlowdown(int rank, LinkClass link, double factor) override {
+    inner_.SetLinkSlowdown(rank, link, factor);
+  }
+  void LoseRank(int rank) override { inner_.LoseRank(rank); }
+  Status BeginLayer(const StagingTarget& target) override { return inner_.BeginLayer(target); }
+  Status ExecuteRound(const StagingTarget& target, const Round& round,
+                      std::span<const Transfer> transfers) override {
+    return inner_.ExecuteRound(target, round, transfers);
+  }
+  Status CopyLocal(const StagingTarget& target, std::span<const LocalCopy> copies) override {
+    return inner_.CopyLocal(target, copies);
+  }
+  Status ReloadFromBackup(const StagingTarget& target, std::span<const Reload> reloads) override {
+    return inner_.ReloadFromBackup(target, reloads);
+  }
+  // The rearranger commits a layer rank by rank: each pays its share of the layer's cost.
+  Status CommitLayer(const StagingTarget& target, std::span<const int32_t> slots) override {
+    if (commit_s_ > 0) sg4::this_actor::sleep_for(commit_s_ / ranks_);
+    return inner_.CommitLayer(target, slots);
+  }
+
+ private:
+  SimBackend& inner_;
+  double start_s_, commit_s_;
+  int ranks_;
+};
+
+// Steps that also read every live weight from HBM over the shared copy link, as the device's
+// emulated steps do: the step lasts as long as the slower of the two.
+class OneGpuStepRunner final : public StepRunner {
+ public:
+  OneGpuStepRunner(SimStepRunner& inner, const Platform& platform, double read_bytes,
+                   double read_bytes_per_s)
+      : inner_(inner),
+        platform_(platform),
+        read_bytes_(read_bytes),
+        read_bytes_per_s_(read_bytes_per_s) {}
+  Status RunStep(const StepCost& cost, bool contended) override {
+    if (read_bytes_per_s_ <= 0 || read_bytes_ <= 0) return inner_.RunStep(cost, contended);
+    // The reads on an actor of their own (with its own courier, made and destroyed there), the
+    // step's own work here, where the step runner's port actors live.
+    const HostFlow read{platform_.hbm_reader_host(), platform_.host(0),
+                        static_cast<uint64_t>(read_bytes_), read_bytes_per_s_};
+    sg4::ActorPtr reader = sg4::Actor::create("step-reads", sg4::this_actor::get_host(), [&] {
+      Courier courier;
+      courier.Receive(std::span<const HostFlow>(&read, 1));
+    });
+    const Status result = inner_.RunStep(cost, contended);
+    reader->join();
+    return result;
+  }
+
+ private:
+  SimStepRunner& inner_;
+  const Platform& platform_;
+  double read_bytes_, read_bytes_per_s_;
+};
+
+}  // namespace
+
+const std::vector<std::string>& OneGpuModelKeys() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> k;
+    for (const Field& f : kFields) k.emplace_back(f.key);
+    return k;
+  }();
+  return keys;
+}
+
+Status CheckOneGpuModel(const OneGpuModel& model, const std::string& where) {
+  for (const Field& f : kFields) {
+    const double v = model.*f.value;
+    if (!std::isfinite(v) || v < 0 || (f.rate && v == 0)) {
+      return Status::InvalidArgument(
+          fmt::format("{}: {} is {}; it must be a finite number {}", where, f.key, v,
+                      f.rate ? "above 0 (a rate the device run measured)" : "of at least 0"));
+    }
+  }
+  return Status::Ok();
+}
+
+Result<OneGpuModel> ParseOneGpuModel(const nlohmann::json& json, const std::string& file,
+                                     OneGpuModel base) {
+  if (!json.is_object()) {
+    return Status::InvalidArgument(
+        fmt::format("{}: expected a JSON object with some of the keys {}", file,
+                    fmt::join(OneGpuModelKeys(), ", ")));
+  }
+  for (const auto& [key, value] : json.items()) {
+    const Field* field = nullptr;
+    for (const Field& f : kFields) {
+      if (key == f.key) field = &f;
+    }
+    if (field == nullptr) {
+      return Status::InvalidArgument(fmt::format("{}: unknown key '{}'; the keys are {}", file, key,
+                                                 fmt::join(OneGpuModelKeys(), ", ")));
+    }
+    if (!value.is_number()) {
+      return Status::InvalidArgument(
+          fmt::format("{}: {} is {}; expected a number", file, key, value.dump()));
+    }
+    base.*field->value = value.get<double>();
+  }
+  EPLB_RETURN_IF_ERROR(CheckOneGpuModel(base, file));
+  return base;
+}
+
+Result<OneGpuModel> LoadOneGpuModel(const std::string& path, OneGpuModel base) {
+  auto text = ReadTextFile(path);
+  if (!text.ok()) return text.status();
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(*text);
+  } catch (const nlohmann::json::parse_error& e) {
+    return Status::InvalidArgument(fmt::format("{}: not JSON: {}", path, e.what()));
+  }
+  return ParseOneGpuModel(json, path, base);
+}
+
+nlohmann::ordered_json OneGpuModelJson(const OneGpuModel& model) {
+  nlohmann::ordered_json out;
+  for (const Field& f : kFields) out[f.key] = model.*f.value;
+  return out;
+}
+
+Scenario OnOneGpu(Scenario scenario, const OneGpuModel& model) {
+  ClusterSpec& c = scenario.cluster;
+  c.nvlink = {model.stream_gbps, model.round_us, 1.0};
+  c.nic = {model.stream_gbps, model.round_us, 1.0};
+  c.pcie_gbps = 1e6;
+  c.nvswitch_gbps = 0;
+  c.fabric_oversubscription = 1;
+  c.hbm_gbps = model.local_copy_gbps;
+  return scenario;
+}
+
+// As RunSimulation (simulation.cpp), on the one-GPU platform and with the wrappers above.
+Result<RunResult> SimulateOnOneGpu(const Scenario& original, const OneGpuModel& model,
+                                   std::function<void(const StepRecord&)> on_step) {
+  EPLB_RETURN_IF_ERROR(CheckOneGpuModel(model, "the one-GPU model"));
+  const Scenario scenario = OnOneGpu(original, model);
+  const auto wall_start = std::chrono::steady_clock::now();
+  EPLB_RETURN_IF_ERROR(CheckRunFitsInMemory(scenario));
+  auto workload = MakeWorkload(scenario);
+  if (!workload.ok()) return workload.status();
+
+  int argc = 1;
+  char name[] = "eplb";
+  char* argv[] = {name, nullptr};
+  xbt_log_control_set("root.thresh:critical");
+  sg4::Engine engine(&argc, argv);
+  ConfigureEngine(engine);
+  const Topology topology = scenario.topology();
+  BackupSpec backup;
+  backup.storage = scenario.cluster.backup == ClusterSpec::Backup::kStorage;
+  backup.host_read_bytes_per_s = scenario.cluster.host_read_gbps * 1e9;
+  backup.host_read_latency_s = scenario.cluster.host_read_latency_us * 1e-6;
+  backup.storage_bytes_per_s = scenario.cluster.storage_read_gbps * 1e9;
+  backup.storage_latency_s = scenario.cluster.storage_read_latency_us * 1e-6;
+  const Platform platform(topology, scenario.cluster.pcie_gbps * 1e9, backup,
+                          model.copy_gbps * 1e9);
+  SimBackend sim_backend(platform, scenario.model.layers, scenario.cluster.hbm_gbps * 1e9,
+                         CostOf(scenario.migration.transport, scenario.migration.engine));
+  sim_backend.SetEngine(scenario.migration.engine, scenario.migration.transport,
+                        scenario.model.expert_tensors, scenario.model.layers, scenario.num_slots());
+  OneGpuBackend backend(sim_backend, model, topology.num_ranks());
+  const StepModel step_model(scenario);
+  SimStepRunner sim_runner(platform, step_model);
+  if (scenario.eplb.use_async) {
+    sim_runner.SetInFlightOverhead(
+        AsyncStepOverheadS(scenario.migration.engine, scenario.num_gpus()));
+  }
+  // Every rank's live weights: each of its slots in every layer.
+  const double read_bytes = static_cast<double>(scenario.model.layers) *
+                            static_cast<double>(scenario.num_slots()) *
+                            static_cast<double>(scenario.model.expert_bytes);
+  OneGpuStepRunner runner(sim_runner, platform, read_bytes, model.step_read_gbps * 1e9);
+
+  Result<RunResult> result = Status::Internal("the simulation's inference actor never ran");
+  RunHooks hooks;
+  hooks.on_step = std::move(on_step);
+  hooks.started = wall_start;
+  sg4::Actor::create("inference", platform.host(0), [&] {
+    result = RunLoop(scenario, **workload, backend, runner, "simgrid", hooks);
+  });
+  engine.run();
+  if (!result.ok()) return result.status();
+  if (result->steps.size() != static_cast<size_t>(scenario.run.steps)) {
+    return Status::Internal(fmt::format(
+        "the one-GPU simulation stopped after {} of {} steps at t = {} s: SimGrid found no "
+        "actor able to go on; please report this scenario",
+        result->steps.size(), scenario.run.steps, sg4::Engine::get_clock()));
+  }
+  return result;
+}
+
+}  // namespace eplb::sim
