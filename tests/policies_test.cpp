@@ -47,7 +47,7 @@ TEST(Policies, AllAreRegisteredAndGiveValidPlacementsThatNeverBeatTheBound) {
       }
     }
   }
-  EXPECT_EQ(RegisteredPolicies().size(), 8u);
+  EXPECT_EQ(RegisteredPolicies().size(), 9u);
 }
 
 TEST(Policies, FaultTolerantSurvivesAnySingleFailureWhereSlotsAllow) {

@@ -9,6 +9,7 @@
 #include "eplb/policy/external_policy.h"
 #include "eplb/policy/policies.h"
 #include "eplb/policy/policy.h"
+#include "eplb/policy/topology_aware.h"
 
 namespace eplb {
 namespace {
@@ -74,6 +75,11 @@ Registry& GetRegistry() {
          [] { return std::make_unique<FaultTolerantPolicy>(); },
          {},
          /*honours_lost_ranks=*/true});
+    r->policies.push_back(
+        {"topology-aware",
+         "SGLang's topology_aware: node-uniform experts, then bounded swaps that cut traffic "
+         "to far ranks, then the busiest GPU's load, within the node-uniform peak",
+         [] { return std::make_unique<TopologyAwarePolicy>(); }});
     return r;
   }();
   return *registry;
