@@ -1,96 +1,54 @@
 #include "eplb/engine/scenario.h"
 
 #include <algorithm>
-#include <array>
 #include <utility>
 #include <vector>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
-#include "eplb/base/excerpt.h"
 #include "eplb/base/file_io.h"
+#include "eplb/engine/scenario_names.h"
 
 namespace eplb {
 
-namespace {
-
-// The names of an enum's values, in the order of the values.
-template <typename E, size_t N>
-struct NameTable {
-  const char* field;
-  std::array<const char*, N> names;
-  const char* Name(E value) const { return names[static_cast<size_t>(value)]; }
-  Result<E> Parse(const std::string& name) const {
-    for (size_t i = 0; i < N; ++i) {
-      if (name == names[i]) return static_cast<E>(i);
-    }
-    return Status::InvalidArgument(
-        fmt::format("{} is {}; valid values: {}", field, QuoteInput(name), fmt::join(names, ", ")));
-  }
-};
-
-constexpr NameTable<ComputeModel, 2> kComputeModels{"compute.model", {"simple", "roofline"}};
-constexpr NameTable<AllToAllMode, 3> kAllToAllModes{"compute.all_to_all",
-                                                    {"bulk", "normal", "low-latency"}};
-constexpr NameTable<InferenceStage, 2> kStages{"compute.stage", {"prefill", "decode"}};
-constexpr NameTable<Dispatch, 3> kDispatchModes{"eplb.dispatch", {"even", "random", "lp"}};
-constexpr NameTable<EplbSpec::Statistics, 2> kStatistics{"eplb.statistics", {"window", "decayed"}};
-constexpr NameTable<EplbSpec::BalancednessGate, 3> kGates{
-    "eplb.balancedness_gate", {"window_min", "window_mean", "step_mean"}};
-
-}  // namespace
-
 const char* FaultKindName(FaultKind kind) {
-  switch (kind) {
-    case FaultKind::kStraggler:
-      return "straggler";
-    case FaultKind::kLinkDegraded:
-      return "link_degraded";
-    case FaultKind::kGpuLost:
-      return "gpu_lost";
-    case FaultKind::kNodeLost:
-      return "node_lost";
-    case FaultKind::kScale:
-      return "scale";
-  }
-  return "?";
+  return kFaultKindNames.Name(kind);
 }
 const char* DispatchName(Dispatch d) {
-  return kDispatchModes.Name(d);
+  return kDispatchNames.Name(d);
 }
 Result<Dispatch> ParseDispatch(const std::string& n) {
-  return kDispatchModes.Parse(n);
+  return kDispatchNames.Parse(n);
 }
 const char* StatisticsName(EplbSpec::Statistics s) {
-  return kStatistics.Name(s);
+  return kStatisticsNames.Name(s);
 }
 Result<EplbSpec::Statistics> ParseStatistics(const std::string& n) {
-  return kStatistics.Parse(n);
+  return kStatisticsNames.Parse(n);
 }
 const char* BalancednessGateName(EplbSpec::BalancednessGate g) {
-  return kGates.Name(g);
+  return kBalancednessGateNames.Name(g);
 }
 Result<EplbSpec::BalancednessGate> ParseBalancednessGate(const std::string& n) {
-  return kGates.Parse(n);
+  return kBalancednessGateNames.Parse(n);
 }
 const char* ComputeModelName(ComputeModel m) {
-  return kComputeModels.Name(m);
+  return kComputeModelNames.Name(m);
 }
 const char* AllToAllModeName(AllToAllMode m) {
-  return kAllToAllModes.Name(m);
+  return kAllToAllModeNames.Name(m);
 }
 const char* InferenceStageName(InferenceStage s) {
-  return kStages.Name(s);
+  return kInferenceStageNames.Name(s);
 }
 Result<ComputeModel> ParseComputeModel(const std::string& n) {
-  return kComputeModels.Parse(n);
+  return kComputeModelNames.Parse(n);
 }
 Result<AllToAllMode> ParseAllToAllMode(const std::string& n) {
-  return kAllToAllModes.Parse(n);
+  return kAllToAllModeNames.Parse(n);
 }
 Result<InferenceStage> ParseInferenceStage(const std::string& n) {
-  return kStages.Parse(n);
+  return kInferenceStageNames.Parse(n);
 }
 
 Topology Scenario::topology() const {

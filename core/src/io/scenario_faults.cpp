@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "eplb/engine/scenario_names.h"
+#include "eplb/model/names.h"
 #include "eplb/policy/policy.h"
 #include "io/scenario_fields.h"
 
@@ -18,20 +20,18 @@ void ReadFault(const YAML::Node& node, size_t index, Scenario& s, Reader& r) {
   r.Remember(path, node);  // where later checks of the whole fault point
   MapReader m(node, path, r);
   std::string kind;
-  m.String("kind", kind, {"straggler", "link_degraded", "gpu_lost", "node_lost", "scale"});
+  m.String("kind", kind, kFaultKindNames.List());
   if (kind.empty()) {
     if (r.status().ok()) {
-      r.Fail(node, path,
-             path + " has no kind (straggler, link_degraded, gpu_lost, node_lost or scale)");
+      // "straggler, link_degraded, gpu_lost, node_lost or scale"
+      std::string kinds = kFaultKindNames.Joined();
+      kinds.replace(kinds.rfind(", "), 2, " or ");
+      r.Fail(node, path, path + " has no kind (" + kinds + ")");
     }
     return;
   }
   FaultSpec f;
-  f.kind = kind == "straggler"       ? FaultKind::kStraggler
-           : kind == "link_degraded" ? FaultKind::kLinkDegraded
-           : kind == "gpu_lost"      ? FaultKind::kGpuLost
-           : kind == "node_lost"     ? FaultKind::kNodeLost
-                                     : FaultKind::kScale;
+  f.kind = *kFaultKindNames.Find(kind);
   f.until = std::numeric_limits<int>::max();
   m.Int("step", f.step, 0);
   // Losses are for good and a scale holds until the next: only slowdowns end.
@@ -42,9 +42,9 @@ void ReadFault(const YAML::Node& node, size_t index, Scenario& s, Reader& r) {
   if (f.kind == FaultKind::kLinkDegraded || f.kind == FaultKind::kNodeLost)
     m.Int("node", f.node, 0, kMaxGpus - 1);
   if (f.kind == FaultKind::kLinkDegraded) {
-    std::string link = "nic";
-    m.String("link", link, {"nvlink", "nic"});
-    f.link = link == "nvlink" ? LinkClass::kNvlink : LinkClass::kNic;
+    std::string link = kLinkClassNames.Name(f.link);
+    m.String("link", link, kLinkClassNames.List());
+    f.link = *kLinkClassNames.Find(link);
   }
   // Beyond a thousandfold a step outlasts any run (1e308 made SimGrid's clock infinite).
   if (slowdown) m.Double("factor", f.factor, 1, kMaxSlowdown);

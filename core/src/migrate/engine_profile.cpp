@@ -7,36 +7,22 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "eplb/migrate/names.h"
+
 namespace eplb {
 
 const char* EngineName(Engine engine) {
-  switch (engine) {
-    case Engine::kEplb:
-      return "eplb";
-    case Engine::kVllm:
-      return "vllm";
-    case Engine::kSglang:
-      return "sglang";
-  }
-  return "?";
+  return kEngineNames.Name(engine);
 }
 
-namespace {
-constexpr Engine kEngines[] = {Engine::kEplb, Engine::kVllm, Engine::kSglang};
-}  // namespace
-
 std::vector<std::string> EngineNames() {
-  std::vector<std::string> names;
-  for (Engine e : kEngines) names.emplace_back(EngineName(e));
-  return names;
+  return kEngineNames.List();
 }
 
 Result<Engine> ParseEngine(const std::string& name) {
-  for (Engine e : kEngines) {
-    if (name == EngineName(e)) return e;
-  }
+  if (const auto e = kEngineNames.Find(name)) return *e;
   return Status::InvalidArgument(
-      fmt::format("engine '{}' is not one of {}", name, fmt::join(EngineNames(), ", ")));
+      fmt::format("engine '{}' is not one of {}", name, kEngineNames.Joined()));
 }
 
 // The one table of per-operation costs. Each value is a published measurement or one made on

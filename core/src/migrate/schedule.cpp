@@ -7,27 +7,18 @@
 
 #include <fmt/format.h>
 
+#include "eplb/migrate/names.h"
+
 namespace eplb {
 
 const char* ScheduleStrategyName(ScheduleStrategy strategy) {
-  switch (strategy) {
-    case ScheduleStrategy::kSingleBatch:
-      return "single-batch";
-    case ScheduleStrategy::kGreedyPairs:
-      return "greedy-pairs";
-    case ScheduleStrategy::kBest:
-      return "best";
-  }
-  return "?";
+  return kScheduleStrategyNames.Name(strategy);
 }
 
 Result<ScheduleStrategy> ParseScheduleStrategy(std::string_view name) {
-  for (auto s :
-       {ScheduleStrategy::kSingleBatch, ScheduleStrategy::kGreedyPairs, ScheduleStrategy::kBest}) {
-    if (name == ScheduleStrategyName(s)) return s;
-  }
+  if (const auto s = kScheduleStrategyNames.Find(name)) return *s;
   return Status::InvalidArgument(
-      fmt::format("schedule is '{}'; valid schedules: single-batch, greedy-pairs, best", name));
+      fmt::format("schedule is '{}'; valid schedules: {}", name, kScheduleStrategyNames.Joined()));
 }
 
 namespace {

@@ -6,17 +6,18 @@
 
 #include <fmt/format.h>
 
+#include "eplb/migrate/names.h"
+
 namespace eplb {
 
 const char* SenderRuleName(SenderRule rule) {
-  return rule == SenderRule::kVllm ? "vllm" : "local";
+  return kSenderRuleNames.Name(rule);
 }
 
 Result<SenderRule> ParseSenderRule(std::string_view name) {
-  if (name == "vllm") return SenderRule::kVllm;
-  if (name == "local") return SenderRule::kLocal;
+  if (const auto r = kSenderRuleNames.Find(name)) return *r;
   return Status::InvalidArgument(
-      fmt::format("sender rule is '{}'; valid rules: vllm, local", name));
+      fmt::format("sender rule is '{}'; valid rules: {}", name, kSenderRuleNames.Joined()));
 }
 
 namespace {

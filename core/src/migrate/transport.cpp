@@ -2,28 +2,18 @@
 
 #include <fmt/format.h>
 
+#include "eplb/migrate/names.h"
+
 namespace eplb {
 
 const char* TransportName(Transport transport) {
-  switch (transport) {
-    case Transport::kNccl:
-      return "nccl";
-    case Transport::kNixl:
-      return "nixl";
-    case Transport::kGloo:
-      return "gloo";
-    case Transport::kHostPool:
-      return "host_pool";
-  }
-  return "?";
+  return kTransportNames.Name(transport);
 }
 
 Result<Transport> ParseTransport(const std::string& name) {
-  for (Transport t : {Transport::kNccl, Transport::kNixl, Transport::kGloo, Transport::kHostPool}) {
-    if (name == TransportName(t)) return t;
-  }
+  if (const auto t = kTransportNames.Find(name)) return *t;
   return Status::InvalidArgument(
-      fmt::format("transport '{}' is not one of nccl, nixl, gloo, host_pool", name));
+      fmt::format("transport '{}' is not one of {}", name, kTransportNames.Joined()));
 }
 
 TransportCost CostOf(Transport transport) {

@@ -6,10 +6,12 @@
 
 #include <fmt/format.h>
 
+#include "eplb/model/names.h"
+
 namespace eplb {
 
 const char* LinkClassName(LinkClass link) {
-  return link == LinkClass::kNvlink ? "nvlink" : "nic";
+  return kLinkClassNames.Name(link);
 }
 
 namespace {

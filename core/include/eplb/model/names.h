@@ -1,0 +1,12 @@
+// The names of the model layer's enums that a scenario names (base/name_table.h), each spelled
+// here once, in the order of the enum's values.
+#pragma once
+
+#include "eplb/base/name_table.h"
+#include "eplb/model/topology.h"
+
+namespace eplb {
+
+inline constexpr NameTable<LinkClass, 2> kLinkClassNames{"faults[].link", {"nvlink", "nic"}};
+
+}  // namespace eplb
