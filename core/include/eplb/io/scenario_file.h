@@ -3,6 +3,7 @@
 // field, the value and what would be valid.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,21 @@ Result<Scenario> LoadScenarioOrDefault(const std::string& path,
 
 // The resolved scenario as YAML, every field written out.
 std::string ScenarioToYaml(const Scenario& scenario);
+
+// One field of the scenario schema as scenarios/README.md's table documents it: the schema
+// (io/scenario_schema.h) is the one definition of every field, and a test holds the README's
+// table to these rows.
+struct ScenarioFieldDoc {
+  std::string path;                      // "cluster.nic.bandwidth_gbps", "faults[].kind"
+  std::string unit;                      // "GB/s", "µs", "bytes", ... ("" when none)
+  std::string default_text;              // the README's default column
+  std::string valid_text;                // the README's valid column
+  std::string doc;                       // the README's meaning column
+  std::vector<std::string> names;        // an enum's (or a limited string's) valid values
+  std::optional<double> default_number;  // a number field's default value
+  std::string readme_row;                // | `path` | default | valid | meaning |
+};
+std::vector<ScenarioFieldDoc> ScenarioFieldDocs();
 
 // `scenario` with `fault` added to its faults and validated again, as if its file listed it:
 // a fault given on a command line (`eplb device-run --fail-rank R --at STEP`). The errors name
