@@ -8,7 +8,37 @@ set(EPLB_LAYERS eplb_base eplb_model eplb_policy eplb_migrate eplb_formats eplb_
 install(TARGETS ${EPLB_LAYERS} EXPORT eplbTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/core/include/eplb DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+# The public headers: what an embedder needs, and everything they include (the install test
+# compiles all of them against the installed tree alone). The rest of core/include (the process
+# pool, the launcher, the step model, the file formats' internals, the CLI's use cases) is eplb's
+# own and is not installed. docs/architecture.md ("The public API") says why each is here.
+set(EPLB_PUBLIC_HEADERS
+    # The vocabulary: Status and Result, observers, whole-file I/O (load files name it).
+    base/status.h base/signal.h base/file_io.h
+    # The model: cluster, load, placement and what is measured of them.
+    model/topology.h model/load.h model/placement.h model/metrics.h model/slot_preservation.h
+    model/survivability.h
+    # The policies, by name (policy.h) or called directly.
+    policy/policy.h policy/policies.h policy/deepseek.h policy/balance_bound.h policy/optimal.h
+    policy/external_policy.h
+    # The backend contract and the rearranger that drives it; the host backend, and the helpers
+    # every backend shares.
+    migrate/backend.h migrate/rearranger.h migrate/transfer_plan.h migrate/schedule.h
+    migrate/transfer_record.h migrate/host_backend.h migrate/lost_ranks.h
+    migrate/thread_workers.h migrate/engine_profile.h migrate/transport.h
+    # Running a scenario: its values, its workload, the loop and what a run records.
+    engine/scenario.h engine/workload.h engine/eplb_loop.h engine/step_cost.h engine/run_loop.h
+    engine/run_result.h
+    # The formats: loads, placements, scenario files, run folders; a policy run on a load.
+    formats/load_file.h formats/placement_file.h io/placement_files.h io/scenario_file.h
+    io/run_folder.h io/rebalance.h)
+foreach(header IN LISTS EPLB_PUBLIC_HEADERS)
+  get_filename_component(dir ${header} DIRECTORY)
+  install(FILES ${PROJECT_SOURCE_DIR}/core/include/eplb/${header}
+          DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/eplb/${dir})
+endforeach()
+
 install(EXPORT eplbTargets NAMESPACE eplb:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/eplb)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/eplbConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/eplbConfig.cmake

@@ -10,6 +10,7 @@
 #include "eplb/base/interrupt.h"
 #include "eplb/engine/gpu_memory.h"
 #include "eplb/engine/hardware.h"
+#include "eplb/engine/step_model.h"
 #include "eplb/model/metrics.h"
 #include "eplb/model/recovery.h"
 #include "eplb/model/slot_preservation.h"
@@ -54,8 +55,8 @@ EplbLoop::EplbLoop(const Scenario& scenario, Workload& workload, RearrangementBa
       backend_(backend),
       runner_(runner),
       topology_(scenario.topology()),
-      model_(scenario),
-      slowdowns_(scenario.num_gpus()),
+      model_(std::make_unique<StepModel>(scenario)),
+      slowdowns_(std::make_unique<Slowdowns>(scenario.num_gpus())),
       initial_(InitialPlacement(scenario)),
       lost_(static_cast<size_t>(scenario.num_gpus()), 0),
       serving_(static_cast<size_t>(scenario.num_gpus()), 0),
@@ -65,7 +66,7 @@ EplbLoop::EplbLoop(const Scenario& scenario, Workload& workload, RearrangementBa
     serving_[static_cast<size_t>(g)] = g < serving_gpus_;
     if (g >= serving_gpus_) excluded_.push_back(g);
   }
-  if (!excluded_.empty()) model_.SetRanks(lost_, serving_);
+  if (!excluded_.empty()) model_->SetRanks(lost_, serving_);
   RearrangerOptions o;
   o.layers_per_step = scenario.eplb.layers_per_step;
   o.staging_layers = scenario.eplb.staging_layers;
@@ -358,7 +359,7 @@ Status EplbLoop::Run() {
     workload_.Next(load);
     AddToWindow(load);
     const bool contended = rearranger_->in_progress();
-    model_.Cost(load, placement(), cost);
+    model_->Cost(load, placement(), cost);
     if (!step_gate_.empty()) {
       double sum = 0;
       for (size_t l = 0; l < cost.layer_mean.size(); ++l)
@@ -431,16 +432,16 @@ Status EplbLoop::Run() {
 // with them, and the backend slows the links they hit (or cannot, on real hardware).
 void EplbLoop::ApplySlowdowns(int step) {
   Slowdowns now = SlowdownsAt(scenario_.faults, step, topology_);
-  if (now == slowdowns_) return;
+  if (now == *slowdowns_) return;
   for (LinkClass link : kLinkClasses) {
     for (size_t r = 0; r < now.link[link].size(); ++r) {
-      if (now.link[link][r] != slowdowns_.link[link][r]) {
+      if (now.link[link][r] != slowdowns_->link[link][r]) {
         backend_.SetLinkSlowdown(static_cast<int>(r), link, now.link[link][r]);
       }
     }
   }
-  model_.SetSlowdowns(now);
-  slowdowns_ = std::move(now);
+  model_->SetSlowdowns(now);
+  *slowdowns_ = std::move(now);
 }
 
 Status EplbLoop::ApplyFaults(int step, double& stalled_s) {
@@ -474,7 +475,7 @@ Status EplbLoop::ApplyFaults(int step, double& stalled_s) {
     if (!serving_[i]) excluded_.push_back(g);
     if (lost_[i]) lost_list_.push_back(g);
   }
-  model_.SetRanks(lost_, serving_);
+  model_->SetRanks(lost_, serving_);
 
   if (rearranger_->in_progress() || chunk_target_) {
     // Its transfers with the lost ranks fail (or, for a scale, it is superseded): cancelled,

@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "eplb/engine/scenario.h"
-#include "eplb/engine/step_model.h"
+#include "eplb/engine/step_cost.h"
 #include "eplb/engine/workload.h"
 #include "eplb/migrate/backend.h"
 #include "eplb/migrate/rearranger.h"
@@ -43,6 +43,10 @@
 #include "eplb/policy/policy.h"
 
 namespace eplb {
+
+// The step model prices each step; it is eplb's own (engine/step_model.h is not installed).
+class StepModel;
+struct Slowdowns;
 
 // How an inference step's time passes on a backend.
 class StepRunner {
@@ -176,8 +180,8 @@ class EplbLoop {
   RearrangementBackend& backend_;
   StepRunner& runner_;
   Topology topology_;
-  StepModel model_;
-  Slowdowns slowdowns_;  // the faults in force (step_model.h)
+  std::unique_ptr<StepModel> model_;
+  std::unique_ptr<Slowdowns> slowdowns_;  // the faults in force (step_model.h)
   std::unique_ptr<Policy> policy_;
   // The last Rearrange's wait for a priced policy (Policy::prices_wall_time), for its step's
   // stall.
