@@ -108,7 +108,7 @@ Status SimBackend::BeginLayer(const StagingTarget&) {
 WorkerCosts SimBackend::Worker() const {
   const int ranks = platform_.topology().num_ranks();
   return WorkerCostsOf(engine_, transport_kind_, tensors_, ranks > 0 ? slots_ / ranks : 0, slots_,
-                       ranks);
+                       ranks, batching_);
 }
 
 Status SimBackend::ExecuteRound(const StagingTarget& target, const Round& round,
@@ -126,7 +126,12 @@ Status SimBackend::ExecuteRound(const StagingTarget& target, const Round& round,
   if (sends > 0 && engine.per_send_s > 0) {
     sg4::this_actor::sleep_for(engine.per_send_s * static_cast<double>(sends));
   }
-  if (mine.empty()) return Status::Ok();
+  // Migration batching: the round is one execution, which ends in its own barrier (every rank
+  // taking part waits there, senders included).
+  if (mine.empty()) {
+    if (engine.per_round_s > 0) sg4::this_actor::sleep_for(engine.per_round_s);
+    return Status::Ok();
+  }
   // The messages' CPU work comes one after another before the bytes move (a transport's
   // per-message cost), then the link's start-up.
   size_t messages = 0;
@@ -143,9 +148,15 @@ Status SimBackend::ExecuteRound(const StagingTarget& target, const Round& round,
   for (const Flow* f : mine) EPLB_RETURN_IF_ERROR(lost_.CheckLive(*f));
   std::vector<HostFlow> flows;
   flows.reserve(mine.size());
+  // An engine whose P2P ops cap what a rank receives shares that rate among the round's flows.
+  double cap = transport_.flow_bytes_per_s;
+  if (engine.receive_bytes_per_s > 0) {
+    const double share = engine.receive_bytes_per_s / static_cast<double>(mine.size());
+    cap = cap > 0 ? std::min(cap, share) : share;
+  }
   for (const Flow* f : mine)
     flows.push_back({platform_.host(f->src_rank), platform_.host(f->dst_rank),
-                     static_cast<uint64_t>(f->bytes), transport_.flow_bytes_per_s});
+                     static_cast<uint64_t>(f->bytes), cap});
   const std::vector<sg4::CommPtr> comms = CourierOfThisActor().Receive(flows);
   if (comms.size() != flows.size()) {
     return Status::Unavailable(
@@ -159,6 +170,7 @@ Status SimBackend::ExecuteRound(const StagingTarget& target, const Round& round,
     const double checks = std::max(1.0, std::ceil(waited / engine.poll_period_s));
     sg4::this_actor::sleep_until(posted + checks * engine.poll_period_s);
   }
+  if (engine.per_round_s > 0) sg4::this_actor::sleep_for(engine.per_round_s);
   for (size_t i = 0; i < mine.size(); ++i) {
     for (int32_t t : mine[i]->transfers) {
       const Transfer& tr = transfers[t];

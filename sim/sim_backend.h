@@ -42,8 +42,11 @@ class SimBackend final : public RearrangementBackend {
   // once-per-rearrangement host work (BeginRearrangement, on the caller: a stall), and on each
   // worker its per-layer planning and barrier (BeginLayer), its per-expert and per-tensor calls
   // and completion polling (ExecuteRound), its copies (CopyLocal). eplb: none of it.
-  void SetEngine(Engine engine, Transport transport, int tensors, int layers, int slots) {
+  // `batching`: migration.batching, each round one execution with its own barrier.
+  void SetEngine(Engine engine, Transport transport, int tensors, int layers, int slots,
+                 bool batching = false) {
     engine_ = engine;
+    batching_ = batching;
     transport_kind_ = transport;
     tensors_ = tensors;
     layers_ = layers;
@@ -80,6 +83,7 @@ class SimBackend final : public RearrangementBackend {
   WorkerCosts Worker() const;
 
   Engine engine_ = Engine::kEplb;
+  bool batching_ = false;
   Transport transport_kind_ = Transport::kNccl;
   int tensors_ = 4, layers_ = 0, slots_ = 0;
 

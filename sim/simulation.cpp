@@ -39,7 +39,8 @@ Result<RunResult> RunSimulation(const Scenario& scenario,
   SimBackend backend(platform, scenario.model.layers, scenario.cluster.hbm_gbps * 1e9,
                      CostOf(scenario.migration.transport, scenario.migration.engine));
   backend.SetEngine(scenario.migration.engine, scenario.migration.transport,
-                    scenario.model.expert_tensors, scenario.model.layers, scenario.num_slots());
+                    scenario.model.expert_tensors, scenario.model.layers, scenario.num_slots(),
+                    scenario.migration.batching);
   const StepModel model(scenario);
   SimStepRunner runner(platform, model);
   if (scenario.eplb.use_async) {

@@ -160,6 +160,49 @@ TEST(EngineProfile, LayerTimeIsTheSlowestRanksAndItsBreakdownSums) {
                    0);
 }
 
+// vLLM's migration batching (migration.batching): each execution restores the NIXL transfer
+// context over the layer's 8 slots, polls at least one whole period and passes its own barrier.
+TEST(EngineProfile, MigrationBatchingPaysEachExecution) {
+  const OpCosts& c = VllmOpCosts();
+  const std::vector<RankLayerWork> work = Work();
+  const double links_s = 0.3e-3;
+  const LayerOrchestration one =
+      PriceLayer(Engine::kVllm, Transport::kNixl, kTensors, work, links_s);
+  const LayerOrchestration three =
+      PriceLayer(Engine::kVllm, Transport::kNixl, kTensors, work, links_s, 3);
+  EXPECT_DOUBLE_EQ(three.barrier_s, 3 * one.barrier_s);
+  EXPECT_DOUBLE_EQ(three.planning_s, one.planning_s + 2 * 8 * c.python_iter_s);
+  // Each execution carries a third of the links' time and waits one whole period.
+  EXPECT_DOUBLE_EQ(three.polling_s, 3 * (c.nixl_poll_period_s - links_s / 3));
+  EXPECT_DOUBLE_EQ(three.transfer_s, one.transfer_s);
+  // The simulator's workers: the barrier moves from the layer to each round.
+  const WorkerCosts layer = WorkerCostsOf(Engine::kVllm, Transport::kNixl, kTensors, 2, 8, kRanks);
+  const WorkerCosts rounds =
+      WorkerCostsOf(Engine::kVllm, Transport::kNixl, kTensors, 2, 8, kRanks, true);
+  EXPECT_DOUBLE_EQ(layer.barrier_s, 6 * c.gloo_hop_s);
+  EXPECT_DOUBLE_EQ(layer.per_round_s, 0);
+  EXPECT_DOUBLE_EQ(rounds.barrier_s, 0);
+  EXPECT_DOUBLE_EQ(rounds.per_round_s, 6 * c.gloo_hop_s + 8 * c.python_iter_s);
+  // Over nccl batching adds no host call the counts price.
+  EXPECT_DOUBLE_EQ(
+      PriceLayer(Engine::kVllm, Transport::kNccl, kTensors, work, links_s, 3).total_s(),
+      PriceLayer(Engine::kVllm, Transport::kNccl, kTensors, work, links_s).total_s());
+}
+
+// torch.distributed P2P ops, one per tensor per expert, cap what a rank receives (vLLM #28562);
+// NIXL's reads and eplb's own groups are left to the links.
+TEST(EngineProfile, PerTensorP2pOpsCapWhatARankReceives) {
+  const double rate = VllmOpCosts().p2p_rank_bytes_per_s;
+  EXPECT_NEAR(rate, 21.3e9, 0.1e9);
+  EXPECT_DOUBLE_EQ(ReceiveBytesPerS(Engine::kVllm, Transport::kNccl), rate);
+  EXPECT_DOUBLE_EQ(ReceiveBytesPerS(Engine::kSglang, Transport::kNccl), rate);
+  EXPECT_DOUBLE_EQ(ReceiveBytesPerS(Engine::kVllm, Transport::kNixl), 0);
+  EXPECT_DOUBLE_EQ(ReceiveBytesPerS(Engine::kEplb, Transport::kNccl), 0);
+  EXPECT_DOUBLE_EQ(
+      WorkerCostsOf(Engine::kVllm, Transport::kNccl, kTensors, 2, 8, kRanks).receive_bytes_per_s,
+      rate);
+}
+
 TEST(EngineProfile, OncePerRearrangement) {
   const OpCosts& c = VllmOpCosts();
   const RearrangementOnce once = PriceOnce(Engine::kVllm, kLayers, 8, kRanks);
@@ -225,6 +268,21 @@ TEST(EngineProfile, SglangMovesWeightsOverNcclOnly) {
   EXPECT_TRUE(
       LoadScenarioFile(std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml", {"migration.engine=sglang"})
           .ok());
+}
+
+TEST(EngineProfile, MigrationBatchingIsVllmsOption) {
+  auto s =
+      LoadScenarioFile(std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml", {"migration.batching=true"});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("migration.batching is true, which is vLLM's option, but "
+                                      "migration.engine is 'eplb'; valid: false, or "
+                                      "migration.engine vllm"),
+            std::string::npos)
+      << s.status().message();
+  auto ok = LoadScenarioFile(std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml",
+                             {"migration.batching=true", "migration.engine=vllm"});
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_TRUE(ok->migration.batching);
 }
 
 }  // namespace

@@ -165,10 +165,14 @@ void EplbLoop::AccountPlans(RearrangementRecord& rec) {
   bytes_pending_ = bytes;
   if (scenario_.migration.engine != Engine::kEplb) {
     std::vector<double> links;
-    for (const Schedule& s : rearranger_->schedules()) links.push_back(s.makespan_s);
+    std::vector<int> batches;  // migration.batching: each round of the schedule an execution
+    for (const Schedule& s : rearranger_->schedules()) {
+      links.push_back(s.makespan_s);
+      if (scenario_.migration.batching) batches.push_back(std::max(1, s.num_rounds()));
+    }
     const RearrangementOrchestration o = PriceRearrangement(
         scenario_.migration.engine, scenario_.migration.transport, scenario_.model.expert_tensors,
-        rearranger_->placement(), rearranger_->plans(), links, topology_.num_ranks());
+        rearranger_->placement(), rearranger_->plans(), links, topology_.num_ranks(), batches);
     rec.engine_once_s += o.once.total_s();
     rec.engine_planning_s += o.layers.planning_s;
     rec.engine_transfer_s += o.layers.transfer_s;

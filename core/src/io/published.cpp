@@ -296,6 +296,7 @@ Result<Stall> PriceStall(const Scenario& s) {
   const double expert = static_cast<double>(s.model.expert_bytes);
   Stall out;
   std::vector<double> plan_links_s;
+  std::vector<int> plan_batches;  // migration.batching: each round of the schedule an execution
   for (const LayerPlan& plan : plans) {
     std::vector<double> received(static_cast<size_t>(gpus), 0.0), messages(received),
         copies(received);
@@ -312,7 +313,14 @@ Result<Stall> PriceStall(const Scenario& s) {
       const double most = *std::max_element(received.begin(), received.end());
       links_s = most / (s.cluster.host_read_gbps * 1e9) + s.cluster.host_read_latency_us * 1e-6;
     } else {
-      links_s = ScheduleTransfers(plan.transfers, topology, s.eplb.schedule).makespan_s;
+      const Schedule schedule = ScheduleTransfers(plan.transfers, topology, s.eplb.schedule);
+      links_s = schedule.makespan_s;
+      // An engine whose P2P ops cap what a rank receives: the busiest receiver at that rate.
+      if (const double rate = ReceiveBytesPerS(s.migration.engine, s.migration.transport);
+          rate > 0) {
+        links_s = std::max(links_s, *std::max_element(received.begin(), received.end()) / rate);
+      }
+      if (s.migration.batching) plan_batches.push_back(std::max(1, schedule.num_rounds()));
     }
     const double messages_s =
         transport.from_host
@@ -330,7 +338,7 @@ Result<Stall> PriceStall(const Scenario& s) {
     ++out.layers;
   }
   out.engine = PriceRearrangement(s.migration.engine, s.migration.transport, s.model.expert_tensors,
-                                  initial, plans, plan_links_s, gpus);
+                                  initial, plans, plan_links_s, gpus, plan_batches);
   out.total_s += out.engine.total_s();
   return out;
 }

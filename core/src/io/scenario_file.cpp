@@ -185,6 +185,12 @@ void Validate(Scenario& s, Reader& r) {
                          "with sglang: nccl",
                          TransportName(s.migration.transport)));
   }
+  if (s.migration.batching && s.migration.engine != Engine::kVllm) {
+    r.FailAt("migration.batching",
+             fmt::format("migration.batching is true, which is vLLM's option, but "
+                         "migration.engine is '{}'; valid: false, or migration.engine vllm",
+                         EngineName(s.migration.engine)));
+  }
   if (s.migration.sms > 0 && !CostOf(s.migration.transport).uses_sms) {
     r.FailAt("migration.sms",
              fmt::format("migration.sms is {} but migration.transport '{}' moves the weights on "

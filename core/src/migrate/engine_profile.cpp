@@ -79,6 +79,14 @@ const OpCosts& VllmOpCosts() {
     // vLLM's default policy in Python after #28369: ~80 → ~10 ms for DeepSeek-V2-Lite (26
     // layers × 64 slots), 6 µs per layer and slot, scaled linearly to other shapes.
     c.policy_per_layer_slot_s = 10e-3 / (26.0 * 64.0);
+    // vLLM #28562 (an isolated rearrange_expert_weights benchmark before it packed the P2P ops:
+    // Qwen3-Next-80B-A3B, 48 MoE layers of 512 experts of 6,291,456 bytes in BF16 (hidden 2048,
+    // moe_intermediate 512), 128 redundant experts on 4 H100s): "Total kernel duration for
+    // ncclSendRecv Before: 1.7s After: 0.16s". A random rearrangement of 160 slots per GPU
+    // brings ~3/4 of them from the 3 other GPUs: 48 x 120 x 6.29 MB = 36.2 GB per rank in 1.7 s,
+    // 21.3 GB/s (packed into few large ops: 226 GB/s, the links' rate). Taken per rank, as
+    // measured, whatever the number of peers.
+    c.p2p_rank_bytes_per_s = 48.0 * 120.0 * 6291456.0 / 1.7;
     return c;
   }();
   return costs;
@@ -240,7 +248,8 @@ struct RankTime {
   double after() const { return after_issue + polling + writeback; }
 };
 
-RankTime TimeOf(const OpCosts& c, Transport transport, const LayerOpCounts& n, double links_s) {
+RankTime TimeOf(const OpCosts& c, Transport transport, const LayerOpCounts& n, double links_s,
+                int batches = 1) {
   RankTime t;
   t.planning = n.numpy_calls * c.numpy_call_s + n.numpy_isins * c.numpy_isin_s +
                n.python_iters * c.python_iter_s + n.scan_elems * c.python_scan_s +
@@ -256,9 +265,11 @@ RankTime TimeOf(const OpCosts& c, Transport transport, const LayerOpCounts& n, d
   t.after_issue = n.nixl_releases * c.nixl_call_s;
   if (n.polls > 0) {
     // The reads are checked once right after the last is posted, then every period: the wait
-    // lasts whole periods, at least one. What the links take anyway is not counted twice.
-    const double whole = std::max(1.0, std::ceil(links_s / c.nixl_poll_period_s));
-    t.polling = std::max(0.0, whole * c.nixl_poll_period_s - links_s);
+    // lasts whole periods, at least one, in each execution (the links' time shared evenly among
+    // them). What the links take anyway is not counted twice.
+    const double each = links_s / batches;
+    const double whole = std::max(1.0, std::ceil(each / c.nixl_poll_period_s));
+    t.polling = batches * std::max(0.0, whole * c.nixl_poll_period_s - each);
   }
   t.writeback = n.writeback_copies * c.torch_gpu_op_s;
   return t;
@@ -267,14 +278,21 @@ RankTime TimeOf(const OpCosts& c, Transport transport, const LayerOpCounts& n, d
 }  // namespace
 
 LayerOrchestration PriceLayer(Engine engine, Transport transport, int tensors,
-                              const std::vector<RankLayerWork>& ranks, double links_s) {
+                              const std::vector<RankLayerWork>& ranks, double links_s,
+                              int batches) {
   LayerOrchestration o;
   if (engine == Engine::kEplb || ranks.empty()) return o;
   const OpCosts& c = VllmOpCosts();
   std::vector<RankTime> times;
   times.reserve(ranks.size());
+  batches = std::max(1, batches);
   for (const RankLayerWork& w : ranks) {
-    times.push_back(TimeOf(c, transport, CountLayerOps(engine, transport, tensors, w), links_s));
+    LayerOpCounts n = CountLayerOps(engine, transport, tensors, w);
+    if (engine == Engine::kVllm && transport == Transport::kNixl && batches > 1) {
+      // _execute_migration_batch: set_transfer_context over the layer's slots per execution.
+      n.python_iters += (batches - 1) * w.layer_slots;
+    }
+    times.push_back(TimeOf(c, transport, n, links_s, batches));
   }
   auto slowest = [&](auto key) {
     return *std::max_element(times.begin(), times.end(),
@@ -291,7 +309,7 @@ LayerOrchestration PriceLayer(Engine engine, Transport transport, int tensors,
     o.planning_s = first.planning;
     o.transfer_s = first.issue + second.after_issue;
     o.polling_s = first.polling;
-    o.barrier_s = 2.0 * (n - 1) * c.gloo_hop_s;
+    o.barrier_s = batches * 2.0 * (n - 1) * c.gloo_hop_s;
     o.writeback_s = second.writeback;
     return o;
   }
@@ -306,7 +324,7 @@ LayerOrchestration PriceLayer(Engine engine, Transport transport, int tensors,
 }
 
 WorkerCosts WorkerCostsOf(Engine engine, Transport transport, int tensors, int slots,
-                          int layer_slots, int ranks) {
+                          int layer_slots, int ranks, bool batching) {
   WorkerCosts w;
   if (engine == Engine::kEplb || slots <= 0) return w;
   const OpCosts& c = VllmOpCosts();
@@ -334,10 +352,22 @@ WorkerCosts WorkerCostsOf(Engine engine, Transport transport, int tensors, int s
   local.local_moves = 1;
   w.per_local_copy_s = host(local) - none;
   if (engine == Engine::kVllm && transport == Transport::kNixl) {
-    w.barrier_s = 2.0 * (ranks - 1) * c.gloo_hop_s;
+    const double barrier = 2.0 * (ranks - 1) * c.gloo_hop_s;
+    if (batching) {
+      w.per_round_s = barrier + layer_slots * c.python_iter_s;
+    } else {
+      w.barrier_s = barrier;
+    }
     w.poll_period_s = c.nixl_poll_period_s;
   }
+  w.receive_bytes_per_s = ReceiveBytesPerS(engine, transport);
   return w;
+}
+
+double ReceiveBytesPerS(Engine engine, Transport transport) {
+  const bool p2p_ops =
+      (engine == Engine::kVllm && transport == Transport::kNccl) || engine == Engine::kSglang;
+  return p2p_ops ? VllmOpCosts().p2p_rank_bytes_per_s : 0;
 }
 
 // eplb_state.py at 50feac95: step() calls _all_ranks_buffer_ready while
@@ -367,7 +397,8 @@ RearrangementOnce PriceOnce(Engine engine, int layers, int slots, int ranks) {
 RearrangementOrchestration PriceRearrangement(Engine engine, Transport transport, int tensors,
                                               const Placement& before,
                                               std::span<const LayerPlan> plans,
-                                              std::span<const double> links_s, int ranks) {
+                                              std::span<const double> links_s, int ranks,
+                                              std::span<const int> batches) {
   RearrangementOrchestration r;
   r.once = PriceOnce(engine, before.num_layers(), before.num_slots(), ranks);
 
@@ -375,7 +406,7 @@ RearrangementOrchestration PriceRearrangement(Engine engine, Transport transport
     const LayerPlan& plan = plans[i];
     const LayerOrchestration o =
         PriceLayer(engine, transport, tensors, WorkOfLayer(plan, before.phy2log(plan.layer), ranks),
-                   links_s[i]);
+                   links_s[i], i < batches.size() ? batches[i] : 1);
     r.layers.planning_s += o.planning_s;
     r.layers.transfer_s += o.transfer_s;
     r.layers.barrier_s += o.barrier_s;

@@ -60,6 +60,10 @@ struct OpCosts {
   double gloo_message_s = 0;      // one gloo send or receive of a staged tensor (CPU work)
   double maps_per_slot_s = 0;     // compute_logical_maps: one slot's loop iteration (~9 ops)
   double policy_per_layer_slot_s = 0;  // the engine's Python policy, per layer and slot
+  // What one rank receives per second when its transfers are torch.distributed P2P ops, one per
+  // tensor per expert, in one batch_isend_irecv (vLLM's torch_nccl, SGLang): NCCL runs them as
+  // many small operations, far below the links' rate.
+  double p2p_rank_bytes_per_s = 0;
 };
 const OpCosts& VllmOpCosts();
 
@@ -120,9 +124,13 @@ struct LayerOrchestration {
 };
 
 // The layer's orchestration across `ranks` ranks (each's work), given the links' time for the
-// layer's bytes (`links_s`), which the orchestration does not include.
+// layer's bytes (`links_s`), which the orchestration does not include. `batches`: the
+// communicator executions the layer takes, 1 unless vLLM's migration batching
+// (migration.batching) splits it into rounds in which a rank talks to at most one peer: with
+// NIXL each execution restores the transfer context, polls and passes its own barrier.
 LayerOrchestration PriceLayer(Engine engine, Transport transport, int tensors,
-                              const std::vector<RankLayerWork>& ranks, double links_s);
+                              const std::vector<RankLayerWork>& ranks, double links_s,
+                              int batches = 1);
 
 // The transport's own costs (migrate/transport.h) under an engine profile: vllm's counts
 // replace the transport's per-layer and per-message CPU estimates (NIXL's barrier and polls,
@@ -138,11 +146,19 @@ struct WorkerCosts {
   double per_send_s = 0;
   double per_receive_s = 0;
   double per_local_copy_s = 0;
-  double barrier_s = 0;
-  double poll_period_s = 0;  // > 0: a round's completion is seen at the next poll
+  double barrier_s = 0;            // once per layer (0 when per_round_s carries it)
+  double per_round_s = 0;          // migration batching: each execution's context and barrier
+  double poll_period_s = 0;        // > 0: a round's completion is seen at the next poll
+  double receive_bytes_per_s = 0;  // > 0: the most a rank receives per second (P2P ops)
 };
+// `batching`: migration.batching, each round of the byte schedule one execution (its rounds are
+// vLLM's batches under eplb.schedule greedy_pairs).
 WorkerCosts WorkerCostsOf(Engine engine, Transport transport, int tensors, int slots,
-                          int layer_slots, int ranks);
+                          int layer_slots, int ranks, bool batching = false);
+
+// The most a rank receives per second under the engine's communicator (0: the links decide):
+// OpCosts::p2p_rank_bytes_per_s for vLLM over nccl and for SGLang.
+double ReceiveBytesPerS(Engine engine, Transport transport);
 
 // Async mode: what the main thread pays on every forward step while a rearrangement is in
 // flight (vLLM's EplbState.step, _all_ranks_buffer_ready: a gloo all_reduce of a one-element
@@ -160,7 +176,8 @@ struct RearrangementOnce {
 RearrangementOnce PriceOnce(Engine engine, int layers, int slots, int ranks);
 
 // A whole rearrangement's orchestration: once, then each layer's (summed), given each plan's
-// links time (`links_s`, one per plan) and the placement before it.
+// links time (`links_s`, one per plan), its executions (`batches`, one per plan; empty: 1 each)
+// and the placement before it.
 struct RearrangementOrchestration {
   RearrangementOnce once;
   LayerOrchestration layers;  // summed over the plans
@@ -170,6 +187,7 @@ struct RearrangementOrchestration {
 RearrangementOrchestration PriceRearrangement(Engine engine, Transport transport, int tensors,
                                               const Placement& before,
                                               std::span<const LayerPlan> plans,
-                                              std::span<const double> links_s, int ranks);
+                                              std::span<const double> links_s, int ranks,
+                                              std::span<const int> batches = {});
 
 }  // namespace eplb
