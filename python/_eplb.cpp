@@ -37,6 +37,7 @@
 #include "eplb/policy/deepseek.h"
 #include "eplb/policy/external_policy.h"
 #include "eplb/policy/policy.h"
+#include "eplb/policy/topology_aware.h"
 
 namespace py = pybind11;
 
@@ -395,6 +396,50 @@ PYBIND11_MODULE(_eplb, m) {
       "DeepSeek's rebalance_experts exactly, all three of its outputs (the global policy when "
       "groups % nodes != 0): (phy2log [layers, num_replicas], log2phy [layers, experts, max "
       "count], logcnt [layers, experts]), int64.");
+  m.def(
+      "topology_aware",
+      [](const LoadArray& tokens, const LoadArray& costs, std::optional<int> num_physical_experts,
+         std::optional<int> num_local_physical_experts) {
+        if (tokens.ndim() != 3) {
+          throw py::value_error(
+              fmt::format("tokens_per_source_expert has {} dimensions; expected [num_layers, "
+                          "num_source_ranks, num_logical_experts]",
+                          tokens.ndim()));
+        }
+        constexpr int64_t kMax = std::numeric_limits<int>::max();
+        if (tokens.shape(0) > kMax || tokens.shape(1) > kMax || tokens.shape(2) > kMax) {
+          throw py::value_error("tokens_per_source_expert has a dimension above 2^31 - 1");
+        }
+        if (costs.ndim() != 2 || costs.shape(0) != costs.shape(1)) {
+          throw py::value_error(
+              fmt::format("rank_cost_matrix must be square; it has {} dimensions", costs.ndim()));
+        }
+        eplb::RankCostMatrix matrix{static_cast<int>(costs.shape(0)),
+                                    {costs.data(), costs.data() + costs.size()}};
+        std::optional<eplb::Result<eplb::TopologyAwareMaps>> result;
+        {
+          py::gil_scoped_release release;
+          result = eplb::RebalanceTopologyAware(
+              std::span(tokens.data(), static_cast<size_t>(tokens.size())),
+              static_cast<int>(tokens.shape(0)), static_cast<int>(tokens.shape(1)),
+              static_cast<int>(tokens.shape(2)), matrix, num_physical_experts,
+              num_local_physical_experts);
+        }
+        const eplb::TopologyAwareMaps maps = Take(std::move(*result));
+        auto array = [](const std::vector<int64_t>& v, std::vector<py::ssize_t> shape) {
+          py::array_t<int64_t> out(std::move(shape));
+          std::copy(v.begin(), v.end(), out.mutable_data());
+          return out;
+        };
+        return py::make_tuple(array(maps.phy2log, {maps.layers, maps.experts}),
+                              array(maps.log2phy, {maps.layers, maps.experts, 1}),
+                              array(maps.logcnt, {maps.layers, maps.experts}));
+      },
+      py::arg("tokens_per_source_expert"), py::arg("rank_cost_matrix"),
+      py::arg("num_physical_experts") = py::none(),
+      py::arg("num_local_physical_experts") = py::none(),
+      "SGLang's rebalance_experts_topology_aware (topology_aware.h): (phy2log [layers, experts], "
+      "log2phy [layers, experts, 1], logcnt [layers, experts]), int64.");
   m.def(
       "log2phy",
       [](const IndexArray& phy2log, int num_experts) {

@@ -13,6 +13,9 @@ SGLang's main branch in 2026):
     deepseek_vec[_hierarchical] eplb's `timeseries` over the time axis: the same goal as SGLang's
                                deepseek_vec (each extra replica where it most cuts the sum over
                                time of the largest load per replica), eplb's own algorithm
+    topology_aware             SGLang's topology-aware placement (rebalance_experts_topology_aware
+                               below), which reads the keywords tokens_per_source_expert and
+                               rank_cost_matrix instead of tokens_per_expert
     any eplb policy            e.g. "migration-aware": run on the summed window and its chunks
 Outputs as SGLang's DeepSeek algorithms return them: int64, on the CPU for the deepseek ones,
 padded with -1 to the largest count. logical_to_physical_map lists each expert's slots by replica
@@ -25,11 +28,14 @@ Drop-in, in SGLang's eplb_algorithms/__init__.py or before the server starts:
     algorithms.rebalance_experts = eplb.sglang.rebalance_experts
 """
 
+import json
+import os
+
 import numpy as np
 
 from . import _eplb
-from ._args import group_count, integer, text
-from ._arrays import Kind, log2phy_of, to_numpy
+from ._args import ArgumentError, group_count, integer, optional, text
+from ._arrays import Kind, _torch, log2phy_of, to_numpy
 
 _SGLANG = {
     "deepseek": ("deepseek", False),
@@ -40,8 +46,18 @@ _SGLANG = {
 
 
 def rebalance_experts(tokens_per_expert, num_physical_experts, num_local_physical_experts,
-                      num_groups, num_nodes, algorithm):
+                      num_groups, num_nodes, algorithm, tokens_per_source_expert=None,
+                      rank_cost_matrix=None):
     """SGLang's `rebalance_experts`; see the module comment."""
+    if text(getattr(algorithm, "name", algorithm), "algorithm") == "topology_aware":
+        if tokens_per_source_expert is None or rank_cost_matrix is None:
+            raise ValueError("topology_aware needs source-rank expert counts "
+                             "(tokens_per_source_expert [layers, source ranks, experts]) and "
+                             "rank_cost_matrix [ranks, ranks]; tokens_per_expert has no sources")
+        return rebalance_experts_topology_aware(
+            tokens_per_source_expert, rank_cost_matrix,
+            num_physical_experts=num_physical_experts,
+            num_local_physical_experts=num_local_physical_experts)
     array, kind = to_numpy(tokens_per_expert, np.float64, "tokens_per_expert")
     if array.ndim != 3:
         raise ValueError(f"tokens_per_expert has shape {tuple(array.shape)}; expected "
@@ -77,3 +93,65 @@ def rebalance_experts(tokens_per_expert, num_physical_experts, num_local_physica
                               groups if hierarchical else 1, policy, None, 16, {})
     log2phy, logcnt = log2phy_of(phy2log, experts)
     return kind.out(phy2log), kind.out(log2phy), kind.out(logcnt)
+
+
+def rebalance_experts_topology_aware(tokens_per_source_expert, rank_cost_matrix, *,
+                                     num_physical_experts=None, num_local_physical_experts=None):
+    """SGLang's `rebalance_experts_topology_aware` (eplb_algorithms/topology_aware.py), in eplb's
+    C++ (core/include/eplb/policy/topology_aware.h): each logical expert on one rank, every rank
+    with as many, chosen from the tokens each source rank sent each expert ([layers, source
+    ranks, experts]) and the relative cost of a token from one rank to another ([ranks, ranks],
+    zero diagonal). Returns (physical_to_logical_map [layers, experts], logical_to_physical_map
+    [layers, experts, 1], expert_count [layers, experts]), int64, on the CPU (torch for torch
+    input). More physical than logical experts raises NotImplementedError, as SGLang's does."""
+    tokens, kind = to_numpy(tokens_per_source_expert, np.float64, "tokens_per_source_expert")
+    costs, _ = to_numpy(rank_cost_matrix, np.float64, "rank_cost_matrix")
+    num_physical_experts = optional(integer, num_physical_experts, "num_physical_experts")
+    num_local_physical_experts = optional(integer, num_local_physical_experts,
+                                          "num_local_physical_experts")
+    if (tokens.ndim == 3 and num_physical_experts is not None
+            and num_physical_experts > tokens.shape[2]):
+        raise NotImplementedError(
+            "topology-aware placement currently requires no redundant experts: "
+            f"num_physical_experts is {num_physical_experts} for {tokens.shape[2]} logical experts")
+    out = Kind(kind.is_torch)  # SGLang's returns CPU tensors
+    return tuple(out.out(a) for a in _eplb.topology_aware(
+        tokens, costs, num_physical_experts, num_local_physical_experts))
+
+
+def load_rank_cost_matrix(topology, *, expected_num_ranks=None):
+    """SGLang's `load_rank_cost_matrix` (sglang/srt/eplb/topology.py): the rank cost matrix of
+    --eplb-topology, from a JSON file's path or its object ({"rank_cost_matrix": [[0, 1], [1,
+    0]]}) or the matrix itself, checked as rebalance_experts_topology_aware checks it (square,
+    `expected_num_ranks` ranks, finite, non-negative, zero diagonal). float64, as a torch tensor
+    when the caller has imported torch (as SGLang's), else numpy."""
+    if isinstance(topology, (str, os.PathLike)):
+        try:
+            with open(topology, encoding="utf-8") as f:
+                data = json.load(f)
+        except OSError as e:
+            raise ValueError(f"unable to read EPLB topology file: {os.fspath(topology)}: "
+                             f"{e.strerror}") from None
+        except json.JSONDecodeError as e:
+            raise ValueError(f"EPLB topology file is not valid JSON: {os.fspath(topology)}: "
+                             f"{e}") from None
+    else:
+        data = topology
+    if isinstance(data, dict):
+        if "rank_cost_matrix" not in data:
+            raise ValueError(f"topology JSON must contain rank_cost_matrix; it has "
+                             f"{sorted(data)}")
+        data = data["rank_cost_matrix"]
+    try:
+        matrix, _ = to_numpy(data, np.float64, "rank_cost_matrix")
+    except ArgumentError as e:
+        raise ValueError(f"rank_cost_matrix must be a rectangular numeric array: {e}") from None
+    ranks = matrix.shape[0] if matrix.ndim == 2 else 0
+    expected = optional(integer, expected_num_ranks, "expected_num_ranks")
+    # The core's checks, on one layer of one expert per rank: its messages name the value.
+    _eplb.topology_aware(np.zeros((1, max(ranks, 1), max(ranks, 1))), matrix)
+    if expected is not None and ranks != expected:
+        raise ValueError(f"rank_cost_matrix size does not match the EP group: matrix={ranks} "
+                         f"expected={expected}")
+    torch = _torch()
+    return torch.from_numpy(matrix) if torch is not None else matrix

@@ -58,15 +58,13 @@ class SwapSearch {
     const int n = static_cast<int>(a_.size());
     struct Candidate {
       int i, j;
-      double max, sumsq;
+      double max, sumsq_change;
     };
     std::vector<Candidate> accepted;
     for (int round = 0; round < swaps; ++round) {
       double comm_now = 0;
       for (int i = 0; i < n; ++i) comm_now += C(i, a_[i]);
       const double old_max = *std::max_element(load_.begin(), load_.end());
-      double old_sumsq = 0;
-      for (double x : load_) old_sumsq += x * x;
       // The three busiest ranks: the busiest outside any two is among them.
       std::vector<int> top(static_cast<size_t>(ranks_));
       std::iota(top.begin(), top.end(), 0);
@@ -87,12 +85,15 @@ class SwapSearch {
           }
           const double fi = First(i, j), fj = Second(i, j);
           const double new_max = std::max({fi, fj, other});
-          const double new_sumsq =
-              old_sumsq - load_[ri] * load_[ri] - load_[rj] * load_[rj] + fi * fi + fj * fj;
+          // The change in the sum of squared loads, from the two ranks alone: SGLang subtracts
+          // the whole sums, whose rounding (1e-11 at loads of hundreds) passes its 1e-12
+          // tolerance and makes swaps that change nothing (two lone experts exchanging ranks).
+          const double sumsq_change =
+              (fi * fi + fj * fj) - (load_[ri] * load_[ri] + load_[rj] * load_[rj]);
           const bool lower = new_max < old_max - kEps;
           const bool tied = std::abs(new_max - old_max) <= kEps;
-          if (lower || (tied && new_sumsq < old_sumsq - kEps))
-            accepted.push_back({i, j, new_max, new_sumsq});
+          if (lower || (tied && sumsq_change < -kEps))
+            accepted.push_back({i, j, new_max, sumsq_change});
         }
       }
       if (accepted.empty()) break;
@@ -100,7 +101,8 @@ class SwapSearch {
       for (const Candidate& c : accepted) best_max = std::min(best_max, c.max);
       const Candidate* best = nullptr;
       for (const Candidate& c : accepted) {
-        if (std::abs(c.max - best_max) <= kEps && (best == nullptr || c.sumsq < best->sumsq))
+        if (std::abs(c.max - best_max) <= kEps &&
+            (best == nullptr || c.sumsq_change < best->sumsq_change))
           best = &c;
       }
       Swap(best->i, best->j);
