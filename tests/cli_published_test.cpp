@@ -351,5 +351,50 @@ TEST_F(CliTest, CompareTablePrintsTheSpreadOverSeeds) {
 }
 #endif
 
+#ifdef EPLB_HAVE_SIM
+// issue 56: a comparison whose runs paid an engine's orchestration shows where a rearrangement's
+// time goes (a stacked bar per run) and keeps each part in comparison.json; eplb's own profile
+// pays none and the report has no such figure.
+TEST_F(CliTest, CompareShowsWhereARearrangementsTimeGoes) {
+  const std::string scenario = std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml";
+  const std::string vllm = (dir_ / "vllm").string();
+  const CliRun r = Eplb("compare " + scenario +
+                        " --policies deepseek,replicate-lpt --set run.steps=300"
+                        " --set migration.engine=vllm --set migration.transport=nixl"
+                        " --set eplb.use_async=false --out " +
+                        vllm);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(vllm + "/figures/rearrangement-cost.svg"));
+  EXPECT_NE(testing::ReadFile(vllm + "/report.html").find("Where a rearrangement's time goes"),
+            std::string::npos);
+  const auto doc = nlohmann::json::parse(testing::ReadFile(vllm + "/comparison.json"));
+  bool found = false;
+  for (const auto& run : doc.items()) {
+    if (!run.value().is_array()) continue;
+    for (const auto& row : run.value()) {
+      if (!row.is_object() || !row.contains("engine_host_s")) continue;
+      found = true;
+      const double parts =
+          row["engine_once_s"].get<double>() + row["engine_planning_s"].get<double>() +
+          row["engine_transfer_s"].get<double>() + row["engine_barrier_s"].get<double>() +
+          row["engine_polling_s"].get<double>() + row["engine_writeback_s"].get<double>();
+      EXPECT_GT(row["engine_barrier_s"].get<double>(), 0);
+      EXPECT_NEAR(row["engine_host_s"].get<double>(), parts, 1e-12);
+      const auto summary = nlohmann::json::parse(
+          testing::ReadFile(vllm + "/" + row["label"].get<std::string>() + "/summary.json"));
+      EXPECT_DOUBLE_EQ(summary["rearrangements"]["engine_s_mean"]["barrier"].get<double>(),
+                       row["engine_barrier_s"].get<double>());
+    }
+  }
+  EXPECT_TRUE(found) << doc.dump();
+
+  const std::string own = (dir_ / "eplb").string();
+  ASSERT_EQ(
+      Eplb("compare " + scenario + " --policies deepseek --set run.steps=300 --out " + own).code,
+      0);
+  EXPECT_FALSE(fs::exists(own + "/figures/rearrangement-cost.svg"));
+}
+#endif
+
 }  // namespace
 }  // namespace eplb

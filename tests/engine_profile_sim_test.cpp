@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "eplb/io/run_folder.h"
 #include "eplb/io/scenario_file.h"
 #include "eplb/migrate/engine_profile.h"
 #include "sim_run.h"
@@ -37,6 +38,27 @@ TEST(EngineProfileSim, ASyncRearrangementsHostWorkIsStall) {
   // The once-per-rearrangement work runs on the blocked boundary, and the boundary waits for
   // the workers' per-layer host work too.
   EXPECT_GT(TotalStall(vllm), once);
+}
+
+// summary.json's engine_s_mean: each part's mean over the completed rearrangements, as
+// rearrangements.csv holds them.
+TEST(EngineProfileSim, TheSummaryMeansTheBreakdown) {
+  const RunResult vllm =
+      SimulateTiny({"eplb.use_async=false", "run.steps=260", "migration.engine=vllm",
+                    "migration.transport=nixl", "migration.batching=true"});
+  const RunSummary s = Summarize(vllm);
+  double once = 0, barrier = 0, done = 0;
+  for (const RearrangementRecord& r : vllm.rearrangements) {
+    if (r.end_s < 0) continue;
+    once += r.engine_once_s;
+    barrier += r.engine_barrier_s;
+    ++done;
+  }
+  ASSERT_GT(done, 0);
+  EXPECT_DOUBLE_EQ(s.rearrangements.engine_s_mean.once, once / done);
+  EXPECT_DOUBLE_EQ(s.rearrangements.engine_s_mean.barrier, barrier / done);
+  EXPECT_GT(s.rearrangements.engine_s_mean.barrier, 0);
+  EXPECT_GT(s.rearrangements.engine_s_mean.total(), s.rearrangements.engine_s_mean.once);
 }
 
 TEST(EngineProfileSim, TheEplbProfileAddsNothing) {

@@ -99,6 +99,12 @@ void PrintRunSummary(const RunResult& run, const std::string& dir, std::FILE* ou
       "(schedule predicted {:.3f} s, bound {:.3f} s)\n",
       r.started, r.completed, r.skipped, r.held, r.makespan_s_mean, r.predicted_makespan_s_mean,
       r.lower_bound_s_mean);
+  if (const auto& e = r.engine_s_mean; e.total() > 0) {
+    fmt::print(out,
+               "  engine host    {:.3f} s a rearrangement: once {:.3f}, planning {:.3f}, issuing "
+               "{:.3f}, barrier {:.3f}, polling {:.3f}, write-back {:.3f} (migration.engine)\n",
+               e.total(), e.once, e.planning, e.transfer, e.barrier, e.polling, e.writeback);
+  }
   fmt::print(out,
              "  moved          {:.1f} GB over NVLink, {:.1f} GB over NICs in {} transfers; "
              "steps slowed {:.3f} s, stalled {:.3f} s\n",

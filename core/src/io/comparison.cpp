@@ -69,6 +69,14 @@ std::span<const Number> Numbers() {
        1e-9, "{:.2f}"},
       {"fault_bytes_copied", &R::fault_bytes_copied, false, S::kWithRankFaults, "copied GB", 1e-9,
        "{:.2f}"},
+      {"engine_host_s", &R::engine_host_s, false, S::kWithEngine, "engine host s / rearr.", 1,
+       "{:.3f}"},
+      {"engine_once_s", &R::engine_once_s, false, S::kNever, "", 1, ""},
+      {"engine_planning_s", &R::engine_planning_s, false, S::kNever, "", 1, ""},
+      {"engine_transfer_s", &R::engine_transfer_s, false, S::kNever, "", 1, ""},
+      {"engine_barrier_s", &R::engine_barrier_s, false, S::kNever, "", 1, ""},
+      {"engine_polling_s", &R::engine_polling_s, false, S::kNever, "", 1, ""},
+      {"engine_writeback_s", &R::engine_writeback_s, false, S::kNever, "", 1, ""},
   };
   return numbers;
 }
@@ -191,7 +199,14 @@ nlohmann::ordered_json ComparisonRow(const LabelledRun& labelled, int measured_f
                            .fault_tokens_lost = dropped,
                            .fault_tokens_stalled = stalled,
                            .fault_bytes_reloaded = reloaded,
-                           .fault_bytes_copied = copied};
+                           .fault_bytes_copied = copied,
+                           .engine_host_s = s.rearrangements.engine_s_mean.total(),
+                           .engine_once_s = s.rearrangements.engine_s_mean.once,
+                           .engine_planning_s = s.rearrangements.engine_s_mean.planning,
+                           .engine_transfer_s = s.rearrangements.engine_s_mean.transfer,
+                           .engine_barrier_s = s.rearrangements.engine_s_mean.barrier,
+                           .engine_polling_s = s.rearrangements.engine_s_mean.polling,
+                           .engine_writeback_s = s.rearrangements.engine_s_mean.writeback};
   nlohmann::ordered_json row = {{"label", labelled.label}};
   for (const Number& number : Numbers()) {
     const double v = numbers.*number.value;

@@ -23,10 +23,12 @@ struct RunNumbers {
       transfers_per_rearrangement, rearrangement_makespan_s, slowed_s, stalled_s, policy_ms,
       peak_memory_bytes, staging_peak_bytes, gpu_failure_tokens_lost, node_failure_tokens_lost,
       node_failure_reload_bytes, rank_faults, recovery_s, fault_tokens_lost, fault_tokens_stalled,
-      fault_bytes_reloaded, fault_bytes_copied;
+      fault_bytes_reloaded, fault_bytes_copied, engine_host_s, engine_once_s, engine_planning_s,
+      engine_transfer_s, engine_barrier_s, engine_polling_s, engine_writeback_s;
 };
 
-enum class Shown { kNever, kAlways, kWithRankFaults, kWithHeld };
+// kWithEngine: when a run paid an engine's orchestration (migration.engine other than eplb).
+enum class Shown { kNever, kAlways, kWithRankFaults, kWithHeld, kWithEngine };
 
 struct Number {
   const char* key;

@@ -200,6 +200,54 @@ SweepAxis AxisOf(const std::string& key, const std::vector<nlohmann::ordered_jso
   return axis;
 }
 
+// Where a rearrangement's time goes, per run, when an engine's orchestration was priced
+// (migration.engine): the engine's host work part by part (rearrangements.csv engine_*_s, means
+// over the completed rearrangements), and the rest of the makespan: the bytes on the links and
+// what overlaps them.
+void AppendRearrangementCost(const std::vector<nlohmann::ordered_json>& rows, std::string& body,
+                             std::vector<Figure>& made) {
+  const auto value = [](const nlohmann::ordered_json& row, double RunNumbers::*member) {
+    const char* key = KeyOf(member);
+    return row.contains(key) ? row[key].get<double>() : 0.0;
+  };
+  if (std::none_of(rows.begin(), rows.end(),
+                   [&](const auto& r) { return value(r, &RunNumbers::engine_host_s) > 0; })) {
+    return;
+  }
+  const std::pair<const char*, double RunNumbers::*> parts[] = {
+      {"once", &RunNumbers::engine_once_s},        {"planning", &RunNumbers::engine_planning_s},
+      {"issuing", &RunNumbers::engine_transfer_s}, {"barrier", &RunNumbers::engine_barrier_s},
+      {"polling", &RunNumbers::engine_polling_s},  {"write-back", &RunNumbers::engine_writeback_s},
+  };
+  std::vector<std::string> groups;
+  std::vector<svg::Series> series(std::size(parts) + 1);
+  for (size_t i = 0; i < std::size(parts); ++i) series[i].name = parts[i].first;
+  series.back().name = "links, rest";
+  for (const auto& row : rows) {
+    groups.push_back(row["label"].get<std::string>());
+    const double x = static_cast<double>(groups.size() - 1);
+    for (size_t i = 0; i < std::size(parts); ++i) {
+      series[i].points.emplace_back(x, value(row, parts[i].second));
+    }
+    const double rest =
+        value(row, &RunNumbers::rearrangement_makespan_s) - value(row, &RunNumbers::engine_host_s);
+    series.back().points.emplace_back(x, std::max(0.0, rest));
+  }
+  Figure figure{
+      "rearrangement-cost",
+      svg::StackedBarChart({"Where a rearrangement's time goes", "run", "s"}, groups, series)};
+  body +=
+      "<h2>Where a rearrangement's time goes</h2>\n<p>The mean completed rearrangement of each "
+      "run: the engine's host work as migration.engine prices it (once: the load window, the "
+      "policy and the maps, once per rearrangement; then summed over layers: planning, issuing "
+      "(the calls issuing and completing the transfers), the barrier, the polling beyond the "
+      "links' time, the write-back), and the rest of the makespan (last commit − start): the "
+      "bytes on the links and what overlaps them (links, rest). A "
+      "synchronous rearrangement stalls serving for all of it.</p>\n" +
+      figure.svg + "\n";
+  made.push_back(std::move(figure));
+}
+
 std::string Table(const std::vector<nlohmann::ordered_json>& rows,
                   const std::vector<std::string>& lead) {
   const auto any = [&](double RunNumbers::*member) {
@@ -209,9 +257,11 @@ std::string Table(const std::vector<nlohmann::ordered_json>& rows,
     });
   };
   std::vector<const Number*> columns;
-  for (const Shown shown : {Shown::kAlways, Shown::kWithRankFaults, Shown::kWithHeld}) {
+  for (const Shown shown :
+       {Shown::kAlways, Shown::kWithRankFaults, Shown::kWithHeld, Shown::kWithEngine}) {
     if (shown == Shown::kWithRankFaults && !any(&RunNumbers::rank_faults)) continue;
     if (shown == Shown::kWithHeld && !any(&RunNumbers::rearrangements_held)) continue;
+    if (shown == Shown::kWithEngine && !any(&RunNumbers::engine_host_s)) continue;
     for (const Number& n : Numbers()) {
       if (n.shown == shown) columns.push_back(&n);
     }
@@ -444,6 +494,7 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
     body += "<h2>" + std::string(titles[i]) + "</h2>\n<p>" + captions[i] + "</p>\n" + made[i].svg +
             "\n";
   }
+  AppendRearrangementCost(rows, body, made);
   body += MemoryTable(runs);
   // Per policy, imbalance (1 − balancedness) per layer and span of steps: which layers a policy
   // leaves unbalanced, and when.

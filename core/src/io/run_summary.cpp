@@ -191,6 +191,13 @@ RunSummary Summarize(const RunResult& run) {
       makespan += rec.end_s - rec.start_s;
       predicted += rec.predicted_makespan_s;
       bound += rec.lower_bound_s;
+      auto& e = r.engine_s_mean;
+      e.once += rec.engine_once_s;
+      e.planning += rec.engine_planning_s;
+      e.transfer += rec.engine_transfer_s;
+      e.barrier += rec.engine_barrier_s;
+      e.polling += rec.engine_polling_s;
+      e.writeback += rec.engine_writeback_s;
     }
   }
   r.started = static_cast<int64_t>(run.rearrangements.size());
@@ -250,6 +257,11 @@ RunSummary Summarize(const RunResult& run) {
   r.predicted_makespan_s_mean = predicted / done;
   r.lower_bound_s_mean = bound / done;
   r.policy_ms_mean = policy_ms / started;
+  for (double* part :
+       {&r.engine_s_mean.once, &r.engine_s_mean.planning, &r.engine_s_mean.transfer,
+        &r.engine_s_mean.barrier, &r.engine_s_mean.polling, &r.engine_s_mean.writeback}) {
+    *part /= done;
+  }
   out.wall_s = run.wall_s;
   out.peak_rss_bytes = run.peak_rss_bytes;
   return out;

@@ -519,4 +519,44 @@ std::string BarChart(const Chart& chart, const std::vector<std::string>& groups,
   return out + Legend(chart, series) + "</svg>";
 }
 
+std::string StackedBarChart(const Chart& chart, const std::vector<std::string>& groups,
+                            const std::vector<Series>& series) {
+  const auto part = [&](size_t i, size_t g) {
+    return g < series[i].points.size() ? std::max(0.0, series[i].points[g].second) : 0.0;
+  };
+  double top = 0;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    double sum = 0;
+    for (size_t i = 0; i < series.size(); ++i) sum += part(i, g);
+    top = std::max(top, sum);
+  }
+  Frame f{0,
+          static_cast<double>(std::max<size_t>(1, groups.size())),
+          0,
+          top > 0 ? top * 1.05 : 1,
+          chart.width,
+          chart.height,
+          chart.legend_width};
+  std::string out = Axes(chart, f, false);
+  const double group_w = (chart.width - kLeft - chart.legend_width) /
+                         std::max<double>(1, static_cast<double>(groups.size()));
+  const double bar_w = group_w * 0.6;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const double gx = kLeft + static_cast<double>(g) * group_w + group_w * 0.2;
+    out +=
+        fmt::format(R"svg(<text x="{:.1f}" y="{}" class="tick" text-anchor="middle">{}</text>)svg",
+                    gx + bar_w / 2, chart.height - kBottom + 16, Escape(groups[g]));
+    double base = 0;
+    for (size_t i = 0; i < series.size(); ++i) {
+      const double v = part(i, g);
+      out += fmt::format(
+          R"svg(<rect class="bar" data-series="{}" x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" fill="{}"><title>{}: {}</title></rect>)svg",
+          Escape(series[i].name), gx, f.Y(base + v), bar_w, f.Y(base) - f.Y(base + v), Colour(i),
+          Escape(series[i].name), Number(v));
+      base += v;
+    }
+  }
+  return out + Legend(chart, series) + "</svg>";
+}
+
 }  // namespace eplb::svg

@@ -72,6 +72,10 @@ const char* ChartStyle();
 // value of group g.
 std::string BarChart(const Chart& chart, const std::vector<std::string>& groups,
                      const std::vector<Series>& series);
+// Groups along x (labels), one bar per group whose parts (series[i].points[g].second) stack
+// from the bottom in series order.
+std::string StackedBarChart(const Chart& chart, const std::vector<std::string>& groups,
+                            const std::vector<Series>& series);
 // Escapes text for HTML and SVG.
 std::string Escape(const std::string& text);
 // The palette colour of series i.

@@ -108,6 +108,12 @@ struct RunSummary {
     double predicted_makespan_s_mean = 0;  // the schedules' prediction, same ones
     double lower_bound_s_mean = 0;         // the schedules' lower bound, same ones
     double policy_ms_mean = 0;             // over started ones
+    // The engine's orchestration (rearrangements.csv engine_*_s, migration.engine), over the
+    // completed ones: where a rearrangement's host time goes beside its bytes; 0 for eplb.
+    struct {
+      double once = 0, planning = 0, transfer = 0, barrier = 0, polling = 0, writeback = 0;
+      double total() const { return once + planning + transfer + barrier + polling + writeback; }
+    } engine_s_mean;
   } rearrangements;
   // Per GPU (engine/gpu_memory.h), bytes: the scenario's terms, and the fullest any GPU was
   // during a rearrangement (resident + the most it held staged; resident when none staged).
