@@ -81,6 +81,38 @@ TEST(Validation, UnmatchedTransfersAreCountedNotCompared) {
   EXPECT_EQ(json["transfers"].size(), 1u);
 }
 
+TEST(Validation, WallsRunFromTheStartToTheLastCommitOfRearrangementsBothSidesFinished) {
+  struct Case {
+    double measured_end, simulated_end;
+    bool simulated_cancelled;
+    int walls;
+    double error_pct;
+  };
+  const Case cases[] = {
+      {2.0, 2.5, false, 1, 25.0},   // 2 s measured, 2.5 s simulated, both from t = 0
+      {2.0, 1.0, false, 1, -50.0},  //
+      {-1, 2.0, false, 0, 0},       // the device run ended before its last commit
+      {2.0, -1, false, 0, 0},       // the simulation did
+      {2.0, 2.0, true, 0, 0},       // cancelled on one side
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(testing::Message() << c.measured_end << " " << c.simulated_end);
+    RunResult measured = MakeRun({0}, {T(0, 1, 0, 1, 0.5, 1.0)});
+    RunResult simulated = MakeRun({0}, {T(0, 1, 0, 1, 0.5, 1.2)});
+    measured.rearrangements[0].end_s = c.measured_end;
+    simulated.rearrangements[0].end_s = c.simulated_end;
+    simulated.rearrangements[0].cancelled = c.simulated_cancelled;
+    const Validation v = CompareTimings(measured, simulated);
+    ASSERT_EQ(static_cast<int>(v.walls.size()), c.walls);
+    EXPECT_EQ(v.wall_error.count, c.walls);
+    if (c.walls == 0) continue;
+    EXPECT_NEAR(v.walls[0].error_pct, c.error_pct, 1e-9);
+    EXPECT_EQ(v.walls[0].transfers, 1);
+    EXPECT_EQ(ValidationJson(v)["walls"].size(), 1u);
+    EXPECT_NE(ValidationTable(v).find("rearrangement 0 start to last commit"), std::string::npos);
+  }
+}
+
 // Property: scaling every simulated duration by k gives (k − 1) × 100% on every transfer and
 // layer, whatever the transfers.
 TEST(Validation, UniformScalingGivesUniformError) {

@@ -111,7 +111,19 @@ Validation CompareTimings(const RunResult& measured, const RunResult& simulated)
     const double md = spans.first.length(), sd = spans.second.length();
     v.rearrangements.push_back({index, -1, spans.first.transfers, md, sd, ErrorPct(md, sd)});
   }
+  // Start to last commit, by order: only where both sides finished it.
+  const size_t both = std::min(measured.rearrangements.size(), simulated.rearrangements.size());
+  for (size_t i = 0; i < both; ++i) {
+    const RearrangementRecord& mr = measured.rearrangements[i];
+    const RearrangementRecord& sr = simulated.rearrangements[i];
+    if (mr.end_s < 0 || sr.end_s < 0 || mr.cancelled || sr.cancelled) continue;
+    const auto it = rearrangements.find(static_cast<int>(i));
+    const int transfers = it == rearrangements.end() ? 0 : it->second.first.transfers;
+    const double md = mr.end_s - mr.start_s, sd = sr.end_s - sr.start_s;
+    v.walls.push_back({static_cast<int>(i), -1, transfers, md, sd, ErrorPct(md, sd)});
+  }
   v.transfer_error = Stats(v.transfers);
+  v.wall_error = Stats(v.walls);
   v.layer_error = Stats(v.layers);
   v.rearrangement_error = Stats(v.rearrangements);
   return v;
@@ -122,10 +134,13 @@ nlohmann::ordered_json ValidationJson(const Validation& v) {
   out["summary"] = {{"transfers", StatsJson(v.transfer_error)},
                     {"layers", StatsJson(v.layer_error)},
                     {"rearrangements", StatsJson(v.rearrangement_error)},
+                    {"walls", StatsJson(v.wall_error)},
                     {"unmatched_measured", v.unmatched_measured},
                     {"unmatched_simulated", v.unmatched_simulated}};
   out["rearrangements"] = nlohmann::ordered_json::array();
   for (const LayerTiming& r : v.rearrangements) out["rearrangements"].push_back(TimingJson(r));
+  out["walls"] = nlohmann::ordered_json::array();
+  for (const LayerTiming& r : v.walls) out["walls"].push_back(TimingJson(r));
   out["layers"] = nlohmann::ordered_json::array();
   for (const LayerTiming& l : v.layers) out["layers"].push_back(TimingJson(l));
   out["transfers"] = nlohmann::ordered_json::array();
@@ -157,6 +172,13 @@ std::string ValidationTable(const Validation& v) {
   out += line("per transfer", v.transfer_error);
   out += line("per layer", v.layer_error);
   out += line("per rearrangement", v.rearrangement_error);
+  for (const LayerTiming& w : v.walls) {
+    out += fmt::format(
+        "rearrangement {} start to last commit: measured {:.3f} ms, simulated {:.3f} ms "
+        "({:+.1f}%)\n",
+        w.rearrangement, w.measured_s * 1e3, w.simulated_s * 1e3, w.error_pct);
+  }
+  out += line("start to commit", v.wall_error);
   if (v.unmatched_measured || v.unmatched_simulated) {
     out += fmt::format(
         "unmatched       {} measured and {} simulated transfers have no counterpart (the runs "
