@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "eplb/engine/gpu_memory.h"
+#include "eplb/io/output_folders.h"
 #include "eplb/io/run_folder.h"
 
 namespace eplb::viewer {
@@ -30,7 +31,7 @@ Result<std::shared_ptr<const RunData>> RunData::Load(const std::string& dir) {
   run->gpu_resident_bytes_ = memory.resident();
 
   if (r.steps.empty()) {
-    return Status::InvalidArgument(fmt::format("{}/metrics.csv: no steps", dir));
+    return Status::InvalidArgument(fmt::format("{}/{}: no steps", dir, folder_file::kMetrics));
   }
   for (const StepRecord& s : r.steps) {
     run->step_start_s_.push_back(s.start_s);

@@ -13,7 +13,8 @@
 
 #include "eplb/base/file_io.h"
 #include "eplb/io/scenario_file.h"
-#include "studies.h"
+#include "eplb/studies/studies.h"
+#include "simulation.h"
 
 namespace eplb {
 namespace {
@@ -43,8 +44,9 @@ nlohmann::json ReadJson(const std::string& path) {
   return nlohmann::json::parse(in);
 }
 
-sim::ComparisonSpec TinyComparison(const std::string& out) {
-  sim::ComparisonSpec spec;
+studies::ComparisonSpec TinyComparison(const std::string& out) {
+  studies::ComparisonSpec spec;
+  spec.runner = sim::SimulateToFolder;
   spec.scenario = *LoadScenarioFile(kTiny, {"run.steps=300"});
   spec.policies = {"static", "deepseek"};
   spec.out = out;
@@ -53,11 +55,11 @@ sim::ComparisonSpec TinyComparison(const std::string& out) {
 }
 
 TEST_F(Studies, ComparisonRunsEveryPolicyAndSeedIntoOneFolder) {
-  sim::ComparisonSpec spec = TinyComparison(Path("cmp"));
+  studies::ComparisonSpec spec = TinyComparison(Path("cmp"));
   spec.seeds = {3, 4};
   std::vector<JobProgress> last;
   int finals = 0;
-  auto result = sim::RunComparison(spec, [&](const std::vector<JobProgress>& p, bool final) {
+  auto result = studies::RunComparison(spec, [&](const std::vector<JobProgress>& p, bool final) {
     last = p;
     finals += final;
   });
@@ -109,7 +111,7 @@ void ExpectEachRefused(const Spec& base, const std::vector<BadSpec<Spec>>& cases
 }
 
 TEST_F(Studies, ComparisonRefusesABadSpecBeforeWritingAnything) {
-  using Case = BadSpec<sim::ComparisonSpec>;
+  using Case = BadSpec<studies::ComparisonSpec>;
   const std::vector<Case> cases = {
       {"no policy", [](auto& s) { s.policies.clear(); }, "--policies names no policy"},
       {"unknown",
@@ -133,8 +135,8 @@ TEST_F(Studies, ComparisonRefusesABadSpecBeforeWritingAnything) {
       {"out is .", [](auto& s) { s.out = "."; }, "names no folder of its own"},
       {"out is ..", [](auto& s) { s.out = "a/../.."; }, "names no folder of its own"},
   };
-  ExpectEachRefused(TinyComparison(Path("cmp")), cases, [&](const sim::ComparisonSpec& spec) {
-    const Status s = sim::RunComparison(spec).status();
+  ExpectEachRefused(TinyComparison(Path("cmp")), cases, [&](const studies::ComparisonSpec& spec) {
+    const Status s = studies::RunComparison(spec).status();
     EXPECT_FALSE(fs::exists(Path("cmp")));
     return s;
   });
@@ -143,7 +145,7 @@ TEST_F(Studies, ComparisonRefusesABadSpecBeforeWritingAnything) {
 // What `eplb run` refuses at load, a study refuses before its first simulation starts, naming
 // the policy or point: not after every other run ran (exit 1 where `run` exits 2).
 TEST_F(Studies, ARunThatWouldFailIsRefusedBeforeAnyRuns) {
-  using Case = BadSpec<sim::ComparisonSpec>;
+  using Case = BadSpec<studies::ComparisonSpec>;
   const std::vector<Case> cases = {
       // Valid under deepseek; static cannot place around the lost GPU.
       {"policy cannot recover",
@@ -175,9 +177,9 @@ TEST_F(Studies, ARunThatWouldFailIsRefusedBeforeAnyRuns) {
       "eplb.policy is 'static', which cannot place around lost or idle GPUs",
       "this run would need about", "--policies static: "};
   size_t i = 0;
-  ExpectEachRefused(TinyComparison(Path("cmp")), cases, [&](const sim::ComparisonSpec& spec) {
+  ExpectEachRefused(TinyComparison(Path("cmp")), cases, [&](const studies::ComparisonSpec& spec) {
     int reports = 0;
-    const Status s = sim::RunComparison(spec, [&](const auto&, bool) { ++reports; }).status();
+    const Status s = studies::RunComparison(spec, [&](const auto&, bool) { ++reports; }).status();
     // Bad input, as `run` says it (exit 2), not a failed run.
     EXPECT_TRUE(s.code() == Status::Code::kInvalidArgument || s.code() == Status::Code::kIoError)
         << s.message();
@@ -192,11 +194,11 @@ TEST_F(Studies, ARunThatWouldFailIsRefusedBeforeAnyRuns) {
 // A link the user put in a comparison folder is theirs: a second comparison into the folder is
 // refused, naming the link, and the link stays.
 TEST_F(Studies, AUsersLinkInAComparisonFolderIsNeverDeleted) {
-  sim::ComparisonSpec spec = TinyComparison(Path("cmp"));
+  studies::ComparisonSpec spec = TinyComparison(Path("cmp"));
   spec.policies = {"static"};
-  ASSERT_TRUE(sim::RunComparison(spec).ok());
+  ASSERT_TRUE(studies::RunComparison(spec).ok());
   fs::create_symlink("report.html", Path("cmp/my-shortcut.html"));
-  auto again = sim::RunComparison(spec);
+  auto again = studies::RunComparison(spec);
   ASSERT_FALSE(again.ok());
   EXPECT_NE(again.status().message().find("my-shortcut.html"), std::string::npos)
       << again.status().message();
@@ -204,8 +206,9 @@ TEST_F(Studies, AUsersLinkInAComparisonFolderIsNeverDeleted) {
   EXPECT_TRUE(fs::exists(Path("cmp/report.html")));
 }
 
-sim::SweepSpec TinySweep(const std::string& out) {
-  sim::SweepSpec spec;
+studies::SweepSpec TinySweep(const std::string& out) {
+  studies::SweepSpec spec;
+  spec.runner = sim::SimulateToFolder;
   spec.scenario_path = kTiny;
   spec.overrides = {"run.steps=200"};
   spec.vary = {{"cluster.nodes", {"1", "2"}}, {"workload.sigma", {"0.5", "1.5"}}};
@@ -216,7 +219,7 @@ sim::SweepSpec TinySweep(const std::string& out) {
 }
 
 TEST_F(Studies, SweepPlansTheCrossProductPoliciesInnermost) {
-  auto plan = sim::PlanSweep(TinySweep(Path("sweep")));
+  auto plan = studies::PlanSweep(TinySweep(Path("sweep")));
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_EQ(plan->keys, (std::vector<std::string>{"cluster.nodes", "workload.sigma"}));
   ASSERT_EQ(plan->points.size(), 8u);
@@ -234,7 +237,7 @@ TEST_F(Studies, SweepPlansTheCrossProductPoliciesInnermost) {
 }
 
 TEST_F(Studies, SweepRefusesABadSpecNamingWhatIsWrong) {
-  using Case = BadSpec<sim::SweepSpec>;
+  using Case = BadSpec<studies::SweepSpec>;
   const std::vector<Case> cases = {
       {"value twice",
        [](auto& s) {
@@ -306,20 +309,21 @@ TEST_F(Studies, SweepRefusesABadSpecNamingWhatIsWrong) {
        },
        "--vary, --policies and --seeds make 10008 runs (points × seeds); a sweep runs at most"},
   };
-  ExpectEachRefused(TinySweep(Path("sweep")), cases,
-                    [](const sim::SweepSpec& spec) { return sim::PlanSweep(spec).status(); });
+  ExpectEachRefused(TinySweep(Path("sweep")), cases, [](const studies::SweepSpec& spec) {
+    return studies::PlanSweep(spec).status();
+  });
 }
 
 // Values past 2^53, one apart in the doubles' spacing: the tables keep them exactly, and the
 // report's axes (whose tick step is below that spacing) end.
 TEST_F(Studies, ASweepOverHugeIntegersKeepsThemAndEnds) {
-  sim::SweepSpec spec = TinySweep(Path("sweep"));
+  studies::SweepSpec spec = TinySweep(Path("sweep"));
   spec.overrides = {"run.steps=20"};
   spec.vary = {{"run.seed", {"10000000000000000", "10000000000000002"}}};
   spec.policies = {"static"};
-  auto plan = sim::PlanSweep(spec);
+  auto plan = studies::PlanSweep(spec);
   ASSERT_TRUE(plan.ok()) << plan.status().message();
-  auto done = sim::RunSweep(*plan, Launch{});
+  auto done = studies::RunSweep(*plan, Launch{});
   ASSERT_TRUE(done.ok()) << done.status().message();
   const nlohmann::json doc = ReadJson(Path("sweep/sweep.json"));
   EXPECT_EQ(doc["points"][1]["run.seed"].get<int64_t>(), int64_t{10000000000000002});
@@ -331,13 +335,13 @@ TEST_F(Studies, ASweepOverHugeIntegersKeepsThemAndEnds) {
 // Two processes of a launch, one after the other (a Slurm array's tasks may run so): the first
 // leaves its points in the shared folder, the second runs the rest and writes the folder.
 TEST_F(Studies, SweepOverALaunchIsWrittenByTheLastProcessToFinish) {
-  sim::SweepSpec spec = TinySweep(Path("sweep"));
+  studies::SweepSpec spec = TinySweep(Path("sweep"));
   spec.policies = {"deepseek"};
-  auto plan = sim::PlanSweep(spec);
+  auto plan = studies::PlanSweep(spec);
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   ASSERT_EQ(plan->points.size(), 4u);
   Launch first{LaunchKind::kSlurmArray, 0, 2};
-  auto one = sim::RunSweep(*plan, first);
+  auto one = studies::RunSweep(*plan, first);
   ASSERT_TRUE(one.ok()) << one.status().message();
   EXPECT_FALSE(one->wrote_folder);
   EXPECT_EQ(one->finished, 1);
@@ -345,15 +349,15 @@ TEST_F(Studies, SweepOverALaunchIsWrittenByTheLastProcessToFinish) {
   EXPECT_TRUE(fs::exists(Path("sweep.shared-partial/points/2")));
   EXPECT_FALSE(fs::exists(Path("sweep.shared-partial/points/1")));
   // Another sweep may not join this one's folder.
-  sim::SweepSpec other = spec;
+  studies::SweepSpec other = spec;
   other.vary[1].second = {"0.5", "2.5"};
-  auto other_plan = sim::PlanSweep(other);
+  auto other_plan = studies::PlanSweep(other);
   ASSERT_TRUE(other_plan.ok());
-  auto refused = sim::RunSweep(*other_plan, Launch{LaunchKind::kSlurmArray, 1, 2});
+  auto refused = studies::RunSweep(*other_plan, Launch{LaunchKind::kSlurmArray, 1, 2});
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("holds the points of another sweep"),
             std::string::npos);
-  auto two = sim::RunSweep(*plan, Launch{LaunchKind::kSlurmArray, 1, 2});
+  auto two = studies::RunSweep(*plan, Launch{LaunchKind::kSlurmArray, 1, 2});
   ASSERT_TRUE(two.ok()) << two.status().message();
   EXPECT_TRUE(two->wrote_folder);
   EXPECT_EQ(two->finished, 2);
@@ -365,7 +369,7 @@ TEST_F(Studies, SweepOverALaunchIsWrittenByTheLastProcessToFinish) {
   EXPECT_EQ(doc["points"][3]["workload.sigma"], 1.5);
   EXPECT_EQ(doc["points"][3]["policy"], "deepseek");
   // A launch of more processes than points is refused before anything runs.
-  auto wide = sim::RunSweep(*plan, Launch{LaunchKind::kMpi, 0, 5});
+  auto wide = studies::RunSweep(*plan, Launch{LaunchKind::kMpi, 0, 5});
   ASSERT_FALSE(wide.ok());
   EXPECT_NE(wide.status().message().find("launch at most one process per point"),
             std::string::npos);
@@ -375,19 +379,19 @@ TEST_F(Studies, SweepOverALaunchIsWrittenByTheLastProcessToFinish) {
 // run j is point j / seeds, seed j mod seeds; the last process writes a row per point, the mean
 // over its seeds with their spread.
 TEST_F(Studies, SweepOverSeedsRunsEachPointOncePerSeed) {
-  sim::SweepSpec spec = TinySweep(Path("sweep"));
+  studies::SweepSpec spec = TinySweep(Path("sweep"));
   spec.seeds = {7};
-  auto one = sim::PlanSweep(spec);
+  auto one = studies::PlanSweep(spec);
   ASSERT_TRUE(one.ok()) << one.status().message();
   EXPECT_TRUE(one->seeds.empty());
   for (const auto& p : one->points) EXPECT_EQ(p.scenario.run.seed, 7u);
   spec.seeds = {1, 2};
-  auto plan = sim::PlanSweep(spec);
+  auto plan = studies::PlanSweep(spec);
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_EQ(plan->seeds, (std::vector<uint64_t>{1, 2}));
   ASSERT_EQ(plan->points.size(), 8u);
   // 8 points × 2 seeds: a process per run at most.
-  auto wide = sim::RunSweep(*plan, Launch{LaunchKind::kMpi, 0, 17});
+  auto wide = studies::RunSweep(*plan, Launch{LaunchKind::kMpi, 0, 17});
   ASSERT_FALSE(wide.ok());
   EXPECT_NE(wide.status().message().find("the sweep has 16 runs (8 points × 2 seeds): launch at "
                                          "most one process per run"),
@@ -397,13 +401,13 @@ TEST_F(Studies, SweepOverSeedsRunsEachPointOncePerSeed) {
   spec.overrides = {"run.steps=40"};
   spec.vary = {{"cluster.nodes", {"2"}}};
   spec.policies = {"deepseek"};
-  auto small = sim::PlanSweep(spec);
+  auto small = studies::PlanSweep(spec);
   ASSERT_TRUE(small.ok()) << small.status().message();
-  auto first = sim::RunSweep(*small, Launch{LaunchKind::kSlurmArray, 0, 2});
+  auto first = studies::RunSweep(*small, Launch{LaunchKind::kSlurmArray, 0, 2});
   ASSERT_TRUE(first.ok()) << first.status().message();
   EXPECT_TRUE(fs::exists(Path("sweep.shared-partial/points/0/seed-1")));
   EXPECT_FALSE(fs::exists(Path("sweep.shared-partial/points/0/seed-2")));
-  auto last = sim::RunSweep(*small, Launch{LaunchKind::kSlurmArray, 1, 2});
+  auto last = studies::RunSweep(*small, Launch{LaunchKind::kSlurmArray, 1, 2});
   ASSERT_TRUE(last.ok()) << last.status().message();
   EXPECT_TRUE(last->wrote_folder);
   const nlohmann::json doc = ReadJson(Path("sweep/sweep.json"));

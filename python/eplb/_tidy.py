@@ -9,8 +9,6 @@ float64 for measures, bool for flags, str (object in pandas) for names. Each col
 the run-folder column table says (eplb.run_folder_columns(); docs/run_folder.md).
 """
 
-import json
-import os
 import textwrap
 
 import numpy as np
@@ -129,61 +127,6 @@ def columns_table(frames=None):
                  frames)
 
 
-def _strict_json(text, path):
-    """The JSON document `text`, as eplb's C++ reader takes JSON: no NaN or Infinity."""
-
-    def refuse(constant):
-        raise ValueError(f"{path}: {constant} is not a JSON number")
-
-    try:
-        return json.loads(text, parse_constant=refuse)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}:{e.lineno}: not JSON: {e.msg}") from None
-
-
-def _field(record, key, kind, path, line):
-    """record[key] as `kind` (int: a whole number, not a bool; float: any number), else a
-    ValueError naming the file, the line and the field."""
-    value = record.get(key) if isinstance(record, dict) else None
-    ok = (isinstance(value, int) and not isinstance(value, bool)) or (
-        kind is float and isinstance(value, float))
-    if not ok:
-        want = "an integer" if kind is int else "a number"
-        raise ValueError(f"{path}:{line}: field '{key}' is {_args.quote(value)}; expected {want}")
-    return kind(value)
-
-
-# The fields of a run folder's scenario.yaml that the tables need, as (section, key).
-_FACTS = {"seed": ("run", "seed"), "nodes": ("cluster", "nodes"),
-          "gpus_per_node": ("cluster", "gpus_per_node"), "layers": ("model", "layers"),
-          "experts": ("model", "experts"), "redundant": ("eplb", "num_redundant_experts")}
-
-
-def scenario_facts(text, path):
-    """seed, nodes, gpus_per_node, num_gpus, layers, experts and num_slots of a run folder's
-    scenario.yaml: the resolved scenario eplb wrote (checked whole with the folder), each field a
-    plain integer under its section, two spaces in. (The scenario parser would warn again of
-    constants the resolved file leaves out.)"""
-    found, section = {}, None
-    for line in text.splitlines():
-        if line[:1].isalpha():
-            section = line.split(":", 1)[0] if line.rstrip().endswith(":") else None
-        elif section and line.startswith("  ") and not line.startswith("   "):
-            key, _, value = line[2:].partition(":")
-            found[(section, key.strip())] = value.split("#", 1)[0].strip()
-    facts = {}
-    for name, where in _FACTS.items():
-        value = found.get(where)
-        if value is None or not value.isdigit():
-            raise ValueError(f"{path}: field '{'.'.join(where)}' is "
-                             f"{'missing' if value is None else _args.quote(value)}; expected a "
-                             "whole number (the run folder's resolved scenario)")
-        facts[name] = int(value)
-    facts["num_gpus"] = facts["nodes"] * facts["gpus_per_node"]
-    facts["num_slots"] = facts["experts"] + facts.pop("redundant")
-    return facts
-
-
 class RunTables:
     """A run folder's placements, load windows and summary as arrays and tidy tables (the base
     of RunResult)."""
@@ -192,11 +135,9 @@ class RunTables:
         return frames_of(self.metrics)
 
     def _facts(self):
-        facts = self.__dict__.get("_facts_cache")
-        if facts is None:
-            facts = scenario_facts(self.scenario_yaml, os.path.join(self.folder, "scenario.yaml"))
-            self._facts_cache = facts
-        return facts
+        # seed, nodes, gpus_per_node, num_gpus, layers, experts and num_slots of the run's
+        # scenario, from the C++ reader (folders.py), which read the folder whole.
+        return self._facts_cache
 
     @property
     def num_gpus(self):
@@ -293,27 +234,13 @@ class RunTables:
             time_s: float64 [w]; when the policy ran (s)
             load:   float64 [w, layers, experts]; tokens per logical expert, the window's sum
         """
-        _eplb.folder_files(self.folder, "run")  # unchanged since it was read whole
-        path = os.path.join(self.folder, "loads.jsonl")
-        steps, times, loads = [], [], []
-        facts = self._facts()
-        shape = (facts["layers"], facts["experts"])
-        with open(path, encoding="utf-8") as f:
-            for line_no, line in enumerate(f, 1):
-                record = _strict_json(line, path)
-                steps.append(_field(record, "step", int, path, line_no))
-                times.append(_field(record, "time_s", float, path, line_no))
-                try:
-                    load = np.array(record.get("load"), dtype=np.float64)
-                except (TypeError, ValueError):
-                    load = None
-                if load is None or load.shape != shape:
-                    raise ValueError(f"{path}:{line_no}: field 'load' is not a [layers][experts] "
-                                     f"table of numbers of shape {list(shape)}")
-                loads.append(load)
-        return {"step": np.array(steps, dtype=np.int64),
-                "time_s": np.array(times, dtype=np.float64),
-                "load": np.stack(loads) if loads else np.zeros((0,) + shape, dtype=np.float64)}
+        # Read with the folder, by the C++ reader (folders.py): None when the folder has none.
+        _eplb.folder_files(self.folder, _eplb.run_folder_kind)  # still whole as it was read
+        loads = self._loads
+        if loads is None:
+            raise FileNotFoundError(f"{self.folder}: no loads.jsonl; eplb writes it in every run "
+                                    "folder since the window loads were recorded")
+        return {k: v.copy() for k, v in loads.items()}
 
     def load_frame(self):
         """The load windows as a tidy table, one row per window, layer and expert:

@@ -1,12 +1,13 @@
 """eplb's output folders read back: a run folder (`eplb run`, `device-run`), a comparison
 (`eplb compare`) and a sweep (`eplb sweep`).
 
-Every folder is checked whole before it is read, by the same C++ readers the command line uses:
+Every folder is read by the same C++ readers the command line uses (io/output_folders.h,
+io/run_folder.h): this module opens no file of a folder itself. Each is checked whole first:
 its manifest (every file there, of the size and checksum written, and nothing in the folder it
 does not list, no symbolic link), its format version (a folder of a later format is refused
 rather than misread) and, for run folders, every field of every file, with summary.json's
 numbers in their ranges. A comparison's and a sweep's runs are found through the manifest,
-never by joining a caller's argument to a path. A run folder's CSV tables come with their
+never by joining a caller's argument to a path (the C++ module says where each run lies). A run folder's CSV tables come with their
 columns' own types (int64, float64, str), in each file's column order; eplb.run_folder_columns()
 defines every column (docs/run_folder.md describes the folder).
 
@@ -28,7 +29,7 @@ import numpy as np
 
 from . import _args, _eplb
 from ._tidy import ComparisonTables, RunTables, SweepTables, pandas_of as _pandas, table as _table
-from ._tidy import _strict_json, typed_points
+from ._tidy import typed_points
 
 
 def _flatten(row, prefix=""):
@@ -68,21 +69,23 @@ def _folder(folder):
     return _args.path(folder, "folder", for_command=False)
 
 
-def _read_json_of(folder, kind, name):
-    """(`name` of the eplb `kind` folder at `folder`, the folder's files as its manifest lists
-    them), once the folder is checked whole."""
-    files = _eplb.folder_files(folder, kind)
-    path = os.path.join(folder, name)
-    with open(path, encoding="utf-8") as f:
-        doc = _strict_json(f.read(), path)
-    if not isinstance(doc, dict):
-        raise ValueError(f"{path}: expected a JSON object")
-    version = doc.get("format_version", 0)
-    if not isinstance(version, int) or version > _eplb.folder_format_version:
-        raise ValueError(f"{path}: format_version {version!r} is newer than this eplb reads "
-                         f"({_eplb.folder_format_version}); read it with the eplb that wrote it "
-                         f"({doc.get('tool', 'unknown')})")
-    return doc, files
+def _study_runs(study):
+    """{name: seeds} of the runs the C++ reader found in a study's manifest (name: a policy's
+    label, or a point's index as text), leaving out those whose folder holds none."""
+    return {name: list(seeds) for name, found, seeds in study["runs"] if found}
+
+
+def _checked_seed(seed, seeds, what):
+    """`seed` as the study's run of `what` needs it: one of `seeds` when it ran several, else
+    None."""
+    if seed is not None:
+        seed = _args.integer(seed, "seed", minimum=0, maximum=2**64 - 1)
+        if seed not in seeds:
+            ran = f"ran with seeds {seeds}" if seeds else "ran once, with no seeds named"
+            raise _args.ArgumentError(f"seed is {seed}; {what} {ran}")
+    elif seeds:
+        raise _args.ArgumentError(f"seed is None; {what} ran with seeds {seeds}: name one")
+    return seed
 
 
 class RunResult(RunTables):
@@ -98,13 +101,15 @@ class RunResult(RunTables):
         self.folder = _folder(folder)
         _pandas(frames)  # frames checked before the folder is read
         # The C++ reader's checks, all of them: the folder whole (manifest, no link, nothing
-        # unlisted) and every field of every file in its range, summary.json's included.
-        tables = _eplb.read_run_tables(self.folder)
-        path = os.path.join(self.folder, "summary.json")
-        with open(path, encoding="utf-8") as f:
-            self.summary = _strict_json(f.read(), path)
-        with open(os.path.join(self.folder, "scenario.yaml"), encoding="utf-8") as f:
-            self.scenario_yaml = f.read()
+        # unlisted) and every field of every file in its range, summary.json's included; then
+        # every table and document from that one read.
+        run = _eplb.read_run(self.folder)
+        tables = run["tables"]
+        self.summary = run["summary"]
+        self.scenario_yaml = run["scenario_yaml"]
+        self._facts_cache = run["facts"]
+        self._placement_records = run["placements"]
+        self._loads = run["loads"]
         for name in ("metrics", "transfers", "rearrangements", "layer_balancedness",
                      "gpu_memory"):
             columns = tables.get(name)
@@ -113,15 +118,8 @@ class RunResult(RunTables):
     def placements(self):
         """Every layer placement the run committed, in order: dicts with step (-1: the initial
         placement), time_s, layer and phy2log (an int64 array of the layer's slots)."""
-        out = []
-        _eplb.folder_files(self.folder, "run")  # unchanged since it was read whole
-        path = os.path.join(self.folder, "placements.jsonl")
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                record = _strict_json(line, path)
-                record["phy2log"] = np.array(record["phy2log"], dtype=np.int64)
-                out.append(record)
-        return out
+        _eplb.folder_files(self.folder, _eplb.run_folder_kind)  # still whole as it was read
+        return [dict(r, phy2log=r["phy2log"].copy()) for r in self._placement_records]
 
     def __repr__(self):
         s = self.summary
@@ -150,29 +148,15 @@ class Comparison(ComparisonTables):
     def __init__(self, folder, frames=None):
         self.folder = _folder(folder)
         self._frames = _args.frames(frames)
-        doc, files = _read_json_of(self.folder, "comparison", "comparison.json")
+        # comparison.json and each policy's runs as the manifest lists them (never by listing
+        # the folder), every label checked to name a folder of the comparison.
+        study = _eplb.read_comparison(self.folder)
+        doc = study["document"]
         self.scenario = doc.get("scenario")
         self.tool = doc.get("tool")
         self.policies = _rows_table(doc.get("policies", []), frames)
         self.labels = [row.get("label") for row in doc.get("policies", [])]
-        # Each policy's runs, as the manifest lists them (never by listing the folder): its run
-        # folder POLICY/, or one per seed, POLICY/seed-S/.
-        self._runs = {}
-        for label in self.labels:
-            if not isinstance(label, str) or not _eplb.is_safe_path_component(label):
-                raise ValueError(f"{self.folder}/comparison.json: policy label "
-                                 f"{_args.quote(label)} names no folder of the comparison")
-            seeds = []
-            for f in files:
-                parts = f.split("/")
-                if (len(parts) == 3 and parts[0] == label and parts[2] == "manifest.tsv"
-                        and parts[1].startswith("seed-") and parts[1][5:].isdigit()
-                        and parts[1][5:].isascii() and parts[1] == f"seed-{int(parts[1][5:])}"):
-                    seeds.append(int(parts[1][5:]))
-            if not seeds and f"{label}/manifest.tsv" not in files:
-                raise ValueError(f"{self.folder}: comparison.json names policy {label!r} but "
-                                 f"{label}/ holds no run folder")
-            self._runs[label] = sorted(seeds)
+        self._runs = _study_runs(study)
 
     def _label(self, policy):
         if not isinstance(policy, str) or policy not in self._runs:
@@ -187,16 +171,8 @@ class Comparison(ComparisonTables):
     def run(self, policy, seed=None):
         """The RunResult of `policy` (a label of the comparison), of run `seed` when it ran
         several (then required; see seeds)."""
-        seeds = self._runs[self._label(policy)]
-        path = os.path.join(self.folder, policy)
-        if seed is not None:
-            seed = _args.integer(seed, "seed", minimum=0, maximum=2**64 - 1)
-            if seed not in seeds:
-                ran = f"ran with seeds {seeds}" if seeds else "ran once, with no seeds named"
-                raise _args.ArgumentError(f"seed is {seed}; {policy} {ran}")
-            path = os.path.join(path, f"seed-{seed}")
-        elif seeds:
-            raise _args.ArgumentError(f"seed is None; {policy} ran with seeds {seeds}: name one")
+        seed = _checked_seed(seed, self._runs[self._label(policy)], policy)
+        path = os.path.join(self.folder, _eplb.comparison_run_path(policy, seed))
         return _part_of(self, RunResult(path, self._frames))
 
     def __repr__(self):
@@ -210,29 +186,42 @@ def read_comparison(folder, frames=None):
 
 class Sweep(SweepTables):
     """An `eplb sweep` folder. points: sweep.json's table, a row per point (the varied fields,
-    the policy, and the comparison's numbers for its run). run(point) reads the point's run
-    folder (its row's 'point')."""
+    the policy, and the comparison's numbers for its run; over several seeds their mean).
+    run(point, seed=None) reads the point's run folder (its row's 'point'; seed: which one, when
+    the sweep ran each point with several, see seeds)."""
 
     def __init__(self, folder, frames=None):
         self.folder = _folder(folder)
         self._frames = _args.frames(frames)
-        doc, self._files = _read_json_of(self.folder, "sweep", "sweep.json")
+        study = _eplb.read_sweep(self.folder)
+        doc = study["document"]
+        self._runs = _study_runs(study)
         self.scenario = doc.get("scenario")
         self.tool = doc.get("tool")
         self._count = len(doc.get("points", []))
         self.points = _rows_table(typed_points(doc.get("points", [])), frames)
 
-    def run(self, point):
-        """The RunResult of point `point` (its row's 'point' in points, from 0)."""
+    def _point(self, point):
         point = _args.integer(point, "point", minimum=None, maximum=None)  # 1.5 is no point
         if not 0 <= point < self._count:
             raise _args.ArgumentError(f"point is {point}; {self.folder} has no point {point}; "
                                       f"it has 0..{self._count - 1}")
-        if f"points/{point}/manifest.tsv" not in self._files:
-            raise ValueError(f"{self.folder}: sweep.json lists point {point} but points/{point}/ "
-                             "holds no run folder")
-        return _part_of(self, RunResult(os.path.join(self.folder, "points", str(point)),
-                                        self._frames))
+        if str(point) not in self._runs:
+            raise ValueError(f"{self.folder}: sweep.json lists point {point} but "
+                             f"{_eplb.sweep_run_path(point)}/ holds no run folder")
+        return point
+
+    def seeds(self, point):
+        """The seeds point `point` ran with, when the sweep ran several (--seeds); else []."""
+        return list(self._runs[str(self._point(point))])
+
+    def run(self, point, seed=None):
+        """The RunResult of point `point` (its row's 'point' in points, from 0), of run `seed`
+        when the sweep ran each point with several seeds (then required; see seeds)."""
+        point = self._point(point)
+        seed = _checked_seed(seed, self._runs[str(point)], f"point {point}")
+        path = os.path.join(self.folder, _eplb.sweep_run_path(point, seed))
+        return _part_of(self, RunResult(path, self._frames))
 
     def __repr__(self):
         return f"Sweep({self.scenario!r}, points={self._count}, folder={self.folder!r})"

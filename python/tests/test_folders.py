@@ -133,6 +133,23 @@ class Folders(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "an eplb sweep folder, not a comparison folder"):
             eplb.read_comparison(self.sweep_dir)
 
+    def test_a_sweep_over_seeds_reads_each_points_seeded_runs(self):
+        # sweep --seeds runs point I once per seed, at points/I/seed-S.
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "sweep")
+            eplb_cli("sweep", TINY, "--vary", "eplb.num_redundant_experts=0,4", "--seeds", "1,2",
+                     "--out", out, *SHORT)
+            sweep = eplb.read_sweep(out, frames=False)
+            self.assertEqual(sweep.seeds(1), [1, 2])
+            run = sweep.run(1, seed=2)
+            self.assertEqual(run.summary["steps"], 60)
+            self.assertEqual(run.seed, 2)
+            with self.assertRaisesRegex(ValueError, r"seed is None; point 1 ran with seeds \[1, 2\]"):
+                sweep.run(1)
+            with self.assertRaisesRegex(ValueError, "seed is 3; point 0 ran with seeds"):
+                sweep.run(0, seed=3)
+        self.assertEqual(eplb.read_sweep(self.sweep_dir).seeds(0), [])
+
     def test_a_folder_of_a_newer_format_is_refused(self):
         with tempfile.TemporaryDirectory() as tmp:
             copy = os.path.join(tmp, "compare")

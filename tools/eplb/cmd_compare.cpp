@@ -9,12 +9,14 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "eplb/io/output_folders.h"
 #include "eplb/io/report.h"
 #include "eplb/io/run_folder.h"
 #include "eplb/io/scenario_file.h"
+#include "eplb/studies/studies.h"
 #include "policy_command.h"
 #include "progress.h"
-#include "studies.h"
+#include "simulation.h"
 #include "study_table.h"
 
 namespace eplb::cli {
@@ -34,15 +36,17 @@ struct CompareArgs {
 };
 
 Status RunCompare(const CompareArgs& args) {
-  sim::ComparisonSpec spec;
+  studies::ComparisonSpec spec;
+  spec.runner = sim::SimulateToFolder;
   // Before the scenario, which may name a program's policy.
   EPLB_ASSIGN_OR_RETURN(const std::vector<std::string> programs,
                         RegisterPolicyCommands(args.policy_command, /*repeatable=*/true));
   EPLB_ASSIGN_OR_RETURN(spec.scenario, LoadScenarioOrDefault(args.scenario_path, args.overrides));
   EPLB_ASSIGN_OR_RETURN(spec.policies, SplitList(args.policies, "--policies"));
   EPLB_ASSIGN_OR_RETURN(spec.policies, WithPolicyCommands(std::move(spec.policies), programs));
+  EPLB_RETURN_IF_ERROR(CheckPolicyReplays(spec.policies, spec.scenario));
   EPLB_ASSIGN_OR_RETURN(const std::vector<std::string> seeds, SplitList(args.seeds, "--seeds"));
-  EPLB_ASSIGN_OR_RETURN(spec.seeds, sim::ParseSeeds(seeds));
+  EPLB_ASSIGN_OR_RETURN(spec.seeds, studies::ParseSeeds(seeds));
   spec.out = args.out;
   spec.folder = args.folder;
   spec.report = args.report;
@@ -52,8 +56,8 @@ Status RunCompare(const CompareArgs& args) {
       fmt::format("eplb compare: {} policies{} on {} ({} steps each)", spec.policies.size(),
                   seed_count > 1 ? fmt::format(" × {} seeds", seed_count) : "", spec.scenario.name,
                   spec.scenario.run.steps);
-  EPLB_ASSIGN_OR_RETURN(const sim::Comparison comparison,
-                        sim::RunComparison(spec, ProgressLines("eplb compare", header)));
+  EPLB_ASSIGN_OR_RETURN(const studies::Comparison comparison,
+                        studies::RunComparison(spec, ProgressLines("eplb compare", header)));
   const std::vector<nlohmann::ordered_json>& rows = comparison.rows;
   const std::string& dir = comparison.dir;
   std::FILE* out = HumanOutput(args.json);
@@ -95,9 +99,10 @@ Status RunCompare(const CompareArgs& args) {
   fmt::print(out,
              "node lost: tokens left without an expert replica if one node fails, % (the "
              "report defines every column)\n");
-  fmt::print(out, "report: {}/report.html\n", dir);
+  fmt::print(out, "report: {}/{}\n", dir, folder_file::kReport);
   if (args.json) {
-    if (Status printed = PrintJsonFile(dir + "/comparison.json"); !printed.ok()) return printed;
+    if (Status printed = PrintJsonFile(dir + "/" + folder_file::kComparisonJson); !printed.ok())
+      return printed;
   }
   return Status::Ok();
 }

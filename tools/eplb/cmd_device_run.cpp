@@ -9,6 +9,7 @@
 #include "device_args.h"
 #include "device_run.h"
 #include "eplb/base/file_io.h"
+#include "eplb/io/output_folders.h"
 #include "eplb/io/run_folder.h"
 #include "mpi_session.h"
 
@@ -22,7 +23,7 @@ Status RunDeviceRun(const DeviceArgs& a) {
   if (!options.ok()) return options.status();
   const std::string dir = a.out.empty() ? "runs/" + scenario->name + "-device" : a.out;
   if (device::mpi::Rank() == 0) {
-    if (Status s = CheckOutputFolder(dir, "run"); !s.ok()) return s;
+    if (Status s = CheckOutputFolder(dir, kRunFolderKind); !s.ok()) return s;
   }
   const bool lead = device::mpi::Rank() == 0;  // under MPI, rank 0 reports and writes
   auto run = device::RunOnDevice(*scenario, *options,

@@ -11,6 +11,7 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "eplb/base/file_io.h"
+#include "eplb/io/output_folders.h"
 #include "eplb/io/published.h"
 
 namespace eplb::cli {
@@ -36,7 +37,7 @@ Status RunPublished(const PublishedArgs& a) {
   auto figures = LoadPublishedFigures(path);
   if (!figures.ok()) return figures.status();
   const std::string dir = a.out.empty() ? "runs/published" : a.out;
-  if (Status s = CheckOutputFolder(dir, "published"); !s.ok()) return s;
+  if (Status s = CheckOutputFolder(dir, kPublishedFolderKind); !s.ok()) return s;
   std::vector<FigureResult> results;
   for (const PublishedFigure& f : *figures) {
     auto r = EvaluateFigure(f);
@@ -45,10 +46,7 @@ Status RunPublished(const PublishedArgs& a) {
   }
   const std::string table = PublishedTable(results);
   const std::string json = PublishedJson(results).dump(2) + "\n";
-  Status written = WriteFolderAtomically(dir, "published", [&](const std::string& p) {
-    EPLB_RETURN_IF_ERROR(WriteTextFile(p + "/published.txt", table));
-    return WriteTextFile(p + "/published.json", json);
-  });
+  Status written = WritePublishedFolder(dir, table, json);
   if (!written.ok()) return written;
   std::FILE* human = HumanOutput(a.json);
   fmt::print(human, "{} published figures from {}\n{}", results.size(), path, table);

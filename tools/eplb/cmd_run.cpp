@@ -13,6 +13,7 @@
 #include "eplb/base/file_io.h"
 #include "eplb/engine/gpu_memory.h"
 #include "eplb/engine/scenario.h"
+#include "eplb/io/output_folders.h"
 #include "eplb/io/run_folder.h"
 #include "eplb/io/scenario_file.h"
 #include "policy_command.h"
@@ -40,7 +41,7 @@ Status RunRun(const RunArgs& args) {
   if (!scenario.ok()) return scenario.status();
   EPLB_RETURN_IF_ERROR(CheckExternalPolicyGiven(scenario->eplb.policy));
   const std::string dir = args.out.empty() ? "runs/" + scenario->name : args.out;
-  if (Status s = CheckOutputFolder(dir, "run"); !s.ok()) return s;
+  if (Status s = CheckOutputFolder(dir, kRunFolderKind); !s.ok()) return s;
   // What the run itself refuses before its first step (RunSimulation, RunLoop), refused before
   // the progress line, so that a refusal is not preceded by "step 0/N" as if the run had begun.
   if (Status s = CheckRunFitsInMemory(*scenario); !s.ok()) return s;

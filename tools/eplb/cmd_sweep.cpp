@@ -14,10 +14,12 @@
 #include "commands.h"
 #include "eplb/base/file_io.h"
 #include "eplb/base/launcher.h"
+#include "eplb/io/output_folders.h"
 #include "eplb/io/run_folder.h"
+#include "eplb/studies/studies.h"
 #include "policy_command.h"
 #include "progress.h"
-#include "studies.h"
+#include "simulation.h"
 #include "study_table.h"
 
 namespace eplb::cli {
@@ -38,11 +40,12 @@ struct SweepArgs {
 
 // A row per point from sweep.json: its varied values, policy and the numbers people read first;
 // over several seeds each is the mean ± half the range of the seeds (study_table.h).
-Status PrintSweepTable(std::FILE* out, const sim::SweepPlan& plan) {
-  EPLB_ASSIGN_OR_RETURN(const std::string text, ReadTextFile(plan.dir + "/sweep.json"));
-  const auto doc = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.contains("points")) {
-    return Status::Internal(fmt::format("{}/sweep.json: not the table just written", plan.dir));
+Status PrintSweepTable(std::FILE* out, const studies::SweepPlan& plan) {
+  EPLB_ASSIGN_OR_RETURN(const StudyFolder sweep, ReadSweepFolder(plan.dir));
+  const nlohmann::ordered_json& doc = sweep.document;
+  if (!doc.contains("points")) {
+    return Status::Internal(
+        fmt::format("{}/{}: not the table just written", plan.dir, folder_file::kSweepJson));
   }
   std::vector<std::string> headings = {"point"};
   headings.insert(headings.end(), plan.keys.begin(), plan.keys.end());
@@ -72,7 +75,8 @@ Status PrintSweepTable(std::FILE* out, const sim::SweepPlan& plan) {
 }
 
 Status RunSweep(const SweepArgs& args) {
-  sim::SweepSpec spec;
+  studies::SweepSpec spec;
+  spec.runner = sim::SimulateToFolder;
   // Before the scenario, which may name a program's policy.
   EPLB_ASSIGN_OR_RETURN(const std::vector<std::string> programs,
                         RegisterPolicyCommands(args.policy_command, /*repeatable=*/true));
@@ -90,12 +94,15 @@ Status RunSweep(const SweepArgs& args) {
   EPLB_ASSIGN_OR_RETURN(spec.policies, SplitList(args.policies, "--policies"));
   EPLB_ASSIGN_OR_RETURN(spec.policies, WithPolicyCommands(std::move(spec.policies), programs));
   EPLB_ASSIGN_OR_RETURN(const std::vector<std::string> seeds, SplitList(args.seeds, "--seeds"));
-  EPLB_ASSIGN_OR_RETURN(spec.seeds, sim::ParseSeeds(seeds));
+  EPLB_ASSIGN_OR_RETURN(spec.seeds, studies::ParseSeeds(seeds));
   spec.out = args.out;
   spec.folder = args.folder;
   spec.jobs = args.jobs;
-  EPLB_ASSIGN_OR_RETURN(const sim::SweepPlan plan, sim::PlanSweep(spec));
-  if (spec.policies.empty()) EPLB_RETURN_IF_ERROR(CheckExternalPolicyGiven(plan.base.eplb.policy));
+  EPLB_ASSIGN_OR_RETURN(const studies::SweepPlan plan, studies::PlanSweep(spec));
+  if (spec.policies.empty()) EPLB_RETURN_IF_ERROR(CheckPolicyGiven(plan.base.eplb.policy));
+  EPLB_RETURN_IF_ERROR(CheckPolicyReplays(
+      spec.policies.empty() ? std::vector<std::string>{plan.base.eplb.policy} : spec.policies,
+      plan.base));
   const Launch launch = DetectLaunch();
   const std::string header =
       launch.count == 1
@@ -104,8 +111,8 @@ Status RunSweep(const SweepArgs& args) {
                         plan.base.name)
           : fmt::format("eplb sweep: {}: points {} of {} and every {}th after", launch.Describe(),
                         launch.index, plan.points.size(), launch.count);
-  EPLB_ASSIGN_OR_RETURN(const sim::SweepOutcome outcome,
-                        sim::RunSweep(plan, launch, ProgressLines("eplb sweep", header)));
+  EPLB_ASSIGN_OR_RETURN(const studies::SweepOutcome outcome,
+                        studies::RunSweep(plan, launch, ProgressLines("eplb sweep", header)));
   if (!outcome.wrote_folder) {
     fmt::print(HumanOutput(args.json), "{}: {} of {} finished; the last to finish writes {}\n",
                launch.Describe(), outcome.finished, launch.count, plan.dir);
@@ -113,9 +120,9 @@ Status RunSweep(const SweepArgs& args) {
   }
   std::FILE* out = HumanOutput(args.json);
   EPLB_RETURN_IF_ERROR(PrintSweepTable(out, plan));
-  fmt::print(out, "{} points: {}/sweep.csv, report {}/report.html\n", plan.points.size(), plan.dir,
-             plan.dir);
-  if (args.json) return PrintJsonFile(plan.dir + "/sweep.json");
+  fmt::print(out, "{} points: {}/{}, report {}/{}\n", plan.points.size(), plan.dir,
+             folder_file::kSweepCsv, plan.dir, folder_file::kReport);
+  if (args.json) return PrintJsonFile(plan.dir + "/" + folder_file::kSweepJson);
   return Status::Ok();
 }
 

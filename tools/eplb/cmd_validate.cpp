@@ -12,6 +12,7 @@
 #include "device_args.h"
 #include "device_run.h"
 #include "eplb/base/file_io.h"
+#include "eplb/io/output_folders.h"
 #include "eplb/io/run_folder.h"
 #include "eplb/io/validation.h"
 #include "simulation.h"
@@ -33,7 +34,7 @@ Status RunValidate(const DeviceArgs& a) {
   auto options = DeviceOptions(a, *scenario);
   if (!options.ok()) return options.status();
   const std::string dir = a.out.empty() ? "runs/" + scenario->name + "-validate" : a.out;
-  if (Status s = CheckOutputFolder(dir, "validation"); !s.ok()) return s;
+  if (Status s = CheckOutputFolder(dir, kValidationFolderKind); !s.ok()) return s;
   fmt::print("validate: {} steps of {} on the device\n", scenario->run.steps, scenario->name);
   auto measured = device::RunOnDevice(*scenario, *options, Progress("eplb validate", *scenario));
   if (!measured.ok()) return measured.status();
@@ -79,12 +80,7 @@ Status RunValidate(const DeviceArgs& a) {
   json["mode"] = device::DeviceModeName(options->mode);
   json["expert_bytes"] = measured->scenario.model.expert_bytes;
   const std::string table = ValidationTable(v);
-  Status written = WriteFolderAtomically(dir, "validation", [&](const std::string& p) {
-    EPLB_RETURN_IF_ERROR(WriteRunFolder(p + "/measured", *measured));
-    EPLB_RETURN_IF_ERROR(WriteRunFolder(p + "/simulated", *simulated));
-    EPLB_RETURN_IF_ERROR(WriteTextFile(p + "/validation.txt", table));
-    return WriteTextFile(p + "/validation.json", json.dump(2) + "\n");
-  });
+  Status written = WriteValidationFolder(dir, *measured, *simulated, table, json);
   if (!written.ok()) return written;
   fmt::print(
       "measured: plain copy {:.1f} GB/s, local copy {:.1f} GB/s, peer {:.1f} GB/s per rank "

@@ -13,6 +13,7 @@
 #include "eplb/base/file_io.h"
 #include "eplb/engine/gpu_memory.h"
 #include "eplb/formats/json.h"
+#include "eplb/io/output_folders.h"
 #include "eplb/io/scenario_file.h"
 #include "eplb/model/load.h"
 #include "io/perfetto_trace.h"
@@ -22,6 +23,7 @@
 namespace eplb {
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
+namespace file = folder_file;
 
 std::string ToolVersion() {
   return "eplb " EPLB_VERSION;
@@ -152,7 +154,9 @@ Status ReadPlacements(const std::string& path, RunFolder& folder) {
   return Status::Ok();
 }
 
-Status ReadLoads(const std::string& path, RunFolder& folder) {
+// `windows`, when given, receives each line's step and time_s.
+Status ReadLoads(const std::string& path, RunFolder& folder,
+                 std::vector<RunFolderDocuments::LoadWindow>* windows) {
   EPLB_ASSIGN_OR_RETURN(const std::string text, ReadTextFile(path));
   const int layers = folder.run.scenario.model.layers;
   const int experts = folder.run.scenario.model.experts;
@@ -161,6 +165,10 @@ Status ReadLoads(const std::string& path, RunFolder& folder) {
   EPLB_RETURN_IF_ERROR(ForEachJsonLine(text, path, [&](const nlohmann::json& j) -> Status {
     EPLB_ASSIGN_OR_RETURN(const int64_t step,
                           IntField(j, "step", 0, std::numeric_limits<int>::max()));
+    if (windows != nullptr) {
+      EPLB_ASSIGN_OR_RETURN(const double time_s, RealField(j, "time_s"));
+      windows->push_back({step, time_s});
+    }
     const nlohmann::json* rows = j.contains("load") ? &j["load"] : nullptr;
     if (rows == nullptr || !rows->is_array() || static_cast<int>(rows->size()) != layers ||
         std::any_of(rows->begin(), rows->end(), [&](const nlohmann::json& row) {
@@ -181,16 +189,17 @@ Status ReadLoads(const std::string& path, RunFolder& folder) {
       }
     }
     if (index >= rearrangements.size() || rearrangements[index].step != step) {
-      return Status::InvalidArgument(fmt::format(
-          "the load of a rearrangement at step {} that rearrangements.csv does not have", step));
+      return Status::InvalidArgument(
+          fmt::format("the load of a rearrangement at step {} that {} does not have", step,
+                      file::kRearrangements));
     }
     rearrangements[index++].window_load = std::move(flat_load);
     return Status::Ok();
   }));
   if (index != rearrangements.size()) {
-    return Status::InvalidArgument(
-        fmt::format("{}: {} lines for the {} rearrangements of rearrangements.csv", path, index,
-                    rearrangements.size()));
+    return Status::InvalidArgument(fmt::format("{}: {} lines for the {} rearrangements of {}", path,
+                                               index, rearrangements.size(),
+                                               file::kRearrangements));
   }
   folder.has_loads = true;
   return Status::Ok();
@@ -202,15 +211,15 @@ Status CheckAgainstSummary(const RunFolder& folder) {
   const RunSummary& s = folder.summary;
   const RunResult& run = folder.run;
   const std::string p = folder.dir + "/";
-  const auto differ = [&](const char* file, const char* what, size_t has, int64_t says) {
+  const auto differ = [&](const char* name, const char* what, size_t has, int64_t says) {
     return Status::InvalidArgument(
-        fmt::format("{}{} has {} {} but summary.json says {}", p, file, has, what, says));
+        fmt::format("{}{} has {} {} but {} says {}", p, name, has, what, file::kSummary, says));
   };
   if (static_cast<int64_t>(run.steps.size()) != s.steps) {
-    return differ("metrics.csv", "steps", run.steps.size(), s.steps);
+    return differ(file::kMetrics, "steps", run.steps.size(), s.steps);
   }
   if (static_cast<int64_t>(run.rearrangements.size()) != s.rearrangements.started) {
-    return differ("rearrangements.csv", "rearrangements", run.rearrangements.size(),
+    return differ(file::kRearrangements, "rearrangements", run.rearrangements.size(),
                   s.rearrangements.started);
   }
   int64_t planned = 0;
@@ -218,25 +227,25 @@ Status CheckAgainstSummary(const RunFolder& folder) {
     planned += r.transfers;
     if (r.step >= s.steps) {
       return Status::InvalidArgument(
-          fmt::format("{}rearrangements.csv: a rearrangement at step {} of a run of {} steps", p,
-                      r.step, s.steps));
+          fmt::format("{}{}: a rearrangement at step {} of a run of {} steps", p,
+                      file::kRearrangements, r.step, s.steps));
     }
   }
   if (planned != s.transfers) {
-    return Status::InvalidArgument(
-        fmt::format("{}rearrangements.csv plans {} transfers but summary.json says {}", p, planned,
-                    s.transfers));
+    return Status::InvalidArgument(fmt::format("{}{} plans {} transfers but {} says {}", p,
+                                               file::kRearrangements, planned, file::kSummary,
+                                               s.transfers));
   }
   // A run that ends mid-rearrangement cancels the rest, so fewer may have happened.
   if (static_cast<int64_t>(run.transfers.size()) > s.transfers) {
-    return Status::InvalidArgument(
-        fmt::format("{}transfers.csv has {} transfers, more than the {} summary.json says", p,
-                    run.transfers.size(), s.transfers));
+    return Status::InvalidArgument(fmt::format("{}{} has {} transfers, more than the {} {} says", p,
+                                               file::kTransfers, run.transfers.size(), s.transfers,
+                                               file::kSummary));
   }
   for (const CommitRecord& c : run.commits) {
     if (c.step >= s.steps) {
-      return Status::InvalidArgument(fmt::format(
-          "{}placements.jsonl: a commit at step {} of a run of {} steps", p, c.step, s.steps));
+      return Status::InvalidArgument(fmt::format("{}{}: a commit at step {} of a run of {} steps",
+                                                 p, file::kPlacements, c.step, s.steps));
     }
   }
   return Status::Ok();
@@ -257,21 +266,21 @@ Status WriteRunFolder(const std::string& dir, const RunResult& run,
     row.peak_memory_bytes = resident + row.staging_peak_max_bytes;
     rows.push_back(std::move(row));
   }
-  return WriteFolderAtomically(dir, "run", [&](const std::string& partial) {
+  return WriteFolderAtomically(dir, kRunFolderKind, [&](const std::string& partial) {
     const std::vector<std::pair<const char*, std::function<std::string()>>> files = {
-        {"scenario.yaml", [&] { return ScenarioToYaml(run.scenario); }},
-        {"metrics.csv", [&] { return run_folder::MetricsCsv(run.steps); }},
-        {"transfers.csv", [&] { return run_folder::TransfersCsv(run.transfers); }},
-        {"rearrangements.csv", [&] { return run_folder::RearrangementsCsv(rows); }},
-        {"placements.jsonl", [&] { return PlacementsJsonl(run); }},
-        {"loads.jsonl", [&] { return LoadsJsonl(run); }},
-        {"layer_balancedness.csv", [&] { return run_folder::LayerBalanceCsv(run.layer_balance); }},
-        {"gpu_memory.csv", [&] { return run_folder::GpuMemoryCsv(run.rearrangements, resident); }},
-        {"trace.json", [&] { return PerfettoTraceJson(run); }},
+        {file::kScenario, [&] { return ScenarioToYaml(run.scenario); }},
+        {file::kMetrics, [&] { return run_folder::MetricsCsv(run.steps); }},
+        {file::kTransfers, [&] { return run_folder::TransfersCsv(run.transfers); }},
+        {file::kRearrangements, [&] { return run_folder::RearrangementsCsv(rows); }},
+        {file::kPlacements, [&] { return PlacementsJsonl(run); }},
+        {file::kLoads, [&] { return LoadsJsonl(run); }},
+        {file::kLayerBalancedness, [&] { return run_folder::LayerBalanceCsv(run.layer_balance); }},
+        {file::kGpuMemory, [&] { return run_folder::GpuMemoryCsv(run.rearrangements, resident); }},
+        {file::kTrace, [&] { return PerfettoTraceJson(run); }},
         // The summary last: a folder without it was never finished.
-        {"summary.json", [&] { return run_folder::SummaryJson(Summarize(run)).dump(2) + "\n"; }}};
+        {file::kSummary, [&] { return run_folder::SummaryJson(Summarize(run)).dump(2) + "\n"; }}};
     for (const auto& [name, text] : files) {
-      if (!options.trace && std::string_view(name) == "trace.json") continue;
+      if (!options.trace && std::string_view(name) == file::kTrace) continue;
       EPLB_RETURN_IF_ERROR(WriteTextFile(partial + "/" + name, text()));
     }
     return Status::Ok();
@@ -281,8 +290,10 @@ Status WriteRunFolder(const std::string& dir, const RunResult& run,
 namespace {
 
 // ReadRunFolder; `tables`, when given, also receives each CSV table as typed columns, from the
-// same parse, in RunFolderFiles' order (the order read below).
-Result<RunFolder> ReadRunFolder(const std::string& dir, std::vector<RunFolderTable>* tables) {
+// same parse, in RunFolderFiles' order (the order read below), and `docs` the documents as
+// written (ReadRunFolderDocuments).
+Result<RunFolder> ReadRunFolder(const std::string& dir, std::vector<RunFolderTable>* tables,
+                                RunFolderDocuments* docs) {
   // The next table's slot, or null when tables are not asked for.
   auto next_table = [tables]() -> RunFolderTable* {
     if (tables == nullptr) return nullptr;
@@ -297,7 +308,7 @@ Result<RunFolder> ReadRunFolder(const std::string& dir, std::vector<RunFolderTab
         dir));
   }
   // Every file below is then what eplb wrote: listed, whole, and no link to elsewhere.
-  const Status whole = ReadWholeFolder(dir, "run").status();
+  const Status whole = ReadWholeFolder(dir, kRunFolderKind).status();
   if (whole.code() == Status::Code::kNotFound) {
     return Status::InvalidArgument(
         fmt::format("{}: not a finished run folder (no {}; eplb run, device-run and validate "
@@ -308,42 +319,53 @@ Result<RunFolder> ReadRunFolder(const std::string& dir, std::vector<RunFolderTab
   const std::string p = dir + "/";
   RunFolder folder;
   folder.dir = dir;
-  EPLB_ASSIGN_OR_RETURN(const std::string summary_text, ReadTextFile(p + "summary.json"));
-  EPLB_ASSIGN_OR_RETURN(folder.summary, run_folder::ParseSummary(summary_text, p + "summary.json"));
+  EPLB_ASSIGN_OR_RETURN(const std::string summary_text, ReadTextFile(p + file::kSummary));
+  EPLB_ASSIGN_OR_RETURN(folder.summary, run_folder::ParseSummary(summary_text, p + file::kSummary));
+  if (docs != nullptr) {
+    // ParseSummary has checked the text: every field, and JSON whole.
+    docs->summary = Json::parse(summary_text, nullptr, /*allow_exceptions=*/false);
+    if (docs->summary.is_discarded()) {
+      return Status::InvalidArgument(fmt::format("{}{}: not JSON", p, file::kSummary));
+    }
+    EPLB_ASSIGN_OR_RETURN(docs->scenario_yaml, ReadTextFile(p + file::kScenario));
+  }
   RunResult& run = folder.run;
-  EPLB_ASSIGN_OR_RETURN(run.scenario, LoadScenarioFile(p + "scenario.yaml"));
+  EPLB_ASSIGN_OR_RETURN(run.scenario, LoadScenarioFile(p + file::kScenario));
   run.backend = folder.summary.backend;
   run.skipped_rearrangements = static_cast<int>(folder.summary.rearrangements.skipped);
   run.held_rearrangements = static_cast<int>(folder.summary.rearrangements.held);
   run.wall_s = folder.summary.wall_s;
   run.peak_rss_bytes = folder.summary.peak_rss_bytes;
 
-  EPLB_ASSIGN_OR_RETURN(const std::string metrics, ReadTextFile(p + "metrics.csv"));
+  EPLB_ASSIGN_OR_RETURN(const std::string metrics, ReadTextFile(p + file::kMetrics));
   EPLB_ASSIGN_OR_RETURN(run.steps,
-                        run_folder::ParseMetricsCsv(metrics, p + "metrics.csv", next_table()));
+                        run_folder::ParseMetricsCsv(metrics, p + file::kMetrics, next_table()));
 
   // The run's end, which bounds every transfer's (TransferEndLimit): the latest step end, stalls
   // included.
   double run_end_s = 0;
   for (const StepRecord& s : run.steps)
     run_end_s = std::max(run_end_s, s.start_s + s.step_s + s.stalled_s);
-  EPLB_ASSIGN_OR_RETURN(const std::string transfers, ReadTextFile(p + "transfers.csv"));
+  EPLB_ASSIGN_OR_RETURN(const std::string transfers, ReadTextFile(p + file::kTransfers));
   EPLB_ASSIGN_OR_RETURN(run.transfers, run_folder::ParseTransfersCsv(
-                                           transfers, p + "transfers.csv",
+                                           transfers, p + file::kTransfers,
                                            run.scenario.model.layers, run.scenario.model.experts,
                                            run.scenario.num_gpus(), run_end_s, next_table()));
 
-  EPLB_ASSIGN_OR_RETURN(const std::string rearrangements, ReadTextFile(p + "rearrangements.csv"));
+  EPLB_ASSIGN_OR_RETURN(const std::string rearrangements, ReadTextFile(p + file::kRearrangements));
   EPLB_ASSIGN_OR_RETURN(auto rows, run_folder::ParseRearrangementsCsv(
-                                       rearrangements, p + "rearrangements.csv", next_table()));
+                                       rearrangements, p + file::kRearrangements, next_table()));
   for (run_folder::RearrangementRow& row : rows) {
     folder.following_balancedness.push_back(row.following_balancedness);
     run.rearrangements.push_back(std::move(static_cast<RearrangementRecord&>(row)));
   }
 
-  EPLB_RETURN_IF_ERROR(ReadPlacements(p + "placements.jsonl", folder));
+  EPLB_RETURN_IF_ERROR(ReadPlacements(p + file::kPlacements, folder));
   // Run folders written before loads.jsonl existed have none.
-  if (fs::exists(p + "loads.jsonl")) EPLB_RETURN_IF_ERROR(ReadLoads(p + "loads.jsonl", folder));
+  if (fs::exists(p + file::kLoads)) {
+    EPLB_RETURN_IF_ERROR(
+        ReadLoads(p + file::kLoads, folder, docs == nullptr ? nullptr : &docs->load_windows));
+  }
   EPLB_RETURN_IF_ERROR(CheckAgainstSummary(folder));
   // Run folders written before measured windows: their statistics are over every step, and
   // their latencies come from the steps' times (ParseMetricsCsv).
@@ -353,18 +375,18 @@ Result<RunFolder> ReadRunFolder(const std::string& dir, std::vector<RunFolderTab
   }
   // Run folders written before layer_balancedness.csv existed have none; its spans are checked
   // against the steps, which summary.json has vouched for.
-  if (fs::exists(p + "layer_balancedness.csv")) {
-    EPLB_ASSIGN_OR_RETURN(const std::string spans, ReadTextFile(p + "layer_balancedness.csv"));
+  if (fs::exists(p + file::kLayerBalancedness)) {
+    EPLB_ASSIGN_OR_RETURN(const std::string spans, ReadTextFile(p + file::kLayerBalancedness));
     EPLB_ASSIGN_OR_RETURN(run.layer_balance,
                           run_folder::ParseLayerBalanceCsv(
-                              spans, p + "layer_balancedness.csv", run.scenario.model.layers,
+                              spans, p + file::kLayerBalancedness, run.scenario.model.layers,
                               static_cast<int>(run.steps.size()), next_table()));
   }
   // Likewise gpu_memory.csv, checked against rearrangements.csv.
-  if (fs::exists(p + "gpu_memory.csv")) {
-    EPLB_ASSIGN_OR_RETURN(const std::string memory, ReadTextFile(p + "gpu_memory.csv"));
+  if (fs::exists(p + file::kGpuMemory)) {
+    EPLB_ASSIGN_OR_RETURN(const std::string memory, ReadTextFile(p + file::kGpuMemory));
     EPLB_RETURN_IF_ERROR(run_folder::ParseGpuMemoryCsv(
-        memory, p + "gpu_memory.csv", run.scenario.num_gpus(),
+        memory, p + file::kGpuMemory, run.scenario.num_gpus(),
         run_folder::ResidentBytes(run.scenario), run.rearrangements, next_table()));
     // The fullest GPU is the one summary.json names (when it records GPU memory at all).
     int64_t most = 0;
@@ -373,9 +395,9 @@ Result<RunFolder> ReadRunFolder(const std::string& dir, std::vector<RunFolderTab
     const auto& memory_summary = folder.summary.gpu_memory;
     if (memory_summary.capacity > 0 && most != memory_summary.staging_peak) {
       return Status::InvalidArgument(
-          fmt::format("{}gpu_memory.csv: its largest staging_peak_bytes is {} but summary.json "
+          fmt::format("{}{}: its largest staging_peak_bytes is {} but {} "
                       "gpu_memory.staging_peak_bytes is {}",
-                      p, most, memory_summary.staging_peak));
+                      p, file::kGpuMemory, most, file::kSummary, memory_summary.staging_peak));
     }
   }
   return folder;
@@ -391,6 +413,12 @@ Result<std::vector<RunFolderTable>> ReadRunFolderTables(const std::string& dir) 
   std::vector<RunFolderTable> tables;
   EPLB_RETURN_IF_ERROR(ReadRunFolder(dir, &tables).status());
   return tables;
+}
+
+Result<RunFolderDocuments> ReadRunFolderDocuments(const std::string& dir) {
+  RunFolderDocuments docs;
+  EPLB_ASSIGN_OR_RETURN(docs.folder, ReadRunFolder(dir, &docs.tables, &docs));
+  return docs;
 }
 
 }  // namespace eplb

@@ -11,6 +11,7 @@
 #include "eplb/base/csv.h"
 #include "eplb/base/excerpt.h"
 #include "eplb/engine/gpu_memory.h"
+#include "eplb/io/output_folders.h"
 #include "eplb/io/run_folder.h"
 #include "io/run_folder_fields.h"
 
@@ -274,7 +275,7 @@ static Result<std::vector<StepRecord>> ParseMetricsRows(std::string_view text,
         }
         return std::string();
       },
-      "metrics.csv", typed);
+      folder_file::kMetrics, typed);
 }
 
 Result<std::vector<StepRecord>> ParseMetricsCsv(std::string_view text, const std::string& name,
@@ -323,7 +324,7 @@ Result<std::vector<TransferRecord>> ParseTransfersCsv(std::string_view text,
         }
         return std::string();
       },
-      "transfers.csv", typed);
+      folder_file::kTransfers, typed);
 }
 Result<std::vector<RearrangementRow>> ParseRearrangementsCsv(std::string_view text,
                                                              const std::string& name,
@@ -359,7 +360,7 @@ Result<std::vector<RearrangementRow>> ParseRearrangementsCsv(std::string_view te
         }
         return std::string();
       },
-      "rearrangements.csv", typed);
+      folder_file::kRearrangements, typed);
 }
 
 Status ParseGpuMemoryCsv(std::string_view text, const std::string& name, int gpus,
@@ -401,7 +402,7 @@ Status ParseGpuMemoryCsv(std::string_view text, const std::string& name, int gpu
         }
         return std::string();
       },
-      "gpu_memory.csv", typed);
+      folder_file::kGpuMemory, typed);
   if (!rows.ok()) return rows.status();
   if (next_rank != 0) {
     return Status::InvalidArgument(
@@ -437,7 +438,7 @@ Result<std::vector<LayerBalanceSpan>> ParseLayerBalanceCsv(std::string_view text
         }
         return std::string();
       },
-      "layer_balancedness.csv", typed);
+      folder_file::kLayerBalancedness, typed);
   if (!rows.ok()) return rows.status();
   if (next_layer != 0) {
     return Status::InvalidArgument(
@@ -463,22 +464,24 @@ std::span<const RunFolderFile> RunFolderFiles() {
   static const std::vector<RunFolderColumn> layer_balance = Docs(LayerBalanceFields());
   static const std::vector<RunFolderColumn> gpu_memory = Docs(GpuMemoryFields());
   static const std::array<RunFolderFile, 11> files = {{
-      {"scenario.yaml", "the resolved scenario, every field written out", {}},
-      {"metrics.csv", "one line per step", metrics},
-      {"transfers.csv", "one line per expert transfer", transfers},
-      {"rearrangements.csv", "one line per rearrangement", rearrangements},
-      {"placements.jsonl",
+      {folder_file::kScenario, "the resolved scenario, every field written out", {}},
+      {folder_file::kMetrics, "one line per step", metrics},
+      {folder_file::kTransfers, "one line per expert transfer", transfers},
+      {folder_file::kRearrangements, "one line per rearrangement", rearrangements},
+      {folder_file::kPlacements,
        "each layer's initial placement (step −1), then one line per layer commit: step, time_s, "
        "layer, phy2log",
        {}},
-      {"loads.jsonl", "one line per rearrangement: the window's load (tokens) its policy saw", {}},
-      {"layer_balancedness.csv",
+      {folder_file::kLoads,
+       "one line per rearrangement: the window's load (tokens) its policy saw",
+       {}},
+      {folder_file::kLayerBalancedness,
        "per span of steps (at most 200 spans) and layer, the layer's balancedness", layer_balance},
-      {"gpu_memory.csv", "per rearrangement and GPU, the GPU's staging and memory at its fullest",
-       gpu_memory},
-      {"trace.json", "Chrome/Perfetto trace events of steps, transfers and commits", {}},
-      {"summary.json", "the run's summary numbers (RunSummary)", {}},
-      {"manifest.tsv",
+      {folder_file::kGpuMemory,
+       "per rearrangement and GPU, the GPU's staging and memory at its fullest", gpu_memory},
+      {folder_file::kTrace, "Chrome/Perfetto trace events of steps, transfers and commits", {}},
+      {folder_file::kSummary, "the run's summary numbers (RunSummary)", {}},
+      {kManifestName,
        "every other file with its size and checksum (base/file_io.h), written last: a folder "
        "without it, or "
        "whose files differ from it, is not a finished run",

@@ -51,7 +51,7 @@ Status WriteTextFile(const std::string& path, const std::string& text);
 inline constexpr const char* kManifestName = "manifest.tsv";
 
 struct FolderManifest {
-  std::string kind;  // "run", "comparison", "sweep", "validation"
+  std::string kind;  // the folder's kind: io/output_folders.h defines each
   struct File {
     std::string path;  // relative to the folder, '/'-separated
     int64_t bytes = 0;

@@ -35,6 +35,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "eplb/base/status.h"
 #include "eplb/engine/run_result.h"
 
@@ -220,5 +222,22 @@ Result<std::vector<RunFolderTable>> ReadRunFolderTables(const std::string& dir);
 // ("DIR/transfers.csv:2: 6 fields, expected 8"); a folder without its manifest is refused as
 // unfinished, and so is any DIR.partial-HOST-PID.
 Result<RunFolder> ReadRunFolder(const std::string& dir);
+
+// A run folder as a reader outside C++ (the Python module) takes it, from one ReadRunFolder
+// that checks it whole, so that such a reader opens and parses none of its files itself.
+struct RunFolderDocuments {
+  RunFolder folder;
+  std::vector<RunFolderTable> tables;  // as ReadRunFolderTables
+  nlohmann::ordered_json summary;      // summary.json, every field as written, in its order
+  std::string scenario_yaml;           // scenario.yaml as written
+  // placements.jsonl's records in the file's order: each layer's initial placement (step −1),
+  // then folder.run.commits.
+  struct LoadWindow {
+    int64_t step = 0;
+    double time_s = 0;  // as loads.jsonl writes it (rearrangements.csv rounds start_s)
+  };
+  std::vector<LoadWindow> load_windows;  // loads.jsonl's lines; their loads: folder.run
+};
+Result<RunFolderDocuments> ReadRunFolderDocuments(const std::string& dir);
 
 }  // namespace eplb

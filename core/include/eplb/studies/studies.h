@@ -1,12 +1,13 @@
-// Studies: one scenario simulated many times into one folder with a report. These are the use
-// cases behind `eplb compare` (a run per policy and seed) and `eplb sweep` (a run per point of a
-// cross product of field values); the command line only reads its options into these types and
-// prints what they return.
+// Studies: one scenario run many times into one folder with a report. These are the use cases
+// behind `eplb compare` (a run per policy and seed) and `eplb sweep` (a run per point of a cross
+// product of field values); the command line only reads its options into these types and prints
+// what they return. A layer above running a scenario: a study is given the runner
+// (ScenarioRunner; the simulator's is sim::SimulateToFolder) and knows nothing of what runs.
 //
-// Every simulation runs in a child process (base/process_pool.h: SimGrid allows one engine per
+// Every run is a job in a child process (base/process_pool.h: SimGrid allows one engine per
 // process), so a study may be run from a process that has run none, any number of times. The
 // folder is written whole or not at all (base/file_io.h WriteFolderAtomically): the runs, then
-// the tables (comparison.csv/.json, sweep.csv/.json), scenario.yaml, report.html and figures/.
+// the tables, scenario.yaml, report.html and figures/ (io/output_folders.h names each file).
 //
 // Errors name the fields as the command line's options spell them (--policies, --seeds,
 // --vary), which is also how the Python module passes them.
@@ -16,6 +17,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,16 +31,17 @@
 #include "eplb/io/report.h"
 #include "eplb/io/run_folder.h"
 
-namespace eplb::sim {
+namespace eplb::studies {
 
-// Simulates `scenario` in this process and writes its run folder at `dir`; stores the steps
-// done so far in `steps_done` when given (a job's progress). Runs SimGrid's engine: once per
-// process.
-Status SimulateToFolder(const Scenario& scenario, const std::string& dir,
-                        const RunFolderOptions& options = {},
-                        std::atomic<int64_t>* steps_done = nullptr);
+// Runs `scenario` in this process and writes its run folder at `dir` (io/run_folder.h) with
+// `options`; stores the steps done so far in `steps_done` when given (a job's progress). A study
+// calls it in a child process per run.
+using ScenarioRunner =
+    std::function<Status(const Scenario& scenario, const std::string& dir,
+                         const RunFolderOptions& options, std::atomic<int64_t>* steps_done)>;
 
 struct ComparisonSpec {
+  ScenarioRunner runner;  // what runs each policy and seed
   Scenario scenario;
   std::vector<std::string> policies;  // distinct, at least one
   // Each policy runs once per seed; empty: once, with scenario.run.seed. With several seeds a
@@ -63,6 +66,7 @@ Result<Comparison> RunComparison(const ComparisonSpec& spec, const ProgressObser
 Result<std::vector<uint64_t>> ParseSeeds(const std::vector<std::string>& texts);
 
 struct SweepSpec {
+  ScenarioRunner runner;               // what runs each point
   std::string scenario_path;           // empty: the built-in default scenario (io/scenario_file.h)
   std::vector<std::string> overrides;  // key.path=value, applied to every point before its own
   // The varied fields in order, each with its distinct values: the points are their cross
@@ -86,6 +90,7 @@ struct SweepPlan {
     std::string policy;               // what the point runs
     Scenario scenario;
   };
+  ScenarioRunner runner;
   Scenario base;
   std::vector<std::string> keys;
   std::vector<Point> points;
@@ -116,4 +121,4 @@ struct SweepOutcome {
 Result<SweepOutcome> RunSweep(const SweepPlan& plan, const Launch& launch,
                               const ProgressObserver& observer = {});
 
-}  // namespace eplb::sim
+}  // namespace eplb::studies

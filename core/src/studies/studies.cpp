@@ -1,4 +1,4 @@
-#include "studies.h"
+#include "eplb/studies/studies.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -15,11 +15,11 @@
 #include "eplb/base/csv.h"
 #include "eplb/base/file_io.h"
 #include "eplb/engine/workload.h"
+#include "eplb/io/output_folders.h"
 #include "eplb/io/scenario_file.h"
 #include "eplb/policy/policy.h"
-#include "simulation.h"
 
-namespace eplb::sim {
+namespace eplb::studies {
 namespace {
 
 // Two runs of one policy would write one folder; a key varied twice would hide one.
@@ -80,28 +80,20 @@ Status CheckRunnable(const Scenario& scenario, bool revalidate,
 }
 
 // A job holds its own copies: it runs in a child forked later, and a ProcessJob may be copied.
-ProcessJob SimulationJob(std::string name, const Scenario& scenario, std::string dir,
-                         const RunFolderOptions& folder) {
+ProcessJob RunJob(const ScenarioRunner& runner, std::string name, const Scenario& scenario,
+                  std::string dir, const RunFolderOptions& folder) {
   return {std::move(name), scenario.run.steps,
-          [scenario, dir = std::move(dir), folder](std::atomic<int64_t>& steps_done) {
-            return SimulateToFolder(scenario, dir, folder, &steps_done);
+          [runner, scenario, dir = std::move(dir), folder](std::atomic<int64_t>& steps_done) {
+            return runner(scenario, dir, folder, &steps_done);
           }};
 }
 
-}  // namespace
-
-Status SimulateToFolder(const Scenario& scenario, const std::string& dir,
-                        const RunFolderOptions& options, std::atomic<int64_t>* steps_done) {
-  std::function<void(const StepRecord&)> on_step;
-  if (steps_done != nullptr) {
-    on_step = [steps_done](const StepRecord& s) {
-      steps_done->store(s.step + 1, std::memory_order_relaxed);
-    };
-  }
-  auto run = RunSimulation(scenario, on_step);
-  if (!run.ok()) return run.status();
-  return WriteRunFolder(dir, *run, options);
+Status CheckRunner(const ScenarioRunner& runner) {
+  if (runner) return Status::Ok();
+  return Status::InvalidArgument("a study was given no runner (ScenarioRunner) for its runs");
 }
+
+}  // namespace
 
 Result<std::vector<uint64_t>> ParseSeeds(const std::vector<std::string>& texts) {
   std::vector<uint64_t> seeds;
@@ -120,6 +112,7 @@ Result<std::vector<uint64_t>> ParseSeeds(const std::vector<std::string>& texts) 
 }
 
 Result<Comparison> RunComparison(const ComparisonSpec& spec, const ProgressObserver& observer) {
+  EPLB_RETURN_IF_ERROR(CheckRunner(spec.runner));
   if (spec.policies.empty()) return Status::InvalidArgument("--policies names no policy");
   EPLB_RETURN_IF_ERROR(CheckPolicies(spec.policies));
   EPLB_RETURN_IF_ERROR(CheckDistinct(spec.seeds, "--seeds"));
@@ -147,7 +140,7 @@ Result<Comparison> RunComparison(const ComparisonSpec& spec, const ProgressObser
   for (const std::string& p : spec.policies) {
     for (const uint64_t seed : seeds) {
       Run run{several ? fmt::format("{} seed {}", p, seed) : p,
-              several ? fmt::format("{}/seed-{}", p, seed) : p, base};
+              ComparisonRunPath(p, several ? std::optional<uint64_t>(seed) : std::nullopt), base};
       run.scenario.eplb.policy = p;
       run.scenario.run.seed = seed;
       runs.push_back(std::move(run));
@@ -162,12 +155,12 @@ Result<Comparison> RunComparison(const ComparisonSpec& spec, const ProgressObser
   }
   Comparison result;
   result.dir = spec.out.empty() ? "runs/compare-" + base.name : spec.out;
-  const Status written =
-      WriteFolderAtomically(result.dir, "comparison", [&](const std::string& partial) -> Status {
+  const Status written = WriteFolderAtomically(
+      result.dir, kComparisonFolderKind, [&](const std::string& partial) -> Status {
         std::vector<ProcessJob> jobs;
         for (const Run& run : runs) {
-          jobs.push_back(
-              SimulationJob(run.label, run.scenario, partial + "/" + run.subdir, spec.folder));
+          jobs.push_back(RunJob(spec.runner, run.label, run.scenario, partial + "/" + run.subdir,
+                                spec.folder));
         }
         EPLB_RETURN_IF_ERROR(RunInChildProcesses(jobs, spec.jobs, observer));
         std::vector<LabelledRun> folders;
@@ -176,20 +169,13 @@ Result<Comparison> RunComparison(const ComparisonSpec& spec, const ProgressObser
           folders.push_back({run.scenario.eplb.policy, std::move(folder)});
         }
         result.rows = ComparisonRows(folders);
-        const std::string yaml = ScenarioToYaml(base);
-        EPLB_RETURN_IF_ERROR(WriteTextFile(partial + "/scenario.yaml", yaml));
-        EPLB_RETURN_IF_ERROR(
-            WriteTextFile(partial + "/comparison.csv", ComparisonCsv(result.rows)));
+        StudyFiles files{base.name, ScenarioToYaml(base), result.rows, ComparisonCsv(result.rows),
+                         ""};
         std::vector<Figure> figures;
-        EPLB_RETURN_IF_ERROR(
-            WriteTextFile(partial + "/report.html",
-                          CompareReportHtml(base.name, yaml, folders, spec.report, &figures)));
+        files.report_html =
+            CompareReportHtml(base.name, files.scenario_yaml, folders, spec.report, &figures);
         EPLB_RETURN_IF_ERROR(WriteFigures(partial, figures));
-        const nlohmann::ordered_json doc{{"tool", ToolVersion()},
-                                         {"format_version", kFolderFormatVersion},
-                                         {"scenario", base.name},
-                                         {"policies", result.rows}};
-        return WriteTextFile(partial + "/comparison.json", doc.dump(2) + "\n");
+        return WriteComparisonFiles(partial, files);
       });
   if (!written.ok()) return written;
   return result;
@@ -225,6 +211,7 @@ Status CheckPointsDiffer(const SweepPlan& plan) {
 }  // namespace
 
 Result<SweepPlan> PlanSweep(const SweepSpec& spec) {
+  EPLB_RETURN_IF_ERROR(CheckRunner(spec.runner));
   SweepPlan plan;
   EPLB_ASSIGN_OR_RETURN(plan.base, LoadScenarioOrDefault(spec.scenario_path, spec.overrides));
   for (const auto& [key, values] : spec.vary) {
@@ -301,6 +288,7 @@ Result<SweepPlan> PlanSweep(const SweepSpec& spec) {
   if (several_seeds) plan.seeds = spec.seeds;
   plan.folder = spec.folder;
   plan.jobs = spec.jobs;
+  plan.runner = spec.runner;
   return plan;
 }
 
@@ -314,12 +302,13 @@ size_t RunCount(const SweepPlan& plan) {
   return plan.points.size() * RunsPerPoint(plan);
 }
 
-// Run j's folder under ROOT: points/I, or points/I/seed-S with several seeds (as compare's
-// POLICY/seed-S).
+// Run j's folder under ROOT: point I's, or with several seeds its seed S's (SweepRunPath).
 std::string RunDir(const SweepPlan& plan, const std::string& root, size_t j) {
   const size_t point = j / RunsPerPoint(plan);
-  if (plan.seeds.empty()) return fmt::format("{}/points/{}", root, point);
-  return fmt::format("{}/points/{}/seed-{}", root, point, plan.seeds[j % RunsPerPoint(plan)]);
+  return root + "/" +
+         SweepRunPath(point, plan.seeds.empty()
+                                 ? std::nullopt
+                                 : std::optional<uint64_t>(plan.seeds[j % RunsPerPoint(plan)]));
 }
 
 // A claim file created with O_EXCL: true for exactly one of the processes that try.
@@ -401,7 +390,8 @@ Status RunPoints(const SweepPlan& plan, const std::string& root, const Launch& l
       scenario.run.seed = plan.seeds[j % RunsPerPoint(plan)];
       name += fmt::format(" seed {}", scenario.run.seed);
     }
-    jobs.push_back(SimulationJob(std::move(name), scenario, RunDir(plan, root, j), plan.folder));
+    jobs.push_back(
+        RunJob(plan.runner, std::move(name), scenario, RunDir(plan, root, j), plan.folder));
   }
   return RunInChildProcesses(jobs, plan.jobs, observer);
 }
@@ -456,16 +446,11 @@ Status WriteSweepReport(const SweepPlan& plan, const std::string& root) {
     }
     rows.push_back(std::move(row));
   }
-  EPLB_RETURN_IF_ERROR(WriteTextFile(root + "/sweep.csv", ComparisonCsv(SpreadColumns(rows))));
-  const nlohmann::ordered_json doc{{"tool", ToolVersion()},
-                                   {"format_version", kFolderFormatVersion},
-                                   {"scenario", plan.base.name},
-                                   {"points", rows}};
-  EPLB_RETURN_IF_ERROR(WriteTextFile(root + "/sweep.json", doc.dump(2) + "\n"));
-  EPLB_RETURN_IF_ERROR(WriteTextFile(root + "/scenario.yaml", ScenarioToYaml(plan.base)));
+  StudyFiles files{plan.base.name, ScenarioToYaml(plan.base), rows,
+                   ComparisonCsv(SpreadColumns(rows)), ""};
   std::vector<Figure> figures;
-  EPLB_RETURN_IF_ERROR(WriteTextFile(root + "/report.html",
-                                     SweepReportHtml(plan.base.name, plan.keys, rows, &figures)));
+  files.report_html = SweepReportHtml(plan.base.name, plan.keys, rows, &figures);
+  EPLB_RETURN_IF_ERROR(WriteSweepFiles(root, files));
   return WriteFigures(root, figures);
 }
 
@@ -491,7 +476,7 @@ Result<SweepOutcome> RunSweep(const SweepPlan& plan, const Launch& launch,
   SweepOutcome outcome;
   if (ranks == 1) {
     const Status written =
-        WriteFolderAtomically(plan.dir, "sweep", [&](const std::string& partial) {
+        WriteFolderAtomically(plan.dir, kSweepFolderKind, [&](const std::string& partial) {
           EPLB_RETURN_IF_ERROR(RunPoints(plan, partial, launch, observer));
           return WriteSweepReport(plan, partial);
         });
@@ -506,7 +491,8 @@ Result<SweepOutcome> RunSweep(const SweepPlan& plan, const Launch& launch,
   namespace fs = std::filesystem;
   const std::string shared = plan.dir + ".shared-partial";
   std::error_code made;
-  fs::create_directories(shared + "/points", made);
+  const std::string points = std::string("/") + folder_file::kSweepPoints;
+  fs::create_directories(shared + points, made);
   if (made) return Status::IoError(fmt::format("{}: {}", shared, made.message()));
   // Processes of another sweep writing to the same folder would mix their points in.
   EPLB_RETURN_IF_ERROR(JoinSharedSweep(shared, SweepIdentity(plan), rank));
@@ -524,12 +510,13 @@ Result<SweepOutcome> RunSweep(const SweepPlan& plan, const Launch& launch,
         "ran are in {}",
         marks.failed.size() == 1 ? "process" : "processes", fmt::join(marks.failed, ", "), shared));
   }
-  const Status written = WriteFolderAtomically(plan.dir, "sweep", [&](const std::string& partial) {
-    std::error_code ec;
-    fs::rename(shared + "/points", partial + "/points", ec);
-    if (ec) return Status::IoError(fmt::format("{}: {}", shared, ec.message()));
-    return WriteSweepReport(plan, partial);
-  });
+  const Status written =
+      WriteFolderAtomically(plan.dir, kSweepFolderKind, [&](const std::string& partial) {
+        std::error_code ec;
+        fs::rename(shared + points, partial + points, ec);
+        if (ec) return Status::IoError(fmt::format("{}: {}", shared, ec.message()));
+        return WriteSweepReport(plan, partial);
+      });
   if (!written.ok()) return written;
   std::error_code ec;
   fs::remove_all(shared, ec);
@@ -537,4 +524,4 @@ Result<SweepOutcome> RunSweep(const SweepPlan& plan, const Launch& launch,
   return outcome;
 }
 
-}  // namespace eplb::sim
+}  // namespace eplb::studies
