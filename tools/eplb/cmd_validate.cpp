@@ -1,5 +1,6 @@
-// eplb validate: a short device run, the bandwidths it measured, the same scenario simulated
-// with them, and the simulated against the measured transfer times (io/validation.h).
+// eplb validate: a short device run, the bandwidths it measured, the set-up that run really is
+// simulated with them (on virtual ranks one GPU whose copies every rank shares: sim/one_gpu.h),
+// and the simulated against the measured times (io/validation.h, docs/gpu_validation.md).
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -15,14 +16,22 @@
 #include "eplb/io/output_folders.h"
 #include "eplb/io/run_folder.h"
 #include "eplb/io/validation.h"
+#include "one_gpu.h"
 #include "simulation.h"
 
 namespace eplb::cli {
 namespace {
 
-Status RunValidate(const DeviceArgs& a) {
+// `calibration`: a file of one-GPU model numbers (sim/one_gpu.h) that replace the probes' and
+// give what they cannot measure (start, commit, step reads); empty: the probes' alone.
+Status RunValidate(const DeviceArgs& a, const std::string& calibration) {
   auto scenario = LoadDeviceScenario(a);
   if (!scenario.ok()) return scenario.status();
+  if (!calibration.empty()) {
+    // Refused before the device run, not after it: every rate of the base is a stand-in here.
+    sim::OneGpuModel stand_in{1, 1, 1, 0, 0, 0, 0};
+    if (auto m = sim::LoadOneGpuModel(calibration, stand_in); !m.ok()) return m.status();
+  }
   // Short: up to the first rearrangement's last commit with room to spare, unless --steps.
   const EplbSpec& e = scenario->eplb;
   const int first = e.step_interval / 4;
@@ -67,7 +76,20 @@ Status RunValidate(const DeviceArgs& a) {
   sim.compute.attention_us *= options->step_scale;
   sim.compute.layer_fixed_us *= options->step_scale;
   sim.compute.per_token_us *= options->step_scale;
-  auto simulated = sim::RunSimulation(sim);
+  // On virtual ranks the run is one GPU: its copies share the GPU's copy rate and pay the host
+  // protocol's costs; with NCCL (one rank per GPU) the cluster model with the links above.
+  sim::OneGpuModel model;
+  model.copy_gbps = bw->plain_copy_bps / 1e9;
+  model.stream_gbps = stream_gbps;
+  model.local_copy_gbps = bw->local_copy_bps / 1e9;
+  model.round_us = latency_us;
+  if (!calibration.empty()) {
+    auto m = sim::LoadOneGpuModel(calibration, model);
+    if (!m.ok()) return m.status();
+    model = *m;
+  }
+  const bool one_gpu = options->mode == device::DeviceMode::kVirtual;
+  auto simulated = one_gpu ? sim::SimulateOnOneGpu(sim, model) : sim::RunSimulation(sim);
   if (!simulated.ok()) return simulated.status();
 
   const Validation v = CompareTimings(*measured, *simulated);
@@ -78,6 +100,9 @@ Status RunValidate(const DeviceArgs& a) {
                         {"peer_stream_gbps", stream_gbps},
                         {"round_latency_us", latency_us}};
   json["mode"] = device::DeviceModeName(options->mode);
+  json["simulated_as"] = one_gpu ? "one GPU" : "cluster";
+  if (one_gpu) json["one_gpu_model"] = sim::OneGpuModelJson(model);
+  json["calibration"] = calibration;
   json["expert_bytes"] = measured->scenario.model.expert_bytes;
   const std::string table = ValidationTable(v);
   Status written = WriteValidationFolder(dir, *measured, *simulated, table, json);
@@ -88,6 +113,15 @@ Status RunValidate(const DeviceArgs& a) {
       "expert)\n",
       bw->plain_copy_bps / 1e9, bw->local_copy_bps / 1e9, peer_gbps, stream_gbps, latency_us,
       device::DeviceModeName(options->mode), measured->scenario.model.expert_bytes);
+  if (one_gpu) {
+    fmt::print(
+        "simulated as one GPU: copies share {:.1f} GB/s, {:.1f} GB/s a rank, {:.1f} us a "
+        "round, {:.1f} us a start, {:.1f} us a commit, steps read at {:.1f} GB/s{}\n",
+        model.copy_gbps, model.stream_gbps, model.round_us, model.start_us, model.commit_us,
+        model.step_read_gbps,
+        calibration.empty() ? " (no --calibration: start, commit and step reads unpriced)"
+                            : " (--calibration " + calibration + ")");
+  }
   fmt::print("{}", table);
   fmt::print("validation folder {}\n", dir);
   return Status::Ok();
@@ -98,6 +132,7 @@ Status RunValidate(const DeviceArgs& a) {
 void AddValidateCommand(CommandLine& line) {
   auto args = std::make_shared<DeviceArgs>();
   auto published = std::make_shared<PublishedArgs>();
+  auto calibration = std::make_shared<std::string>();
   Command& sub = line.Add(kValidateName, kValidateAbout);
   AddPublishedOptions(sub, *published);
   AddDeviceOptions(sub, *args, /*allow_mpi=*/false);  // validate runs in one process
@@ -107,9 +142,12 @@ void AddValidateCommand(CommandLine& line) {
   sub.Option("--out", &args->out,
              "Folder to write: measured/, simulated/, validation.json, validation.txt "
              "(default: runs/<scenario>-validate)");
-  sub.SetAction([args, published] {
+  sub.Option("--calibration", calibration.get(),
+             "JSON of one-GPU model numbers (sim/one_gpu.h; tools/bench/one_gpu_calibration.py "
+             "writes it from bench_device's output): start, commit, step reads, copy rate");
+  sub.SetAction([args, published, calibration] {
     published->out = args->out;
-    return published->published ? RunPublished(*published) : RunValidate(*args);
+    return published->published ? RunPublished(*published) : RunValidate(*args, *calibration);
   });
 }
 
