@@ -7,11 +7,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 
 #include <gtest/gtest.h>
 
+#include "eplb/io/run_folder.h"
 #include "eplb/io/scenario_file.h"
+#include "eplb/io/validation.h"
 
 namespace eplb {
 namespace {
@@ -167,6 +170,49 @@ TEST(OneGpuModel, StepsReadTheWeightsOverTheSharedLink) {
   // longer than on a link of its own.
   EXPECT_GT(slowed.rearrangement_s, plain.rearrangement_s);
   EXPECT_GT(slowed.layer_s, plain.layer_s * 1.01);
+}
+
+// What eplb validate does after its device run, on a recorded measurement: a run folder written
+// by a one-GPU simulation stands for the device run, and the same scenario simulated with the
+// copy rate doubled must come out half as long per transfer and per layer (the bytes alone set
+// them), while each rearrangement's start to last commit keeps its start and commits.
+TEST(OneGpuModel, ValidateOnARecordedMeasurementComparesTheSameIntervals) {
+  const Scenario tiny = Tiny();
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("one-gpu-" + std::to_string(getpid()))).string();
+  OneGpuModel measured_model = BytesOnly(10);
+  measured_model.start_us = 400;
+  measured_model.commit_us = 100;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    auto run = sim::SimulateOnOneGpu(tiny, measured_model);
+    _exit(run.ok() && WriteRunFolder(dir, *run).ok() ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  auto recorded = ReadRunFolder(dir);
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(recorded.ok()) << recorded.status().message();
+
+  OneGpuModel faster = measured_model;
+  faster.copy_gbps = 20;
+  auto simulated = sim::SimulateOnOneGpu(tiny, faster);
+  ASSERT_TRUE(simulated.ok()) << simulated.status().message();
+  const Validation v = CompareTimings(recorded->run, *simulated);
+  ASSERT_GT(v.layers.size(), 0u);
+  EXPECT_EQ(v.unmatched_measured + v.unmatched_simulated, 0);
+  // Times in the folder keep 9 significant digits.
+  for (const TransferTiming& t : v.transfers) EXPECT_NEAR(t.error_pct, -50, 1e-3);
+  for (const LayerTiming& l : v.layers) EXPECT_NEAR(l.error_pct, -50, 1e-3);
+  ASSERT_FALSE(v.walls.empty());
+  const LayerTiming& wall = v.walls.front();
+  const double fixed = 400e-6 + tiny.model.layers * 100e-6;
+  EXPECT_GT(wall.error_pct, -50);
+  EXPECT_LT(wall.error_pct, 0);
+  // Start to last commit: the fixed costs, the first layer's bytes, the rest (all bytes at
+  // one rate, stop-the-world): halving the bytes' time leaves the fixed part.
+  EXPECT_NEAR(wall.simulated_s - fixed, (wall.measured_s - fixed) / 2, wall.measured_s * 0.05);
 }
 
 TEST(OneGpuModel, CalibrationFilesAreCheckedNamingFileKeyAndValue) {
