@@ -8,6 +8,7 @@ guards (handle_eplb_and_dispatch) have no counterpart in eplb and are not ported
 """
 
 import enum
+import os
 import unittest
 from tempfile import NamedTemporaryFile
 
@@ -198,6 +199,25 @@ class TopologyAwareInEplb(unittest.TestCase):
         self.assertEqual(phy2log.shape, (2, 20))
         for row in phy2log:
             self.assertEqual(sorted(set(row.tolist())), list(range(16)))
+
+
+# Scenario runs need the simulator; a build without it says so and these skip.
+@unittest.skipIf(os.environ.get("EPLB_HAVE_SIM") == "0", "eplb was built without the simulator")
+class TopologyAwareInRuns(unittest.TestCase):
+    def test_runs_and_compares_like_the_other_policies(self):
+        import eplb
+        tiny = os.path.join(os.environ.get("EPLB_SCENARIOS", os.path.join(
+            os.path.dirname(__file__), "../../scenarios")), "tiny.yaml")
+        result = eplb.run_scenario(tiny, set={"run.steps": 120, "eplb.step_interval": 40,
+                                              "eplb.policy": "topology-aware"})
+        self.assertEqual(result.summary["steps"], 120)
+        self.assertGreaterEqual(len(result.rearrangements.get("step", [])), 1)
+        for placement in result.placements():  # a layer's slots each: every expert, none empty
+            self.assertEqual(sorted(set(placement["phy2log"].tolist())), list(range(16)))
+        comparison = eplb.compare_policies(tiny, policies=["static", "topology-aware"],
+                                           set={"run.steps": 120, "eplb.step_interval": 40},
+                                           jobs=2, frames=False)
+        self.assertEqual(comparison.labels, ["static", "topology-aware"])
 
 
 if __name__ == "__main__":
