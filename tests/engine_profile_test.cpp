@@ -148,7 +148,8 @@ TEST(EngineProfile, LayerTimeIsTheSlowestRanksAndItsBreakdownSums) {
   const LayerOrchestration nixl =
       PriceLayer(Engine::kVllm, Transport::kNixl, kTensors, work, links_s);
   EXPECT_DOUBLE_EQ(nixl.planning_s, planning + 12 * c.python_iter_s);
-  EXPECT_DOUBLE_EQ(nixl.barrier_s, 6 * c.gloo_hop_s);
+  // monitored_barrier: one operation's round trip, and rank 0's 2 x 3 messages a step each.
+  EXPECT_DOUBLE_EQ(nixl.barrier_s, c.gloo_op_s + 6 * c.gloo_step_s);
   EXPECT_DOUBLE_EQ(nixl.polling_s, c.nixl_poll_period_s - links_s);
   EXPECT_DOUBLE_EQ(nixl.transfer_s, 6 * c.nixl_call_s + 3 * c.nixl_call_s);
   EXPECT_DOUBLE_EQ(nixl.writeback_s, 4 * c.torch_gpu_op_s);
@@ -179,10 +180,10 @@ TEST(EngineProfile, MigrationBatchingPaysEachExecution) {
   const WorkerCosts layer = WorkerCostsOf(Engine::kVllm, Transport::kNixl, kTensors, 2, 8, kRanks);
   const WorkerCosts rounds =
       WorkerCostsOf(Engine::kVllm, Transport::kNixl, kTensors, 2, 8, kRanks, true);
-  EXPECT_DOUBLE_EQ(layer.barrier_s, 6 * c.gloo_hop_s);
+  EXPECT_DOUBLE_EQ(layer.barrier_s, c.gloo_op_s + 6 * c.gloo_step_s);
   EXPECT_DOUBLE_EQ(layer.per_round_s, 0);
   EXPECT_DOUBLE_EQ(rounds.barrier_s, 0);
-  EXPECT_DOUBLE_EQ(rounds.per_round_s, 6 * c.gloo_hop_s + 8 * c.python_iter_s);
+  EXPECT_DOUBLE_EQ(rounds.per_round_s, c.gloo_op_s + 6 * c.gloo_step_s + 8 * c.python_iter_s);
   // Over nccl batching adds no host call the counts price.
   EXPECT_DOUBLE_EQ(
       PriceLayer(Engine::kVllm, Transport::kNccl, kTensors, work, links_s, 3).total_s(),
@@ -225,7 +226,8 @@ TEST(EngineProfile, VllmReplacesTheTransportsCpuEstimates) {
 TEST(EngineProfile, AsyncPaysAFlagAllReducePerStep) {
   // eplb_state.py's _all_ranks_buffer_ready on 4 ranks: a ring of 2 x 3 gloo messages, .item().
   const OpCosts& c = VllmOpCosts();
-  EXPECT_DOUBLE_EQ(AsyncStepOverheadS(Engine::kVllm, kRanks), 6 * c.gloo_hop_s + c.torch_cpu_op_s);
+  EXPECT_DOUBLE_EQ(AsyncStepOverheadS(Engine::kVllm, kRanks),
+                   c.gloo_op_s + 5 * c.gloo_step_s + c.torch_cpu_op_s);
   EXPECT_DOUBLE_EQ(AsyncStepOverheadS(Engine::kEplb, kRanks), 0);
   EXPECT_DOUBLE_EQ(AsyncStepOverheadS(Engine::kVllm, 1), 0);
 }

@@ -68,10 +68,16 @@ const OpCosts& VllmOpCosts() {
     // NIXL's completion poll: time.sleep(0.0005) between check_xfer_state rounds
     // (eplb_communicator.py, NixlEplbCommunicator._wait_for_all_transfers).
     c.nixl_poll_period_s = 0.5e-3;
-    // One small gloo message over TCP: torchft #199 measured about 5,000 small gloo
-    // operations per second (0.2 ms each, a round trip: two hops).
-    c.gloo_hop_s = 0.1e-3;
+    // One small gloo operation called through torch.distributed, end to end: torchft #199
+    // measured 5,014 all_reduces of 10 elements a second over TCP (0.2 ms each). A staged
+    // tensor's gloo send or receive costs as much.
+    c.gloo_op_s = 0.2e-3;
     c.gloo_message_s = 0.2e-3;
+    // Each further step of a small gloo exchange (a ring step, or one of the messages
+    // monitored_barrier's rank 0 receives and sends, all posted at once): gloo's own benchmark,
+    // allreduce_ring of 1 KB over TCP on 16 ranks of 2 servers, 0.354 ms for 2 x 15 steps
+    // (pytorch/gloo #158): 11.8 µs a step.
+    c.gloo_step_s = 0.354e-3 / 30.0;
     // compute_logical_maps' loop over physical slots: ~9 small CPU tensor ops per slot
     // (index, compare, any, masked index ×3, clamp, index_put, +=); the same op pattern on
     // 58 layers × 288 slots measured 28 µs a slot on this machine.
@@ -240,6 +246,14 @@ LayerOpCounts CountLayerOps(Engine engine, Transport transport, int tensors,
 
 namespace {
 
+// torch.distributed.monitored_barrier on gloo (ProcessGroupGloo::monitoredBarrier): every rank
+// sends to rank 0 and waits for its answer; rank 0 posts a receive from each rank at once, waits
+// for them, then sends to each. One operation's round trip, and rank 0's 2 (ranks - 1) messages
+// one step each.
+double MonitoredBarrierS(const OpCosts& c, int ranks) {
+  return ranks > 1 ? c.gloo_op_s + 2.0 * (ranks - 1) * c.gloo_step_s : 0.0;
+}
+
 // One rank's host time before its layer's barrier (all of it for the P2P communicators) and
 // after it, split as the breakdown reports it.
 struct RankTime {
@@ -300,16 +314,15 @@ LayerOrchestration PriceLayer(Engine engine, Transport transport, int tensors,
   };
   if (engine == Engine::kVllm && transport == Transport::kNixl) {
     // Every rank waits at the barrier, after its reads, for the slowest to arrive; after it,
-    // the layer lasts as long as the slowest rank's releases and write-back. torch's
-    // monitored_barrier on gloo: rank 0 receives from every other rank, then sends to each,
-    // one message after another: 2 (ranks - 1) gloo messages.
+    // the layer lasts as long as the slowest rank's releases and write-back; the barrier
+    // itself as MonitoredBarrierS prices it.
     const RankTime first = slowest([](const RankTime& t) { return t.before() + t.polling; });
     const RankTime second = slowest([](const RankTime& t) { return t.after_issue + t.writeback; });
     const int n = static_cast<int>(ranks.size());
     o.planning_s = first.planning;
     o.transfer_s = first.issue + second.after_issue;
     o.polling_s = first.polling;
-    o.barrier_s = batches * 2.0 * (n - 1) * c.gloo_hop_s;
+    o.barrier_s = batches * MonitoredBarrierS(c, n);
     o.writeback_s = second.writeback;
     return o;
   }
@@ -352,7 +365,7 @@ WorkerCosts WorkerCostsOf(Engine engine, Transport transport, int tensors, int s
   local.local_moves = 1;
   w.per_local_copy_s = host(local) - none;
   if (engine == Engine::kVllm && transport == Transport::kNixl) {
-    const double barrier = 2.0 * (ranks - 1) * c.gloo_hop_s;
+    const double barrier = MonitoredBarrierS(c, ranks);
     if (batching) {
       w.per_round_s = barrier + layer_slots * c.python_iter_s;
     } else {
@@ -375,7 +388,9 @@ double ReceiveBytesPerS(Engine engine, Transport transport) {
 double AsyncStepOverheadS(Engine engine, int ranks) {
   if (engine != Engine::kVllm || ranks <= 1) return 0;  // SGLang has no async mode
   const OpCosts& c = VllmOpCosts();
-  return 2.0 * (ranks - 1) * c.gloo_hop_s + c.torch_cpu_op_s;
+  // A ring all_reduce: the first exchange costs a whole operation, each of the other
+  // 2 (ranks - 1) - 1 steps one step.
+  return c.gloo_op_s + (2.0 * (ranks - 1) - 1) * c.gloo_step_s + c.torch_cpu_op_s;
 }
 
 // Counted from vLLM's eplb_state.py (EplbState.rearrange) and rebalance_execute.py

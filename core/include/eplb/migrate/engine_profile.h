@@ -56,7 +56,8 @@ struct OpCosts {
   double small_copy_s = 0;        // a small device-host copy (.cpu(), .to(device))
   double nixl_call_s = 0;         // one NIXL call (make_prepped_xfer, transfer, release)
   double nixl_poll_period_s = 0;  // NIXL's completion poll sleeps this long between checks
-  double gloo_hop_s = 0;          // one small gloo message over TCP (a barrier round)
+  double gloo_op_s = 0;           // one small gloo operation through torch.distributed, end to end
+  double gloo_step_s = 0;         // each further step of a small gloo exchange (ring step, message)
   double gloo_message_s = 0;      // one gloo send or receive of a staged tensor (CPU work)
   double maps_per_slot_s = 0;     // compute_logical_maps: one slot's loop iteration (~9 ops)
   double policy_per_layer_slot_s = 0;  // the engine's Python policy, per layer and slot
@@ -162,7 +163,7 @@ double ReceiveBytesPerS(Engine engine, Transport transport);
 
 // Async mode: what the main thread pays on every forward step while a rearrangement is in
 // flight (vLLM's EplbState.step, _all_ranks_buffer_ready: a gloo all_reduce of a one-element
-// flag over the EP ranks' CPU group, a ring of 2 (ranks - 1) messages, then .item()). Zero for
+// flag over the EP ranks' CPU group, a ring of 2 (ranks - 1) steps, then .item()). Zero for
 // eplb.
 double AsyncStepOverheadS(Engine engine, int ranks);
 
