@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "eplb/formats/placement_file.h"
 #include "eplb/io/placement_files.h"
+#include "eplb/migrate/names.h"
 #include "eplb/migrate/schedule.h"
 #include "eplb/migrate/transfer_plan.h"
 #include "eplb/model/slot_preservation.h"
@@ -195,10 +196,10 @@ void AddPlanCommand(CommandLine& line) {
              "Nodes (required unless the placement files record num_nodes)")
       .Check(Positive());
   sub.Option("--sender-rule", &args->sender_rule, "Who sends each expert")
-      .Check(OneOf({"vllm", "local"}))
+      .Check(OneOf(kSenderRuleNames.List()))
       .ShowDefault();
   sub.Option("--schedule", &args->schedule, "How transfers are cut into rounds")
-      .Check(OneOf({"single-batch", "greedy-pairs", "best"}))
+      .Check(OneOf(kScheduleStrategyNames.List()))
       .ShowDefault();
   sub.Option("--expert-bytes", &args->expert_bytes, "Bytes of one expert in one layer")
       .Check(Positive())

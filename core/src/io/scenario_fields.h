@@ -1,6 +1,7 @@
-// The strict YAML field readers behind scenario files (scenario_file.cpp) and their parts
-// (scenario_faults.cpp): every field's range, where each field was, and the first error with
-// the file, line, column and field. Internal to the io layer.
+// The strict YAML field readers behind scenario files, which the scenario schema
+// (scenario_schema.cpp: every field's range and names) and the faults reader
+// (scenario_faults.cpp) drive: where each field was, and the first error with the file, line,
+// column and field. Internal to the io layer.
 #pragma once
 
 #include <algorithm>
