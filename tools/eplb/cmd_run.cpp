@@ -39,7 +39,8 @@ Status RunRun(const RunArgs& args) {
   if (!programs.empty()) overrides.push_back("eplb.policy=" + programs[0]);
   auto scenario = LoadScenarioOrDefault(args.scenario_path, overrides);
   if (!scenario.ok()) return scenario.status();
-  EPLB_RETURN_IF_ERROR(CheckExternalPolicyGiven(scenario->eplb.policy));
+  EPLB_RETURN_IF_ERROR(CheckPolicyGiven(scenario->eplb.policy));
+  EPLB_RETURN_IF_ERROR(CheckPolicyReplays({scenario->eplb.policy}, *scenario));
   const std::string dir = args.out.empty() ? "runs/" + scenario->name : args.out;
   if (Status s = CheckOutputFolder(dir, kRunFolderKind); !s.ok()) return s;
   // What the run itself refuses before its first step (RunSimulation, RunLoop), refused before

@@ -224,7 +224,7 @@ Status EplbLoop::Rearrange(int step, RearrangeReason reason, const Placement* fo
   const Placement current = placement();
   // Float accumulation leaves crumbs around zero; the policy needs non-negative loads.
   const LoadMatrix window = window_sum_.cwiseMax(0.0);
-  if (reason == RearrangeReason::kInterval && scenario_.eplb.gated() &&
+  if (reason == RearrangeReason::kInterval && scenario_.eplb.gated() && !recorded_.replays &&
       GateBalancedness(window, current) >= scenario_.eplb.min_balancedness) {
     ++held_;
     return Status::Ok();
@@ -277,8 +277,10 @@ Status EplbLoop::Rearrange(int step, RearrangeReason reason, const Placement* fo
       policy_stall_s_ = backend_.Now() - t;
     }
   }
-  const Placement next =
-      scenario_.eplb.preserve_slots ? PreserveSlots(current, *target, topology_) : *target;
+  // A recorded placement is replayed as it was, slot for slot.
+  const Placement next = scenario_.eplb.preserve_slots && !recorded_.replays
+                             ? PreserveSlots(current, *target, topology_)
+                             : *target;
 
   RearrangementRecord r;
   r.step = step;
@@ -337,6 +339,15 @@ Status EplbLoop::Run() {
   policy_ = std::move(policy).value();
   if (Status s = policy_->Prepare(); !s.ok()) {
     return s.WithContext(fmt::format("policy {}: ", scenario_.eplb.policy));
+  }
+  {
+    auto recorded = policy_->Recorded(topology_, scenario_.model.layers, scenario_.model.experts,
+                                      scenario_.run.steps, excluded_);
+    if (!recorded.ok()) {
+      return recorded.status().WithContext(fmt::format("policy {}: ", scenario_.eplb.policy));
+    }
+    recorded_ = std::move(recorded).value();
+    if (recorded_.initial) initial_ = *recorded_.initial;
   }
   const int interval = scenario_.eplb.step_interval;
   int counter = interval - interval / 4;
@@ -410,8 +421,17 @@ Status EplbLoop::Run() {
     if (!committed.ok()) return committed.status().WithContext(fmt::format("step {}: ", step));
     rec.stalled_s += backend_.Now() - boundary;
     if (chunk_target_) EPLB_RETURN_IF_ERROR(MoveNextChunk(rec.stalled_s));
-    if (++counter >= interval) {
+    // A recording rearranges at its steps and no other; otherwise the interval does.
+    bool due = false;
+    if (recorded_.replays) {
+      const std::vector<int>& at = recorded_.steps;
+      due = next_recorded_ < at.size() && at[next_recorded_] == step;
+      if (due) ++next_recorded_;
+    } else if (++counter >= interval) {
       counter = 0;
+      due = true;
+    }
+    if (due) {
       EPLB_RETURN_IF_ERROR(Rearrange(step));
       rec.stalled_s += policy_stall_s_;
       if (!scenario_.eplb.use_async && rearranger_->in_progress()) {

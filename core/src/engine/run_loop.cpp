@@ -36,6 +36,7 @@ Result<RunResult> RunLoop(const Scenario& scenario, Workload& workload,
     result.steps = loop.steps();
     result.rearrangements = loop.rearrangements();
     result.commits = loop.commits();
+    if (const Placement* initial = loop.recorded_initial()) result.initial = *initial;
     result.skipped_rearrangements = loop.skipped_rearrangements();
     result.held_rearrangements = loop.held_rearrangements();
     result.layer_balance = loop.layer_balance();

@@ -34,7 +34,9 @@ namespace {
 std::string PlacementsJsonl(const RunResult& run) {
   std::string out;
   const Scenario& s = run.scenario;
-  auto initial = Placement::Initial(s.model.layers, s.model.experts, s.num_slots());
+  // A recording's initial placement, or vLLM's.
+  auto initial = run.initial ? Result<Placement>(*run.initial)
+                             : Placement::Initial(s.model.layers, s.model.experts, s.num_slots());
   for (int l = 0; l < s.model.layers; ++l) {
     const auto row = initial->phy2log(l);
     out += Json{{"step", -1},

@@ -7,6 +7,7 @@
 #include "eplb/base/excerpt.h"
 #include "eplb/policy/deepseek.h"
 #include "eplb/policy/external_policy.h"
+#include "eplb/policy/recorded_policy.h"
 #include "eplb/policy/policies.h"
 #include "eplb/policy/policy.h"
 #include "eplb/policy/topology_aware.h"
@@ -201,12 +202,18 @@ Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name) {
     return std::unique_ptr<Policy>(
         std::make_unique<ExternalPolicy>(std::string(kExternalPolicyName)));
   }
+  // Likewise a recording, given only on the command line or in Python (recorded_policy.h).
+  if (name == kRecordedPolicyName) {
+    return std::unique_ptr<Policy>(
+        std::make_unique<RecordedPolicy>(std::string(kRecordedPolicyName)));
+  }
   return Status::NotFound(fmt::format("unknown policy {}; valid policies: {}", QuoteInput(name),
                                       fmt::join(names, ", ")));
 }
 
 bool PolicyHonoursLostRanks(std::string_view name) {
   if (name == kExternalPolicyName) return true;  // its placements are checked for it
+  if (name == kRecordedPolicyName) return true;  // likewise
   for (const PolicyInfo& p : RegisteredPolicies()) {
     if (p.name == name) return p.honours_lost_ranks;
   }

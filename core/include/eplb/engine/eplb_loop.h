@@ -155,6 +155,11 @@ class EplbLoop {
   int held_rearrangements() const { return held_; }
   std::vector<LayerBalanceSpan> layer_balance() const;
   const Placement& placement() const;
+  // The placement the run started from when a recording gave it (Policy::Recorded); null when
+  // it started from vLLM's.
+  const Placement* recorded_initial() const {
+    return recorded_.initial ? &initial_ : nullptr;
+  }
   Rearranger& rearranger() { return *rearranger_; }
   // Called after each step with its record; for progress lines.
   std::function<void(const StepRecord&)> on_step;
@@ -188,6 +193,10 @@ class EplbLoop {
   double policy_stall_s_ = 0;
   std::unique_ptr<Rearranger> rearranger_;
   bool rearranger_started_ = false;  // it holds the placement in force once it has started
+  // A recording's schedule (Policy::Recorded): when set, it replaces the interval's trigger,
+  // and next_recorded_ is its first step not yet reached.
+  RecordedSchedule recorded_;
+  size_t next_recorded_ = 0;
   Placement initial_;
   // Per rank: gone for good; serving (live, and among the scale's GPUs). excluded_: the ranks
   // policies place around (lost or not serving), lost_list_: those the planner leaves out.

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ struct RunResult {
   std::vector<StepRecord> steps;
   std::vector<RearrangementRecord> rearrangements;
   std::vector<CommitRecord> commits;
+  // The placement the run started from when a recording gave it (recorded_policy.h); none:
+  // vLLM's initial placement.
+  std::optional<Placement> initial;
   std::vector<TransferRecord> transfers;
   std::vector<LayerBalanceSpan> layer_balance;  // empty when not recorded (older run folders)
   int skipped_rearrangements = 0;

@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -60,6 +61,14 @@ Status ValidatePolicyInput(const PolicyInput& input, bool honour_lost_ranks = fa
 // Whether `rank` is among the input's lost ranks.
 bool IsLost(const PolicyInput& input, int rank);
 
+// What a policy that replays recorded placements (recorded_policy.h) decides in place of the
+// scenario's trigger.
+struct RecordedSchedule {
+  bool replays = false;    // false: the scenario's trigger (eplb.step_interval) decides
+  std::vector<int> steps;  // after which the run rearranges, ascending; nothing in between
+  std::optional<Placement> initial;  // the placement the run starts from; none: vLLM's
+};
+
 class Policy {
  public:
   virtual ~Policy() = default;
@@ -73,6 +82,15 @@ class Policy {
   // Called once before a run's first rearrangement, outside its timing: a policy that needs
   // something started (a user's program) starts it here, so that its start is no call's time.
   virtual Status Prepare() { return Status::Ok(); }
+  // A policy that replays a recording says when the run rearranges and what it starts from,
+  // its placements checked against the run's shape (layers, experts, slots, steps, the GPUs
+  // idle at the start); its placements are then taken as they are (no eplb.preserve_slots, no
+  // balance gate).
+  virtual Result<RecordedSchedule> Recorded(const Topology& /*topology*/, int /*layers*/,
+                                            int /*experts*/, int /*steps*/,
+                                            std::span<const int> /*idle_ranks*/) {
+    return RecordedSchedule{};
+  }
 };
 
 // A setting a policy reads from PolicyInput::migration, named as the Python API's keyword

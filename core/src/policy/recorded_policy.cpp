@@ -1,0 +1,278 @@
+#include "eplb/policy/recorded_policy.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <mutex>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "eplb/base/excerpt.h"
+#include "eplb/policy/external_policy.h"
+
+namespace eplb {
+namespace {
+
+struct Recordings {
+  std::mutex mu;
+  std::map<std::string, Recording, std::less<>> by_name;
+};
+
+Recordings& GetRecordings() {
+  static Recordings* recordings = new Recordings;
+  return *recordings;
+}
+
+std::optional<Recording> FindRecording(std::string_view name) {
+  Recordings& r = GetRecordings();
+  std::lock_guard lock(r.mu);
+  auto it = r.by_name.find(name);
+  if (it == r.by_name.end()) return std::nullopt;
+  return it->second;
+}
+
+// What an entry's step means, for the errors about steps.
+constexpr const char* kStepMeaning =
+    "a placement's step is the step after which the rearrangement to it starts (0 to the run's "
+    "last step), or -1 for the placement the run starts from";
+
+}  // namespace
+
+Result<std::pair<std::string, std::string>> ParsePolicyReplay(std::string_view text) {
+  std::string name(kRecordedPolicyName);
+  std::string file(text);
+  const size_t eq = text.find('=');
+  if (eq != std::string_view::npos && eq > 0 && eq + 1 < text.size()) {
+    const std::string_view head = text.substr(0, eq);
+    const bool word = std::all_of(head.begin(), head.end(), [](char ch) {
+      return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.';
+    });
+    if (word) {
+      name = std::string(head);
+      file = std::string(text.substr(eq + 1));
+    }
+  }
+  if (file.find_first_not_of(" \t") == std::string::npos) {
+    return Status::InvalidArgument(
+        "--policy-replay is empty; give the recorded placements' file or run folder, e.g. "
+        "--policy-replay placements.jsonl or --policy-replay 'prod=runs/tiny'");
+  }
+  return std::pair{name, file};
+}
+
+Status RegisterRecordedPolicy(Recording recording) {
+  {
+    Recordings& r = GetRecordings();
+    std::lock_guard lock(r.mu);
+    auto it = r.by_name.find(recording.name);
+    if (it != r.by_name.end()) {
+      if (it->second.path == recording.path) {
+        it->second = std::move(recording);
+        return Status::Ok();
+      }
+      return Status::InvalidArgument(fmt::format(
+          "--policy-replay: the policy {} is given twice, as {} and as {}; give each name once",
+          QuoteInput(recording.name), QuoteInput(it->second.path), QuoteInput(recording.path)));
+    }
+  }
+  if (recording.name != kRecordedPolicyName) {
+    if (!ExternalPolicyCommandFor(recording.name).empty() ||
+        recording.name == kExternalPolicyName) {
+      return Status::InvalidArgument(
+          fmt::format("--policy-replay: {} is a program's policy (--policy-command); name the "
+                      "recording otherwise",
+                      QuoteInput(recording.name)));
+    }
+    for (const PolicyInfo& p : RegisteredPolicies()) {
+      if (p.name == recording.name) {
+        return Status::InvalidArgument(
+            fmt::format("--policy-replay: {} is a built-in policy's name; name yours otherwise",
+                        QuoteInput(recording.name)));
+      }
+    }
+    const std::string name = recording.name;
+    EPLB_RETURN_IF_ERROR(RegisterPolicy({name,
+                                         "placements replayed from " + recording.path,
+                                         [name] { return std::make_unique<RecordedPolicy>(name); },
+                                         {},
+                                         /*honours_lost_ranks=*/true}));
+  }
+  Recordings& r = GetRecordings();
+  std::lock_guard lock(r.mu);
+  const std::string name = recording.name;
+  r.by_name[name] = std::move(recording);
+  return Status::Ok();
+}
+
+std::string RecordedPolicyPathFor(std::string_view name) {
+  auto r = FindRecording(name);
+  return r ? r->path : std::string();
+}
+
+std::string RecordedPolicyNote(std::string_view name) {
+  const auto r = FindRecording(name);
+  if (!r) return {};
+  std::string path;  // a line break would end the comment
+  for (const char c : r->path) {
+    const auto byte = static_cast<unsigned char>(c);
+    path += byte < 0x20 || byte == 0x7f ? fmt::format("\\x{:02x}", byte) : std::string(1, c);
+  }
+  return "placements replayed from a file, read only when given again: --policy-replay '" +
+         (name == kRecordedPolicyName ? "" : std::string(name) + "=") + path + "'";
+}
+
+Status CheckRecordedPolicyGiven(std::string_view name) {
+  if (name != kRecordedPolicyName || FindRecording(name)) return Status::Ok();
+  return Status::InvalidArgument(
+      "eplb.policy is 'recorded': placements replayed from a file, which a scenario or run "
+      "folder never names (the file is in scenario.yaml's comment, for the record); give it "
+      "again: --policy-replay FILE on eplb run, compare or sweep, or eplb.recorded(FILE) in "
+      "Python");
+}
+
+Result<std::vector<Placement>> CheckRecording(const Recording& recording, const Topology& topology,
+                                              int layers, int experts, int steps,
+                                              std::span<const int> idle_ranks) {
+  if (recording.entries.empty()) {
+    return Status::InvalidArgument(
+        fmt::format("{}: no placements recorded; give at least one", recording.path));
+  }
+  const int slots = topology.num_slots();
+  const int per_gpu = topology.slots_per_gpu();
+  std::vector<Placement> out;
+  out.reserve(recording.entries.size());
+  for (size_t i = 0; i < recording.entries.size(); ++i) {
+    const RecordedEntry& e = recording.entries[i];
+    if (e.step < -1 || e.step >= steps) {
+      return Status::InvalidArgument(
+          fmt::format("{}: step {} is {} the run's {} steps (run.steps); {}", e.where, e.step,
+                      e.step < -1 ? "before" : "beyond", steps, kStepMeaning));
+    }
+    if (i > 0) {
+      const RecordedEntry& before = recording.entries[i - 1];
+      // Two at one step only where a run folder's fault asked for one before the interval's.
+      const bool same_ok = e.step == before.step && !before.triggered && e.triggered;
+      if (e.step < before.step || (e.step == before.step && !same_ok)) {
+        return Status::InvalidArgument(fmt::format(
+            "{}: step {} comes after step {} ({}); steps must increase, one placement per step",
+            e.where, e.step, before.step, before.where));
+      }
+    }
+    if (static_cast<int>(e.phy2log.size()) != layers) {
+      return Status::InvalidArgument(
+          fmt::format("{}: the placement has {} layers; the scenario's model has {} (model.layers)",
+                      e.where, e.phy2log.size(), layers));
+    }
+    std::vector<int32_t> flat;
+    flat.reserve(static_cast<size_t>(layers) * static_cast<size_t>(slots));
+    for (int l = 0; l < layers; ++l) {
+      const std::vector<int32_t>& row = e.phy2log[static_cast<size_t>(l)];
+      if (static_cast<int>(row.size()) != slots) {
+        return Status::InvalidArgument(
+            fmt::format("{}: layer {} has {} slots; the scenario has {} ({} GPUs × {} slots: "
+                        "model.experts {} + eplb.num_redundant_experts {})",
+                        e.where, l, row.size(), slots, topology.num_ranks(), per_gpu, experts,
+                        slots - experts));
+      }
+      flat.insert(flat.end(), row.begin(), row.end());
+    }
+    auto placement = Placement::Create(experts, slots, std::move(flat));
+    if (!placement.ok()) {
+      return placement.status().WithContext(
+          fmt::format("{}: not a placement for the scenario's {} experts: ", e.where, experts));
+    }
+    if (e.step < 0) {
+      for (const int rank : idle_ranks) {
+        for (int l = 0; l < layers; ++l) {
+          for (int s = rank * per_gpu; s < (rank + 1) * per_gpu; ++s) {
+            if (placement->phy2log(l)[static_cast<size_t>(s)] != kEmptySlot) {
+              return Status::InvalidArgument(fmt::format(
+                  "{}: the initial placement puts expert {} in slot {} of layer {}, on GPU {}, "
+                  "which does not serve at the start (cluster.initial_gpus): its slots must be "
+                  "empty (-1)",
+                  e.where, placement->phy2log(l)[static_cast<size_t>(s)], s, l, rank));
+            }
+          }
+        }
+      }
+    }
+    out.push_back(std::move(placement).value());
+  }
+  return out;
+}
+
+Status CheckRecordedPolicy(std::string_view name, const Topology& topology, int layers, int experts,
+                           int steps, std::span<const int> idle_ranks) {
+  const auto recording = FindRecording(name);
+  if (!recording) return Status::Ok();
+  return CheckRecording(*recording, topology, layers, experts, steps, idle_ranks).status();
+}
+
+RecordedPolicy::RecordedPolicy(std::string name) : name_(std::move(name)) {
+  if (auto r = FindRecording(name_)) recording_ = std::move(*r);
+}
+
+Result<RecordedSchedule> RecordedPolicy::Recorded(const Topology& topology, int layers, int experts,
+                                                  int steps, std::span<const int> idle_ranks) {
+  EPLB_RETURN_IF_ERROR(CheckRecordedPolicyGiven(name_));
+  EPLB_ASSIGN_OR_RETURN(placements_,
+                        CheckRecording(recording_, topology, layers, experts, steps, idle_ranks));
+  next_ = 0;
+  RecordedSchedule schedule;
+  schedule.replays = true;
+  for (size_t i = 0; i < recording_.entries.size(); ++i) {
+    const RecordedEntry& e = recording_.entries[i];
+    if (e.step < 0) {
+      schedule.initial = placements_[i];
+      next_ = i + 1;
+    } else if (e.triggered) {
+      schedule.steps.push_back(e.step);
+    }
+  }
+  return schedule;
+}
+
+Result<Placement> RecordedPolicy::Rebalance(const PolicyInput& input) {
+  EPLB_RETURN_IF_ERROR(ValidatePolicyInput(input, /*honour_lost_ranks=*/true));
+  const Topology& t = input.topology;
+  const int layers = static_cast<int>(input.load.rows());
+  if (placements_.empty()) {
+    // Outside a run (no Recorded call): every entry is checked now, against this input.
+    EPLB_ASSIGN_OR_RETURN(placements_,
+                          CheckRecording(recording_, t, layers, static_cast<int>(input.load.cols()),
+                                         std::max(input.step + 1, 1)));
+    next_ = 0;
+  }
+  const auto& entries = recording_.entries;
+  // Entries due while a rearrangement was in flight were skipped by the loop (and counted).
+  while (next_ < entries.size() && entries[next_].step < input.step) ++next_;
+  if (next_ == entries.size() || entries[next_].step != input.step) {
+    return Status::InvalidArgument(fmt::format(
+        "the run asks for a placement at step {} (a fault's recovery or scale in the scenario) "
+        "and {} records none for that step ({}); add one with \"step\": {}",
+        input.step, recording_.path,
+        next_ == entries.size() ? std::string("it has no more")
+                                : fmt::format("its next is for step {}", entries[next_].step),
+        input.step));
+  }
+  const RecordedEntry& e = entries[next_];
+  const Placement& p = placements_[next_++];
+  const int per_gpu = t.slots_per_gpu();
+  for (const int rank : input.lost_ranks) {
+    for (int l = 0; l < layers; ++l) {
+      for (int s = rank * per_gpu; s < (rank + 1) * per_gpu; ++s) {
+        const int32_t x = p.phy2log(l)[static_cast<size_t>(s)];
+        if (x != kEmptySlot) {
+          return Status::InvalidArgument(fmt::format(
+              "{}: the placement puts expert {} in slot {} of layer {}, on GPU {}, which is lost "
+              "or not serving at step {}: its slots must be empty (-1)",
+              e.where, x, s, l, rank, input.step));
+        }
+      }
+    }
+  }
+  return p;
+}
+
+}  // namespace eplb
