@@ -9,8 +9,14 @@
 #   4 sanitizer     compute-sanitizer memcheck on the event-protocol test
 #   5 device-run    a short device run of the default scenario on 32 virtual ranks, then the
 #                   same losing rank 5 in the middle of its second rearrangement (--fail-rank)
-#   6 benchmark     migration bandwidth against a plain copy, step slowdown
-#   7 validate      the simulator against the measured run, if time remains
+#   6 benchmark     migration bandwidth against a plain copy, step slowdown; from its JSON the
+#                   one-GPU model's calibration file (tools/bench/one_gpu_calibration.py)
+#   7 torch-ops     vLLM's per-layer rearrangement operations timed with torch on the GPU
+#                   (tools/bench/torch_eplb_ops.py), if a Python here has torch with CUDA
+#   8 vllm-cuda     vLLM's test_device_compatibility[cuda] on eplb's vLLM policy (a CPU map)
+#   9 validate      the one-GPU simulation against the measured run, calibrated as in 6
+#  10 heldout       validate on three configurations the calibration never saw (other expert
+#                   bytes, fewer virtual ranks, stop-the-world), if time remains
 # Every step has its own timeout, so a hang loses that step only. A skipped GPU test is a
 # failure: the check exists to run them. $OUT receives two files: summary.txt (the table) and
 # check.tar.gz (every log and run folder).
@@ -23,17 +29,20 @@
 # GPU, a library or program missing) stops the check there: every GPU step would only fail
 # slowly. CHECK_AFTER_PREFLIGHT_FAILURE=run runs them anyway (the no-GPU test of the gating).
 # CHECK_STEPS (default all) names the steps after the preflight to run, for a rerun of some:
-# a comma list of virtual, nccl, sanitizer, device-run, benchmark, validate.
+# a comma list of virtual, nccl, sanitizer, device-run, benchmark, torch-ops, vllm-cuda,
+# validate, heldout (validate and heldout read the calibration that benchmark writes: a rerun of
+# them alone runs uncalibrated, saying so).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # The steps, checked before anything is made: spaces dropped, every name known, at least one.
-all_steps=virtual,nccl,sanitizer,device-run,benchmark,validate
+all_steps=virtual,nccl,sanitizer,device-run,benchmark,torch-ops,vllm-cuda,validate,heldout
 steps=${CHECK_STEPS-$all_steps}
 steps=${steps//[[:space:]]/}
 chosen=0
 for step in ${steps//,/ }; do
   case $step in
-    virtual | nccl | sanitizer | device-run | benchmark | validate) chosen=$((chosen + 1)) ;;
+    virtual | nccl | sanitizer | device-run | benchmark | torch-ops | vllm-cuda | validate | \
+      heldout) chosen=$((chosen + 1)) ;;
     *)
       echo "check.sh: CHECK_STEPS: unknown step '$step' (valid: ${all_steps//,/, })" >&2
       exit 2
@@ -140,7 +149,7 @@ else
     echo "== build ($build, sm_90, timeout ${build_s}s)"
     if ! { cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
       -DEPLB_WITH_GUI=OFF && timeout --kill-after=10 "$build_s" cmake --build "$build" \
-      -j "$(nproc)" --target eplb device_test eplb_bench_device; } >"$logs/build.log" 2>&1; then
+      -j "$(nproc)" --target eplb device_test eplb_bench_device eplb_python; } >"$logs/build.log" 2>&1; then
       fail "build" "failed or out of time after $((SECONDS - start)) s; see build.log"
       finish
     fi
@@ -277,25 +286,100 @@ print("?" if v is None else f"{v:.4g}")' "$logs/bench.json" "$1" "$2" 2>/dev/nul
     note "emulated step slowdown during migration" "$(counter BM_StepSlowdown slowdown)"
     note "  HBM read by the emulated steps, idle / during migration (GB/s)" \
       "$(counter BM_StepSlowdown idle_read_GBps) / $(counter BM_StepSlowdown busy_read_GBps)"
+    # The one-GPU model's start, commit, shared copy rate and step reads, for validate.
+    if "$(command -v python3 || echo /usr/bin/python3)" tools/bench/one_gpu_calibration.py \
+      "$logs/bench.json" >"$logs/one_gpu.json" 2>"$logs/one_gpu.log"; then
+      calibration=$logs/one_gpu.json
+      note "  one-GPU calibration (one_gpu.json)" "$(tr -d ' \n' <"$calibration")"
+    else
+      fail "one-GPU calibration" "$(head -1 "$logs/one_gpu.log")"
+    fi
   else
     fail "device benchmark" "exit $rc"
   fi
 fi
 
-# 7. Validate, if time remains ---------------------------------------------------------------
-if wanted validate; then
-  run_step 40 validate "$bin/eplb" validate --virtual --set eplb.step_interval=200 \
-    --set eplb.window_size=100 --step-scale 0.1 --out "$logs/validate"
+# 7–8. PyTorch on the GPU: vLLM's per-layer operations, and vLLM's device test -------------------
+# The first Python whose torch sees a GPU (the machine's PyTorch brings NCCL too).
+torch_py=""
+for py in python3 /usr/bin/python3 /opt/torch/.venv/bin/python3; do
+  command -v "$py" >/dev/null 2>&1 || continue
+  if [ "$("$py" -c 'import torch; print(torch.cuda.is_available())' 2>/dev/null)" = True ]; then
+    torch_py=$(command -v "$py")
+    break
+  fi
+done
+if wanted torch-ops; then
+  if [ -z "$torch_py" ]; then
+    fail "torch per-operation costs (vLLM's layer)" "not run: no Python here has torch with CUDA"
+  else
+    run_step 40 torch-ops "$torch_py" tools/bench/torch_eplb_ops.py --device cuda \
+      --json "$logs/torch-ops.json"
+    rc=$?
+    if [ $rc -eq 0 ]; then
+      note "torch per-operation costs (vLLM's layer)" "$(head -1 "$logs/torch-ops.log")"
+      # ms a layer (GB/s) per operation, from the JSON.
+      note "  ms a layer (GB/s)" "$(grep -E -m1 '^per layer:' "$logs/torch-ops.log")"
+    elif [ $rc -eq 125 ]; then
+      note "torch per-operation costs (vLLM's layer)" "not run: out of time"
+    else
+      fail "torch per-operation costs (vLLM's layer)" "exit $rc: $(tail -1 "$logs/torch-ops.log")"
+    fi
+  fi
+fi
+if wanted vllm-cuda; then
+  # eplb's Python module: the bundle's (device/bundle.sh), else the build's.
+  pydir=$build/bundle/python
+  [ -d "$pydir/eplb" ] || pydir=$build/python
+  if [ -z "$torch_py" ]; then
+    fail "vLLM test_device_compatibility[cuda]" "not run: no Python here has torch with CUDA"
+  elif ! why=$(PYTHONPATH=$PWD/$pydir "$torch_py" -c 'import eplb.vllm' 2>&1); then
+    fail "vLLM test_device_compatibility[cuda]" "eplb's module ($pydir) does not import under $torch_py: $(echo "$why" | tail -1)"
+  else
+    run_step 30 vllm-cuda env PYTHONPATH="$PWD/$pydir" EPLB_TEST_DATA="$PWD/tests/data" \
+      "$torch_py" -m unittest discover -s python/tests -p test_vllm_policy.py \
+      -k DeviceConvention -v
+    rc=$?
+    if [ $rc -eq 0 ] && ! grep -q 'skipped' "$logs/vllm-cuda.log"; then
+      note "vLLM test_device_compatibility[cuda]" "passed ($(grep -Ec ' ok$' "$logs/vllm-cuda.log") tests)"
+    elif [ $rc -eq 125 ]; then
+      fail "vLLM test_device_compatibility[cuda]" "not run: out of time"
+    else
+      fail "vLLM test_device_compatibility[cuda]" "exit $rc: $(grep -m1 -E 'skipped|Error|FAIL' "$logs/vllm-cuda.log")"
+    fi
+  fi
+fi
+
+# 9–10. Validate, and held-out configurations, if time remains ---------------------------------
+# validate LABEL LOG [options...]: the one-GPU simulation of a short device run against it.
+validate() {
+  local label=$1 log=$2
+  shift 2
+  run_step 40 "$log" "$bin/eplb" validate --virtual --set eplb.step_interval=200 \
+    --set eplb.window_size=100 --step-scale 0.1 ${calibration:+--calibration "$calibration"} \
+    --out "$logs/$log" "$@"
   rc=$?
   if [ $rc -eq 0 ]; then
-    note "validate, measured" "$(grep -E '^measured:' "$logs/validate.log")"
-    note "validate, per layer" "$(grep -E '^per layer' "$logs/validate.log")"
-    note "validate, per transfer" "$(grep -E '^per transfer' "$logs/validate.log")"
+    note "$label, simulated as" "$(grep -E '^simulated as' "$logs/$log.log")"
+    note "  measured" "$(grep -E '^measured:' "$logs/$log.log")"
+    note "  per layer" "$(grep -E '^per layer' "$logs/$log.log")"
+    note "  per transfer" "$(grep -E '^per transfer' "$logs/$log.log")"
+    note "  start to last commit" "$(grep -E '^start to commit' "$logs/$log.log")"
   elif [ $rc -eq 125 ]; then
-    note "validate" "not run: out of time"
+    note "$label" "not run: out of time"
   else
-    fail "validate" "exit $rc: $(grep -m1 -i error "$logs/validate.log")"
+    fail "$label" "exit $rc: $(grep -m1 -i error "$logs/$log.log")"
   fi
+}
+calibration=${calibration:-}
+if wanted validate || wanted heldout; then
+  [ -n "$calibration" ] || note "validate calibration" "none (benchmark not run or failed): start, commit and step reads unpriced"
+fi
+wanted validate && validate "validate (32 virtual ranks)" validate
+if wanted heldout; then
+  validate "held out: 8 MiB experts" heldout-bytes --expert-bytes 8388608
+  validate "held out: 16 virtual ranks" heldout-ranks --ranks 16
+  validate "held out: stop-the-world" heldout-sync --set eplb.use_async=false
 fi
 
 note "check time" "$((SECONDS - start)) s of $budget"
