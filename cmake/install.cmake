@@ -21,7 +21,7 @@ set(EPLB_PUBLIC_HEADERS
     model/survivability.h
     # The policies, by name (policy.h) or called directly.
     policy/policy.h policy/policies.h policy/deepseek.h policy/balance_bound.h policy/optimal.h
-    policy/external_policy.h policy/topology_aware.h
+    policy/external_policy.h policy/topology_aware.h policy/recorded_policy.h
     # The backend contract and the rearranger that drives it; the host backend, and the helpers
     # every backend shares.
     migrate/backend.h migrate/rearranger.h migrate/transfer_plan.h migrate/schedule.h
@@ -33,7 +33,7 @@ set(EPLB_PUBLIC_HEADERS
     # The formats: loads, placements, scenario files, run and other output folders; a policy run
     # on a load.
     formats/load_file.h formats/placement_file.h io/placement_files.h io/scenario_file.h
-    io/run_folder.h io/output_folders.h io/rebalance.h)
+    io/run_folder.h io/output_folders.h io/recorded_placements.h io/rebalance.h)
 foreach(header IN LISTS EPLB_PUBLIC_HEADERS)
   get_filename_component(dir ${header} DIRECTORY)
   install(FILES ${PROJECT_SOURCE_DIR}/core/include/eplb/${header}
