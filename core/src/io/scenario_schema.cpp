@@ -189,6 +189,13 @@ Field Note(std::string path, std::vector<std::string> names, const Doc& doc) {
   f.names = std::move(names);
   return f;
 }
+// A number of a list's entries in [min, max], documented here and read with its entry.
+Field NoteRange(std::string path, double min, double max, const Doc& doc) {
+  Field f = Base(std::move(path), FieldType::kNote, doc);
+  f.min = min;
+  f.max = max;
+  return f;
+}
 // Runs `check` after the field is read: a rule of that field alone.
 Field Checked(Field f, void (*check)(const Scenario&, Reader&)) {
   auto read = std::move(f.read);
@@ -781,22 +788,28 @@ const std::vector<Field>& ScenarioFields() {
                 "back; per layer and rank its numpy planning (a lookup per expert it holds and per "
                 "expert it receives), `copy_` per tensor per local move, then per "
                 "`migration.transport`: `nccl` an isend/irecv per tensor per expert moved, one "
-                "batch, a wait per request; `nixl` per received expert 6 NIXL calls and 3 "
-                "releases, completion seen at the next 0.5 ms poll, a `monitored_barrier` of 2 "
-                "(ranks − 1) gloo messages (0.1 ms each) that waits for the slowest rank; `gloo` a "
+                "batch, a wait per request, which NCCL runs at 21.3 GB/s a rank (vLLM #28562); "
+                "`nixl` per received expert 6 NIXL calls and 3 "
+                "releases, completion seen at the next 0.5 ms poll, a `monitored_barrier` (one "
+                "gloo "
+                "operation, 0.2 ms, and rank 0's 2 (ranks − 1) messages, 11.8 µs each) that waits "
+                "for the slowest rank; `gloo` a "
                 "host copy, a gloo send/recv (0.2 ms) and a wait per tensor; then the write-back "
                 "`copy_` per row per tensor. Its counts replace the transport's own per-layer and "
                 "per-message CPU estimates. The simulator charges the once-per-rearrangement work "
                 "on the rearranging thread (a sync rearrangement's stall) and the rest on each "
                 "rank's worker. In async mode (`eplb.use_async`) every step while a rearrangement "
-                "is in flight also pays `_all_ranks_buffer_ready`, a gloo all_reduce of a flag (2 "
-                "(ranks − 1) messages) and `.item()`; `sglang`, SGLang's `ExpertLocationUpdater` "
+                "is in flight also pays `_all_ranks_buffer_ready`, a gloo all_reduce of a flag "
+                "(one "
+                "operation and 2 (ranks − 1) − 1 ring steps) and `.item()`; `sglang`, SGLang's "
+                "`ExpertLocationUpdater` "
                 "(with `nccl` only): per layer two loops over the rank's slots and, per expert it "
                 "receives or holds, two list comprehensions over every slot (0.02 µs an element), "
-                "a P2P op per tensor per expert in one batch with a wait each, `copy_` per tensor "
+                "a P2P op per tensor per expert in one batch with a wait each (21.3 GB/s a rank), "
+                "`copy_` per tensor "
                 "per move; its policy and once-per-update work are not counted. Not yet modelled: "
                 "async mode's per-layer stream sync and event wait and its write-back on the main "
-                "thread, migration batching, SGLang and TensorRT-LLM profiles"}),
+                "thread, SGLang's once-per-update work and TensorRT-LLM's profile"}),
         Bool(FIELD(migration.batching),
              Doc{"",
                  "vLLM's opt-in migration batching (`enable_migration_batching`, "
@@ -840,13 +853,14 @@ const std::vector<Field>& ScenarioFields() {
              Doc{"", "`scale` (required): the GPUs serving from `step` on", "1..GPUs", "—"}),
         Note("faults[].link", kLinkClassNames.List(),
              Doc{"", "`link_degraded`: which of the GPUs' links", "", "`nic`"}),
-        Note("faults[].factor", {},
-             Doc{"",
-                 "`straggler`: its MoE work and attention take × factor (it may become each "
-                 "layer's straggler, and every step's attention waits for it); `link_degraded`: "
-                 "bandwidth ÷ factor for dispatch, combine and expert transfers alike, in flight "
-                 "too (the simulator; real links on the host and GPU backends keep their speed)",
-                 "[1, 1000]", "1"}),
+        NoteRange(
+            "faults[].factor", 1, kMaxSlowdown,
+            Doc{"",
+                "`straggler`: its MoE work and attention take × factor (it may become each "
+                "layer's straggler, and every step's attention waits for it); `link_degraded`: "
+                "bandwidth ÷ factor for dispatch, combine and expert transfers alike, in flight "
+                "too (the simulator; real links on the host and GPU backends keep their speed)",
+                "", "1"}),
         Int(FIELD(run.steps), 1, kNoMax,
             Doc{"", "inference steps to simulate", "≥ 1, and the run must fit in memory (below)"}),
         Uint64(FIELD(run.seed), Doc{"", "seeds the workload"}),
@@ -877,21 +891,18 @@ std::string Field::Key() const {
 
 std::string Field::ValidText() const {
   if (!valid_text.empty()) return valid_text;
-  switch (type) {
-    case FieldType::kInt:
-      if (int_max - int_min == 1) return fmt::format("{}, {}", int_min, int_max);
-      if (int_max == kNoMax) return fmt::format("≥ {}", int_min);
-      return fmt::format("{}..{}", int_min, IntBound(int_max));
-    case FieldType::kReal:
-      return fmt::format("{}{}, {}]", positive ? "(" : "[", Bound(min), Bound(max));
-    case FieldType::kBool:
-      return "true, false";
-    default: {
-      std::string out;
-      for (const std::string& name : names) out += (out.empty() ? "`" : ", `") + name + "`";
-      return out;
-    }
+  if (type == FieldType::kInt) {
+    if (int_max - int_min == 1) return fmt::format("{}, {}", int_min, int_max);
+    if (int_max == kNoMax) return fmt::format("≥ {}", int_min);
+    return fmt::format("{}..{}", int_min, IntBound(int_max));
   }
+  if (type == FieldType::kReal || (type == FieldType::kNote && max > min)) {
+    return fmt::format("{}{}, {}]", positive ? "(" : "[", Bound(min), Bound(max));
+  }
+  if (type == FieldType::kBool) return "true, false";
+  std::string out;  // the names: `a`, `b`, `c`
+  for (const std::string& name : names) out += (out.empty() ? "`" : ", `") + name + "`";
+  return out;
 }
 
 std::string Field::DefaultText() const {
