@@ -74,6 +74,22 @@ TEST(ScenarioSchema, EveryRowNamesItsValidValuesAndDefault) {
   }
 }
 
+// An enum's error lists its table's names, in the table's order.
+TEST(ScenarioSchema, AWrongNameListsTheTablesNames) {
+  int checked = 0;
+  for (const ScenarioFieldDoc& f : ScenarioFieldDocs()) {
+    if (f.names.empty() || f.path.find("[]") != std::string::npos) continue;
+    std::string valid;
+    for (const std::string& name : f.names) valid += (valid.empty() ? "" : ", ") + name;
+    auto s = ParseScenario("", "s.yaml", {f.path + "=bogus"});
+    ASSERT_FALSE(s.ok()) << f.path;
+    EXPECT_EQ(s.status().message(),
+              "s.yaml (--set " + f.path + "): " + f.path + " is 'bogus'; valid values: " + valid);
+    ++checked;
+  }
+  EXPECT_GE(checked, 16);
+}
+
 // The writer writes every field the reader reads, and a written scenario reads back the same.
 TEST(ScenarioSchema, WrittenScenarioHasEveryFieldAndReadsBack) {
   auto s = ParseScenario(DefaultScenarioText(), "default");
