@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include <gtest/gtest.h>
@@ -252,6 +253,27 @@ TEST(OneGpuModel, CalibrationFilesAreCheckedNamingFileKeyAndValue) {
   EXPECT_EQ(model->copy_gbps, 1700);
   EXPECT_EQ(model->stream_gbps, base.stream_gbps);  // the base's where the file says nothing
   EXPECT_EQ(sim::OneGpuModelJson(*model)["copy_gbps"], 1700);
+}
+
+TEST(OneGpuModel, LoadsTheFileOneGpuCalibrationWrites) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("one-gpu-" + std::to_string(getpid()) + ".json"))
+          .string();
+  {
+    std::ofstream f(path);
+    f << R"({"start_us": 1000.0, "commit_us": 300.0, "copy_gbps": 1660.0,)"
+      << R"( "step_read_gbps": 1900.0})"
+      << "\n";
+  }
+  auto model = sim::LoadOneGpuModel(path, BytesOnly(10));
+  std::filesystem::remove(path);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  EXPECT_EQ(model->start_us, 1000);
+  EXPECT_EQ(model->copy_gbps, 1660);
+  EXPECT_EQ(model->stream_gbps, 1e6);  // the probes' (the base) where the file says nothing
+  auto missing = sim::LoadOneGpuModel(path, BytesOnly(10));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find(path), std::string::npos);
 }
 
 TEST(OneGpuModel, OnOneGpuKeepsTheTopologyAndSetsTheLinks) {
