@@ -26,6 +26,7 @@ from . import _args, _eplb, _tidy
 from ._args import ArgumentError
 from ._arrays import log2phy_of
 from ._arrays import to_numpy as _to_numpy
+from ._recorded import recorded
 from .folders import Comparison, RunResult, Sweep, read_comparison, read_run, read_sweep
 from .scenario import EplbError, compare_policies, run_scenario, sweep
 
@@ -41,6 +42,7 @@ __all__ = [
     "read_run",
     "read_sweep",
     "rebalance",
+    "recorded",
     "run_folder_columns",
     "run_scenario",
     "sweep",

@@ -13,6 +13,7 @@ import tempfile
 import weakref
 
 from . import _args, _eplb
+from ._recorded import Recorded
 from ._user_policy import PolicyServer, policy_name
 from .folders import Comparison, RunResult, Sweep
 
@@ -39,7 +40,7 @@ def _cli():
 
 
 def _simulate(command, scenario, out, set, trace, extra, timeout, read, functions=None,
-              policy_time=None):
+              policy_time=None, replays=()):
     """Runs `eplb COMMAND [SCENARIO] --set ... --out OUT [--no-trace] EXTRA` and returns
     read(OUT); a temporary OUT (out None) lives as long as what read returned. `functions`
     ({name: fn}) are served as policies for the command's length (_user_policy.py), their
@@ -68,6 +69,8 @@ def _simulate(command, scenario, out, set, trace, extra, timeout, read, function
         _eplb.name_program_policy(name)  # so that the folders naming it read back here
     for name in functions or {}:
         args.append(f"--policy-command={name}={server.command(name)}")
+    for recording in replays:  # eplb reads and checks the file (_recorded.py)
+        args.append(recording.option())
     if policy_time is not None:
         if policy_time not in ("priced", "free"):
             raise _args.ArgumentError(f"policy_time is {_args.quote(policy_time)}; expected "
@@ -128,14 +131,21 @@ def _error_of(stderr):
 
 
 def _functions_of(policies):
-    """Policies as names, with the callables among them as {name: fn} (named by __name__)."""
+    """Policies as names, with the callables among them as {name: fn} (named by __name__) and
+    the recordings (eplb.recorded) as a list."""
     if policies is None or isinstance(policies, (str, bytes)):
-        return policies, {}
-    if callable(policies):
+        return policies, {}, []
+    if callable(policies) or isinstance(policies, Recorded):
         policies = [policies]
-    names, functions = [], {}
+    names, functions, replays = [], {}, []
     for p in policies:
-        if callable(p):
+        if isinstance(p, Recorded):
+            if any(r.name == p.name for r in replays):
+                raise _args.ArgumentError(f"policies: two recordings are named {p.name!r}; give "
+                                          "each its own name (eplb.recorded(path, name=...))")
+            replays.append(p)
+            p = p.name
+        elif callable(p):
             name = policy_name(p)
             if name in functions and functions[name] is not p:
                 raise _args.ArgumentError(f"policies: two functions are named {name!r}; give "
@@ -143,7 +153,7 @@ def _functions_of(policies):
             functions[name] = p
             p = name
         names.append(p)
-    return names, functions
+    return names, functions, replays
 
 
 def run_scenario(scenario=None, out=None, set=None, trace=False, timeout=None, frames=None,
@@ -151,8 +161,9 @@ def run_scenario(scenario=None, out=None, set=None, trace=False, timeout=None, f
     """Simulates `scenario` (a YAML path; None: the built-in DeepSeek-V3 prefill EP32).
 
     policy: a function as the policy (vLLM's rebalance_experts signature; _user_policy.py),
-        named by its __name__ in the run folder; None: the scenario's eplb.policy. For a
-        built-in, set={"eplb.policy": name}.
+        named by its __name__ in the run folder, or recorded placements replayed
+        (eplb.recorded(path)); None: the scenario's eplb.policy. For a built-in,
+        set={"eplb.policy": name}.
     policy_time: "priced" (None): the simulated clock waits for each call of a function's
         policy, as an engine would; "free": it does not, as for the built-ins, and the folder
         is the same on any machine (docs/policy_protocol.md).
@@ -165,14 +176,17 @@ def run_scenario(scenario=None, out=None, set=None, trace=False, timeout=None, f
     Raises EplbError with eplb's message when the scenario is refused or the run fails.
     """
     frames = _args.frames(frames)
-    functions = {}
-    if policy is not None:
+    functions, replays = {}, []
+    if isinstance(policy, Recorded):
+        replays = [policy]
+    elif policy is not None:
         if not callable(policy):
             raise _args.ArgumentError(f"policy is {_args.quote(policy)}; expected a function "
-                                      "(a built-in is set={'eplb.policy': name})")
+                                      "or eplb.recorded(path) (a built-in is "
+                                      "set={'eplb.policy': name})")
         functions = {policy_name(policy): policy}
     return _simulate("run", scenario, out, set, trace, [], timeout,
-                     lambda folder: RunResult(folder, frames), functions, policy_time)
+                     lambda folder: RunResult(folder, frames), functions, policy_time, replays)
 
 
 def _study_options(policies, jobs):
@@ -192,19 +206,20 @@ def compare_policies(scenario=None, policies=None, seeds=None, out=None, set=Non
     `eplb compare` does (the library's sim/studies.h RunComparison, each run in its own
     process).
 
-    policies: names (a list, or "a,b"), or functions among the names (run_scenario's policy);
-        None: eplb compare's default five.
+    policies: names (a list, or "a,b"), or functions and recordings (eplb.recorded) among the
+        names (run_scenario's policy); None: eplb compare's default five.
     seeds: run every policy once per seed; the rows are then means with their spread.
     out, set, trace, timeout, frames, policy_time: as run_scenario. jobs: simulations at once
     (None: a core each). Raises EplbError with eplb's message.
     """
     frames = _args.frames(frames)
-    policies, functions = _functions_of(policies)
+    policies, functions, replays = _functions_of(policies)
     extra = _study_options(policies, jobs)
     if seeds is not None:
         extra.append(f"--seeds={_args.seeds(seeds, 'seeds')}")
     return _simulate("compare", scenario, out, set, trace, extra, timeout,
-                     lambda folder: Comparison(folder, frames), functions, policy_time)
+                     lambda folder: Comparison(folder, frames), functions, policy_time,
+                     replays)
 
 
 def sweep(scenario=None, vary=None, policies=None, out=None, set=None, trace=False, jobs=None,
@@ -218,7 +233,7 @@ def sweep(scenario=None, vary=None, policies=None, out=None, set=None, trace=Fal
     with eplb's message.
     """
     frames = _args.frames(frames)
-    policies, functions = _functions_of(policies)
+    policies, functions, replays = _functions_of(policies)
     if not isinstance(vary, dict):
         raise _args.ArgumentError(f"vary is {_args.quote(vary)}; expected a dict "
                                   "{'key.path': [values, ...]}")
@@ -234,4 +249,4 @@ def sweep(scenario=None, vary=None, policies=None, out=None, set=None, trace=Fal
         texts = [_args.yaml_value(v, f"vary[{key!r}]") for v in values]
         extra.append(f"--vary={key}={_args.names(texts, f'vary[{key!r}]')}")
     return _simulate("sweep", scenario, out, set, trace, extra, timeout,
-                     lambda folder: Sweep(folder, frames), functions, policy_time)
+                     lambda folder: Sweep(folder, frames), functions, policy_time, replays)

@@ -1,0 +1,69 @@
+"""Recorded placements as the policy (eplb.recorded): a run folder's own placements replayed give
+its run number for number, in run_scenario and beside the built-in in compare_policies; a bad
+recording stops before anything runs, with eplb's message naming the file and the entry."""
+
+import json
+import os
+import tempfile
+import unittest
+
+import numpy as np
+
+import eplb
+from eplb.scenario import EplbError
+
+SCENARIOS = os.environ.get("EPLB_SCENARIOS",
+                           os.path.join(os.path.dirname(__file__), "../../scenarios"))
+TINY = os.path.join(SCENARIOS, "tiny.yaml")
+
+
+def same_columns(mine, theirs, skip):
+    return {k: np.asarray(v).tolist() for k, v in mine.items() if k not in skip} == \
+        {k: np.asarray(v).tolist() for k, v in theirs.items() if k not in skip}
+
+
+class RecordedArguments(unittest.TestCase):
+    def test_a_recording_is_named_by_its_file_or_as_given(self):
+        self.assertEqual(eplb.recorded("/x/prod.jsonl").name, "prod")
+        self.assertEqual(eplb.recorded("/x/runs/tiny/placements.jsonl").name, "tiny")
+        self.assertEqual(eplb.recorded("/x/a.json", name="mine").option(),
+                         "--policy-replay=mine=/x/a.json")
+        with self.assertRaises(eplb.ArgumentError):
+            eplb.recorded("/x/a.json", name="no spaces")
+        with self.assertRaises(eplb.ArgumentError):
+            eplb.recorded("")
+
+
+@unittest.skipIf(os.environ.get("EPLB_HAVE_SIM") == "0", "eplb was built without the simulator")
+class Recorded(unittest.TestCase):
+    def test_a_run_folders_placements_replayed_give_its_run(self):
+        theirs = eplb.run_scenario(TINY, set={"eplb.policy": "deepseek"}, frames=False)
+        mine = eplb.run_scenario(TINY, policy=eplb.recorded(theirs.folder), frames=False)
+        with open(os.path.join(mine.folder, "scenario.yaml")) as f:
+            self.assertIn("policy: recorded  # placements replayed from a file", f.read())
+        self.assertTrue(same_columns(mine.metrics, theirs.metrics, ()))
+        self.assertTrue(same_columns(mine.rearrangements, theirs.rearrangements, ("policy_ms",)))
+        self.assertEqual(mine.summary["balancedness"], theirs.summary["balancedness"])
+
+        c = eplb.compare_policies(TINY, policies=["deepseek", eplb.recorded(theirs.folder,
+                                                                            name="prod")],
+                                  frames=False, timeout=300)
+        self.assertEqual(list(c.policies["label"]), ["deepseek", "prod"])
+        self.assertEqual(c.policies["balancedness_mean"][0], c.policies["balancedness_mean"][1])
+
+    def test_a_bad_recording_stops_before_the_run(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "late.jsonl")
+            rows = [[s % 16 for s in range(20)] for _ in range(4)]
+            with open(path, "w") as f:
+                f.write(json.dumps({"step": 400, "phy2log": rows}) + "\n")
+            out = os.path.join(d, "out")
+            with self.assertRaises(EplbError) as caught:
+                eplb.run_scenario(TINY, policy=eplb.recorded(path), out=out)
+            self.assertIn("late.jsonl line 1: step 400 is beyond the run's 400 steps",
+                          str(caught.exception))
+            self.assertFalse(os.path.exists(out))
+
+
+if __name__ == "__main__":
+    unittest.main()
