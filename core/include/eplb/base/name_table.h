@@ -58,4 +58,13 @@ struct NameTable {
   }
 };
 
+// A table whose size is its names' count: MakeNameTable<Engine>("migration.engine", {"eplb",
+// "vllm", "sglang"}); a name added needs no count changed.
+template <typename E, size_t N>
+constexpr NameTable<E, N> MakeNameTable(const char* field, const char* const (&names)[N]) {
+  NameTable<E, N> table{field, {}};
+  for (size_t i = 0; i < N; ++i) table.names[i] = names[i];
+  return table;
+}
+
 }  // namespace eplb

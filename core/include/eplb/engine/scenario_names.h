@@ -9,24 +9,25 @@
 
 namespace eplb {
 
-inline constexpr NameTable<ComputeModel, 2> kComputeModelNames{"compute.model",
-                                                               {"simple", "roofline"}};
-inline constexpr NameTable<AllToAllMode, 3> kAllToAllModeNames{"compute.all_to_all",
-                                                               {"bulk", "normal", "low-latency"}};
-inline constexpr NameTable<InferenceStage, 2> kInferenceStageNames{"compute.stage",
-                                                                   {"prefill", "decode"}};
-inline constexpr NameTable<Dispatch, 3> kDispatchNames{"eplb.dispatch", {"even", "random", "lp"}};
-inline constexpr NameTable<EplbSpec::Statistics, 2> kStatisticsNames{"eplb.statistics",
-                                                                     {"window", "decayed"}};
-inline constexpr NameTable<EplbSpec::BalancednessGate, 3> kBalancednessGateNames{
-    "eplb.balancedness_gate", {"window_min", "window_mean", "step_mean"}};
-inline constexpr NameTable<EplbSpec::LostTokens, 2> kLostTokensNames{"eplb.lost_tokens",
-                                                                     {"drop", "wait"}};
-inline constexpr NameTable<EplbSpec::Recovery, 2> kRecoveryNames{"eplb.recovery",
-                                                                 {"rebalance", "repair"}};
-inline constexpr NameTable<ClusterSpec::Backup, 2> kBackupNames{"cluster.backup",
-                                                                {"host", "storage"}};
-inline constexpr NameTable<FaultKind, 5> kFaultKindNames{
-    "faults[].kind", {"straggler", "link_degraded", "gpu_lost", "node_lost", "scale"}};
+inline constexpr auto kComputeModelNames =
+    MakeNameTable<ComputeModel>("compute.model", {"simple", "roofline"});
+inline constexpr auto kAllToAllModeNames =
+    MakeNameTable<AllToAllMode>("compute.all_to_all", {"bulk", "normal", "low-latency"});
+inline constexpr auto kInferenceStageNames =
+    MakeNameTable<InferenceStage>("compute.stage", {"prefill", "decode"});
+inline constexpr auto kDispatchNames =
+    MakeNameTable<Dispatch>("eplb.dispatch", {"even", "random", "lp"});
+inline constexpr auto kStatisticsNames =
+    MakeNameTable<EplbSpec::Statistics>("eplb.statistics", {"window", "decayed"});
+inline constexpr auto kBalancednessGateNames = MakeNameTable<EplbSpec::BalancednessGate>(
+    "eplb.balancedness_gate", {"window_min", "window_mean", "step_mean"});
+inline constexpr auto kLostTokensNames =
+    MakeNameTable<EplbSpec::LostTokens>("eplb.lost_tokens", {"drop", "wait"});
+inline constexpr auto kRecoveryNames =
+    MakeNameTable<EplbSpec::Recovery>("eplb.recovery", {"rebalance", "repair"});
+inline constexpr auto kBackupNames =
+    MakeNameTable<ClusterSpec::Backup>("cluster.backup", {"host", "storage"});
+inline constexpr auto kFaultKindNames = MakeNameTable<FaultKind>(
+    "faults[].kind", {"straggler", "link_degraded", "gpu_lost", "node_lost", "scale"});
 
 }  // namespace eplb

@@ -11,11 +11,13 @@
 
 namespace eplb {
 
-inline constexpr NameTable<Transport, 4> kTransportNames{"migration.transport",
-                                                         {"nccl", "nixl", "gloo", "host_pool"}};
-inline constexpr NameTable<Engine, 3> kEngineNames{"migration.engine", {"eplb", "vllm", "sglang"}};
-inline constexpr NameTable<ScheduleStrategy, 3> kScheduleStrategyNames{
-    "eplb.schedule", {"single-batch", "greedy-pairs", "best"}};
-inline constexpr NameTable<SenderRule, 2> kSenderRuleNames{"eplb.sender_rule", {"vllm", "local"}};
+inline constexpr auto kTransportNames =
+    MakeNameTable<Transport>("migration.transport", {"nccl", "nixl", "gloo", "host_pool"});
+inline constexpr auto kEngineNames =
+    MakeNameTable<Engine>("migration.engine", {"eplb", "vllm", "sglang"});
+inline constexpr auto kScheduleStrategyNames =
+    MakeNameTable<ScheduleStrategy>("eplb.schedule", {"single-batch", "greedy-pairs", "best"});
+inline constexpr auto kSenderRuleNames =
+    MakeNameTable<SenderRule>("eplb.sender_rule", {"vllm", "local"});
 
 }  // namespace eplb

@@ -7,6 +7,7 @@
 
 namespace eplb {
 
-inline constexpr NameTable<LinkClass, 2> kLinkClassNames{"faults[].link", {"nvlink", "nic"}};
+inline constexpr auto kLinkClassNames =
+    MakeNameTable<LinkClass>("faults[].link", {"nvlink", "nic"});
 
 }  // namespace eplb
