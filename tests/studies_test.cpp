@@ -1,4 +1,4 @@
-// sim/studies.h: comparisons and sweeps as library calls. Every simulation runs in a child
+// studies/studies.h: comparisons and sweeps as library calls. Every simulation runs in a child
 // process, so this process runs no SimGrid engine and may run several studies.
 #include <unistd.h>
 
@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "eplb/base/file_io.h"
+#include "eplb/io/output_folders.h"
+#include "eplb/io/run_folder.h"
 #include "eplb/io/scenario_file.h"
 #include "eplb/studies/studies.h"
 #include "simulation.h"
@@ -429,6 +431,73 @@ TEST_F(Studies, SweepOverSeedsRunsEachPointOncePerSeed) {
                row["spread"]["step_time_mean_s"][1].get<double>()) /
                   2,
               1e-12);
+}
+
+// A study's folder read back through its one reader (io/output_folders.h): each policy's or
+// point's runs as its manifest lists them, at the paths the module gives.
+TEST_F(Studies, StudyFoldersAreReadBackThroughTheirReader) {
+  studies::ComparisonSpec spec = TinyComparison(Path("cmp"));
+  spec.scenario.run.steps = 40;
+  spec.seeds = {3, 4};
+  ASSERT_TRUE(studies::RunComparison(spec).ok());
+  auto cmp = ReadComparisonFolder(Path("cmp"));
+  ASSERT_TRUE(cmp.ok()) << cmp.status().message();
+  EXPECT_EQ(cmp->document["scenario"], "tiny");
+  ASSERT_EQ(cmp->runs.size(), 2u);
+  EXPECT_EQ(cmp->runs[1].name, "deepseek");
+  EXPECT_TRUE(cmp->runs[1].found);
+  EXPECT_EQ(cmp->runs[1].seeds, (std::vector<uint64_t>{3, 4}));
+  EXPECT_EQ(ComparisonRunPath("deepseek", 4), "deepseek/seed-4");
+  EXPECT_TRUE(ReadRunFolder(Path("cmp/") + ComparisonRunPath("deepseek", 4)).ok());
+  auto wrong = ReadSweepFolder(Path("cmp"));
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("an eplb comparison folder, not a sweep folder"),
+            std::string::npos)
+      << wrong.status().message();
+
+  studies::SweepSpec sweep = TinySweep(Path("sweep"));
+  sweep.overrides = {"run.steps=40"};
+  sweep.vary = {{"cluster.nodes", {"1", "2"}}};
+  sweep.policies = {"deepseek"};
+  sweep.seeds = {1, 2};
+  auto plan = studies::PlanSweep(sweep);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  ASSERT_TRUE(studies::RunSweep(*plan, Launch{}).ok());
+  auto read = ReadSweepFolder(Path("sweep"));
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  ASSERT_EQ(read->runs.size(), 2u);
+  EXPECT_EQ(read->runs[1].name, "1");
+  EXPECT_EQ(read->runs[1].seeds, (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(SweepRunPath(1, 2), "points/1/seed-2");
+  EXPECT_EQ(SweepRunPath(1, std::nullopt), "points/1");
+  EXPECT_TRUE(ReadRunFolder(Path("sweep/") + SweepRunPath(1, 2)).ok());
+}
+
+// A study runs its scenarios with the runner it is given, and none without one.
+TEST_F(Studies, AStudyRunsItsScenariosWithTheRunnerItIsGiven) {
+  studies::ComparisonSpec spec = TinyComparison(Path("cmp"));
+  spec.runner = nullptr;
+  auto none = studies::RunComparison(spec);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("no runner"), std::string::npos)
+      << none.status().message();
+  studies::SweepSpec sweep = TinySweep(Path("sweep"));
+  sweep.runner = nullptr;
+  EXPECT_FALSE(studies::PlanSweep(sweep).ok());
+  EXPECT_FALSE(fs::exists(Path("cmp")));
+
+  // A runner of our own runs each policy (in a child, whose error it prints); the study fails
+  // naming them, and leaves no folder.
+  spec = TinyComparison(Path("cmp"));
+  spec.runner = [](const Scenario& s, const std::string&, const RunFolderOptions&,
+                   std::atomic<int64_t>*) {
+    return Status::Unavailable("this runner runs no " + s.eplb.policy);
+  };
+  auto refused = studies::RunComparison(spec);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("failed: static, deepseek"), std::string::npos)
+      << refused.status().message();
+  EXPECT_FALSE(fs::exists(Path("cmp")));
 }
 
 }  // namespace
