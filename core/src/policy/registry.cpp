@@ -7,9 +7,9 @@
 #include "eplb/base/excerpt.h"
 #include "eplb/policy/deepseek.h"
 #include "eplb/policy/external_policy.h"
-#include "eplb/policy/recorded_policy.h"
 #include "eplb/policy/policies.h"
 #include "eplb/policy/policy.h"
+#include "eplb/policy/recorded_policy.h"
 #include "eplb/policy/topology_aware.h"
 
 namespace eplb {

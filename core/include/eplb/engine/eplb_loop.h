@@ -157,9 +157,7 @@ class EplbLoop {
   const Placement& placement() const;
   // The placement the run started from when a recording gave it (Policy::Recorded); null when
   // it started from vLLM's.
-  const Placement* recorded_initial() const {
-    return recorded_.initial ? &initial_ : nullptr;
-  }
+  const Placement* recorded_initial() const { return recorded_.initial ? &initial_ : nullptr; }
   Rearranger& rearranger() { return *rearranger_; }
   // Called after each step with its record; for progress lines.
   std::function<void(const StepRecord&)> on_step;
