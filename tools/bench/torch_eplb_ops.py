@@ -272,6 +272,10 @@ def main(argv=None):
         gbps = f"{r['GBps']:.1f}" if r["GBps"] is not None else "-"
         print(f"{r['op']:<17} {r['calls']:>5} {r['ms']:>10.3f} {r['us_per_call']:>10.1f} "
               f"{gbps:>8}")
+    # One line for a summary table (device/check.sh): ms a layer, and GB/s where bytes move.
+    print("per layer: " + ", ".join(
+        f"{r['op']} " + ("-" if r["ms"] is None else f"{r['ms']:.3f}")
+        + (f" ({r['GBps']:.0f} GB/s)" if r["GBps"] else "") for r in rows))
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"torch": torch.__version__, "device": result["device"],
