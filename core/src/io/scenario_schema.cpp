@@ -65,20 +65,27 @@ Field Base(std::string path, FieldType type, const Doc& doc) {
   return f;
 }
 
+// The type of the member `ref` names (FIELD below: `ref(s)` is a reference to it, const in a
+// const Scenario).
+template <typename Ref>
+using Member = std::remove_reference_t<decltype(std::declval<Ref>()(std::declval<Scenario&>()))>;
+
 // One builder per type; `ref` is the field's place in a Scenario (the FIELD macro below).
-Field Int(std::string path, int& (*ref)(Scenario&), int64_t min, int64_t max, const Doc& doc) {
+template <typename Ref>
+Field Int(std::string path, Ref ref, int64_t min, int64_t max, const Doc& doc) {
   Field f = Base(std::move(path), FieldType::kInt, doc);
   f.int_min = min;
   f.int_max = max;
   f.read = [ref, min, max](MapReader& m, const char* key, Scenario& s, Reader&) {
     m.Int(key, ref(s), static_cast<int>(min), static_cast<int>(max));
   };
-  f.write = [ref](YAML::Emitter& out, const Scenario& s) { out << ref(const_cast<Scenario&>(s)); };
-  f.number = [ref](const Scenario& s) { return double(ref(const_cast<Scenario&>(s))); };
-  f.show = [ref](const Scenario& s) { return fmt::format("{}", ref(const_cast<Scenario&>(s))); };
+  f.write = [ref](YAML::Emitter& out, const Scenario& s) { out << ref(s); };
+  f.number = [ref](const Scenario& s) { return double(ref(s)); };
+  f.show = [ref](const Scenario& s) { return fmt::format("{}", ref(s)); };
   return f;
 }
-Field Int64(std::string path, int64_t& (*ref)(Scenario&), int64_t min, int64_t max,
+template <typename Ref>
+Field Int64(std::string path, Ref ref, int64_t min, int64_t max,
             const Doc& doc) {
   Field f = Base(std::move(path), FieldType::kInt, doc);
   f.int_min = min;
@@ -87,25 +94,26 @@ Field Int64(std::string path, int64_t& (*ref)(Scenario&), int64_t min, int64_t m
     m.Int64(key, ref(s), min, max);
   };
   f.write = [ref](YAML::Emitter& out, const Scenario& s) {
-    out << static_cast<long long>(ref(const_cast<Scenario&>(s)));
+    out << static_cast<long long>(ref(s));
   };
-  f.number = [ref](const Scenario& s) { return double(ref(const_cast<Scenario&>(s))); };
-  f.show = [ref](const Scenario& s) { return fmt::format("{}", ref(const_cast<Scenario&>(s))); };
+  f.number = [ref](const Scenario& s) { return double(ref(s)); };
+  f.show = [ref](const Scenario& s) { return fmt::format("{}", ref(s)); };
   return f;
 }
 // 0..2^63−1 (a seed).
-Field Uint64(std::string path, uint64_t& (*ref)(Scenario&), const Doc& doc) {
+Field Uint64(std::string path, uRef ref, const Doc& doc) {
   Field f = Base(std::move(path), FieldType::kInt, doc);
   f.int_min = 0;
   f.int_max = std::numeric_limits<int64_t>::max();
   f.read = [ref](MapReader& m, const char* key, Scenario& s, Reader&) { m.Uint64(key, ref(s)); };
   f.write = [ref](YAML::Emitter& out, const Scenario& s) {
-    out << static_cast<unsigned long long>(ref(const_cast<Scenario&>(s)));
+    out << static_cast<unsigned long long>(ref(s));
   };
-  f.show = [ref](const Scenario& s) { return fmt::format("{}", ref(const_cast<Scenario&>(s))); };
+  f.show = [ref](const Scenario& s) { return fmt::format("{}", ref(s)); };
   return f;
 }
-Field Real(std::string path, double& (*ref)(Scenario&), double min, double max, bool positive,
+template <typename Ref>
+Field Real(std::string path, Ref ref, double min, double max, bool positive,
            const Doc& doc) {
   Field f = Base(std::move(path), FieldType::kReal, doc);
   f.min = min;
@@ -115,46 +123,50 @@ Field Real(std::string path, double& (*ref)(Scenario&), double min, double max, 
     m.Double(key, ref(s), min, max, positive);
   };
   f.write = [ref](YAML::Emitter& out, const Scenario& s) {
-    out << Shortest(ref(const_cast<Scenario&>(s)));
+    out << Shortest(ref(s));
   };
-  f.number = [ref](const Scenario& s) { return ref(const_cast<Scenario&>(s)); };
-  f.show = [ref](const Scenario& s) { return fmt::format("{}", ref(const_cast<Scenario&>(s))); };
+  f.number = [ref](const Scenario& s) { return ref(s); };
+  f.show = [ref](const Scenario& s) { return fmt::format("{}", ref(s)); };
   return f;
 }
 // [min, max]
-Field Real(std::string path, double& (*ref)(Scenario&), double min, double max, const Doc& doc) {
+template <typename Ref>
+Field Real(std::string path, Ref ref, double min, double max, const Doc& doc) {
   return Real(std::move(path), ref, min, max, false, doc);
 }
 // (min, max]
-Field Positive(std::string path, double& (*ref)(Scenario&), double min, double max,
+template <typename Ref>
+Field Positive(std::string path, Ref ref, double min, double max,
                const Doc& doc) {
   return Real(std::move(path), ref, min, max, true, doc);
 }
-Field Bool(std::string path, bool& (*ref)(Scenario&), const Doc& doc) {
+template <typename Ref>
+Field Bool(std::string path, Ref ref, const Doc& doc) {
   Field f = Base(std::move(path), FieldType::kBool, doc);
   f.read = [ref](MapReader& m, const char* key, Scenario& s, Reader&) { m.Bool(key, ref(s)); };
-  f.write = [ref](YAML::Emitter& out, const Scenario& s) { out << ref(const_cast<Scenario&>(s)); };
-  f.show = [ref](const Scenario& s) { return ref(const_cast<Scenario&>(s)) ? "true" : "false"; };
+  f.write = [ref](YAML::Emitter& out, const Scenario& s) { out << ref(s); };
+  f.show = [ref](const Scenario& s) { return ref(s) ? "true" : "false"; };
   return f;
 }
 // A string, one of `names` unless they are empty.
-Field Text(std::string path, std::string& (*ref)(Scenario&), std::vector<std::string> names,
+template <typename Ref>
+Field Text(std::string path, Ref ref, std::vector<std::string> names,
            const Doc& doc) {
   Field f = Base(std::move(path), FieldType::kText, doc);
   f.names = names;
   f.read = [ref, names](MapReader& m, const char* key, Scenario& s, Reader&) {
     m.String(key, ref(s), names);
   };
-  f.write = [ref](YAML::Emitter& out, const Scenario& s) { out << ref(const_cast<Scenario&>(s)); };
+  f.write = [ref](YAML::Emitter& out, const Scenario& s) { out << ref(s); };
   f.show = [ref](const Scenario& s) {
-    const std::string& v = ref(const_cast<Scenario&>(s));
+    const std::string& v = ref(s);
     return fmt::format("`{}`", v.empty() ? "\"\"" : v);
   };
   return f;
 }
 // One of an enum's names (its table's).
-template <typename E, size_t N>
-Field Enum(std::string path, E& (*ref)(Scenario&), const NameTable<E, N>& table, const Doc& doc) {
+template <typename Ref, typename E, size_t N>
+Field Enum(std::string path, Ref ref, const NameTable<E, N>& table, const Doc& doc) {
   Field f = Base(std::move(path), FieldType::kEnum, doc);
   f.names = table.List();
   f.read = [ref, &table](MapReader& m, const char* key, Scenario& s, Reader&) {
@@ -163,10 +175,10 @@ Field Enum(std::string path, E& (*ref)(Scenario&), const NameTable<E, N>& table,
     if (const auto value = table.Find(name)) ref(s) = *value;
   };
   f.write = [ref, &table](YAML::Emitter& out, const Scenario& s) {
-    out << table.Name(ref(const_cast<Scenario&>(s)));
+    out << table.Name(ref(s));
   };
   f.show = [ref, &table](const Scenario& s) {
-    return fmt::format("`{}`", table.Name(ref(const_cast<Scenario&>(s))));
+    return fmt::format("`{}`", table.Name(ref(s)));
   };
   return f;
 }
@@ -639,8 +651,8 @@ const std::vector<Field>& ScenarioFields() {
                   "workload.trace"),
         Text(FIELD(workload.trace), {},
              Doc{"",
-                 "`kind: trace`: any load eplb reads (README, \"Loads in\": CSV wide or long "
-                 "`step,layer,expert,tokens`, JSON, SGLang's and vLLM's `.pt` dumps, "
+                 "`kind: trace`: any load eplb reads (docs/rebalance.md, \"Loads in\": CSV wide or "
+                 "long `step,layer,expert,tokens`, JSON, SGLang's and vLLM's `.pt` dumps, "
                  "TensorRT-LLM's statistics folder). Several steps replay step by step, in a loop; "
                  "a single matrix is a distribution sampled per step. Relative to the scenario's "
                  "folder; its layers and experts must match the model's",
@@ -710,7 +722,7 @@ const std::vector<Field>& ScenarioFields() {
                 "`rebalance_layers_per_chunk` (64). 0: every layer at one boundary. Recovery from "
                 "a lost GPU moves every layer at once"}),
         Enum(FIELD(eplb.sender_rule), kSenderRuleNames,
-             Doc{"", "`vllm` or `local` (see the README's `eplb plan`)"}),
+             Doc{"", "`vllm` or `local` (see docs/plan.md)"}),
         Enum(FIELD(eplb.schedule), kScheduleStrategyNames,
              Doc{"", "`single-batch`, `greedy-pairs` or `best`", "see meaning"}),
         Bool(FIELD(eplb.preserve_slots),
@@ -752,7 +764,7 @@ const std::vector<Field>& ScenarioFields() {
                  "GPU changes (slots per GPU × `expert_bytes`), is refused. Engines: vLLM stages "
                  "one layer at a time into a buffer of one layer's experts, allocated with the "
                  "model; SGLang allocates such a buffer per update; the run folder's "
-                 "`gpu_memory.csv` records each GPU's peak (README's GPU memory)"}),
+                 "`gpu_memory.csv` records each GPU's peak (docs/scenarios.md, GPU memory)"}),
         Enum(FIELD(migration.transport), kTransportNames,
              Doc{"",
                  "how the weights travel (migrate/transport.h gives each source): `nccl`, "
@@ -830,7 +842,7 @@ const std::vector<Field>& ScenarioFields() {
                  "of one class carry less; `gpu_lost` / `node_lost`: a GPU or every GPU of a node "
                  "is gone from `step` on (its transfers fail, the rearrangement in flight is "
                  "cancelled, recovery re-places every expert on the live GPUs and reloads from "
-                 "`cluster.backup` those whose every replica was lost; README's Faults); `scale`: "
+                 "`cluster.backup` those whose every replica was lost; docs/faults.md); `scale`: "
                  "the serving GPUs become ranks 0..`gpus`−1 at `step` (elastic EP: new ranks "
                  "receive experts, removed ones send theirs away). Losses and scales need a policy "
                  "that places around lost GPUs (`deepseek`, `replicate-lpt`, `timeseries`, "
