@@ -361,8 +361,15 @@ class SweepTables:
         cols = {k: array_of(points, k) for k in keys}
         return [{k: cols[k][i] for k in keys} for i in range(self._count)]
 
+    def _each_run(self):
+        """(point's leading columns, run) for every run: a point's, or one per seed of a sweep
+        over several (sweep --seeds)."""
+        for i, lead in enumerate(self._leading()):
+            for seed in self.seeds(i) or [None]:
+                yield lead, self.run(i, seed)
+
     def metrics_frame(self):
-        """Every step of every point as one long table, one row per point and step:
+        """Every step of every run as one long table, one row per point, seed and step:
 
             point (int64): the point's index (sweep.json's 'point')
             each varied field, as its key.path (bools as bool, numbers as int64 or float64)
@@ -370,18 +377,14 @@ class SweepTables:
             seed (int64): the run's seed (run.seed of its scenario.yaml)
             then every column of metrics.csv, typed as there:
         """
-        parts = []
-        for i, lead in enumerate(self._leading()):
-            run = self.run(i)
-            parts.append(_run_columns(run, dict(lead, seed=run.seed)))
+        parts = [_run_columns(run, dict(lead, seed=run.seed)) for lead, run in self._each_run()]
         return table(concat(parts) if parts else {}, self._frames)
 
     def summary_frame(self):
-        """Every point's summary.json as a table, one row per point: point, the varied fields,
-        policy, seed, then RunResult.summary_frame's columns."""
+        """Every run's summary.json as a table, one row per point (and seed, over several): point,
+        the varied fields, policy, seed, then RunResult.summary_frame's columns."""
         rows = []
-        for i, lead in enumerate(self._leading()):
-            run = self.run(i)
+        for lead, run in self._each_run():
             rows.append(_summary_columns(run, {k: v.item() if hasattr(v, "item") else v
                                                for k, v in dict(lead, seed=run.seed).items()}))
         return table(rows_columns(rows), self._frames)

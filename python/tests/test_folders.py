@@ -148,6 +148,9 @@ class Folders(unittest.TestCase):
                 sweep.run(1)
             with self.assertRaisesRegex(ValueError, "seed is 3; point 0 ran with seeds"):
                 sweep.run(0, seed=3)
+            # The long tables hold every seed's run of every point.
+            self.assertEqual(sweep.summary_frame()["seed"].tolist(), [1, 2, 1, 2])
+            self.assertEqual(len(sweep.metrics_frame()["step"]), 4 * 60)
         self.assertEqual(eplb.read_sweep(self.sweep_dir).seeds(0), [])
 
     def test_a_folder_of_a_newer_format_is_refused(self):
