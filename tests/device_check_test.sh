@@ -38,6 +38,13 @@ grep -q "^check: FAILED" "$out/summary.txt" || fail "the summary's verdict is no
 # Benchmarks that stop (no GPU) print their names and exit 0: they must still fail the step.
 grep -Eq "^device benchmark +FAILED: [1-9][0-9]* stopped" "$out/summary.txt" ||
   fail "stopped benchmarks were not counted as a failure"
+# The PyTorch steps need torch with CUDA: without it they fail, never pass or vanish.
+grep -Eq "^torch per-operation costs \(vLLM's layer\) +FAILED" "$out/summary.txt" ||
+  fail "the torch benchmark step did not fail without a GPU"
+grep -Eq "^vLLM test_device_compatibility\[cuda\] +FAILED" "$out/summary.txt" ||
+  fail "vLLM's CUDA test step did not fail without a GPU"
+grep -Eq "^held out: 16 virtual ranks +FAILED" "$out/summary.txt" ||
+  fail "the held-out validations did not run (and fail) without a GPU"
 # Listed to a file first: with pipefail, grep -q ending early would fail tar with SIGPIPE.
 tar -tzf "$out/check.tar.gz" >"$out/listing" || fail "the archive cannot be read"
 grep -q "check/virtual-tests.log" "$out/listing" || fail "the archive lacks the logs"
