@@ -5,6 +5,8 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <type_traits>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -73,6 +75,7 @@ using Member = std::remove_reference_t<decltype(std::declval<Ref>()(std::declval
 // One builder per type; `ref` is the field's place in a Scenario (the FIELD macro below).
 template <typename Ref>
 Field Int(std::string path, Ref ref, int64_t min, int64_t max, const Doc& doc) {
+  static_assert(std::is_same_v<std::remove_const_t<Member<Ref>>, int>);
   Field f = Base(std::move(path), FieldType::kInt, doc);
   f.int_min = min;
   f.int_max = max;
@@ -85,23 +88,23 @@ Field Int(std::string path, Ref ref, int64_t min, int64_t max, const Doc& doc) {
   return f;
 }
 template <typename Ref>
-Field Int64(std::string path, Ref ref, int64_t min, int64_t max,
-            const Doc& doc) {
+Field Int64(std::string path, Ref ref, int64_t min, int64_t max, const Doc& doc) {
+  static_assert(std::is_same_v<std::remove_const_t<Member<Ref>>, int64_t>);
   Field f = Base(std::move(path), FieldType::kInt, doc);
   f.int_min = min;
   f.int_max = max;
   f.read = [ref, min, max](MapReader& m, const char* key, Scenario& s, Reader&) {
     m.Int64(key, ref(s), min, max);
   };
-  f.write = [ref](YAML::Emitter& out, const Scenario& s) {
-    out << static_cast<long long>(ref(s));
-  };
+  f.write = [ref](YAML::Emitter& out, const Scenario& s) { out << static_cast<long long>(ref(s)); };
   f.number = [ref](const Scenario& s) { return double(ref(s)); };
   f.show = [ref](const Scenario& s) { return fmt::format("{}", ref(s)); };
   return f;
 }
 // 0..2^63−1 (a seed).
-Field Uint64(std::string path, uRef ref, const Doc& doc) {
+template <typename Ref>
+Field Uint64(std::string path, Ref ref, const Doc& doc) {
+  static_assert(std::is_same_v<std::remove_const_t<Member<Ref>>, uint64_t>);
   Field f = Base(std::move(path), FieldType::kInt, doc);
   f.int_min = 0;
   f.int_max = std::numeric_limits<int64_t>::max();
@@ -113,8 +116,8 @@ Field Uint64(std::string path, uRef ref, const Doc& doc) {
   return f;
 }
 template <typename Ref>
-Field Real(std::string path, Ref ref, double min, double max, bool positive,
-           const Doc& doc) {
+Field Real(std::string path, Ref ref, double min, double max, bool positive, const Doc& doc) {
+  static_assert(std::is_same_v<std::remove_const_t<Member<Ref>>, double>);
   Field f = Base(std::move(path), FieldType::kReal, doc);
   f.min = min;
   f.max = max;
@@ -122,9 +125,7 @@ Field Real(std::string path, Ref ref, double min, double max, bool positive,
   f.read = [ref, min, max, positive](MapReader& m, const char* key, Scenario& s, Reader&) {
     m.Double(key, ref(s), min, max, positive);
   };
-  f.write = [ref](YAML::Emitter& out, const Scenario& s) {
-    out << Shortest(ref(s));
-  };
+  f.write = [ref](YAML::Emitter& out, const Scenario& s) { out << Shortest(ref(s)); };
   f.number = [ref](const Scenario& s) { return ref(s); };
   f.show = [ref](const Scenario& s) { return fmt::format("{}", ref(s)); };
   return f;
@@ -136,12 +137,12 @@ Field Real(std::string path, Ref ref, double min, double max, const Doc& doc) {
 }
 // (min, max]
 template <typename Ref>
-Field Positive(std::string path, Ref ref, double min, double max,
-               const Doc& doc) {
+Field Positive(std::string path, Ref ref, double min, double max, const Doc& doc) {
   return Real(std::move(path), ref, min, max, true, doc);
 }
 template <typename Ref>
 Field Bool(std::string path, Ref ref, const Doc& doc) {
+  static_assert(std::is_same_v<std::remove_const_t<Member<Ref>>, bool>);
   Field f = Base(std::move(path), FieldType::kBool, doc);
   f.read = [ref](MapReader& m, const char* key, Scenario& s, Reader&) { m.Bool(key, ref(s)); };
   f.write = [ref](YAML::Emitter& out, const Scenario& s) { out << ref(s); };
@@ -150,8 +151,8 @@ Field Bool(std::string path, Ref ref, const Doc& doc) {
 }
 // A string, one of `names` unless they are empty.
 template <typename Ref>
-Field Text(std::string path, Ref ref, std::vector<std::string> names,
-           const Doc& doc) {
+Field Text(std::string path, Ref ref, std::vector<std::string> names, const Doc& doc) {
+  static_assert(std::is_same_v<std::remove_const_t<Member<Ref>>, std::string>);
   Field f = Base(std::move(path), FieldType::kText, doc);
   f.names = names;
   f.read = [ref, names](MapReader& m, const char* key, Scenario& s, Reader&) {
@@ -167,6 +168,7 @@ Field Text(std::string path, Ref ref, std::vector<std::string> names,
 // One of an enum's names (its table's).
 template <typename Ref, typename E, size_t N>
 Field Enum(std::string path, Ref ref, const NameTable<E, N>& table, const Doc& doc) {
+  static_assert(std::is_same_v<std::remove_const_t<Member<Ref>>, E>);
   Field f = Base(std::move(path), FieldType::kEnum, doc);
   f.names = table.List();
   f.read = [ref, &table](MapReader& m, const char* key, Scenario& s, Reader&) {
@@ -174,12 +176,8 @@ Field Enum(std::string path, Ref ref, const NameTable<E, N>& table, const Doc& d
     m.String(key, name, table.List());
     if (const auto value = table.Find(name)) ref(s) = *value;
   };
-  f.write = [ref, &table](YAML::Emitter& out, const Scenario& s) {
-    out << table.Name(ref(s));
-  };
-  f.show = [ref, &table](const Scenario& s) {
-    return fmt::format("`{}`", table.Name(ref(s)));
-  };
+  f.write = [ref, &table](YAML::Emitter& out, const Scenario& s) { out << table.Name(ref(s)); };
+  f.show = [ref, &table](const Scenario& s) { return fmt::format("`{}`", table.Name(ref(s))); };
   return f;
 }
 // A field read and written by its own functions.
@@ -351,10 +349,9 @@ void WriteMeasureFrom(YAML::Emitter& out, const Scenario& s) {
 
 // A field's path and its place in a Scenario, which the path spells: FIELD(cluster.nic.latency_us)
 // is "cluster.nic.latency_us" and s.cluster.nic.latency_us.
-#define FIELD(member)                   \
-#member, +[](Scenario & s) -> auto& { \
-    return s.member;                    \
-  }
+// clang-format off
+#define FIELD(member) #member, [](auto& s) -> auto& { return s.member; }
+// clang-format on
 
 std::vector<std::string> Split(const std::string& path) {
   std::vector<std::string> parts;
