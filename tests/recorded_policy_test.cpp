@@ -300,6 +300,25 @@ TEST_F(RecordedCliTest, ARunFoldersOwnPlacementsReplayedGiveThatRunNumberForNumb
             rows["policies"][1]["bytes_per_rearrangement"]);
 }
 
+TEST_F(RecordedCliTest, ARunWithALostGpuReplayedGivesItsPlacementsAndTransfers) {
+  // A GPU lost two steps into the second rearrangement: it is cancelled, and the recovery asks
+  // the policy for the placement recorded at the fault's step.
+  std::string tiny = testing::ReadFile(std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml");
+  tiny.replace(tiny.find("num_redundant_experts: 4"), 24, "num_redundant_experts: 8");
+  const std::string scenario =
+      Write("faults.yaml", tiny + "faults:\n  - {kind: gpu_lost, step: 126, rank: 1}\n");
+  const std::string theirs = (dir_ / "theirs").string(), mine = (dir_ / "mine").string();
+  const CliRun a = Eplb("run " + scenario + " --no-trace --out " + theirs);
+  ASSERT_EQ(a.code, 0) << a.err;
+  const CliRun b =
+      Eplb("run " + scenario + " --no-trace --out " + mine + " --policy-replay " + theirs);
+  ASSERT_EQ(b.code, 0) << b.err;
+  for (const std::string file : {"placements.jsonl", "transfers.csv"}) {
+    EXPECT_EQ(testing::ReadFile(mine + "/" + file), testing::ReadFile(theirs + "/" + file)) << file;
+  }
+  EXPECT_NE(testing::ReadFile(theirs + "/rearrangements.csv").find("recovery"), std::string::npos);
+}
+
 TEST_F(RecordedCliTest, ASequenceRearrangesAtItsStepsAndStartsFromItsInitialPlacement) {
   const std::string tiny = std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml";
   const std::string file =
