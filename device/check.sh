@@ -279,8 +279,8 @@ print("?" if v is None else f"{v:.4g}")' "$logs/bench.json" "$1" "$2" 2>/dev/nul
     note "plain D2D copy, 8 GiB" "$(grep -E '^BM_PlainCopy/8192' "$logs/benchmark.log" | grep -Eo '[0-9.]+[GT]i?/s' | head -1)"
     note "layer migration, 32 virtual ranks" "$(grep -E '^BM_LayerMigration' "$logs/benchmark.log" | grep -Eo '[0-9.]+[GT]i?/s' | head -1)"
     note "  / plain copy of as many bytes (goal ≥ 0.9)" "$(counter BM_LayerMigration vs_plain_copy)"
-    note "  ms in Start (BeginRearrangement) / rounds / commit; GPU span of the transfers" \
-      "$(counter BM_LayerMigration start_ms) ($(counter BM_LayerMigration begin_ms)) / $(counter BM_LayerMigration staged_ms) / $(counter BM_LayerMigration commit_ms); $(counter BM_LayerMigration gpu_span_ms) (most rounds on a rank: $(counter BM_LayerMigration rounds))"
+    note "  ms in Start (BeginRearrangement) / rounds / commit (host part); GPU span of the transfers" \
+      "$(counter BM_LayerMigration start_ms) ($(counter BM_LayerMigration begin_ms)) / $(counter BM_LayerMigration staged_ms) / $(counter BM_LayerMigration commit_ms) ($(counter BM_LayerMigration committed_ms)); $(counter BM_LayerMigration gpu_span_ms) (most rounds on a rank: $(counter BM_LayerMigration rounds))"
     note "  the same copies, nothing between them / plain copy" \
       "$(counter BM_MigrationCopies vs_plain_copy)"
     note "emulated step slowdown during migration" "$(counter BM_StepSlowdown slowdown)"

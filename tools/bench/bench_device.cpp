@@ -85,6 +85,9 @@ BENCHMARK(BM_PlainCopy)->Arg(1024)->Arg(8192)->UseManualTime()->Unit(benchmark::
 //                Start
 //   staged_ms    from Start's return to the layer staged on every rank (the rounds)
 //   commit_ms    from staged to the commit done and every stream drained
+//   committed_ms of which the host's part: from staged to the layer committed (the foreground's
+//                wake-up and every rank's CommitLayer), before the drain of the streams (the
+//                local copies still running); the one-GPU model's commit_us (sim/one_gpu.h)
 //   gpu_span_ms  from the first transfer's start to the last one's end on the GPU (events):
 //                the rounds without the host's issue before the first and wait after the last
 //   rounds       the most rounds any rank's worker ran (each ends with a host wait)
@@ -105,17 +108,19 @@ void BM_LayerMigration(benchmark::State& state) {
     last_end = std::max(last_end, t.end_s);
   });
   int64_t bytes = 0;
-  double seconds = 0, start_s = 0, begin_s = 0, staged_s = 0, commit_s = 0, gpu_s = 0;
+  double seconds = 0, start_s = 0, begin_s = 0, staged_s = 0, commit_s = 0, committed_s = 0,
+         gpu_s = 0;
   int rounds = 0;
   for (auto _ : state) {
     state.PauseTiming();
     if (!device.Fill(old_p).ok()) return state.SkipWithError("fill failed");
     // Declared before the rearranger, whose destructor cancels and waits for the workers that
     // write them, so that they outlive it on an early return.
-    double staged_at = 0;
+    double staged_at = 0, committed_at = 0;
     std::map<std::pair<int, int>, int> rounds_of;  // (rank, lane) -> rounds run
     Rearranger rearranger(device, topo, RearrangerOptions{});
     rearranger.on_layer_staged.Connect([&](const LayerEvent& e) { staged_at = e.time_s; });
+    rearranger.on_layer_committed.Connect([&](const LayerEvent& e) { committed_at = e.time_s; });
     rearranger.on_round.Connect([&](const RoundEvent& e) {
       std::lock_guard lock(mu);
       rounds = std::max(rounds, ++rounds_of[{e.rank, static_cast<int>(e.link)}]);
@@ -141,6 +146,7 @@ void BM_LayerMigration(benchmark::State& state) {
     start_s += started - t0;
     staged_s += staged_at - started;
     commit_s += t1 - staged_at;
+    committed_s += committed_at - staged_at;
     gpu_s += last_end - first_begin;
     const LayerPlan& plan = rearranger.plans().front();
     bytes = (static_cast<int64_t>(plan.transfers.size()) +
@@ -160,6 +166,7 @@ void BM_LayerMigration(benchmark::State& state) {
   state.counters["begin_ms"] = begin_s / n * 1e3;
   state.counters["staged_ms"] = staged_s / n * 1e3;
   state.counters["commit_ms"] = commit_s / n * 1e3;
+  state.counters["committed_ms"] = committed_s / n * 1e3;
   state.counters["gpu_span_ms"] = gpu_s / n * 1e3;
   state.counters["rounds"] = rounds;
 }
