@@ -51,6 +51,18 @@ class Recorded(unittest.TestCase):
         self.assertEqual(list(c.policies["label"]), ["deepseek", "prod"])
         self.assertEqual(c.policies["balancedness_mean"][0], c.policies["balancedness_mean"][1])
 
+    def test_sglangs_init_expert_location_as_torch_saved_it_is_the_initial_placement(self):
+        import torch
+        rows = [[(s + 3) % 16 for s in range(20)] for _ in range(4)]
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "init.pt")
+            torch.save({"physical_to_logical_map": torch.tensor(rows, dtype=torch.int64)}, path)
+            run = eplb.run_scenario(TINY, policy=eplb.recorded(path), frames=False)
+            with open(os.path.join(run.folder, "placements.jsonl")) as f:
+                first = [json.loads(line) for line in f][:4]
+            self.assertEqual([line["phy2log"] for line in first], rows)
+            self.assertEqual(run.summary["rearrangements"]["started"], 0)
+
     def test_a_bad_recording_stops_before_the_run(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "late.jsonl")

@@ -490,6 +490,34 @@ Result<LoadSeries> ReadTorchDump(const std::string& path) {
   return ReadTorchDump(path, nullptr);
 }
 
+Result<std::vector<std::vector<int32_t>>> ReadTorchPlacementMap(const std::string& path) {
+  TorchDumpWork work;
+  EPLB_ASSIGN_OR_RETURN(std::unique_ptr<Dump> dump, OpenDump(path, &work));
+  const PickleGraph& g = dump->graph;
+  if (g.at(g.root).kind != PickleKind::kDict) {
+    return Status::InvalidArgument(
+        fmt::format("{}: holds {}; expected a dict with 'physical_to_logical_map'", path,
+                    PickleGraph::KindName(g.at(g.root).kind)));
+  }
+  if (g.Get(g.root, "physical_to_logical_map") < 0 && g.Get(g.root, "logical_count") >= 0) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: SGLang's logical_count form is a load, which SGLang places with its own algorithm "
+        "when it starts; a placement is its physical_to_logical_map",
+        path));
+  }
+  EPLB_ASSIGN_OR_RETURN(const int32_t ref,
+                        Need(*dump, g.root, "physical_to_logical_map", "its dict"));
+  EPLB_ASSIGN_OR_RETURN(const SlotMap map, ReadSlotMap(*dump, ref, "physical_to_logical_map"));
+  std::vector<std::vector<int32_t>> rows(static_cast<size_t>(map.layers));
+  for (int64_t l = 0; l < map.layers; ++l) {
+    for (int64_t s = 0; s < map.slots; ++s) {
+      rows[static_cast<size_t>(l)].push_back(
+          static_cast<int32_t>(map.ids[static_cast<size_t>(l * map.slots + s)]));
+    }
+  }
+  return rows;
+}
+
 Result<LoadSeries> ReadTorchDump(const std::string& path, TorchDumpWork* work) {
   TorchDumpWork unused;
   if (work == nullptr) work = &unused;

@@ -12,6 +12,8 @@
 #include "eplb/base/file_io.h"
 #include "eplb/formats/json.h"
 #include "eplb/formats/placement_file.h"
+#include "eplb/formats/torch_dump.h"
+#include "eplb/io/output_folders.h"
 #include "eplb/io/placement_files.h"
 #include "eplb/io/run_folder.h"
 
@@ -263,7 +265,7 @@ Result<Recording> ReadRecording(const std::string& path, std::string name) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) return FromRunFolder(path, path, std::move(name));
   const std::string file = fs::path(path).filename().string();
-  if (file == "placements.jsonl") {
+  if (file == folder_file::kPlacements) {
     const fs::path dir = fs::path(path).parent_path();
     const std::string folder = dir.empty() ? "." : dir.string();
     if (fs::exists(fs::path(folder) / kManifestName, ec)) {
@@ -271,16 +273,17 @@ Result<Recording> ReadRecording(const std::string& path, std::string name) {
     }
   }
   const std::string ext = Lower(fs::path(path).extension().string());
-  if (ext == ".pt") {
-    return Status::InvalidArgument(fmt::format(
-        "{}: a PyTorch file; eplb reads SGLang's --init-expert-location in its JSON form: "
-        "python3 -c \"import json,torch; d=torch.load('{}'); "
-        "json.dump({{'physical_to_logical_map': "
-        "d['physical_to_logical_map'].tolist()}}, open('placement.json','w'))\"",
-        path, path));
-  }
   EPLB_RETURN_IF_ERROR(ExpectFileKind(path, "recorded placements (or a run folder)",
-                                      {".json", ".jsonl", ".yaml", ".yml"}));
+                                      {".json", ".jsonl", ".yaml", ".yml", ".pt"}));
+  if (ext == ".pt") {
+    // SGLang's --init-expert-location as torch.save wrote it: read as data, no code run.
+    EPLB_ASSIGN_OR_RETURN(auto rows, ReadTorchPlacementMap(path));
+    Recording rec;
+    rec.name = std::move(name);
+    rec.path = path;
+    rec.entries.push_back({-1, std::move(rows), path, true});
+    return rec;
+  }
   if (ext == ".yaml" || ext == ".yml") {
     EPLB_ASSIGN_OR_RETURN(const Placement p, ReadAnyPlacementFile(path));
     Recording rec;

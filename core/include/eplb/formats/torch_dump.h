@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "eplb/base/status.h"
 #include "eplb/formats/load_file.h"
@@ -42,5 +43,9 @@ inline int64_t TorchDumpWorkBudget(int64_t file_bytes) {
 
 // ReadTorchDump, adding what it did to `work` (when not null), also when it fails.
 Result<LoadSeries> ReadTorchDump(const std::string& path, TorchDumpWork* work);
+
+// The `physical_to_logical_map` ([layers][slots], -1 empty) of a torch.save'd dict: SGLang's
+// --init-expert-location .pt form, vLLM's EPLB state. Read as ReadTorchDump reads a dump.
+Result<std::vector<std::vector<int32_t>>> ReadTorchPlacementMap(const std::string& path);
 
 }  // namespace eplb

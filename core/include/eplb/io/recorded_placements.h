@@ -8,11 +8,12 @@
 //                                            ("physical_to_logical_map" as the engines name it)
 //   one placement, applied from step 0      eplb's {"phy2log": ...}, SGLang's
 //                                            --init-expert-location JSON and vLLM's EPLB state
-//                                            ({"physical_to_logical_map": ...}), a bare
-//                                            [layers][slots] map of logical ids (-1 empty), or
-//                                            TensorRT-LLM's moe_load_balancer.yaml
-// SGLang's other forms are refused, saying why: its logical_count (a load SGLang places with
-// its own algorithm at start) and a .pt file (what to convert it with).
+//                                            ({"physical_to_logical_map": ...}), also as
+//                                            torch.save's .pt (read as data, no code run), a
+//                                            bare [layers][slots] map of logical ids (-1
+//                                            empty), or TensorRT-LLM's moe_load_balancer.yaml
+// SGLang's logical_count form is refused, saying why: it is a load, which SGLang places with
+// its own algorithm at start.
 //
 // Thread-safety: pure functions.
 #pragma once
