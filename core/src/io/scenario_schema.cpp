@@ -151,7 +151,7 @@ Field Bool(std::string path, Ref ref, const Doc& doc) {
 }
 // A string, one of `names` unless they are empty.
 template <typename Ref>
-Field Text(std::string path, Ref ref, std::vector<std::string> names, const Doc& doc) {
+Field Text(std::string path, Ref ref, const std::vector<std::string>& names, const Doc& doc) {
   static_assert(std::is_same_v<std::remove_const_t<Member<Ref>>, std::string>);
   Field f = Base(std::move(path), FieldType::kText, doc);
   f.names = names;
