@@ -259,6 +259,8 @@ void BindFolders(py::module_& m) {
   m.attr("run_folder_kind") = kRunFolderKind;
   m.attr("comparison_folder_kind") = kComparisonFolderKind;
   m.attr("sweep_folder_kind") = kSweepFolderKind;
+  // A run folder's placements file, which a recording may name alone (eplb.recorded).
+  m.attr("placements_file") = folder_file::kPlacements;
 }
 
 }  // namespace eplb::python

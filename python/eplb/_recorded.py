@@ -5,7 +5,7 @@ NAME=FILE` does on the command line. eplb reads and checks the file; Python pass
 import os
 import re
 
-from . import _args
+from . import _args, _eplb
 
 
 class Recorded:
@@ -17,7 +17,7 @@ class Recorded:
         self.path = os.path.abspath(_args.path(path, "recorded: path"))
         if name is None:
             base = os.path.basename(self.path.rstrip(os.sep))
-            if base == "placements.jsonl":
+            if base == _eplb.placements_file:
                 base = os.path.basename(os.path.dirname(self.path))
             base = re.sub(r"\.(jsonl|json|yaml|yml)$", "", base)
             name = re.sub(r"[^A-Za-z0-9_.-]", "_", base) or "recorded"
