@@ -1,17 +1,13 @@
 #include "one_gpu.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <memory>
 
 #include <fmt/format.h>
-#include <xbt/log.h>
 #include <simgrid/s4u.hpp>
 
 #include "eplb/base/file_io.h"
-#include "eplb/engine/run_loop.h"
-#include "eplb/engine/workload.h"
 #include "sim_backend.h"
 
 namespace sg4 = simgrid::s4u;
@@ -37,9 +33,9 @@ constexpr Field kFields[] = {
 
 // The simulator's backend with the host protocol's costs the device run pays on the caller.
 // Everything else is the simulator's own (SimBackend is final: this forwards).
-class OneGpuBackend final : public RearrangementBackend {
+class CostedBackend final : public RearrangementBackend {
  public:
-  OneGpuBackend(SimBackend& inner, const OneGpuModel& model, int ranks)
+  CostedBackend(SimBackend& inner, const OneGpuModel& model, int ranks)
       : inner_(inner),
         start_s_(model.start_us * 1e-6),
         commit_s_(model.commit_us * 1e-6),
@@ -88,10 +84,10 @@ class OneGpuBackend final : public RearrangementBackend {
 
 // Steps that also read every live weight from HBM over the shared copy link, as the device's
 // emulated steps do: the step lasts as long as the slower of the two.
-class OneGpuStepRunner final : public StepRunner {
+class ReadingSteps final : public StepRunner {
  public:
-  OneGpuStepRunner(SimStepRunner& inner, const Platform& platform, double read_bytes,
-                   double read_bytes_per_s)
+  ReadingSteps(SimStepRunner& inner, const Platform& platform, double read_bytes,
+               double read_bytes_per_s)
       : inner_(inner),
         platform_(platform),
         read_bytes_(read_bytes),
@@ -195,64 +191,18 @@ Scenario OnOneGpu(Scenario scenario, const OneGpuModel& model) {
   return scenario;
 }
 
-// As RunSimulation (simulation.cpp), on the one-GPU platform and with the wrappers above.
-Result<RunResult> SimulateOnOneGpu(const Scenario& original, const OneGpuModel& model,
-                                   std::function<void(const StepRecord&)> on_step) {
-  EPLB_RETURN_IF_ERROR(CheckOneGpuModel(model, "the one-GPU model"));
-  const Scenario scenario = OnOneGpu(original, model);
-  const auto wall_start = std::chrono::steady_clock::now();
-  EPLB_RETURN_IF_ERROR(CheckRunFitsInMemory(scenario));
-  auto workload = MakeWorkload(scenario);
-  if (!workload.ok()) return workload.status();
+std::unique_ptr<RearrangementBackend> OneGpuBackend(SimBackend& inner, const OneGpuModel& model,
+                                                    int ranks) {
+  return std::make_unique<CostedBackend>(inner, model, ranks);
+}
 
-  int argc = 1;
-  char name[] = "eplb";
-  char* argv[] = {name, nullptr};
-  xbt_log_control_set("root.thresh:critical");
-  sg4::Engine engine(&argc, argv);
-  ConfigureEngine(engine);
-  const Topology topology = scenario.topology();
-  BackupSpec backup;
-  backup.storage = scenario.cluster.backup == ClusterSpec::Backup::kStorage;
-  backup.host_read_bytes_per_s = scenario.cluster.host_read_gbps * 1e9;
-  backup.host_read_latency_s = scenario.cluster.host_read_latency_us * 1e-6;
-  backup.storage_bytes_per_s = scenario.cluster.storage_read_gbps * 1e9;
-  backup.storage_latency_s = scenario.cluster.storage_read_latency_us * 1e-6;
-  const Platform platform(topology, scenario.cluster.pcie_gbps * 1e9, backup,
-                          model.copy_gbps * 1e9);
-  SimBackend sim_backend(platform, scenario.model.layers, scenario.cluster.hbm_gbps * 1e9,
-                         CostOf(scenario.migration.transport, scenario.migration.engine));
-  sim_backend.SetEngine(scenario.migration.engine, scenario.migration.transport,
-                        scenario.model.expert_tensors, scenario.model.layers, scenario.num_slots());
-  OneGpuBackend backend(sim_backend, model, topology.num_ranks());
-  const StepModel step_model(scenario);
-  SimStepRunner sim_runner(platform, step_model);
-  if (scenario.eplb.use_async) {
-    sim_runner.SetInFlightOverhead(
-        AsyncStepOverheadS(scenario.migration.engine, scenario.num_gpus()));
-  }
+std::unique_ptr<StepRunner> OneGpuSteps(SimStepRunner& inner, const Platform& platform,
+                                        const Scenario& scenario, const OneGpuModel& model) {
   // Every rank's live weights: each of its slots in every layer.
   const double read_bytes = static_cast<double>(scenario.model.layers) *
                             static_cast<double>(scenario.num_slots()) *
                             static_cast<double>(scenario.model.expert_bytes);
-  OneGpuStepRunner runner(sim_runner, platform, read_bytes, model.step_read_gbps * 1e9);
-
-  Result<RunResult> result = Status::Internal("the simulation's inference actor never ran");
-  RunHooks hooks;
-  hooks.on_step = std::move(on_step);
-  hooks.started = wall_start;
-  sg4::Actor::create("inference", platform.host(0), [&] {
-    result = RunLoop(scenario, **workload, backend, runner, "simgrid", hooks);
-  });
-  engine.run();
-  if (!result.ok()) return result.status();
-  if (result->steps.size() != static_cast<size_t>(scenario.run.steps)) {
-    return Status::Internal(fmt::format(
-        "the one-GPU simulation stopped after {} of {} steps at t = {} s: SimGrid found no "
-        "actor able to go on; please report this scenario",
-        result->steps.size(), scenario.run.steps, sg4::Engine::get_clock()));
-  }
-  return result;
+  return std::make_unique<ReadingSteps>(inner, platform, read_bytes, model.step_read_gbps * 1e9);
 }
 
 }  // namespace eplb::sim

@@ -28,13 +28,16 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "eplb/base/status.h"
+#include "eplb/engine/eplb_loop.h"
 #include "eplb/engine/run_result.h"
 #include "eplb/engine/scenario.h"
+#include "eplb/migrate/backend.h"
 
 namespace eplb::sim {
 
@@ -69,8 +72,20 @@ nlohmann::ordered_json OneGpuModelJson(const OneGpuModel& model);
 Scenario OnOneGpu(Scenario scenario, const OneGpuModel& model);
 
 // RunSimulation (simulation.h) of OnOneGpu(scenario, model) on the one-GPU platform
-// (platform.h) with the model's start, commit and step costs.
+// (platform.h) with the model's start, commit and step costs. Defined in simulation.cpp, which
+// builds every simulation the same way.
 Result<RunResult> SimulateOnOneGpu(const Scenario& scenario, const OneGpuModel& model,
                                    std::function<void(const StepRecord&)> on_step = {});
+
+// For simulation.cpp: the model's backend and step runner around the simulator's. The backend
+// adds start_us on the caller at each rearrangement's start and commit_us per layer committed;
+// the steps read every rank's live weights over the shared copy link at step_read_gbps.
+class Platform;
+class SimBackend;
+class SimStepRunner;
+std::unique_ptr<RearrangementBackend> OneGpuBackend(SimBackend& inner, const OneGpuModel& model,
+                                                    int ranks);
+std::unique_ptr<StepRunner> OneGpuSteps(SimStepRunner& inner, const Platform& platform,
+                                        const Scenario& scenario, const OneGpuModel& model);
 
 }  // namespace eplb::sim

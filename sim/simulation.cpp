@@ -8,14 +8,17 @@
 
 #include "eplb/engine/run_loop.h"
 #include "eplb/engine/workload.h"
+#include "one_gpu.h"
 #include "sim_backend.h"
 
 namespace sg4 = simgrid::s4u;
 
 namespace eplb::sim {
+namespace {
 
-Result<RunResult> RunSimulation(const Scenario& scenario,
-                                std::function<void(const StepRecord&)> on_step) {
+// A cluster, or with `one_gpu` every rank on one GPU (one_gpu.h; `scenario` OnOneGpu already).
+Result<RunResult> Simulate(const Scenario& scenario, const OneGpuModel* one_gpu,
+                           std::function<void(const StepRecord&)> on_step) {
   const auto wall_start = std::chrono::steady_clock::now();
   EPLB_RETURN_IF_ERROR(CheckRunFitsInMemory(scenario));
   auto workload = MakeWorkload(scenario);
@@ -34,18 +37,29 @@ Result<RunResult> RunSimulation(const Scenario& scenario,
   backup.host_read_latency_s = scenario.cluster.host_read_latency_us * 1e-6;
   backup.storage_bytes_per_s = scenario.cluster.storage_read_gbps * 1e9;
   backup.storage_latency_s = scenario.cluster.storage_read_latency_us * 1e-6;
-  const Platform platform(topology, scenario.cluster.pcie_gbps * 1e9, backup);
+  const Platform platform(topology, scenario.cluster.pcie_gbps * 1e9, backup,
+                          one_gpu != nullptr ? one_gpu->copy_gbps * 1e9 : 0);
   // Stop-the-world stages every layer at once; async needs only its staging depth.
-  SimBackend backend(platform, scenario.model.layers, scenario.cluster.hbm_gbps * 1e9,
-                     CostOf(scenario.migration.transport, scenario.migration.engine));
-  backend.SetEngine(scenario.migration.engine, scenario.migration.transport,
-                    scenario.model.expert_tensors, scenario.model.layers, scenario.num_slots(),
-                    scenario.migration.batching);
+  SimBackend sim_backend(platform, scenario.model.layers, scenario.cluster.hbm_gbps * 1e9,
+                         CostOf(scenario.migration.transport, scenario.migration.engine));
+  sim_backend.SetEngine(scenario.migration.engine, scenario.migration.transport,
+                        scenario.model.expert_tensors, scenario.model.layers, scenario.num_slots(),
+                        scenario.migration.batching);
   const StepModel model(scenario);
-  SimStepRunner runner(platform, model);
+  SimStepRunner sim_runner(platform, model);
   if (scenario.eplb.use_async) {
-    runner.SetInFlightOverhead(AsyncStepOverheadS(scenario.migration.engine, scenario.num_gpus()));
+    sim_runner.SetInFlightOverhead(
+        AsyncStepOverheadS(scenario.migration.engine, scenario.num_gpus()));
   }
+  std::unique_ptr<RearrangementBackend> one_gpu_backend;
+  std::unique_ptr<StepRunner> one_gpu_steps;
+  if (one_gpu != nullptr) {
+    one_gpu_backend = OneGpuBackend(sim_backend, *one_gpu, topology.num_ranks());
+    one_gpu_steps = OneGpuSteps(sim_runner, platform, scenario, *one_gpu);
+  }
+  RearrangementBackend& backend =
+      one_gpu_backend ? *one_gpu_backend : static_cast<RearrangementBackend&>(sim_backend);
+  StepRunner& runner = one_gpu_steps ? *one_gpu_steps : static_cast<StepRunner&>(sim_runner);
 
   Result<RunResult> result = Status::Internal("the simulation's inference actor never ran");
   RunHooks hooks;
@@ -65,6 +79,19 @@ Result<RunResult> RunSimulation(const Scenario& scenario,
         result->steps.size(), scenario.run.steps, sg4::Engine::get_clock()));
   }
   return result;
+}
+
+}  // namespace
+
+Result<RunResult> RunSimulation(const Scenario& scenario,
+                                std::function<void(const StepRecord&)> on_step) {
+  return Simulate(scenario, nullptr, std::move(on_step));
+}
+
+Result<RunResult> SimulateOnOneGpu(const Scenario& scenario, const OneGpuModel& model,
+                                   std::function<void(const StepRecord&)> on_step) {
+  EPLB_RETURN_IF_ERROR(CheckOneGpuModel(model, "the one-GPU model"));
+  return Simulate(OnOneGpu(scenario, model), &model, std::move(on_step));
 }
 
 }  // namespace eplb::sim
