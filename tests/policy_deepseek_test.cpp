@@ -479,7 +479,8 @@ TEST(PolicyRegistry, FindsDeepSeekAndListsNamesOnError) {
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().message(),
             "unknown policy 'nope'; valid policies: deepseek, static, deepseek-preserve, "
-            "replicate-lpt, timeseries, incremental, migration-aware, fault-tolerant");
+            "replicate-lpt, timeseries, incremental, migration-aware, fault-tolerant, "
+            "topology-aware");
 }
 
 TEST(PolicyRegistry, PolicyChecksCurrentPlacementShape) {

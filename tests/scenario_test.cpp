@@ -123,7 +123,7 @@ TEST(Scenario, ImpossibleValuesSayWhatIsValid) {
       Err("eplb:\n  policy: oracle\n"),
       "s.yaml:2:11: eplb.policy is 'oracle'; unknown policy 'oracle'; valid policies: deepseek, "
       "static, deepseek-preserve, replicate-lpt, timeseries, incremental, migration-aware, "
-      "fault-tolerant");
+      "fault-tolerant, topology-aware");
   EXPECT_EQ(Err("workload:\n  kind: trace\n"),
             "s.yaml:2:9: workload.kind is 'trace' but workload.trace names no file");
 }
