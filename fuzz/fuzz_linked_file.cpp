@@ -1,8 +1,9 @@
 // Every reader that takes a path, given a symbolic link of its kind's name to a file of another
 // kind (a key, /etc/shadow, a .env): the file is refused unread, so the error cannot depend on
 // what the file holds. Each input is written to `secret` (no extension) and read through
-// scenario.yaml, load.csv, load.json, placement.json and figures.yaml, each a link to it (one
-// level) or to a link to it (two); the message must equal the one for an empty file.
+// scenario.yaml, load.csv, load.json, placement.json, figures.yaml and recorded.jsonl, each a
+// link to it (one level) or to a link to it (two); the message must equal the one for an empty
+// file.
 #include <unistd.h>
 
 #include <cstddef>
@@ -17,6 +18,7 @@
 #include "eplb/formats/load_file.h"
 #include "eplb/io/placement_files.h"
 #include "eplb/io/published.h"
+#include "eplb/io/recorded_placements.h"
 #include "eplb/io/scenario_file.h"
 #include "fuzz_checks.h"
 
@@ -50,6 +52,8 @@ std::vector<std::string> Messages(const std::string& target) {
       {"placement.json",
        [](const std::string& p) { return eplb::ReadAnyPlacementFile(p).status(); }},
       {"figures.yaml", [](const std::string& p) { return eplb::LoadPublishedFigures(p).status(); }},
+      {"recorded.jsonl",
+       [](const std::string& p) { return eplb::ReadRecording(p, "recorded").status(); }},
   };
   std::vector<std::string> out;
   for (const auto& [name, read] : readers) {
