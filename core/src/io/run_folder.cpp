@@ -408,12 +408,12 @@ Result<RunFolder> ReadRunFolder(const std::string& dir, std::vector<RunFolderTab
 }  // namespace
 
 Result<RunFolder> ReadRunFolder(const std::string& dir) {
-  return ReadRunFolder(dir, nullptr);
+  return ReadRunFolder(dir, nullptr, nullptr);
 }
 
 Result<std::vector<RunFolderTable>> ReadRunFolderTables(const std::string& dir) {
   std::vector<RunFolderTable> tables;
-  EPLB_RETURN_IF_ERROR(ReadRunFolder(dir, &tables).status());
+  EPLB_RETURN_IF_ERROR(ReadRunFolder(dir, &tables, nullptr).status());
   return tables;
 }
 
