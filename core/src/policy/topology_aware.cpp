@@ -14,7 +14,7 @@ namespace eplb {
 namespace {
 
 // SGLang's tolerance on every comparison of loads and costs.
-constexpr double kEps = 1e-12;
+constexpr double kTolerance = 1e-12;
 // Share of the swaps phase 1 may use when phase 2 has a budget, so that the communication
 // search cannot leave nothing for a straggling rank.
 constexpr double kCommunicationPhaseFraction = 0.5;
@@ -28,7 +28,7 @@ class SwapSearch {
         w_(weight),
         c_(comm),
         ranks_(ranks),
-        ceiling_(ceiling + kEps),
+        ceiling_(ceiling + kTolerance),
         load_(RankLoads(assignment, weight, ranks)) {}
 
   // Phase 1: up to `swaps` swaps, each the feasible one that cuts communication most; returns
@@ -37,7 +37,7 @@ class SwapSearch {
     const int n = static_cast<int>(a_.size());
     int used = 0;
     for (; used < swaps; ++used) {
-      double best = -kEps;
+      double best = -kTolerance;
       int bi = -1, bj = -1;
       for (int i = 0; i < n; ++i) {
         for (int j = i + 1; j < n; ++j) {
@@ -74,7 +74,7 @@ class SwapSearch {
       accepted.clear();
       for (int i = 0; i < n; ++i) {
         for (int j = i + 1; j < n; ++j) {
-          if (!Feasible(i, j) || comm_now + Delta(i, j) > limit + kEps) continue;
+          if (!Feasible(i, j) || comm_now + Delta(i, j) > limit + kTolerance) continue;
           const int ri = a_[i], rj = a_[j];
           double other = -std::numeric_limits<double>::infinity();
           for (size_t k = 0; k < keep; ++k) {
@@ -90,9 +90,9 @@ class SwapSearch {
           // tolerance and makes swaps that change nothing (two lone experts exchanging ranks).
           const double sumsq_change =
               (fi * fi + fj * fj) - (load_[ri] * load_[ri] + load_[rj] * load_[rj]);
-          const bool lower = new_max < old_max - kEps;
-          const bool tied = std::abs(new_max - old_max) <= kEps;
-          if (lower || (tied && sumsq_change < -kEps))
+          const bool lower = new_max < old_max - kTolerance;
+          const bool tied = std::abs(new_max - old_max) <= kTolerance;
+          if (lower || (tied && sumsq_change < -kTolerance))
             accepted.push_back({i, j, new_max, sumsq_change});
         }
       }
@@ -101,7 +101,7 @@ class SwapSearch {
       for (const Candidate& c : accepted) best_max = std::min(best_max, c.max);
       const Candidate* best = nullptr;
       for (const Candidate& c : accepted) {
-        if (std::abs(c.max - best_max) <= kEps &&
+        if (std::abs(c.max - best_max) <= kTolerance &&
             (best == nullptr || c.sumsq_change < best->sumsq_change))
           best = &c;
       }
