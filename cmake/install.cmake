@@ -4,7 +4,7 @@
 include(CMakePackageConfigHelpers)
 
 set(EPLB_LAYERS eplb_base eplb_model eplb_policy eplb_migrate eplb_formats eplb_engine eplb_io
-                eplb_core)
+                eplb_reports eplb_usecases eplb_core)
 install(TARGETS ${EPLB_LAYERS} EXPORT eplbTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
@@ -33,7 +33,7 @@ set(EPLB_PUBLIC_HEADERS
     # The formats: loads, placements, scenario files, run and other output folders; a policy run
     # on a load.
     formats/load_file.h formats/placement_file.h io/placement_files.h io/scenario_file.h
-    io/run_folder.h io/output_folders.h io/recorded_placements.h io/rebalance.h)
+    io/run_folder.h io/output_folders.h io/recorded_placements.h usecases/rebalance.h)
 foreach(header IN LISTS EPLB_PUBLIC_HEADERS)
   get_filename_component(dir ${header} DIRECTORY)
   install(FILES ${PROJECT_SOURCE_DIR}/core/include/eplb/${header}

@@ -17,9 +17,9 @@
 
 #include "eplb/formats/load_file.h"
 #include "eplb/io/placement_files.h"
-#include "eplb/io/published.h"
 #include "eplb/io/recorded_placements.h"
 #include "eplb/io/scenario_file.h"
+#include "eplb/usecases/published.h"
 #include "fuzz_checks.h"
 
 namespace fs = std::filesystem;

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "eplb/io/published.h"
+#include "eplb/usecases/published.h"
 #include "fuzz_checks.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

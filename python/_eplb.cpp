@@ -27,7 +27,6 @@
 #include <fmt/format.h>
 
 #include "eplb/formats/load_file.h"
-#include "eplb/io/rebalance.h"
 #include "eplb/io/run_folder.h"
 #include "eplb/migrate/schedule.h"
 #include "eplb/migrate/transfer_plan.h"
@@ -38,6 +37,7 @@
 #include "eplb/policy/external_policy.h"
 #include "eplb/policy/policy.h"
 #include "eplb/policy/topology_aware.h"
+#include "eplb/usecases/rebalance.h"
 
 namespace py = pybind11;
 

@@ -8,9 +8,9 @@
 
 #include <gtest/gtest.h>
 
-#include "eplb/io/report.h"
 #include "eplb/io/run_folder.h"
 #include "eplb/io/scenario_file.h"
+#include "eplb/reports/report.h"
 #include "host_run.h"
 #include "sim_run.h"
 

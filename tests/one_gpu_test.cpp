@@ -15,7 +15,7 @@
 
 #include "eplb/io/run_folder.h"
 #include "eplb/io/scenario_file.h"
-#include "eplb/io/validation.h"
+#include "eplb/usecases/validation.h"
 
 namespace eplb {
 namespace {

@@ -1,7 +1,7 @@
 // The all-to-all micro-benchmark's model and the published-figures table: shapes that must
 // hold whatever the parameters, the shipped figures file read and simulated whole, and a
 // figures file's errors named with their line and field.
-#include "eplb/io/published.h"
+#include "eplb/usecases/published.h"
 
 #include <algorithm>
 #include <cmath>

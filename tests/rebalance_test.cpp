@@ -1,6 +1,6 @@
-// RebalanceRecordedLoad (io/rebalance.h): what a policy is handed for a recorded load, the one
-// definition that `eplb rebalance` and eplb.rebalance share.
-#include "eplb/io/rebalance.h"
+// RebalanceRecordedLoad (usecases/rebalance.h): what a policy is handed for a recorded load, the
+// one definition that `eplb rebalance` and eplb.rebalance share.
+#include "eplb/usecases/rebalance.h"
 
 #include <memory>
 #include <random>

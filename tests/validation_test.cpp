@@ -1,5 +1,5 @@
 // Simulated against measured transfer times (validation.h): matching, spans and error numbers.
-#include "eplb/io/validation.h"
+#include "eplb/usecases/validation.h"
 
 #include <random>
 

@@ -3,7 +3,7 @@
 
 For each model in a real-loads JSON (the project's shared data, e.g. qwen3-30b-a3b-prefill.json or
 olmoe-mixtral-by-domain.json; layouts in its README), prints the imbalance ratio that the published
-figures of kind `imbalance_ratio` compare with (io/published.h): experts in order, expert e on GPU
+figures of kind `imbalance_ratio` compare with (usecases/published.h): experts in order, expert e on GPU
 e / (E / G), and for each recorded layer and step (or domain) (max − mean) / mean of the GPUs'
 loads, averaged. scenarios/published/figures.yaml holds one such figure per shipped model family,
 and each scenario's workload.sigma is the log-normal spread that reproduces it (scenarios/README,

@@ -1,5 +1,5 @@
 // eplb validate --published: every published figure of scenarios/published/figures.yaml
-// simulated from its scenario, as a table and as published.json (io/published.h). Runs on the
+// simulated from its scenario, as a table and as published.json (usecases/published.h). Runs on the
 // core alone, so it needs neither a GPU nor the simulator's SimGrid part.
 #include <filesystem>
 #include <memory>
@@ -12,7 +12,7 @@
 #include "commands.h"
 #include "eplb/base/file_io.h"
 #include "eplb/io/output_folders.h"
-#include "eplb/io/published.h"
+#include "eplb/usecases/published.h"
 
 namespace eplb::cli {
 namespace {

@@ -15,9 +15,9 @@
 #include "eplb/formats/load_file.h"
 #include "eplb/formats/placement_file.h"
 #include "eplb/io/placement_files.h"
-#include "eplb/io/rebalance.h"
 #include "eplb/model/metrics.h"
 #include "eplb/policy/policy.h"
+#include "eplb/usecases/rebalance.h"
 
 namespace eplb::cli {
 namespace {

@@ -1,6 +1,6 @@
 // eplb validate: a short device run, the bandwidths it measured, the set-up that run really is
 // simulated with them (on virtual ranks one GPU whose copies every rank shares: sim/one_gpu.h),
-// and the simulated against the measured times (io/validation.h, docs/gpu_validation.md).
+// and the simulated against the measured times (usecases/validation.h, docs/gpu_validation.md).
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -15,7 +15,7 @@
 #include "eplb/base/file_io.h"
 #include "eplb/io/output_folders.h"
 #include "eplb/io/run_folder.h"
-#include "eplb/io/validation.h"
+#include "eplb/usecases/validation.h"
 #include "one_gpu.h"
 #include "simulation.h"
 

@@ -9,7 +9,7 @@
 //     loads.jsonl layer_balancedness.csv gpu_memory.csv trace.json
 //   comparison  eplb compare               studies/studies.h writes; ReadComparisonFolder
 //     POLICY/ or POLICY/seed-S/ (run folders), comparison.json, comparison.csv, scenario.yaml,
-//     report.html, figures/ (io/report.h: WriteFigures)
+//     report.html, figures/ (reports/report.h: WriteFigures)
 //   sweep       eplb sweep                 studies/studies.h writes; ReadSweepFolder
 //     points/I/ or points/I/seed-S/ (run folders), sweep.json, sweep.csv, scenario.yaml,
 //     report.html, figures/
@@ -83,7 +83,7 @@ std::string ComparisonRunPath(std::string_view label, std::optional<uint64_t> se
 std::string SweepRunPath(size_t point, std::optional<uint64_t> seed);
 
 // The files of a comparison or a sweep beside its runs (the figures are the report's to write:
-// io/report.h WriteFigures).
+// reports/report.h WriteFigures).
 struct StudyFiles {
   std::string scenario_name;
   std::string scenario_yaml;                 // the base scenario, resolved
@@ -118,11 +118,11 @@ Result<StudyFolder> ReadComparisonFolder(const std::string& dir);
 Result<StudyFolder> ReadSweepFolder(const std::string& dir);
 
 // A validation folder: the device run, the simulation of it, and their comparison
-// (io/validation.h), written at DIR whole.
+// (usecases/validation.h), written at DIR whole.
 Status WriteValidationFolder(const std::string& dir, const RunResult& measured,
                              const RunResult& simulated, const std::string& table,
                              const nlohmann::ordered_json& document);
-// The published figures against the simulator (io/published.h), written at DIR whole.
+// The published figures against the simulator (usecases/published.h), written at DIR whole.
 Status WritePublishedFolder(const std::string& dir, const std::string& table,
                             const std::string& json);
 

@@ -28,8 +28,8 @@
 #include "eplb/base/process_pool.h"
 #include "eplb/base/status.h"
 #include "eplb/engine/scenario.h"
-#include "eplb/io/report.h"
 #include "eplb/io/run_folder.h"
+#include "eplb/reports/report.h"
 
 namespace eplb::studies {
 

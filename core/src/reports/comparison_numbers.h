@@ -5,7 +5,7 @@
 #include <span>
 #include <vector>
 
-#include "eplb/io/report.h"
+#include "eplb/reports/report.h"
 
 namespace eplb::comparison {
 

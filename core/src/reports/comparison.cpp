@@ -1,5 +1,5 @@
 // A comparison's numbers of each run, their table, and comparison.csv (report.h).
-#include "eplb/io/report.h"
+#include "eplb/reports/report.h"
 
 #include <algorithm>
 #include <map>
@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "eplb/model/survivability.h"
-#include "io/comparison_numbers.h"
+#include "reports/comparison_numbers.h"
 
 namespace eplb {
 namespace comparison {

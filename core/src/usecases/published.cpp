@@ -1,4 +1,4 @@
-#include "eplb/io/published.h"
+#include "eplb/usecases/published.h"
 
 #include <algorithm>
 #include <array>

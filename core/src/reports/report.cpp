@@ -1,4 +1,4 @@
-#include "eplb/io/report.h"
+#include "eplb/reports/report.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,8 +12,8 @@
 #include <fmt/format.h>
 
 #include "eplb/base/file_io.h"
-#include "io/comparison_numbers.h"
-#include "io/svg_plot.h"
+#include "reports/comparison_numbers.h"
+#include "reports/svg_plot.h"
 
 namespace eplb {
 namespace {

@@ -1,4 +1,4 @@
-#include "io/svg_plot.h"
+#include "reports/svg_plot.h"
 
 #include <algorithm>
 #include <cmath>

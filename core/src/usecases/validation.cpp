@@ -1,4 +1,4 @@
-#include "eplb/io/validation.h"
+#include "eplb/usecases/validation.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "eplb/io/rebalance.h"
+#include "eplb/usecases/rebalance.h"
 
 #include <algorithm>
 #include <chrono>
