@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -89,6 +91,21 @@ TEST(ProcessPool, NamesTheJobsThatFailedAndRunsTheRest) {
   in >> text;
   EXPECT_EQ(text, "ran");
   std::remove(mark.c_str());
+}
+
+// Jobs that fail together are named in the jobs' order, whichever ends first: a study's error
+// reads the same on every run.
+TEST(ProcessPool, NamesTheFailedJobsInTheirOrder) {
+  const auto slow_failure = [](const char* name, int ms) {
+    return ProcessJob{name, 1, [ms](std::atomic<int64_t>&) -> Status {
+                        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+                        return Status::Internal("no");
+                      }};
+  };
+  const std::vector<ProcessJob> jobs = {slow_failure("first", 300), slow_failure("second", 0)};
+  const Status s = RunInChildProcesses(jobs, 2, nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), "failed: first, second");
 }
 
 TEST(ProcessPool, NoJobsIsSuccessWithAFirstAndAFinalReport) {

@@ -68,7 +68,7 @@ Status RunInChildProcesses(const std::vector<ProcessJob>& jobs, int parallel,
   std::vector<JobProgress> progress;
   for (const ProcessJob& job : jobs) progress.push_back({job.name, job.total_steps});
   std::map<pid_t, Running> running;
-  std::vector<std::string> failed;
+  std::map<size_t, std::string> failed;  // by job, so that the error names them in the jobs' order
   size_t next = 0;
   const pid_t parent = getpid();
   if (observer) observer(progress, false);  // every job waiting, before any child runs
@@ -79,7 +79,7 @@ Status RunInChildProcesses(const std::vector<ProcessJob>& jobs, int parallel,
       const size_t index = next++;
       const pid_t pid = fork();
       if (pid < 0) {
-        failed.push_back(jobs[index].name + " (fork failed)");
+        failed[index] = jobs[index].name + " (fork failed)";
         break;
       }
       if (pid == 0) RunChild(jobs[index], counters[index], parent);
@@ -102,7 +102,7 @@ Status RunInChildProcesses(const std::vector<ProcessJob>& jobs, int parallel,
     const size_t job = it->second.job;
     progress[job].done_steps = counters[job].load();
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      failed.push_back(jobs[job].name);
+      failed[job] = jobs[job].name;
       progress[job].state = JobState::kFailed;
     } else {
       progress[job].state = JobState::kDone;
@@ -111,7 +111,11 @@ Status RunInChildProcesses(const std::vector<ProcessJob>& jobs, int parallel,
   }
   if (observer) observer(progress, true);
   EPLB_RETURN_IF_ERROR(CheckInterrupt());
-  if (!failed.empty()) return Status::Internal(fmt::format("failed: {}", fmt::join(failed, ", ")));
+  if (!failed.empty()) {
+    std::vector<std::string> names;
+    for (const auto& [job, name] : failed) names.push_back(name);
+    return Status::Internal(fmt::format("failed: {}", fmt::join(names, ", ")));
+  }
   return Status::Ok();
 }
 

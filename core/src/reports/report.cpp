@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "eplb/base/file_io.h"
+#include "eplb/io/output_folders.h"
 #include "reports/comparison_numbers.h"
 #include "reports/svg_plot.h"
 
@@ -562,11 +563,11 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
 
 Status WriteFigures(const std::string& dir, const std::vector<Figure>& figures) {
   std::error_code ec;
-  std::filesystem::create_directories(dir + "/figures", ec);
-  if (ec) return Status::IoError(fmt::format("{}/figures: {}", dir, ec.message()));
+  const std::string folder = dir + "/" + folder_file::kFigures;
+  std::filesystem::create_directories(folder, ec);
+  if (ec) return Status::IoError(fmt::format("{}: {}", folder, ec.message()));
   for (const Figure& f : figures) {
-    EPLB_RETURN_IF_ERROR(
-        WriteTextFile(dir + "/figures/" + f.name + ".svg", svg::StandaloneSvg(f.svg)));
+    EPLB_RETURN_IF_ERROR(WriteTextFile(folder + "/" + f.name + ".svg", svg::StandaloneSvg(f.svg)));
   }
   return Status::Ok();
 }

@@ -66,6 +66,7 @@ inline constexpr const char* kComparisonCsv = "comparison.csv";
 inline constexpr const char* kSweepJson = "sweep.json";
 inline constexpr const char* kSweepCsv = "sweep.csv";
 inline constexpr const char* kReport = "report.html";
+inline constexpr const char* kFigures = "figures";     // the report's charts as SVG files
 inline constexpr const char* kSweepPoints = "points";  // the sweep's run folders: SweepRunPath
 // A validation's.
 inline constexpr const char* kMeasuredRun = "measured";
