@@ -32,7 +32,7 @@ set(EPLB_PUBLIC_HEADERS
     engine/run_result.h
     # The formats: loads, placements, scenario files, run and other output folders; a policy run
     # on a load.
-    formats/load_file.h formats/placement_file.h io/placement_files.h io/scenario_file.h
+    formats/load_file.h io/placement_files.h io/scenario_file.h
     io/run_folder.h io/output_folders.h io/recorded_placements.h usecases/rebalance.h)
 foreach(header IN LISTS EPLB_PUBLIC_HEADERS)
   get_filename_component(dir ${header} DIRECTORY)

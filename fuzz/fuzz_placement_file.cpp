@@ -6,7 +6,6 @@
 #include <string>
 #include <string_view>
 
-#include "eplb/formats/placement_file.h"
 #include "eplb/io/placement_files.h"
 #include "eplb/io/recorded_placements.h"
 #include "fuzz_checks.h"

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "eplb/formats/placement_file.h"
+#include "eplb/io/placement_files.h"
 #include "eplb/model/metrics.h"
 #include "eplb/model/placement.h"
 #include "eplb/model/topology.h"

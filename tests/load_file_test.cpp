@@ -4,7 +4,6 @@
 #include <nlohmann/json.hpp>
 
 #include "eplb/formats/load_file.h"
-#include "eplb/formats/placement_file.h"
 #include "eplb/io/placement_files.h"
 #include "test_util.h"
 

@@ -10,8 +10,8 @@
 
 #include "eplb/engine/workload.h"
 #include "eplb/formats/load_file.h"
-#include "eplb/formats/placement_file.h"
 #include "eplb/formats/safetensors.h"
+#include "eplb/io/placement_files.h"
 #include "test_util.h"
 
 namespace fs = std::filesystem;

@@ -12,7 +12,7 @@
 #include "eplb/base/status.h"
 #include "eplb/engine/run_loop.h"
 #include "eplb/engine/workload.h"
-#include "eplb/formats/placement_file.h"
+#include "eplb/io/placement_files.h"
 #include "eplb/io/run_folder.h"
 #include "eplb/io/scenario_file.h"
 #include "eplb/migrate/host_backend.h"

@@ -13,7 +13,6 @@
 #include "cli_util.h"
 #include "commands.h"
 #include "eplb/formats/load_file.h"
-#include "eplb/formats/placement_file.h"
 #include "eplb/io/placement_files.h"
 #include "eplb/model/metrics.h"
 #include "eplb/policy/policy.h"
@@ -151,7 +150,7 @@ Status RunRebalance(const RebalanceArgs& args) {
                current.has_value(), elapsed_ms, lost);
     return Status::Ok();
   }
-  // The placement's arrays are written as text (formats/placement_file.h); the scalars through
+  // The placement's arrays are written as text (io/placement_files.h); the scalars through
   // nlohmann, so that every number reads as its dump() writes it.
   std::string out = "{\"policy\":" + nlohmann::json(args.policy).dump() + ",";
   AppendPlacementJsonMembers(out, *placement, {topology->num_ranks(), topology->nodes()});

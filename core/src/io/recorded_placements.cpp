@@ -11,7 +11,6 @@
 #include "eplb/base/excerpt.h"
 #include "eplb/base/file_io.h"
 #include "eplb/formats/json.h"
-#include "eplb/formats/placement_file.h"
 #include "eplb/formats/torch_dump.h"
 #include "eplb/io/output_folders.h"
 #include "eplb/io/placement_files.h"
