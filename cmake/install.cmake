@@ -33,7 +33,8 @@ set(EPLB_PUBLIC_HEADERS
     # The formats: loads, placements, scenario files, run and other output folders; a policy run
     # on a load.
     formats/load_file.h io/placement_files.h io/scenario_file.h
-    io/run_folder.h io/output_folders.h io/recorded_placements.h usecases/rebalance.h)
+    io/run_folder.h io/output_folders.h io/recorded_placements.h usecases/rebalance.h
+    usecases/plan.h)
 foreach(header IN LISTS EPLB_PUBLIC_HEADERS)
   get_filename_component(dir ${header} DIRECTORY)
   install(FILES ${PROJECT_SOURCE_DIR}/core/include/eplb/${header}

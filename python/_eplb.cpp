@@ -37,6 +37,7 @@
 #include "eplb/policy/external_policy.h"
 #include "eplb/policy/policy.h"
 #include "eplb/policy/topology_aware.h"
+#include "eplb/usecases/plan.h"
 #include "eplb/usecases/rebalance.h"
 
 namespace py = pybind11;
@@ -244,32 +245,19 @@ py::dict Plan(const IndexArray& old_phy2log, const IndexArray& new_phy2log, int 
               const std::string& strategy, double nvlink_gbps, double nic_gbps) {
   const Placement old_placement = ReadPlacement(old_phy2log, num_experts, "old");
   const Placement new_placement = ReadPlacement(new_phy2log, num_experts, "new");
-  if (old_placement.num_layers() != new_placement.num_layers() ||
-      old_placement.num_slots() != new_placement.num_slots()) {
-    throw py::value_error(fmt::format("old is {}x{} but new is {}x{}; they must have one shape",
-                                      old_placement.num_layers(), old_placement.num_slots(),
-                                      new_placement.num_layers(), new_placement.num_slots()));
-  }
   const Topology topology = MakeTopology(old_placement.num_slots(), num_gpus, num_nodes,
                                          expert_bytes, nvlink_gbps, nic_gbps);
-  const SenderRule rule = Take(ParseSenderRule(sender));
-  const ScheduleStrategy schedule_strategy = Take(ParseScheduleStrategy(strategy));
-
-  std::vector<LayerPlan> plans;
-  std::vector<Schedule> schedules;
-  {
+  PlanOptions options;
+  options.sender_rule = sender;
+  options.schedule = strategy;
+  // Planned without the GIL; the error, if any, raised with it.
+  auto planned = [&] {
     py::gil_scoped_release release;
-    auto planned = PlanMigration(old_placement, new_placement, topology, rule);
-    if (planned.ok()) {
-      plans = std::move(planned).value();
-      for (const LayerPlan& plan : plans) {
-        schedules.push_back(ScheduleTransfers(plan.transfers, topology, schedule_strategy));
-      }
-    } else {
-      py::gil_scoped_acquire acquire;
-      Raise(planned.status());
-    }
-  }
+    return PlanPlacementChange(old_placement, new_placement, topology, options);
+  }();
+  const PlannedMigration migration = Take(std::move(planned));
+  const std::vector<LayerPlan>& plans = migration.plans;
+  const std::vector<Schedule>& schedules = migration.schedules;
 
   size_t n = 0;
   for (const LayerPlan& plan : plans) n += plan.transfers.size();

@@ -1,4 +1,6 @@
-// eplb plan: the transfers, local copies and rounds that move one placement to another.
+// eplb plan: the transfers, local copies and rounds that move one placement to another. The
+// planning is usecases/plan.h, shared with Python's eplb.plan; this file reads the options and
+// prints.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -8,12 +10,10 @@
 
 #include "cli_util.h"
 #include "commands.h"
-#include "eplb/formats/placement_file.h"
-#include "eplb/io/placement_files.h"
 #include "eplb/migrate/names.h"
 #include "eplb/migrate/schedule.h"
 #include "eplb/migrate/transfer_plan.h"
-#include "eplb/model/slot_preservation.h"
+#include "eplb/usecases/plan.h"
 
 namespace eplb::cli {
 namespace {
@@ -31,14 +31,6 @@ struct PlanArgs {
   double nic_latency_us = TopologyConfig{}.nic.latency_s * 1e6;
   bool preserve_slots = false;
   std::string format = "json";
-};
-
-// Totals over layers moved one after another, as the rearranger moves them.
-struct Totals {
-  int rounds = 0;
-  double lower_bound_s = 0, makespan_s = 0;
-  PerLink<int64_t> bytes;
-  size_t transfers = 0, local_copies = 0;
 };
 
 nlohmann::ordered_json LayerJson(const LayerPlan& plan, const Schedule& s) {
@@ -72,111 +64,53 @@ nlohmann::ordered_json LayerJson(const LayerPlan& plan, const Schedule& s) {
 }
 
 Status RunPlan(const PlanArgs& args) {
-  RecordedTopology old_topo, new_topo;
-  auto old_p = ReadAnyPlacementFile(args.old_path, 0, &old_topo);
-  if (!old_p.ok()) return old_p.status();
-  auto new_p = ReadAnyPlacementFile(args.new_path, old_p->num_experts(), &new_topo);
-  if (!new_p.ok()) return new_p.status();
-  // The cluster: from the options, else from the files; where both say, they must agree, since
-  // a plan for the wrong cluster routes transfers over the wrong links.
-  int gpus = args.gpus, nodes = args.nodes;
-  for (const auto& [path, topo] : {std::pair{args.old_path, old_topo}, {args.new_path, new_topo}}) {
-    for (const auto& [option, given, recorded] :
-         {std::tuple{"--gpus", &gpus, topo.gpus}, {"--nodes", &nodes, topo.nodes}}) {
-      if (recorded == 0) continue;
-      if (*given != 0 && *given != recorded) {
-        return Status::InvalidArgument(fmt::format(
-            "{} was made for {} {} but {} is {}; plan it for the "
-            "cluster it was made for",
-            path, recorded, option == std::string("--gpus") ? "GPUs" : "nodes", option, *given));
-      }
-      *given = recorded;
-    }
-  }
-  if (gpus == 0 || nodes == 0) {
-    return Status::InvalidArgument(
-        fmt::format("{} not given and the placement files do not record {}; nodes "
-                    "decide which transfers cross NICs, so give them",
-                    gpus == 0 ? "--gpus is" : "--nodes is", gpus == 0 ? "num_gpus" : "num_nodes"));
-  }
-  auto rule = ParseSenderRule(args.sender_rule);
-  if (!rule.ok()) return rule.status();
-  auto strategy = ParseScheduleStrategy(args.schedule);
-  if (!strategy.ok()) return strategy.status();
-  TopologyConfig links;
-  links.expert_bytes = args.expert_bytes;
-  links.nvlink = {args.nvlink_gbps * 1e9, args.nvlink_latency_us * 1e-6};
-  links.nic = {args.nic_gbps * 1e9, args.nic_latency_us * 1e-6};
-  // The slots per layer are the old file's; the check is every front end's (FromReplicas).
-  auto topology = Topology::FromReplicas(old_p->num_slots(), nodes, gpus, links);
-  if (!topology.ok()) {
-    return topology.status().WithContext(
-        fmt::format("--gpus {} --nodes {} for {} ({} slots per layer): ", gpus, nodes,
-                    args.old_path, old_p->num_slots()));
-  }
-  if (new_p->num_slots() != old_p->num_slots() || new_p->num_layers() != old_p->num_layers()) {
-    return Status::InvalidArgument(
-        fmt::format("{} has {} layers × {} slots but {} has {} × {}; they must match",
-                    args.old_path, old_p->num_layers(), old_p->num_slots(), args.new_path,
-                    new_p->num_layers(), new_p->num_slots()));
-  }
-  const Placement target = args.preserve_slots ? PreserveSlots(*old_p, *new_p, *topology) : *new_p;
-  auto plans = PlanMigration(*old_p, target, *topology, *rule);
-  if (!plans.ok()) return plans.status();
-
-  Totals totals;
-  // Every strategy's totals, for the table's comparison.
-  double strategy_makespan[3] = {0, 0, 0};
-  nlohmann::ordered_json layers = nlohmann::ordered_json::array();
-  for (const LayerPlan& plan : *plans) {
-    const Schedule s = ScheduleTransfers(plan.transfers, *topology, *strategy);
-    totals.rounds += s.num_rounds();
-    totals.lower_bound_s += s.lower_bound_s;
-    totals.makespan_s += s.makespan_s;
-    totals.transfers += plan.transfers.size();
-    totals.local_copies += plan.local_copies.size();
-    for (LinkClass link : kLinkClasses) totals.bytes[link] += s.bytes[link];
-    if (args.format == "json") {
-      layers.push_back(LayerJson(plan, s));
-    } else {
-      for (int k = 0; k < 3; ++k) {
-        strategy_makespan[k] +=
-            ScheduleTransfers(plan.transfers, *topology, static_cast<ScheduleStrategy>(k))
-                .makespan_s;
-      }
-    }
-  }
+  PlanFilesRequest request;
+  request.old_path = args.old_path;
+  request.new_path = args.new_path;
+  request.gpus = args.gpus;
+  request.nodes = args.nodes;
+  request.links.expert_bytes = args.expert_bytes;
+  request.links.nvlink = {args.nvlink_gbps * 1e9, args.nvlink_latency_us * 1e-6};
+  request.links.nic = {args.nic_gbps * 1e9, args.nic_latency_us * 1e-6};
+  request.options.sender_rule = args.sender_rule;
+  request.options.schedule = args.schedule;
+  request.options.preserve_slots = args.preserve_slots;
+  request.options.compare_schedules = args.format == "table";
+  EPLB_ASSIGN_OR_RETURN(const PlannedMigration m, PlanPlacementFiles(request));
 
   if (args.format == "table") {
     fmt::print(
         "{} of {} layers change: {} transfers ({:.3f} GB over NVLink, {:.3f} GB over NICs), "
         "{} local copies\n",
-        plans->size(), old_p->num_layers(), totals.transfers,
-        static_cast<double>(totals.bytes[LinkClass::kNvlink]) / 1e9,
-        static_cast<double>(totals.bytes[LinkClass::kNic]) / 1e9, totals.local_copies);
+        m.plans.size(), m.num_layers, m.transfers,
+        static_cast<double>(m.bytes[LinkClass::kNvlink]) / 1e9,
+        static_cast<double>(m.bytes[LinkClass::kNic]) / 1e9, m.local_copies);
     fmt::print(
         "sender rule {}, schedule {}: {} rounds, makespan {:.3f} ms, lower bound {:.3f} ms "
         "({:.3f}x)\n",
-        SenderRuleName(*rule), ScheduleStrategyName(*strategy), totals.rounds,
-        totals.makespan_s * 1e3, totals.lower_bound_s * 1e3,
-        totals.lower_bound_s > 0 ? totals.makespan_s / totals.lower_bound_s : 1.0);
+        SenderRuleName(m.sender_rule), ScheduleStrategyName(m.schedule), m.rounds,
+        m.makespan_s * 1e3, m.lower_bound_s * 1e3,
+        m.lower_bound_s > 0 ? m.makespan_s / m.lower_bound_s : 1.0);
     fmt::print("\n  {:<14} {:>14} {:>10}\n", "schedule", "makespan (ms)", "x bound");
-    for (int k = 0; k < 3; ++k) {
+    for (size_t k = 0; k < m.strategy_makespan_s.size(); ++k) {
       fmt::print("  {:<14} {:>14.3f} {:>10.3f}\n",
-                 ScheduleStrategyName(static_cast<ScheduleStrategy>(k)), strategy_makespan[k] * 1e3,
-                 totals.lower_bound_s > 0 ? strategy_makespan[k] / totals.lower_bound_s : 1.0);
+                 ScheduleStrategyName(static_cast<ScheduleStrategy>(k)),
+                 m.strategy_makespan_s[k] * 1e3,
+                 m.lower_bound_s > 0 ? m.strategy_makespan_s[k] / m.lower_bound_s : 1.0);
     }
     return Status::Ok();
   }
+  nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < m.plans.size(); ++i)
+    layers.push_back(LayerJson(m.plans[i], m.schedules[i]));
   nlohmann::ordered_json out;
-  out["sender_rule"] = SenderRuleName(*rule);
-  out["schedule"] = ScheduleStrategyName(*strategy);
+  out["sender_rule"] = SenderRuleName(m.sender_rule);
+  out["schedule"] = ScheduleStrategyName(m.schedule);
   out["layers"] = std::move(layers);
-  out["bytes"] = {{"nvlink", totals.bytes[LinkClass::kNvlink]},
-                  {"nic", totals.bytes[LinkClass::kNic]}};
-  out["rounds"] = totals.rounds;
-  out["lower_bound_s"] = totals.lower_bound_s;
-  out["makespan_s"] = totals.makespan_s;
+  out["bytes"] = {{"nvlink", m.bytes[LinkClass::kNvlink]}, {"nic", m.bytes[LinkClass::kNic]}};
+  out["rounds"] = m.rounds;
+  out["lower_bound_s"] = m.lower_bound_s;
+  out["makespan_s"] = m.makespan_s;
   fmt::print("{}\n", out.dump());
   return Status::Ok();
 }
