@@ -28,6 +28,7 @@
 
 #include "eplb/formats/load_file.h"
 #include "eplb/io/run_folder.h"
+#include "eplb/migrate/names.h"
 #include "eplb/migrate/schedule.h"
 #include "eplb/migrate/transfer_plan.h"
 #include "eplb/model/load.h"
@@ -442,6 +443,9 @@ PYBIND11_MODULE(_eplb, m) {
         py::arg("options") = py::dict(), py::arg("lost_ranks") = std::vector<int>{},
         "phy2log [layers, num_replicas] (int64) chosen by `policy` for `load` ([layers, "
         "experts], or [steps, layers, experts] summed over steps and cut into chunks).");
+  // The names `plan` takes, from the tables that define them (migrate/names.h).
+  m.attr("schedule_names") = eplb::kScheduleStrategyNames.List();
+  m.attr("sender_rule_names") = eplb::kSenderRuleNames.List();
   m.def("plan", &Plan, py::arg("old"), py::arg("new"), py::arg("num_gpus"), py::arg("num_nodes"),
         py::arg("num_experts"), py::arg("expert_bytes"), py::arg("sender") = "local",
         py::arg("strategy") = "best",

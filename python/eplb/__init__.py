@@ -162,8 +162,8 @@ def balancedness(load, phy2log, num_gpus):
 
 # What `plan` took before its arguments were named as the command line names them.
 _UNSET = object()
-_SENDER_RULES = ("local", "vllm")
-_SCHEDULES = ("best", "greedy-pairs", "single-batch")
+_SENDER_RULES = tuple(sorted(_eplb.sender_rule_names))  # the C++ tables' names, listed sorted
+_SCHEDULES = tuple(sorted(_eplb.schedule_names))
 
 
 def _renamed(value, old_value, name, old_name, default):
