@@ -486,22 +486,41 @@ std::string HeatMap(const Chart& chart, const std::vector<std::vector<double>>& 
   return out + "</svg>";
 }
 
+namespace {
+
+// A bar chart's frame: groups along x, values from 0 to a little above `top`; the axes drawn.
+struct BarFrame {
+  Frame frame;
+  double group_w;
+  std::string svg;
+};
+
+BarFrame BarAxes(const Chart& chart, size_t groups, double top) {
+  const Frame f{0,
+                static_cast<double>(std::max<size_t>(1, groups)),
+                0,
+                top > 0 ? top * 1.05 : 1,
+                chart.width,
+                chart.height,
+                chart.legend_width};
+  return {
+      f,
+      (chart.width - kLeft - chart.legend_width) / std::max<double>(1, static_cast<double>(groups)),
+      Axes(chart, f, false)};
+}
+
+}  // namespace
+
 std::string BarChart(const Chart& chart, const std::vector<std::string>& groups,
                      const std::vector<Series>& series) {
   double top = 0;
   for (const Series& s : series) {
     for (const auto& p : s.points) top = std::max(top, p.second);
   }
-  Frame f{0,
-          static_cast<double>(std::max<size_t>(1, groups.size())),
-          0,
-          top > 0 ? top * 1.05 : 1,
-          chart.width,
-          chart.height,
-          chart.legend_width};
-  std::string out = Axes(chart, f, false);
-  const double group_w = (chart.width - kLeft - chart.legend_width) /
-                         std::max<double>(1, static_cast<double>(groups.size()));
+  const BarFrame axes = BarAxes(chart, groups.size(), top);
+  const Frame& f = axes.frame;
+  const double group_w = axes.group_w;
+  std::string out = axes.svg;
   const double bar_w = group_w * 0.8 / std::max<double>(1, static_cast<double>(series.size()));
   for (size_t g = 0; g < groups.size(); ++g) {
     const double gx = kLeft + static_cast<double>(g) * group_w + group_w * 0.1;
@@ -530,16 +549,10 @@ std::string StackedBarChart(const Chart& chart, const std::vector<std::string>& 
     for (size_t i = 0; i < series.size(); ++i) sum += part(i, g);
     top = std::max(top, sum);
   }
-  Frame f{0,
-          static_cast<double>(std::max<size_t>(1, groups.size())),
-          0,
-          top > 0 ? top * 1.05 : 1,
-          chart.width,
-          chart.height,
-          chart.legend_width};
-  std::string out = Axes(chart, f, false);
-  const double group_w = (chart.width - kLeft - chart.legend_width) /
-                         std::max<double>(1, static_cast<double>(groups.size()));
+  const BarFrame axes = BarAxes(chart, groups.size(), top);
+  const Frame& f = axes.frame;
+  const double group_w = axes.group_w;
+  std::string out = axes.svg;
   const double bar_w = group_w * 0.6;
   for (size_t g = 0; g < groups.size(); ++g) {
     const double gx = kLeft + static_cast<double>(g) * group_w + group_w * 0.2;
