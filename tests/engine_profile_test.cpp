@@ -184,6 +184,8 @@ TEST(EngineProfile, MigrationBatchingPaysEachExecution) {
   EXPECT_DOUBLE_EQ(layer.per_round_s, 0);
   EXPECT_DOUBLE_EQ(rounds.barrier_s, 0);
   EXPECT_DOUBLE_EQ(rounds.per_round_s, c.gloo_op_s + 6 * c.gloo_step_s + 8 * c.python_iter_s);
+  // The context is restored once per execution, as PriceLayer counts it: not once more per layer.
+  EXPECT_DOUBLE_EQ(rounds.per_layer_s, layer.per_layer_s - 8 * c.python_iter_s);
   // Over nccl batching adds no host call the counts price.
   EXPECT_DOUBLE_EQ(
       PriceLayer(Engine::kVllm, Transport::kNccl, kTensors, work, links_s, 3).total_s(),

@@ -367,7 +367,11 @@ WorkerCosts WorkerCostsOf(Engine engine, Transport transport, int tensors, int s
   if (engine == Engine::kVllm && transport == Transport::kNixl) {
     const double barrier = MonitoredBarrierS(c, ranks);
     if (batching) {
-      w.per_round_s = barrier + layer_slots * c.python_iter_s;
+      // Each execution restores the transfer context (set_transfer_context's loop over the
+      // layer's slots), so the rounds carry it, not the layer.
+      const double context = layer_slots * c.python_iter_s;
+      w.per_round_s = barrier + context;
+      w.per_layer_s -= context;
     } else {
       w.barrier_s = barrier;
     }

@@ -242,9 +242,11 @@ void AppendRearrangementCost(const std::vector<nlohmann::ordered_json>& rows, st
       "run: the engine's host work as migration.engine prices it (once: the load window, the "
       "policy and the maps, once per rearrangement; then summed over layers: planning, issuing "
       "(the calls issuing and completing the transfers), the barrier, the polling beyond the "
-      "links' time, the write-back), and the rest of the makespan (last commit − start): the "
-      "bytes on the links and what overlaps them (links, rest). A "
-      "synchronous rearrangement stalls serving for all of it.</p>\n" +
+      "links' time, the write-back), and the rest of the makespan (last commit − start; links, "
+      "rest). A synchronous rearrangement stalls serving for all of it, and the rest is the bytes "
+      "on the links. An asynchronous one moves a few layers per step: its makespan spans the "
+      "steps it overlaps, so the rest is mostly those steps, and the host work is what the "
+      "engine spends beside them, not time on the clock.</p>\n" +
       figure.svg + "\n";
   made.push_back(std::move(figure));
 }
