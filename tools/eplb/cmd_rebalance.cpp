@@ -38,6 +38,13 @@ struct RebalanceArgs {
   std::vector<int> lost_ranks;       // GPUs to place around
 };
 
+// --format's values: eplb's own two, then the engines' files.
+std::vector<std::string> FormatNames() {
+  std::vector<std::string> names = {"json", "table"};
+  for (const std::string& engine : kEngineFormatNames.List()) names.push_back(engine);
+  return names;
+}
+
 void PrintTable(const RebalanceArgs& args, const Placement& placement, const Topology& topology,
                 const LoadMatrix& gpu_loads, const LoadMatrix& before_loads, bool had_current,
                 double elapsed_ms, std::span<const int> lost) {
@@ -130,11 +137,8 @@ Status RunRebalance(const RebalanceArgs& args) {
   std::sort(lost.begin(), lost.end());
 
   const LoadMatrix gpu_loads = GpuLoads(*load, *placement, *topology);
-  if (args.format == "sglang" || args.format == "vllm" || args.format == "trtllm") {
-    const EngineFormat format = args.format == "sglang" ? EngineFormat::kSglang
-                                : args.format == "vllm" ? EngineFormat::kVllm
-                                                        : EngineFormat::kTrtllm;
-    fmt::print("{}", EnginePlacementFile(format, *placement, args.first_layer));
+  if (const auto format = kEngineFormatNames.Find(args.format)) {
+    fmt::print("{}", EnginePlacementFile(*format, *placement, args.first_layer));
     return Status::Ok();
   }
   if (args.format == "table") {
@@ -199,7 +203,7 @@ void AddRebalanceCommand(CommandLine& line) {
              "Output format: json (eplb's placement file), table, or an engine's own file: "
              "sglang (for --init-expert-location), vllm (its EPLB state's maps), trtllm "
              "(moe_load_balancer.yaml)")
-      .Check(OneOf({"json", "table", "sglang", "vllm", "trtllm"}))
+      .Check(OneOf(FormatNames()))
       .ShowDefault();
   sub.Option("--layer", &args->layer, "With --format table: show only this layer")
       .Check(AtLeast(0));

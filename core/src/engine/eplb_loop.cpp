@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "eplb/base/interrupt.h"
+#include "eplb/base/name_table.h"
 #include "eplb/engine/gpu_memory.h"
 #include "eplb/engine/hardware.h"
 #include "eplb/engine/step_model.h"
@@ -18,16 +19,12 @@
 
 namespace eplb {
 
+// The one spelling of each reason, as rearrangements.csv's `reason` column writes it.
+constexpr auto kRearrangeReasonNames =
+    MakeNameTable<RearrangeReason>("rearrangements.reason", {"interval", "recovery", "scale"});
+
 const char* RearrangeReasonName(RearrangeReason reason) {
-  switch (reason) {
-    case RearrangeReason::kInterval:
-      return "interval";
-    case RearrangeReason::kRecovery:
-      return "recovery";
-    case RearrangeReason::kScale:
-      return "scale";
-  }
-  return "?";
+  return kRearrangeReasonNames.Name(reason);
 }
 
 namespace {

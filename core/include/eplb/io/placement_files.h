@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "eplb/base/name_table.h"
 #include "eplb/base/status.h"
 #include "eplb/model/placement.h"
 
@@ -55,6 +56,8 @@ void AppendPlacementJsonMembers(std::string& out, const Placement& placement,
 //            model's layer index (`first_layer` for MoE layer 0), num_slots,
 //            layer_updates_per_iter 0
 enum class EngineFormat { kSglang, kVllm, kTrtllm };
+inline constexpr auto kEngineFormatNames =
+    MakeNameTable<EngineFormat>("--format", {"sglang", "vllm", "trtllm"});
 std::string EnginePlacementFile(EngineFormat format, const Placement& placement,
                                 int first_layer = 0);
 
