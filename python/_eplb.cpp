@@ -495,7 +495,7 @@ PYBIND11_MODULE(_eplb, m) {
   m.def(
       "run_folder_columns",
       [] {
-        // The one table the writers, the readers and the README use (run_folder_fields.cpp), so
+        // The one table the writers and the readers use (run_folder_fields.cpp), so
         // that help() in Python says what a column is in the same words.
         py::list out;
         for (const eplb::RunFolderFile& file : eplb::RunFolderFiles()) {

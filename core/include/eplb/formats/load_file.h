@@ -18,7 +18,7 @@
 //               `global_physical_count` summed over ranks per forward pass and folded to logical
 //               experts through the dump's `last_physical_to_logical_map`), or a folder of them;
 //               and vLLM's `expert_load_window` [window, layers, physical slots] saved with its
-//               `physical_to_logical_map` (README). Read in C++ (torch_dump.cpp): the zip
+//               `physical_to_logical_map` (docs/rebalance.md). Read in C++ (torch_dump.cpp): the zip
 //               archive and its pickle as data, with an exact allow-list of globals, so no
 //               code in a dump ever runs (formats/torch_pickle.h).
 //   TensorRT-LLM  its statistics folder (EXPERT_STATISTIC_PATH): `meta_info.json` with
