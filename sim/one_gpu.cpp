@@ -8,6 +8,7 @@
 #include <simgrid/s4u.hpp>
 
 #include "eplb/base/file_io.h"
+#include "eplb/migrate/forwarding_backend.h"
 #include "sim_backend.h"
 
 namespace sg4 = simgrid::s4u;
@@ -33,51 +34,26 @@ constexpr Field kFields[] = {
 
 // The simulator's backend with the host protocol's costs the device run pays on the caller.
 // Everything else is the simulator's own (SimBackend is final: this forwards).
-class CostedBackend final : public RearrangementBackend {
+class CostedBackend final : public ForwardingBackend {
  public:
   CostedBackend(SimBackend& inner, const OneGpuModel& model, int ranks)
-      : inner_(inner),
+      : ForwardingBackend(inner),
         start_s_(model.start_us * 1e-6),
         commit_s_(model.commit_us * 1e-6),
         ranks_(ranks) {
-    inner_.on_transfer.Connect([this](const TransferRecord& t) { on_transfer(t); });
+    ReportInnerTransfers();
   }
-  double Now() override { return inner_.Now(); }
-  std::unique_ptr<Monitor> NewMonitor() override { return inner_.NewMonitor(); }
   Status BeginRearrangement() override {
     if (start_s_ > 0) sg4::this_actor::sleep_for(start_s_);
-    return inner_.BeginRearrangement();
-  }
-  void StartWorker(int rank, std::function<void()> body) override {
-    inner_.StartWorker(rank, std::move(body));
-  }
-  void JoinWorkers() override { inner_.JoinWorkers(); }
-  Status EndRearrangement() override { return inner_.EndRearrangement(); }
-  void AbortTransfers() override { inner_.AbortTransfers(); }
-  int staging_buffers() const override { return inner_.staging_buffers(); }
-  void SetLinkSlowdown(int rank, LinkClass link, double factor) override {
-    inner_.SetLinkSlowdown(rank, link, factor);
-  }
-  void LoseRank(int rank) override { inner_.LoseRank(rank); }
-  Status BeginLayer(const StagingTarget& target) override { return inner_.BeginLayer(target); }
-  Status ExecuteRound(const StagingTarget& target, const Round& round,
-                      std::span<const Transfer> transfers) override {
-    return inner_.ExecuteRound(target, round, transfers);
-  }
-  Status CopyLocal(const StagingTarget& target, std::span<const LocalCopy> copies) override {
-    return inner_.CopyLocal(target, copies);
-  }
-  Status ReloadFromBackup(const StagingTarget& target, std::span<const Reload> reloads) override {
-    return inner_.ReloadFromBackup(target, reloads);
+    return ForwardingBackend::BeginRearrangement();
   }
   // The rearranger commits a layer rank by rank: each pays its share of the layer's cost.
   Status CommitLayer(const StagingTarget& target, std::span<const int32_t> slots) override {
     if (commit_s_ > 0) sg4::this_actor::sleep_for(commit_s_ / ranks_);
-    return inner_.CommitLayer(target, slots);
+    return ForwardingBackend::CommitLayer(target, slots);
   }
 
  private:
-  SimBackend& inner_;
   double start_s_, commit_s_;
   int ranks_;
 };

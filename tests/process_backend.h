@@ -14,7 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "eplb/migrate/host_backend.h"
-#include "forwarding_backend.h"
+#include "eplb/migrate/forwarding_backend.h"
 
 namespace eplb::testing {
 

@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include "eplb/migrate/forwarding_backend.h"
 #include "eplb/migrate/host_backend.h"
 #include "process_backend.h"
 #include "test_util.h"
@@ -349,7 +350,7 @@ TEST(Rearranger, CancellationLeavesEveryLayerWhollyOldOrNew) {
 }
 
 // A backend whose rounds fail after a while, as a lost GPU would make them.
-class FailingBackend final : public testing::ForwardingBackend {
+class FailingBackend final : public ForwardingBackend {
  public:
   FailingBackend(HostBackend& inner, int fail_at) : ForwardingBackend(inner), fail_at_(fail_at) {}
   Status ExecuteRound(const StagingTarget& t, const Round& r,
@@ -388,7 +389,7 @@ TEST(Rearranger, AWorkerErrorStopsTheRearrangementAndIsReportedOnce) {
 }
 
 // Records the lifecycle calls in order, and how many workers run when the rearrangement ends.
-class LifecycleBackend final : public testing::ForwardingBackend {
+class LifecycleBackend final : public ForwardingBackend {
  public:
   explicit LifecycleBackend(HostBackend& inner) : ForwardingBackend(inner) {}
   Status BeginRearrangement() override {

@@ -14,7 +14,7 @@
 #include "eplb/migrate/transfer_plan.h"
 #include "eplb/model/recovery.h"
 #include "eplb/policy/policy.h"
-#include "forwarding_backend.h"
+#include "eplb/migrate/forwarding_backend.h"
 #include "test_util.h"
 
 namespace eplb {
@@ -150,7 +150,7 @@ TEST(Recovery, RepairChangesOnlyWhatTheLossForces) {
 }
 
 // Forwards to the host backend, and tells the foreground when the rounds are under way.
-class WatchedBackend final : public testing::ForwardingBackend {
+class WatchedBackend final : public ForwardingBackend {
  public:
   explicit WatchedBackend(HostBackend& inner) : ForwardingBackend(inner) {}
   Status ExecuteRound(const StagingTarget& t, const Round& r,

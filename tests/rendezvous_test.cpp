@@ -20,7 +20,7 @@
 
 #include "eplb/migrate/host_backend.h"
 #include "eplb/migrate/rearranger.h"
-#include "forwarding_backend.h"
+#include "eplb/migrate/forwarding_backend.h"
 #include "test_util.h"
 
 namespace eplb {
@@ -31,7 +31,7 @@ using testing::EachLayerIsOneOf;
 using testing::MakeTopology;
 using testing::RandomPlacement;
 
-class RendezvousBackend final : public testing::ForwardingBackend {
+class RendezvousBackend final : public ForwardingBackend {
  public:
   explicit RendezvousBackend(HostBackend& inner) : ForwardingBackend(inner) {
     ReportInnerTransfers();

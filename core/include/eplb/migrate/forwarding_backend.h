@@ -1,5 +1,6 @@
-// A RearrangementBackend that forwards every call to another (LevelDB's EnvWrapper): a test
-// backend overrides only the calls it changes. The inner backend's transfers reach this one's
+// A RearrangementBackend that forwards every call to another (LevelDB's EnvWrapper): a backend
+// that adds to another (the one-GPU model's costs on the simulator's, tests' fault injectors)
+// overrides only the calls it changes. The inner backend's transfers reach this one's
 // on_transfer only after ReportInnerTransfers(), which needs the inner backend to emit none
 // after this one is gone (signals keep their callbacks): several wrappers of one backend with
 // different lifetimes (the processes' backends) leave it uncalled.
@@ -7,7 +8,7 @@
 
 #include "eplb/migrate/backend.h"
 
-namespace eplb::testing {
+namespace eplb {
 
 class ForwardingBackend : public RearrangementBackend {
  public:
@@ -58,4 +59,4 @@ class ForwardingBackend : public RearrangementBackend {
   RearrangementBackend& inner_;
 };
 
-}  // namespace eplb::testing
+}  // namespace eplb
