@@ -104,7 +104,7 @@ TEST(AllToAll, OneNvlinkDomainSendsEveryRemoteMessageOverNvlinkByHand) {
 TEST(Published, EveryShippedFigureIsSimulatedAndTabled) {
   auto figures = LoadPublishedFigures(kFigures);
   ASSERT_TRUE(figures.ok()) << figures.status().message();
-  ASSERT_EQ(figures->size(), 62u);
+  ASSERT_EQ(figures->size(), 63u);
   std::vector<FigureResult> results;
   for (const PublishedFigure& f : *figures) {
     auto r = EvaluateFigure(f);
@@ -124,7 +124,7 @@ TEST(Published, EveryShippedFigureIsSimulatedAndTabled) {
   std::cout << table;  // the errors, for the log
   for (const FigureResult& r : results) EXPECT_NE(table.find(r.figure.id), std::string::npos);
   const auto json = PublishedJson(results);
-  ASSERT_EQ(json["figures"].size(), 62u);
+  ASSERT_EQ(json["figures"].size(), 63u);
   for (const auto& f : json["figures"]) {
     for (const char* field : {"id", "figure", "source", "scenario", "published", "simulated",
                               "error_pct", "unit", "measure"}) {
@@ -133,11 +133,11 @@ TEST(Published, EveryShippedFigureIsSimulatedAndTabled) {
   }
   EXPECT_TRUE(json.contains("mean_abs_error_pct"));
   // The counts add up, and every figure outside the goal is named in the summary with its
-  // error, the three migration stalls (−92% to −96%, held by a 97% guard) among them.
+  // error: three of the four migration stalls (#43219 −57.5%, TensorRT-LLM −88%, V2-Lite −15.5%).
   const int within = json["within_goal"].get<int>(), outside = json["outside_goal"].get<int>();
-  EXPECT_EQ(within + outside, 62);
+  EXPECT_EQ(within + outside, 63);
   EXPECT_GE(outside, 3);
-  EXPECT_NE(table.find(std::to_string(within) + " of 62 figures within the 15% accuracy goal; " +
+  EXPECT_NE(table.find(std::to_string(within) + " of 63 figures within the 15% accuracy goal; " +
                        std::to_string(outside) + " outside it"),
             std::string::npos)
       << table;
