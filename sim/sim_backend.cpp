@@ -86,6 +86,7 @@ void SimBackend::JoinWorkers() {
 // The engine's host work before a rearrangement's layers (the load window's reduction, the
 // policy on the CPU, the maps' rebuild): on the caller, which a synchronous engine blocks.
 Status SimBackend::BeginRearrangement() {
+  applying_layer_ = -1;
   if (engine_ == Engine::kEplb) return Status::Ok();
   const double once =
       PriceOnce(engine_, layers_, slots_, platform_.topology().num_ranks()).total_s();
@@ -108,7 +109,7 @@ Status SimBackend::BeginLayer(const StagingTarget&) {
 WorkerCosts SimBackend::Worker() const {
   const int ranks = platform_.topology().num_ranks();
   return WorkerCostsOf(engine_, transport_kind_, tensors_, ranks > 0 ? slots_ / ranks : 0, slots_,
-                       ranks, batching_);
+                       ranks, mode_);
 }
 
 Status SimBackend::ExecuteRound(const StagingTarget& target, const Round& round,
@@ -225,7 +226,21 @@ void SimBackend::AbortTransfers() {
 }
 
 // Weights do not exist in the simulator; the routing-table swap is the rearranger's.
-Status SimBackend::CommitLayer(const StagingTarget&, std::span<const int32_t>) {
+// vLLM's async mode: each rank's main thread applies the layer (move_to_workspace) in the step
+// that commits it; the rearranger commits rank after rank, so each call pays only what its rank
+// needs beyond the slowest so far.
+Status SimBackend::CommitLayer(const StagingTarget& target, std::span<const int32_t> slots) {
+  const WorkerCosts w = Worker();
+  const double apply = w.apply_per_layer_s + w.apply_per_row_s * static_cast<double>(slots.size());
+  if (apply <= 0) return Status::Ok();
+  if (target.layer != applying_layer_) {
+    applying_layer_ = target.layer;
+    applied_s_ = 0;
+  }
+  if (apply > applied_s_) {
+    sg4::this_actor::sleep_for(apply - applied_s_);
+    applied_s_ = apply;
+  }
   return Status::Ok();
 }
 

@@ -42,11 +42,13 @@ class SimBackend final : public RearrangementBackend {
   // once-per-rearrangement host work (BeginRearrangement, on the caller: a stall), and on each
   // worker its per-layer planning and barrier (BeginLayer), its per-expert and per-tensor calls
   // and completion polling (ExecuteRound), its copies (CopyLocal). eplb: none of it.
-  // `batching`: migration.batching, each round one execution with its own barrier.
+  // `mode.batching`: migration.batching, each round one execution with its own barrier;
+  // `mode.async`: eplb.use_async, vLLM's main thread applies each layer (CommitLayer, on the
+  // caller: the step that applies it waits for the slowest rank's share).
   void SetEngine(Engine engine, Transport transport, int tensors, int layers, int slots,
-                 bool batching = false) {
+                 WorkerMode mode = {}) {
     engine_ = engine;
-    batching_ = batching;
+    mode_ = mode;
     transport_kind_ = transport;
     tensors_ = tensors;
     layers_ = layers;
@@ -83,7 +85,11 @@ class SimBackend final : public RearrangementBackend {
   WorkerCosts Worker() const;
 
   Engine engine_ = Engine::kEplb;
-  bool batching_ = false;
+  WorkerMode mode_;
+  // The layer whose ranks CommitLayer is applying, and the most one of them has paid so far:
+  // the ranks apply it at once, so the caller waits for the slowest, not their sum.
+  int applying_layer_ = -1;
+  double applied_s_ = 0;
   Transport transport_kind_ = Transport::kNccl;
   int tensors_ = 4, layers_ = 0, slots_ = 0;
 

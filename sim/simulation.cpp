@@ -44,7 +44,8 @@ Result<RunResult> Simulate(const Scenario& scenario, const OneGpuModel* one_gpu,
                          CostOf(scenario.migration.transport, scenario.migration.engine));
   sim_backend.SetEngine(scenario.migration.engine, scenario.migration.transport,
                         scenario.model.expert_tensors, scenario.model.layers, scenario.num_slots(),
-                        scenario.migration.batching);
+                        {.batching = scenario.migration.batching,
+                         .async = scenario.eplb.use_async});
   const StepModel model(scenario);
   SimStepRunner sim_runner(platform, model);
   if (scenario.eplb.use_async) {

@@ -88,5 +88,31 @@ TEST(EngineProfileSim, AsyncStepsPayThePerStepCheckWhileInFlight) {
   EXPECT_GT(in_flight, 0);
 }
 
+// The step that applies a layer waits for the main thread's move_to_workspace: async
+// rearrangements now stall between steps by the apply's host work, each layer's slowest rank,
+// and by nothing with eplb's own backend.
+TEST(EngineProfileSim, AsyncApplyingALayerDelaysItsStep) {
+  const RunResult vllm =
+      SimulateTiny({"eplb.use_async=true", "run.steps=260", "migration.engine=vllm"});
+  const auto scenario = LoadScenarioFile(std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml");
+  ASSERT_TRUE(scenario.ok());
+  const WorkerCosts w =
+      WorkerCostsOf(Engine::kVllm, scenario->migration.transport, scenario->model.expert_tensors,
+                    scenario->num_slots() / scenario->num_gpus(), scenario->num_slots(),
+                    scenario->num_gpus(), {.async = true});
+  ASSERT_GT(w.apply_per_layer_s, 0);
+  int layers = 0;
+  for (const RearrangementRecord& r : vllm.rearrangements) {
+    if (r.end_s >= 0) layers += r.layers;
+  }
+  ASSERT_GT(layers, 0);
+  // Each applied layer costs at least its fixed part, at most every slot of a rank written.
+  const double stall = TotalStall(vllm);
+  EXPECT_GE(stall, layers * w.apply_per_layer_s - 1e-12);
+  EXPECT_LE(stall, layers * (w.apply_per_layer_s +
+                             w.apply_per_row_s * (scenario->num_slots() / scenario->num_gpus())) +
+                       1e-9);
+}
+
 }  // namespace
 }  // namespace eplb

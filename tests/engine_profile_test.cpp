@@ -179,7 +179,7 @@ TEST(EngineProfile, MigrationBatchingPaysEachExecution) {
   // The simulator's workers: the barrier moves from the layer to each round.
   const WorkerCosts layer = WorkerCostsOf(Engine::kVllm, Transport::kNixl, kTensors, 2, 8, kRanks);
   const WorkerCosts rounds =
-      WorkerCostsOf(Engine::kVllm, Transport::kNixl, kTensors, 2, 8, kRanks, true);
+      WorkerCostsOf(Engine::kVllm, Transport::kNixl, kTensors, 2, 8, kRanks, {.batching = true});
   EXPECT_DOUBLE_EQ(layer.barrier_s, c.gloo_op_s + 6 * c.gloo_step_s);
   EXPECT_DOUBLE_EQ(layer.per_round_s, 0);
   EXPECT_DOUBLE_EQ(rounds.barrier_s, 0);
@@ -232,6 +232,31 @@ TEST(EngineProfile, AsyncPaysAFlagAllReducePerStep) {
                    c.gloo_op_s + 5 * c.gloo_step_s + c.torch_cpu_op_s);
   EXPECT_DOUBLE_EQ(AsyncStepOverheadS(Engine::kEplb, kRanks), 0);
   EXPECT_DOUBLE_EQ(AsyncStepOverheadS(Engine::kVllm, 1), 0);
+}
+
+// vLLM's async mode: the worker fills the buffer, the main thread applies the layer
+// (move_to_workspace): an event wait and a recorded event, the row map to numpy (two CPU ops),
+// one host-to-device copy and three copy_ into the maps, then a copy_ per written row per tensor.
+TEST(EngineProfile, AsyncMovesTheWriteBackToTheMainThread) {
+  const OpCosts& c = VllmOpCosts();
+  const WorkerCosts sync = WorkerCostsOf(Engine::kVllm, Transport::kNixl, kTensors, 2, 8, kRanks);
+  const WorkerCosts async =
+      WorkerCostsOf(Engine::kVllm, Transport::kNixl, kTensors, 2, 8, kRanks, {.async = true});
+  EXPECT_DOUBLE_EQ(sync.apply_per_layer_s + sync.apply_per_row_s, 0);
+  EXPECT_DOUBLE_EQ(async.apply_per_layer_s,
+                   2 * c.work_wait_s + 2 * c.torch_cpu_op_s + c.small_copy_s + 3 * c.torch_gpu_op_s);
+  EXPECT_DOUBLE_EQ(async.apply_per_row_s, kTensors * c.torch_gpu_op_s);
+  // The worker no longer writes back: a received expert and a local move each save a copy_
+  // per tensor; what the rank sends and its layer's planning cost the same.
+  EXPECT_NEAR(sync.per_receive_s - async.per_receive_s, kTensors * c.torch_gpu_op_s, 1e-15);
+  EXPECT_NEAR(sync.per_local_copy_s - async.per_local_copy_s, kTensors * c.torch_gpu_op_s, 1e-15);
+  EXPECT_DOUBLE_EQ(sync.per_send_s, async.per_send_s);
+  EXPECT_DOUBLE_EQ(sync.per_layer_s, async.per_layer_s);
+  // SGLang has no async mode and eplb no orchestration: nothing to apply.
+  EXPECT_DOUBLE_EQ(
+      WorkerCostsOf(Engine::kSglang, Transport::kNccl, kTensors, 2, 8, kRanks, {.async = true})
+          .apply_per_row_s,
+      0);
 }
 
 TEST(EngineProfile, SglangOperationCounts) {

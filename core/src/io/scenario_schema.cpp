@@ -810,15 +810,17 @@ const std::vector<Field>& ScenarioFields() {
                 "rank's worker. In async mode (`eplb.use_async`) every step while a rearrangement "
                 "is in flight also pays `_all_ranks_buffer_ready`, a gloo all_reduce of a flag "
                 "(one "
-                "operation and 2 (ranks − 1) − 1 ring steps) and `.item()`; `sglang`, SGLang's "
+                "operation and 2 (ranks − 1) − 1 ring steps) and `.item()`, and the main thread "
+                "applies each layer in the step after it is staged (`move_to_workspace`: an event "
+                "wait, the write-back `copy_` per row per tensor, the layer's maps), a stall of "
+                "its slowest rank's share; `sglang`, SGLang's "
                 "`ExpertLocationUpdater` "
                 "(with `nccl` only): per layer two loops over the rank's slots and, per expert it "
                 "receives or holds, two list comprehensions over every slot (0.02 µs an element), "
                 "a P2P op per tensor per expert in one batch with a wait each (21.3 GB/s a rank), "
                 "`copy_` per tensor "
                 "per move; its policy and once-per-update work are not counted. Not yet modelled: "
-                "async mode's per-layer stream sync and event wait and its write-back on the main "
-                "thread, SGLang's once-per-update work and TensorRT-LLM's profile"}),
+                "SGLang's once-per-update work and TensorRT-LLM's profile"}),
         Bool(FIELD(migration.batching),
              Doc{"",
                  "vLLM's opt-in migration batching (`enable_migration_batching`, "

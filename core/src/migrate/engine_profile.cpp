@@ -337,13 +337,15 @@ LayerOrchestration PriceLayer(Engine engine, Transport transport, int tensors,
 }
 
 WorkerCosts WorkerCostsOf(Engine engine, Transport transport, int tensors, int slots,
-                          int layer_slots, int ranks, bool batching) {
+                          int layer_slots, int ranks, WorkerMode mode) {
   WorkerCosts w;
   if (engine == Engine::kEplb || slots <= 0) return w;
   const OpCosts& c = VllmOpCosts();
+  // vLLM's async mode writes back on the main thread (AsyncApply), not on the worker.
+  const bool main_thread_writes = engine == Engine::kVllm && mode.async;
   auto host = [&](const RankLayerWork& work) {
     const RankTime t = TimeOf(c, transport, CountLayerOps(engine, transport, tensors, work), 0);
-    return t.planning + t.issue + t.after_issue + t.writeback;
+    return t.planning + t.issue + t.after_issue + (main_thread_writes ? 0 : t.writeback);
   };
   RankLayerWork base;
   base.slots = slots;
@@ -366,7 +368,7 @@ WorkerCosts WorkerCostsOf(Engine engine, Transport transport, int tensors, int s
   w.per_local_copy_s = host(local) - none;
   if (engine == Engine::kVllm && transport == Transport::kNixl) {
     const double barrier = MonitoredBarrierS(c, ranks);
-    if (batching) {
+    if (mode.batching) {
       // Each execution restores the transfer context (set_transfer_context's loop over the
       // layer's slots), so the rounds carry it, not the layer.
       const double context = layer_slots * c.python_iter_s;
@@ -378,6 +380,17 @@ WorkerCosts WorkerCostsOf(Engine engine, Transport transport, int tensors, int s
     w.poll_period_s = c.nixl_poll_period_s;
   }
   w.receive_bytes_per_s = ReceiveBytesPerS(engine, transport);
+  if (main_thread_writes) {
+    // EplbState.move_to_workspace (eplb_state.py at 50feac95): stream.wait_event on the
+    // buffer's event; the layer's new map row .cpu().numpy() (already on the host: two CPU
+    // ops); move_from_buffer's copy_ per written row per tensor; a CUDA event made and
+    // recorded; _update_layer_mapping_from_new, one host-to-device copy of the physical map's
+    // row and three copy_ into the maps. move_from_buffer's numpy masks stay counted with the
+    // worker's planning.
+    w.apply_per_layer_s = 2 * c.work_wait_s + 2 * c.torch_cpu_op_s + c.small_copy_s +
+                          3 * c.torch_gpu_op_s;
+    w.apply_per_row_s = tensors * c.torch_gpu_op_s;
+  }
   return w;
 }
 

@@ -142,6 +142,12 @@ TransportCost CostOf(Transport transport, Engine engine);
 // over the rank's `slots` and NIXL's set_transfer_context over `layer_slots`), per expert sent,
 // per expert received (its planning, posts, waits or NIXL calls and releases, write-back), per
 // local move, and NIXL's barrier (priced as a wait) and poll period. Zero for eplb.
+//
+// In vLLM's async mode the worker thread only fills the buffer (transfer_layer); the main thread
+// applies each layer at a step (EplbState.move_to_workspace): it waits on the buffer's event,
+// copies each written row back per tensor (move_from_buffer), records the consumed event and
+// updates the layer's three maps. That work is the apply_* costs, paid by the step that applies
+// the layer, and the workers' costs then hold no write-back.
 struct WorkerCosts {
   double per_layer_s = 0;
   double per_send_s = 0;
@@ -151,11 +157,18 @@ struct WorkerCosts {
   double per_round_s = 0;          // migration batching: each execution's context and barrier
   double poll_period_s = 0;        // > 0: a round's completion is seen at the next poll
   double receive_bytes_per_s = 0;  // > 0: the most a rank receives per second (P2P ops)
+  double apply_per_layer_s = 0;    // async: a rank's main thread, per layer it applies
+  double apply_per_row_s = 0;      // async: and per slot written in that layer
 };
-// `batching`: migration.batching, each round of the byte schedule one execution (its rounds are
-// vLLM's batches under eplb.schedule greedy_pairs).
+struct WorkerMode {
+  // migration.batching: each round of the byte schedule one execution (its rounds are vLLM's
+  // batches under eplb.schedule greedy_pairs).
+  bool batching = false;
+  // eplb.use_async: the main thread applies each layer (vLLM's move_to_workspace).
+  bool async = false;
+};
 WorkerCosts WorkerCostsOf(Engine engine, Transport transport, int tensors, int slots,
-                          int layer_slots, int ranks, bool batching = false);
+                          int layer_slots, int ranks, WorkerMode mode = {});
 
 // The most a rank receives per second under the engine's communicator (0: the links decide):
 // OpCosts::p2p_rank_bytes_per_s for vLLM over nccl and for SGLang.
