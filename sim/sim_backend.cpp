@@ -88,8 +88,7 @@ void SimBackend::JoinWorkers() {
 Status SimBackend::BeginRearrangement() {
   applying_layer_ = -1;
   if (engine_ == Engine::kEplb) return Status::Ok();
-  const double once =
-      PriceOnce(engine_, layers_, slots_, platform_.topology().num_ranks()).total_s();
+  const double once = PriceOnce(engine_, layers_, experts_, slots_, ep_).total_s();
   if (once > 0) sg4::this_actor::sleep_for(once);
   return Status::Ok();
 }

@@ -45,14 +45,17 @@ class SimBackend final : public RearrangementBackend {
   // `mode.batching`: migration.batching, each round one execution with its own barrier;
   // `mode.async`: eplb.use_async, vLLM's main thread applies each layer (CommitLayer, on the
   // caller: the step that applies it waits for the slowest rank's share).
-  void SetEngine(Engine engine, Transport transport, int tensors, int layers, int slots,
-                 WorkerMode mode = {}) {
+  // `layers` MoE layers of `experts` logical experts in `slots` physical slots, on `ep`.
+  void SetEngine(Engine engine, Transport transport, int tensors, int layers, int experts,
+                 int slots, const EpShape& ep, WorkerMode mode = {}) {
     engine_ = engine;
     mode_ = mode;
     transport_kind_ = transport;
     tensors_ = tensors;
     layers_ = layers;
+    experts_ = experts;
     slots_ = slots;
+    ep_ = ep;
   }
   Status BeginRearrangement() override;
   // The transport's per-layer cost, on the worker.
@@ -91,7 +94,8 @@ class SimBackend final : public RearrangementBackend {
   int applying_layer_ = -1;
   double applied_s_ = 0;
   Transport transport_kind_ = Transport::kNccl;
-  int tensors_ = 4, layers_ = 0, slots_ = 0;
+  int tensors_ = 4, layers_ = 0, experts_ = 0, slots_ = 0;
+  EpShape ep_;
 
   std::vector<simgrid::s4u::ActorPtr> workers_;
   // The courier that brings each worker actor its flows (flows.h), by actor id.

@@ -208,11 +208,11 @@ TEST(EngineProfile, PerTensorP2pOpsCapWhatARankReceives) {
 
 TEST(EngineProfile, OncePerRearrangement) {
   const OpCosts& c = VllmOpCosts();
-  const RearrangementOnce once = PriceOnce(Engine::kVllm, kLayers, 8, kRanks);
+  const RearrangementOnce once = PriceOnce(Engine::kVllm, kLayers, 6, 8, EpShape{kRanks});
   EXPECT_DOUBLE_EQ(once.policy_s, c.policy_per_layer_slot_s * kLayers * 8);
   EXPECT_DOUBLE_EQ(once.maps_s, 8 * c.maps_per_slot_s + 5 * c.small_copy_s);
   EXPECT_DOUBLE_EQ(once.total_s(), once.window_reduce_s + once.policy_s + once.maps_s);
-  EXPECT_DOUBLE_EQ(PriceOnce(Engine::kEplb, kLayers, 8, kRanks).total_s(), 0);
+  EXPECT_DOUBLE_EQ(PriceOnce(Engine::kEplb, kLayers, 6, 8, EpShape{kRanks}).total_s(), 0);
 }
 
 TEST(EngineProfile, VllmReplacesTheTransportsCpuEstimates) {
@@ -272,8 +272,37 @@ TEST(EngineProfile, SglangOperationCounts) {
   EXPECT_EQ(n.waits, 8);
   EXPECT_EQ(n.writeback_copies, 4);
   EXPECT_EQ(n.barriers + n.nixl_calls + n.polls, 0);
-  EXPECT_DOUBLE_EQ(PriceOnce(Engine::kSglang, kLayers, 8, kRanks).total_s(), 0);
   EXPECT_DOUBLE_EQ(AsyncStepOverheadS(Engine::kSglang, kRanks), 0);
+}
+
+// SGLang's once-per-update work on 2 layers of 6 experts in 8 slots, 4 ranks on 2 nodes, 4
+// expert groups (hierarchical: 2 groups a node):
+//   policy: packing the groups, 2 x 4 items into 2 nodes; replicating, (8 - 6) / 2 = 1 slot a
+//   node x 6 ops; packing the slots, 2 x 8 items into 4 / 2 = 2 GPUs; 23 ops around them.
+//   maps: per layer and expert (12) a synchronising copy, 5 ops and an iteration; per layer,
+//   expert and rank (48) an iteration and a comprehension over 8 / 6 replicas; a setitem per
+//   layer and slot (16); 8 small copies, 11 kernels and 2 synchronisations.
+TEST(EngineProfile, SglangOncePerUpdate) {
+  const OpCosts& c = VllmOpCosts();
+  const RearrangementOnce once = PriceOnce(Engine::kSglang, 2, 6, 8, EpShape{4, 2, 4});
+  EXPECT_DOUBLE_EQ(once.window_reduce_s, 7 * c.torch_gpu_op_s + c.small_copy_s);
+  EXPECT_NEAR(once.policy_s,
+              (23 + 6 * 1) * c.torch_cpu_op_s + 8 * (c.packing_item_s + 2 * c.packing_per_pack_s) +
+                  16 * (c.packing_item_s + 2 * c.packing_per_pack_s),
+              1e-15);
+  EXPECT_NEAR(once.maps_s,
+              12 * (c.small_copy_s + 5 * c.torch_cpu_op_s + c.python_iter_s) +
+                  48 * (c.python_iter_s + 8.0 / 6.0 * c.python_scan_s) + 16 * c.torch_cpu_op_s +
+                  8 * c.small_copy_s + 11 * c.torch_gpu_op_s + 2 * c.stream_sync_s,
+              1e-15);
+  // Without groups, or with one slot a GPU, the packing loops vanish.
+  const RearrangementOnce flat = PriceOnce(Engine::kSglang, 2, 8, 8, EpShape{8, 1, 1});
+  EXPECT_NEAR(flat.policy_s, 23 * c.torch_cpu_op_s, 1e-15);
+  // DeepSeek-V3 at EP32 on 4 nodes (58 MoE layers, 288 slots, 8 groups): about a second, as
+  // SGLang #7879 says of its CPU work (~1 s) and #13423 of the dispatch map alone (~1 s).
+  const RearrangementOnce v3 = PriceOnce(Engine::kSglang, 58, 256, 288, EpShape{32, 4, 8});
+  EXPECT_GT(v3.total_s(), 0.5);
+  EXPECT_LT(v3.total_s(), 2.0);
 }
 
 TEST(EngineProfile, ParseNamesTheValidEngines) {
@@ -380,7 +409,8 @@ StallParts PriceFigure(const std::string& scenario, const std::vector<std::strin
     links_s.push_back(l);
   }
   out.engine = PriceRearrangement(s->migration.engine, s->migration.transport,
-                                  s->model.expert_tensors, initial, plans, links_s, gpus);
+                                  s->model.expert_tensors, initial, plans, links_s,
+                                  EpShape{gpus, s->cluster.nodes, s->model.groups});
   const auto& e = out.engine;
   std::cout << fmt::format(
       "{} {}: {} layers; total {:.4g} ms = links {:.4g} + transport {:.4g} + copies {:.4g} + "

@@ -3,8 +3,11 @@
 
 core/src/migrate/engine_profile.cpp's cost table cites these: np.unique on a rank's slots,
 np.isin of a layer's slots against a few experts, a loop over the slots doing the kinds of CPU
-tensor ops compute_logical_maps does (written here, not copied), a small CPU tensor op and a
-Python dict operation. Run: /usr/bin/python3 tools/bench/engine_host_ops.py
+tensor ops compute_logical_maps does (written here, not copied), a small CPU tensor op, a
+Python dict operation, and a greedy packing loop of the kind DeepSeek's policy runs in torch
+(SGLang's balanced_packing: per item a min over the packs with room, keyed by the packs' loads,
+which become 0-d tensors; written here, not copied). Run: /usr/bin/python3
+tools/bench/engine_host_ops.py
 """
 import timeit
 
@@ -53,6 +56,38 @@ def main():
     table = {}
     dict_us = best_us("for i in range(100): table.setdefault(i, i)", {"table": table}, 2000) / 100
     print(f"dict setdefault             {dict_us:7.3f} us")
+    packing_costs()
+
+
+def greedy_packing(weight, packs):
+    """Each layer's items, heaviest first, into the least loaded pack with room."""
+    layers, items = weight.shape
+    per_pack = items // packs
+    order = weight.float().sort(-1, descending=True).indices
+    where = torch.full_like(weight, -1, dtype=torch.int64)
+    position = torch.full_like(where, -1)
+    for i in range(layers):
+        load = [0] * packs
+        count = [0] * packs
+        for item in order[i]:
+            p = min((k for k in range(packs) if count[k] < per_pack), key=load.__getitem__)
+            where[i, item] = p
+            position[i, item] = count[p]
+            load[p] += weight[i, item]
+            count[p] += 1
+    return where, position
+
+
+def packing_costs():
+    """Per item of a greedy packing: a fixed part and a part per pack, from two pack counts."""
+    per_item = {}
+    for packs in (8, 32):
+        weight = torch.rand(58, 288)
+        t = min(timeit.repeat(lambda: greedy_packing(weight, packs), number=1, repeat=3))
+        per_item[packs] = t / weight.numel() * 1e6
+        print(f"packing into {packs:2d}, per item  {per_item[packs]:7.2f} us")
+    per_pack = (per_item[32] - per_item[8]) / 24
+    print(f"  fixed {per_item[8] - 8 * per_pack:.2f} us + {per_pack:.2f} us per pack")
 
 
 if __name__ == "__main__":

@@ -85,6 +85,12 @@ const OpCosts& VllmOpCosts() {
     // vLLM's default policy in Python after #28369: ~80 → ~10 ms for DeepSeek-V2-Lite (26
     // layers × 64 slots), 6 µs per layer and slot, scaled linearly to other shapes.
     c.policy_per_layer_slot_s = 10e-3 / (26.0 * 64.0);
+    // DeepSeek's policy as SGLang runs it (torch on the CPU): balanced_packing places each item
+    // in the least loaded pack with room, a min whose keys are 0-d tensors. A loop of that
+    // pattern on 58 layers x 288 items measured 14.8 us an item into 8 packs and 36.0 into 32
+    // (tools/bench/engine_host_ops.py): 7.8 us and 0.88 us per pack.
+    c.packing_item_s = 7.8e-6;
+    c.packing_per_pack_s = 0.88e-6;
     // vLLM #28562 (an isolated rearrange_expert_weights benchmark before it packed the P2P ops:
     // Qwen3-Next-80B-A3B, 48 MoE layers of 512 experts of 6,291,456 bytes in BF16 (hidden 2048,
     // moe_intermediate 512), 128 redundant experts on 4 H100s): "Total kernel duration for
@@ -410,29 +416,85 @@ double AsyncStepOverheadS(Engine engine, int ranks) {
   return c.gloo_op_s + (2.0 * (ranks - 1) - 1) * c.gloo_step_s + c.torch_cpu_op_s;
 }
 
+namespace {
+
 // Counted from vLLM's eplb_state.py (EplbState.rearrange) and rebalance_execute.py
 // (rearrange_expert_weights_inplace): the load window all_reduce'd across the EP group and
 // copied to the CPU; the policy on the CPU; compute_logical_maps, a Python loop over every
 // physical slot; the new maps copied to the device (physical_to_logical, logical_to_physical,
 // replica counts); the old and new maps copied back to the host once for the layers' plans.
-RearrangementOnce PriceOnce(Engine engine, int layers, int slots, int ranks) {
+RearrangementOnce VllmOnce(const OpCosts& c, int layers, int slots) {
   RearrangementOnce o;
-  if (engine != Engine::kVllm) return o;  // SGLang's once-per-update work: not counted
-  const OpCosts& c = VllmOpCosts();
-  (void)ranks;
   o.window_reduce_s = c.torch_gpu_op_s + c.small_copy_s;
   o.policy_s = c.policy_per_layer_slot_s * layers * slots;
   o.maps_s = c.maps_per_slot_s * slots + 5 * c.small_copy_s;
   return o;
 }
 
+// Counted from SGLang's python/sglang/srt/eplb/ (eplb_manager.py @53e29da2, rebalance;
+// expert_distribution.py @dd780ab9, _StatAccumulator.dump; eplb_algorithms/deepseek.py
+// @c3855c54, DeepSeek's eplb.py in torch on the CPU; expert_location.py @6270b014, init_by_eplb,
+// _init_raw, compute_logical_to_rank_dispatch_physical_map; expert_location_updater.py
+// @dc0fdf0b, the metadata's update), as the project's code index stores them. SGLang counts its
+// metadata over all hidden layers (61 for DeepSeek-V3); this counts the MoE layers.
+RearrangementOnce SglangOnce(const OpCosts& c, int layers, int experts, int slots,
+                             const EpShape& ep) {
+  RearrangementOnce o;
+  const double L = layers, E = experts, P = slots, R = std::max(1, ep.ranks);
+  // dump_record: the buffered counts scattered to logical experts (3 kernels), one NCCL
+  // all_reduce over the world, the buffers zeroed (2); the policy's sum and .float().cpu().
+  // The all_reduce's bytes (4 x buffer steps x layers x experts) are not priced.
+  o.window_reduce_s = 7 * c.torch_gpu_op_s + c.small_copy_s;
+  // DeepSeek's policy in torch: hierarchical when the groups divide among the nodes.
+  const bool hierarchical = ep.groups > 1 && ep.groups % std::max(1, ep.nodes) == 0;
+  const double N = hierarchical ? std::max(1, ep.nodes) : 1, G = hierarchical ? ep.groups : 1;
+  // The vectorised steps around the loops (~23 CPU tensor ops), and replicate_experts, ~6 per
+  // redundant slot of a node.
+  o.policy_s = (23 + 6 * (P - E) / N) * c.torch_cpu_op_s;
+  // balanced_packing of each layer's groups onto the nodes (trivial at one group a node), then
+  // of each node's slots onto its GPUs (trivial at one slot a GPU).
+  auto packing = [&](double items, double packs) {
+    return items * (c.packing_item_s + packs * c.packing_per_pack_s);
+  };
+  if (G / N > 1) o.policy_s += packing(L * G, N);
+  if (P > R) o.policy_s += packing(L * P, R / N);
+  // ExpertLocationMetadata: two maps to the device and one back, a pad and a count (3 kernels);
+  // compute_logical_to_rank_dispatch_physical_map, for each layer and logical expert the
+  // replicas' list from the device (.tolist(), a synchronising copy), ~5 CPU ops and a draw,
+  // then for each GPU a list comprehension over the replicas (P / E on average) and a setitem
+  // where one is on that GPU (at most one per slot); its result to the device; the two device
+  // synchronisations around the update; the metadata's update, 4 fields to the device with 2
+  // kernels each.
+  o.maps_s = (3 + 1 + 4) * c.small_copy_s + (3 + 8) * c.torch_gpu_op_s + 2 * c.stream_sync_s +
+             L * E * (c.small_copy_s + 5 * c.torch_cpu_op_s + c.python_iter_s) +
+             L * E * R * (c.python_iter_s + (P / std::max(1.0, E)) * c.python_scan_s) +
+             L * P * c.torch_cpu_op_s;
+  return o;
+}
+
+}  // namespace
+
+RearrangementOnce PriceOnce(Engine engine, int layers, int experts, int slots, const EpShape& ep) {
+  const OpCosts& c = VllmOpCosts();
+  switch (engine) {
+    case Engine::kEplb:
+      return {};
+    case Engine::kVllm:
+      return VllmOnce(c, layers, slots);
+    case Engine::kSglang:
+      return SglangOnce(c, layers, experts, slots, ep);
+  }
+  return {};
+}
+
 RearrangementOrchestration PriceRearrangement(Engine engine, Transport transport, int tensors,
                                               const Placement& before,
                                               std::span<const LayerPlan> plans,
-                                              std::span<const double> links_s, int ranks,
-                                              std::span<const int> batches) {
+                                              std::span<const double> links_s,
+                                              const EpShape& ep, std::span<const int> batches) {
   RearrangementOrchestration r;
-  r.once = PriceOnce(engine, before.num_layers(), before.num_slots(), ranks);
+  const int ranks = ep.ranks;
+  r.once = PriceOnce(engine, before.num_layers(), before.num_experts(), before.num_slots(), ep);
 
   for (size_t i = 0; i < plans.size(); ++i) {
     const LayerPlan& plan = plans[i];

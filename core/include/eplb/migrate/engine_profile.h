@@ -61,6 +61,10 @@ struct OpCosts {
   double gloo_message_s = 0;      // one gloo send or receive of a staged tensor (CPU work)
   double maps_per_slot_s = 0;     // compute_logical_maps: one slot's loop iteration (~9 ops)
   double policy_per_layer_slot_s = 0;  // the engine's Python policy, per layer and slot
+  // DeepSeek's policy in torch (SGLang's): its greedy packing, per item placed, a fixed part and
+  // a part per pack the min looks at.
+  double packing_item_s = 0;
+  double packing_per_pack_s = 0;
   // What one rank receives per second when its transfers are torch.distributed P2P ops, one per
   // tensor per expert, in one batch_isend_irecv (vLLM's torch_nccl, SGLang): NCCL runs them as
   // many small operations, far below the links' rate.
@@ -180,14 +184,23 @@ double ReceiveBytesPerS(Engine engine, Transport transport);
 // eplb.
 double AsyncStepOverheadS(Engine engine, int ranks);
 
-// What one rearrangement costs once, before its layers.
+// The expert-parallel group a rearrangement runs on, as the engines' once-per-rearrangement
+// work scales with it.
+struct EpShape {
+  int ranks = 1;
+  int nodes = 1;
+  int groups = 1;  // expert groups (model.groups): the policy's hierarchical first step
+};
+
+// What one rearrangement costs once, before its layers: `layers` MoE layers of `experts` logical
+// experts in `slots` physical slots.
 struct RearrangementOnce {
-  double window_reduce_s = 0;  // all_reduce of the load window, then .cpu()
+  double window_reduce_s = 0;  // the load window reduced across ranks, then copied to the CPU
   double policy_s = 0;         // the engine's policy on the CPU
-  double maps_s = 0;           // compute_logical_maps (a Python loop over the slots), copied back
+  double maps_s = 0;           // the new maps built (Python loops) and copied between devices
   double total_s() const { return window_reduce_s + policy_s + maps_s; }
 };
-RearrangementOnce PriceOnce(Engine engine, int layers, int slots, int ranks);
+RearrangementOnce PriceOnce(Engine engine, int layers, int experts, int slots, const EpShape& ep);
 
 // A whole rearrangement's orchestration: once, then each layer's (summed), given each plan's
 // links time (`links_s`, one per plan), its executions (`batches`, one per plan; empty: 1 each)
@@ -201,7 +214,8 @@ struct RearrangementOrchestration {
 RearrangementOrchestration PriceRearrangement(Engine engine, Transport transport, int tensors,
                                               const Placement& before,
                                               std::span<const LayerPlan> plans,
-                                              std::span<const double> links_s, int ranks,
+                                              std::span<const double> links_s,
+                                              const EpShape& ep,
                                               std::span<const int> batches = {});
 
 }  // namespace eplb
