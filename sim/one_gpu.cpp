@@ -78,7 +78,7 @@ class ReadingSteps final : public StepRunner {
       Courier courier;
       courier.Receive(std::span<const HostFlow>(&read, 1));
     });
-    const Status result = inner_.RunStep(cost, contended);
+    Status result = inner_.RunStep(cost, contended);
     reader->join();
     return result;
   }

@@ -96,10 +96,10 @@ TEST(EngineProfileSim, AsyncApplyingALayerDelaysItsStep) {
       SimulateTiny({"eplb.use_async=true", "run.steps=260", "migration.engine=vllm"});
   const auto scenario = LoadScenarioFile(std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml");
   ASSERT_TRUE(scenario.ok());
+  const int slots_per_gpu = scenario->num_slots() / scenario->num_gpus();
   const WorkerCosts w =
       WorkerCostsOf(Engine::kVllm, scenario->migration.transport, scenario->model.expert_tensors,
-                    scenario->num_slots() / scenario->num_gpus(), scenario->num_slots(),
-                    scenario->num_gpus(), {.async = true});
+                    slots_per_gpu, scenario->num_slots(), scenario->num_gpus(), {.async = true});
   ASSERT_GT(w.apply_per_layer_s, 0);
   int layers = 0;
   for (const RearrangementRecord& r : vllm.rearrangements) {
@@ -109,9 +109,7 @@ TEST(EngineProfileSim, AsyncApplyingALayerDelaysItsStep) {
   // Each applied layer costs at least its fixed part, at most every slot of a rank written.
   const double stall = TotalStall(vllm);
   EXPECT_GE(stall, layers * w.apply_per_layer_s - 1e-12);
-  EXPECT_LE(stall, layers * (w.apply_per_layer_s +
-                             w.apply_per_row_s * (scenario->num_slots() / scenario->num_gpus())) +
-                       1e-9);
+  EXPECT_LE(stall, layers * (w.apply_per_layer_s + w.apply_per_row_s * slots_per_gpu) + 1e-9);
 }
 
 }  // namespace
