@@ -86,7 +86,7 @@ void SimBackend::JoinWorkers() {
 // The engine's host work before a rearrangement's layers (the load window's reduction, the
 // policy on the CPU, the maps' rebuild): on the caller, which a synchronous engine blocks.
 Status SimBackend::BeginRearrangement() {
-  applying_layer_ = -1;
+  boundary_s_ = -1;
   if (engine_ == Engine::kEplb) return Status::Ok();
   const double once = PriceOnce(engine_, layers_, experts_, slots_, ep_).total_s();
   if (once > 0) sg4::this_actor::sleep_for(once);
@@ -225,21 +225,25 @@ void SimBackend::AbortTransfers() {
 }
 
 // Weights do not exist in the simulator; the routing-table swap is the rearranger's.
-// vLLM's async mode: each rank's main thread applies the layer (move_to_workspace) in the step
-// that commits it; the rearranger commits rank after rank, so each call pays only what its rank
-// needs beyond the slowest so far.
+// vLLM's async mode: each rank's main thread applies the layer (move_to_workspace) at the step
+// boundary that commits it. The rearranger commits rank after rank and layer after layer on the
+// caller, so each call pays only what its rank's total at this boundary needs beyond the most
+// paid so far. The clock stands still within a boundary but for these waits.
 Status SimBackend::CommitLayer(const StagingTarget& target, std::span<const int32_t> slots) {
-  const WorkerCosts w = Worker();
-  const double apply = w.apply_per_layer_s + w.apply_per_row_s * static_cast<double>(slots.size());
+  if (!mode_.async) return Status::Ok();  // sync: the workers' per-layer costs hold it
+  const double apply = apply_per_layer_s_ + apply_per_row_s_ * static_cast<double>(slots.size());
   if (apply <= 0) return Status::Ok();
-  if (target.layer != applying_layer_) {
-    applying_layer_ = target.layer;
-    applied_s_ = 0;
+  if (Now() != boundary_s_) {
+    rank_applied_s_.assign(static_cast<size_t>(platform_.topology().num_ranks()), 0.0);
+    boundary_paid_s_ = 0;
   }
-  if (apply > applied_s_) {
-    sg4::this_actor::sleep_for(apply - applied_s_);
-    applied_s_ = apply;
+  double& mine = rank_applied_s_.at(static_cast<size_t>(target.rank));
+  mine += apply;
+  if (mine > boundary_paid_s_) {
+    sg4::this_actor::sleep_for(mine - boundary_paid_s_);
+    boundary_paid_s_ = mine;
   }
+  boundary_s_ = Now();
   return Status::Ok();
 }
 

@@ -56,6 +56,9 @@ class SimBackend final : public RearrangementBackend {
     experts_ = experts;
     slots_ = slots;
     ep_ = ep;
+    const WorkerCosts w = Worker();
+    apply_per_layer_s_ = w.apply_per_layer_s;
+    apply_per_row_s_ = w.apply_per_row_s;
   }
   Status BeginRearrangement() override;
   // The transport's per-layer cost, on the worker.
@@ -89,10 +92,13 @@ class SimBackend final : public RearrangementBackend {
 
   Engine engine_ = Engine::kEplb;
   WorkerMode mode_;
-  // The layer whose ranks CommitLayer is applying, and the most one of them has paid so far:
-  // the ranks apply it at once, so the caller waits for the slowest, not their sum.
-  int applying_layer_ = -1;
-  double applied_s_ = 0;
+  // vLLM's async apply (WorkerCosts::apply_*; zero otherwise). Each rank's main thread applies
+  // the layers committed at one step boundary one after another, the ranks at once: the
+  // boundary waits for the rank whose layers take longest, not for every rank's.
+  double apply_per_layer_s_ = 0, apply_per_row_s_ = 0;
+  double boundary_s_ = -1;              // the boundary being applied (its time when last paid)
+  std::vector<double> rank_applied_s_;  // each rank's apply at that boundary
+  double boundary_paid_s_ = 0;          // the most of them, paid so far
   Transport transport_kind_ = Transport::kNccl;
   int tensors_ = 4, layers_ = 0, experts_ = 0, slots_ = 0;
   EpShape ep_;

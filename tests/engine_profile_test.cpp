@@ -280,7 +280,8 @@ TEST(EngineProfile, SglangOperationCounts) {
 //   policy: packing the groups, 2 x 4 items into 2 nodes; replicating, (8 - 6) / 2 = 1 slot a
 //   node x 6 ops; packing the slots, 2 x 8 items into 4 / 2 = 2 GPUs; 23 ops around them.
 //   maps: per layer and expert (12) a synchronising copy, 5 ops and an iteration; per layer,
-//   expert and rank (48) an iteration and a comprehension over 8 / 6 replicas; a setitem per
+//   expert and rank (48) an iteration and a comprehension calling a function on each of 8 / 6
+//   replicas; a setitem per
 //   layer and slot (16); 8 small copies, 11 kernels and 2 synchronisations.
 TEST(EngineProfile, SglangOncePerUpdate) {
   const OpCosts& c = VllmOpCosts();
@@ -292,7 +293,7 @@ TEST(EngineProfile, SglangOncePerUpdate) {
               1e-15);
   EXPECT_NEAR(once.maps_s,
               12 * (c.small_copy_s + 5 * c.torch_cpu_op_s + c.python_iter_s) +
-                  48 * (c.python_iter_s + 8.0 / 6.0 * c.python_scan_s) + 16 * c.torch_cpu_op_s +
+                  48 * (c.python_iter_s + 8.0 / 6.0 * c.python_call_scan_s) + 16 * c.torch_cpu_op_s +
                   8 * c.small_copy_s + 11 * c.torch_gpu_op_s + 2 * c.stream_sync_s,
               1e-15);
   // Without groups, or with one slot a GPU, the packing loops vanish.

@@ -13,6 +13,7 @@
 #include "eplb/engine/eplb_loop.h"
 #include "eplb/engine/workload.h"
 #include "eplb/io/scenario_file.h"
+#include "eplb/migrate/engine_profile.h"
 #include "eplb/migrate/host_backend.h"
 #include "eplb/migrate/rearranger.h"
 #include "flows.h"
@@ -496,6 +497,41 @@ TEST(SimTransport, NixlPaysItsPerLayerCostOnEveryLayer) {
     EXPECT_GE(r.end_s - r.start_s, r.layers * 0.45e-3 * (1 - 1e-9)) << "step " << r.step;
   }
   EXPECT_GT(completed, 1);
+}
+
+// vLLM's async apply: the ranks' main threads apply a boundary's layers at once, each its own
+// one after another, so a boundary lasts as long as the rank whose layers take longest. Rank 0
+// writes 2 slots of layer 0 and none of layer 1, rank 1 the reverse: each rank's total is one
+// full layer plus one empty, and the boundary pays that once, not a full layer twice. Sync mode
+// pays nothing here (its workers write back).
+TEST(SimModel, AnAsyncBoundaryWaitsForTheSlowestRanksLayers) {
+  sg4::Engine& engine = NewEngine();
+  const sim::Platform p(TwoNodes(), 64e9);
+  const int tensors = 4, slots = p.topology().num_slots();
+  const EpShape ep{p.topology().num_ranks(), 2, 1};
+  const WorkerCosts w = WorkerCostsOf(Engine::kVllm, Transport::kNccl, tensors, 2, slots,
+                                      ep.ranks, {.async = true});
+  ASSERT_GT(w.apply_per_row_s, 0);
+  sim::SimBackend async(p, 2, 3e12), sync(p, 2, 3e12);
+  async.SetEngine(Engine::kVllm, Transport::kNccl, tensors, 1, 8, slots, ep, {.async = true});
+  sync.SetEngine(Engine::kVllm, Transport::kNccl, tensors, 1, 8, slots, ep);
+  const std::vector<int32_t> two = {0, 1}, none;
+  double boundary = -1, next = -1, sync_s = -1;
+  sg4::Actor::create("foreground", p.host(0), [&] {
+    boundary = Elapsed([&] {
+      ASSERT_TRUE(async.CommitLayer({0, 0, 0}, two).ok());
+      ASSERT_TRUE(async.CommitLayer({1, 0, 0}, none).ok());
+      ASSERT_TRUE(async.CommitLayer({0, 1, 1}, none).ok());
+      ASSERT_TRUE(async.CommitLayer({1, 1, 1}, two).ok());
+    });
+    sg4::this_actor::sleep_for(1e-3);  // a step: the next commit is another boundary
+    next = Elapsed([&] { ASSERT_TRUE(async.CommitLayer({0, 2, 0}, none).ok()); });
+    sync_s = Elapsed([&] { ASSERT_TRUE(sync.CommitLayer({0, 0, 0}, two).ok()); });
+  });
+  engine.run();
+  EXPECT_NEAR(boundary, 2 * w.apply_per_layer_s + 2 * w.apply_per_row_s, 1e-12);
+  EXPECT_NEAR(next, w.apply_per_layer_s, 1e-12);
+  EXPECT_EQ(sync_s, 0);
 }
 
 // The flow helpers (flows.h) issue mailbox communications instead of Comm::sendto_async; every

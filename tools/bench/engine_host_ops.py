@@ -56,6 +56,9 @@ def main():
     table = {}
     dict_us = best_us("for i in range(100): table.setdefault(i, i)", {"table": table}, 2000) / 100
     print(f"dict setdefault             {dict_us:7.3f} us")
+    calls = {"replicas": [5, 130, 277], "gpu_of": lambda p: p // 9, "g": 3}
+    call_us = best_us("[p for p in replicas if gpu_of(p) == g]", calls, 200000) / 3
+    print(f"comprehension element, call {call_us:7.3f} us")
     packing_costs()
 
 

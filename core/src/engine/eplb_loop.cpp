@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include "eplb/base/interrupt.h"
-#include "eplb/base/name_table.h"
 #include "eplb/engine/gpu_memory.h"
 #include "eplb/engine/hardware.h"
 #include "eplb/engine/step_model.h"
@@ -18,10 +17,6 @@
 #include "eplb/policy/balance_bound.h"
 
 namespace eplb {
-
-// The one spelling of each reason, as rearrangements.csv's `reason` column writes it.
-constexpr auto kRearrangeReasonNames =
-    MakeNameTable<RearrangeReason>("rearrangements.reason", {"interval", "recovery", "scale"});
 
 const char* RearrangeReasonName(RearrangeReason reason) {
   return kRearrangeReasonNames.Name(reason);

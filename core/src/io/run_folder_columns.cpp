@@ -96,15 +96,12 @@ Status ParseCell(const CsvLines& csv, const Field<Row>& field, std::string_view 
       }
       return csv.Error(fmt::format("{} '{}': valid values are nvlink, nic", name, Excerpt(text)));
     case Format::kReason:
-      for (auto reason :
-           {RearrangeReason::kInterval, RearrangeReason::kRecovery, RearrangeReason::kScale}) {
-        if (text == RearrangeReasonName(reason)) {
-          c.i = static_cast<int64_t>(reason);
-          return Status::Ok();
-        }
+      if (const auto reason = kRearrangeReasonNames.Find(text)) {
+        c.i = static_cast<int64_t>(*reason);
+        return Status::Ok();
       }
-      return csv.Error(
-          fmt::format("{} '{}': valid values are interval, recovery, scale", name, Excerpt(text)));
+      return csv.Error(fmt::format("{} '{}': valid values are {}", name, Excerpt(text),
+                                   kRearrangeReasonNames.Joined()));
   }
   return Status::Ok();
 }

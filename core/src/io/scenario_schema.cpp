@@ -807,7 +807,7 @@ const std::vector<Field>& ScenarioFields() {
                 "`copy_` per row per tensor. Its counts replace the transport's own per-layer and "
                 "per-message CPU estimates. The simulator charges the once-per-rearrangement work "
                 "on the rearranging thread (a sync rearrangement's stall) and the rest on each "
-                "rank's worker. In async mode (`eplb.use_async`) every step while a rearrangement "
+                "rank's worker (in async mode, all but each layer's apply). In async mode (`eplb.use_async`) every step while a rearrangement "
                 "is in flight also pays `_all_ranks_buffer_ready`, a gloo all_reduce of a flag "
                 "(one "
                 "operation and 2 (ranks − 1) − 1 ring steps) and `.item()`, and the main thread "

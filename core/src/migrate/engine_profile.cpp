@@ -87,10 +87,13 @@ const OpCosts& VllmOpCosts() {
     c.policy_per_layer_slot_s = 10e-3 / (26.0 * 64.0);
     // DeepSeek's policy as SGLang runs it (torch on the CPU): balanced_packing places each item
     // in the least loaded pack with room, a min whose keys are 0-d tensors. A loop of that
-    // pattern on 58 layers x 288 items measured 14.8 us an item into 8 packs and 36.0 into 32
-    // (tools/bench/engine_host_ops.py): 7.8 us and 0.88 us per pack.
+    // pattern on 58 layers x 288 items measured 14.84 us an item into 8 packs and 36.00 into 32
+    // (tools/bench/engine_host_ops.py): 7.79 us and 0.88 us per pack.
     c.packing_item_s = 7.8e-6;
     c.packing_per_pack_s = 0.88e-6;
+    // [p for p in replicas if gpu_of(p) == g] with a one-line function: 0.058 us an element
+    // measured (the same script).
+    c.python_call_scan_s = 0.06e-6;
     // vLLM #28562 (an isolated rearrange_expert_weights benchmark before it packed the P2P ops:
     // Qwen3-Next-80B-A3B, 48 MoE layers of 512 experts of 6,291,456 bytes in BF16 (hidden 2048,
     // moe_intermediate 512), 128 redundant experts on 4 H100s): "Total kernel duration for
@@ -461,13 +464,14 @@ RearrangementOnce SglangOnce(const OpCosts& c, int layers, int experts, int slot
   // ExpertLocationMetadata: two maps to the device and one back, a pad and a count (3 kernels);
   // compute_logical_to_rank_dispatch_physical_map, for each layer and logical expert the
   // replicas' list from the device (.tolist(), a synchronising copy), ~5 CPU ops and a draw,
-  // then for each GPU a list comprehension over the replicas (P / E on average) and a setitem
-  // where one is on that GPU (at most one per slot); its result to the device; the two device
+  // then for each GPU a list comprehension over the replicas (P / E on average), each element a
+  // call of _compute_gpu_id_of_physical_expert, and a setitem where one is on that GPU (at most
+  // one per slot); its result to the device; the two device
   // synchronisations around the update; the metadata's update, 4 fields to the device with 2
   // kernels each.
   o.maps_s = (3 + 1 + 4) * c.small_copy_s + (3 + 8) * c.torch_gpu_op_s + 2 * c.stream_sync_s +
              L * E * (c.small_copy_s + 5 * c.torch_cpu_op_s + c.python_iter_s) +
-             L * E * R * (c.python_iter_s + (P / std::max(1.0, E)) * c.python_scan_s) +
+             L * E * R * (c.python_iter_s + (P / std::max(1.0, E)) * c.python_call_scan_s) +
              L * P * c.torch_cpu_op_s;
   return o;
 }

@@ -34,6 +34,7 @@
 #include <optional>
 #include <vector>
 
+#include "eplb/base/name_table.h"
 #include "eplb/engine/scenario.h"
 #include "eplb/engine/step_cost.h"
 #include "eplb/engine/workload.h"
@@ -75,8 +76,10 @@ struct StepRecord {
   double latency_s = 0;
 };
 
-// Why a rearrangement ran.
+// Why a rearrangement ran; rearrangements.csv's `reason` column spells it as the table does.
 enum class RearrangeReason { kInterval, kRecovery, kScale };
+inline constexpr auto kRearrangeReasonNames =
+    MakeNameTable<RearrangeReason>("rearrangements.reason", {"interval", "recovery", "scale"});
 const char* RearrangeReasonName(RearrangeReason reason);
 
 struct RearrangementRecord {

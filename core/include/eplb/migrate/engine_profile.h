@@ -65,6 +65,8 @@ struct OpCosts {
   // a part per pack the min looks at.
   double packing_item_s = 0;
   double packing_per_pack_s = 0;
+  // A list-comprehension element that calls a small Python function (SGLang's dispatch map).
+  double python_call_scan_s = 0;
   // What one rank receives per second when its transfers are torch.distributed P2P ops, one per
   // tensor per expert, in one batch_isend_irecv (vLLM's torch_nccl, SGLang): NCCL runs them as
   // many small operations, far below the links' rate.
@@ -187,8 +189,9 @@ double AsyncStepOverheadS(Engine engine, int ranks);
 // The expert-parallel group a rearrangement runs on, as the engines' once-per-rearrangement
 // work scales with it.
 struct EpShape {
-  int ranks = 1;
-  int nodes = 1;
+  int ranks = 1;   // every GPU of the group (a scenario's GPUs, serving or not)
+  int nodes = 1;   // cluster.nodes: a GB200 scenario's one NVLink domain is one node here, where
+                   // SGLang would count its hosts (trays) and pack by them
   int groups = 1;  // expert groups (model.groups): the policy's hierarchical first step
 };
 
