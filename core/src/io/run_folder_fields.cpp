@@ -199,7 +199,10 @@ const std::vector<Field<RearrangementRow>>& RearrangementFields() {
            "Σ over layers of the completion polling beyond the links' time (NIXL: 0.5 ms period)"},
           Format::kReal9, /*added_later=*/true),
       Col<R, &B::engine_writeback_s>(
-          {"engine_writeback_s", "s", "Σ over layers of the slowest rank's write-back copies"},
+          {"engine_writeback_s", "s",
+           "Σ over layers of the slowest rank's write-back copies (vLLM async: on the main "
+           "thread, whose per-layer apply also waits an event and updates the layer's maps, "
+           "~0.05 ms a layer not in this column; its stall is in metrics.csv's stalled_s)"},
           Format::kReal9, /*added_later=*/true),
   };
   return fields;
