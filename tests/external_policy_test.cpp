@@ -332,10 +332,11 @@ TEST_F(ExternalPolicyTest, ABadProgramFailsTheRunAndLeavesNoFolder) {
       {"built-in's name", "compare " + tiny + " --policy-command 'static=python3 x.py'",
        "'static' is a built-in policy's name"},
   });
-  // compare's failed run is a failed job (exit status 1), and its folder is not written.
+  // compare's run fails in its job, on the user's program as run's does: bad input (exit status
+  // 2, as run's), and its folder is not written.
   const CliRun c = Eplb("compare " + tiny + " --policies static --out " + (dir_ / "d").string() +
                         " --policy-command '" + kPython + " " + exits + "'");
-  EXPECT_EQ(c.code, 1);
+  EXPECT_EQ(c.code, 2);
   EXPECT_NE(c.err.find("external: step 24: policy external: the program '" + kPython + " " + exits +
                        "' exited with status 3"),
             std::string::npos)

@@ -78,6 +78,8 @@ TEST(ProcessPool, NamesTheJobsThatFailedAndRunsTheRest) {
   const Status s =
       RunInChildProcesses(jobs, 1, [&](const std::vector<JobProgress>& p, bool) { last = p; });
   ASSERT_FALSE(s.ok());
+  // A crash is no fault of the input: the whole is a failed run, not bad input.
+  EXPECT_EQ(s.code(), Status::Code::kInternal);
   EXPECT_NE(s.message().find("refused"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("crashes"), std::string::npos) << s.message();
   EXPECT_EQ(s.message().find("fine"), std::string::npos) << s.message();
@@ -106,6 +108,17 @@ TEST(ProcessPool, NamesTheFailedJobsInTheirOrder) {
   const Status s = RunInChildProcesses(jobs, 2, nullptr);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.message(), "failed: first, second");
+}
+
+// When every failed job failed on its input (a user's policy program, a file it read), the
+// whole is bad input too, as one job failing in the foreground would be: the user can fix it.
+TEST(ProcessPool, JobsFailingOnTheirInputAreBadInput) {
+  const std::vector<ProcessJob> jobs = {Steps("fine", 1), Steps("refused", 1, /*fail=*/true),
+                                        Steps("also refused", 1, /*fail=*/true)};
+  const Status s = RunInChildProcesses(jobs, 2, nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(s.is_bad_input());
+  EXPECT_EQ(s.message(), "failed: refused, also refused");
 }
 
 TEST(ProcessPool, NoJobsIsSuccessWithAFirstAndAFinalReport) {

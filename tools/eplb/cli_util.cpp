@@ -13,20 +13,10 @@
 namespace eplb::cli {
 
 int ExitCodeFor(const Status& status) {
-  switch (status.code()) {
-    case Status::Code::kOk:
-      return kExitOk;
-    case Status::Code::kInvalidArgument:
-    case Status::Code::kNotFound:
-    case Status::Code::kIoError:
-      return kExitBadInput;
-    case Status::Code::kCancelled:
-      return InterruptExitCode(status, kExitFailed);
-    case Status::Code::kInternal:
-    case Status::Code::kUnavailable:
-      return kExitFailed;
-  }
-  return kExitFailed;
+  if (status.ok()) return kExitOk;
+  if (status.is_bad_input()) return kExitBadInput;
+  if (status.code() == Status::Code::kCancelled) return InterruptExitCode(status, kExitFailed);
+  return kExitFailed;  // kInternal, kUnavailable
 }
 
 int ReportError(const std::string& command, const Status& status) {

@@ -45,13 +45,16 @@ class SharedCounters {
   std::atomic<int64_t>* counters_ = nullptr;
 };
 
-// The child's exit status: 0 for success. The parent reads only zero or not.
+// The child's exit status: 0 for success, kBadInputExit when the job's input was at fault
+// (Status::is_bad_input), 1 for any other failure.
+constexpr int kBadInputExit = 2;
+
 [[noreturn]] void RunChild(const ProcessJob& job, std::atomic<int64_t>& steps_done, pid_t parent) {
   PrepareForkedChild(parent);
   const Status s = job.run(steps_done);
   if (!s.ok()) fmt::print(stderr, "eplb: {}: {}\n", job.name, s.message());
   std::fflush(nullptr);
-  _exit(s.ok() ? 0 : 1);
+  _exit(s.ok() ? 0 : s.is_bad_input() ? kBadInputExit : 1);
 }
 
 }  // namespace
@@ -69,6 +72,7 @@ Status RunInChildProcesses(const std::vector<ProcessJob>& jobs, int parallel,
   for (const ProcessJob& job : jobs) progress.push_back({job.name, job.total_steps});
   std::map<pid_t, Running> running;
   std::map<size_t, std::string> failed;  // by job, so that the error names them in the jobs' order
+  bool all_bad_input = true;              // every failed job's input was at fault
   size_t next = 0;
   const pid_t parent = getpid();
   if (observer) observer(progress, false);  // every job waiting, before any child runs
@@ -80,6 +84,7 @@ Status RunInChildProcesses(const std::vector<ProcessJob>& jobs, int parallel,
       const pid_t pid = fork();
       if (pid < 0) {
         failed[index] = jobs[index].name + " (fork failed)";
+        all_bad_input = false;
         break;
       }
       if (pid == 0) RunChild(jobs[index], counters[index], parent);
@@ -104,6 +109,7 @@ Status RunInChildProcesses(const std::vector<ProcessJob>& jobs, int parallel,
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       failed[job] = jobs[job].name;
       progress[job].state = JobState::kFailed;
+      all_bad_input = all_bad_input && WIFEXITED(status) && WEXITSTATUS(status) == kBadInputExit;
     } else {
       progress[job].state = JobState::kDone;
     }
@@ -114,7 +120,10 @@ Status RunInChildProcesses(const std::vector<ProcessJob>& jobs, int parallel,
   if (!failed.empty()) {
     std::vector<std::string> names;
     for (const auto& [job, name] : failed) names.push_back(name);
-    return Status::Internal(fmt::format("failed: {}", fmt::join(names, ", ")));
+    const std::string message = fmt::format("failed: {}", fmt::join(names, ", "));
+    // Every failure the input's (a user's policy program that fails, a bad file a job read):
+    // the user can fix it, as when one job fails in the foreground.
+    return all_bad_input ? Status::InvalidArgument(message) : Status::Internal(message);
   }
   return Status::Ok();
 }

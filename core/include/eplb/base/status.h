@@ -40,6 +40,10 @@ class [[nodiscard]] Status {
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
+  // What the user can fix: arguments, missing or malformed files (the command line's exit 2).
+  bool is_bad_input() const {
+    return code_ == Code::kInvalidArgument || code_ == Code::kNotFound || code_ == Code::kIoError;
+  }
   const std::string& message() const { return message_; }
 
   // A copy whose message is prefixed with `context` ("file.csv: ", "layer 3: ").
