@@ -240,15 +240,22 @@ void CheckModelName(const Scenario& s, Reader& r) {
                        Excerpt(s.model.name)));
 }
 
-void ReadPhases(MapReader& w, const char* key, Scenario& s, Reader& r) {
-  const YAML::Node phases = w.Take(key);
-  if (!phases || phases.IsNull()) return;
-  if (!phases.IsSequence()) {
-    r.Fail(
-        phases, "workload.phases",
-        fmt::format("workload.phases is {}; expected a list of {{step, shuffle}}", Show(phases)));
-    return;
+// The list at `key` (the field `field`, a list of `elements`), or an empty list when it is
+// absent or null, or when it is not a list (that named as the error).
+std::vector<YAML::Node> TakeList(MapReader& m, const char* key, const char* field,
+                                 const char* elements, Reader& r) {
+  const YAML::Node list = m.Take(key);
+  if (!list || list.IsNull()) return {};
+  if (!list.IsSequence()) {
+    r.Fail(list, field, fmt::format("{} is {}; expected a list of {}", field, Show(list), elements));
+    return {};
   }
+  return {list.begin(), list.end()};
+}
+
+void ReadPhases(MapReader& w, const char* key, Scenario& s, Reader& r) {
+  const std::vector<YAML::Node> phases =
+      TakeList(w, key, "workload.phases", "{step, shuffle}", r);
   for (size_t i = 0; i < phases.size(); ++i) {
     PhaseChange p;
     MapReader pm(phases[i], fmt::format("workload.phases[{}]", i), r);
@@ -291,14 +298,8 @@ void WritePolicy(YAML::Emitter& out, const Scenario& s) {
 }
 
 void ReadFaults(MapReader& top, const char* key, Scenario& s, Reader& r) {
-  const YAML::Node faults = top.Take(key);
-  if (!faults || faults.IsNull()) return;
-  if (!faults.IsSequence()) {
-    r.Fail(
-        faults, "faults",
-        fmt::format("faults is {}; expected a list of {{kind, step, until, ...}}", Show(faults)));
-    return;
-  }
+  const std::vector<YAML::Node> faults =
+      TakeList(top, key, "faults", "{kind, step, until, ...}", r);
   for (size_t i = 0; i < faults.size(); ++i) ReadFault(faults[i], i, s, r);
 }
 
