@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_fixture.h"
+#include "folder_compare.h"
 #include "eplb/policy/deepseek.h"
 #include "eplb/policy/policies.h"
 #include "test_util.h"
@@ -190,40 +191,6 @@ TEST_F(ExternalPolicyTest, NoCommandNoProgram) {
 }
 
 #ifdef EPLB_HAVE_SIM
-// Every column of a CSV but `drop`.
-std::string DropColumn(const std::string& csv, const std::string& drop) {
-  std::istringstream in(csv);
-  std::string line, out;
-  int column = -1;
-  while (std::getline(in, line)) {
-    std::vector<std::string> cells;
-    std::stringstream cells_in(line);
-    for (std::string cell; std::getline(cells_in, cell, ',');) cells.push_back(cell);
-    if (column < 0) {
-      column = static_cast<int>(std::find(cells.begin(), cells.end(), drop) - cells.begin());
-    }
-    if (column < static_cast<int>(cells.size())) cells.erase(cells.begin() + column);
-    for (const auto& c : cells) out += c + ",";
-    out += "\n";
-  }
-  return out;
-}
-
-// The wall-clock numbers of a summary dropped: they differ between any two runs.
-nlohmann::json WithoutWallClock(nlohmann::json j) {
-  if (j.is_object()) {
-    for (auto it = j.begin(); it != j.end();) {
-      const std::string& k = it.key();
-      if (k == "policy_ms_mean" || k == "wall_s" || k == "peak_rss_bytes") {
-        it = j.erase(it);
-      } else {
-        *it = WithoutWallClock(*it);
-        ++it;
-      }
-    }
-  }
-  return j;
-}
 
 TEST_F(ExternalPolicyTest, DeepSeekInPythonGivesTheBuiltInsRunFolder) {
   const std::string tiny = std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml";
@@ -243,10 +210,10 @@ TEST_F(ExternalPolicyTest, DeepSeekInPythonGivesTheBuiltInsRunFolder) {
     const std::string y = testing::ReadFile(theirs + "/" + file);
     if (file == "manifest.tsv") continue;  // the checksums of the files below
     if (file == "summary.json") {
-      EXPECT_EQ(WithoutWallClock(nlohmann::json::parse(x)),
-                WithoutWallClock(nlohmann::json::parse(y)));
+      EXPECT_EQ(testing::WithoutWallClock(nlohmann::json::parse(x)),
+                testing::WithoutWallClock(nlohmann::json::parse(y)));
     } else if (file == "rearrangements.csv") {
-      EXPECT_EQ(DropColumn(x, "policy_ms"), DropColumn(y, "policy_ms"));
+      EXPECT_EQ(testing::DropColumn(x, "policy_ms"), testing::DropColumn(y, "policy_ms"));
     } else if (file == "scenario.yaml") {
       // The program is recorded, for the reader only.
       EXPECT_NE(x.find("policy: external  # a user's program, run only when given again: "
