@@ -14,8 +14,9 @@ install(TARGETS ${EPLB_LAYERS} EXPORT eplbTargets
 # pool, the launcher, the step model, the file formats' internals, the CLI's use cases) is eplb's
 # own and is not installed. docs/architecture.md ("The public API") says why each is here.
 set(EPLB_PUBLIC_HEADERS
-    # The vocabulary: Status and Result, observers, whole-file I/O (load files name it).
-    base/status.h base/signal.h base/file_io.h
+    # The vocabulary: Status and Result, observers, whole-file I/O (load files name it), the
+    # enums' name tables (their names in files and errors, and how a quoted input is cut).
+    base/status.h base/signal.h base/file_io.h base/name_table.h base/excerpt.h
     # The model: cluster, load, placement and what is measured of them.
     model/topology.h model/load.h model/placement.h model/metrics.h model/slot_preservation.h
     model/survivability.h

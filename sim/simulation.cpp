@@ -42,12 +42,11 @@ Result<RunResult> Simulate(const Scenario& scenario, const OneGpuModel* one_gpu,
   // Stop-the-world stages every layer at once; async needs only its staging depth.
   SimBackend sim_backend(platform, scenario.model.layers, scenario.cluster.hbm_gbps * 1e9,
                          CostOf(scenario.migration.transport, scenario.migration.engine));
-  sim_backend.SetEngine(scenario.migration.engine, scenario.migration.transport,
-                        scenario.model.expert_tensors, scenario.model.layers,
-                        scenario.model.experts, scenario.num_slots(),
-                        EpShape{scenario.num_gpus(), scenario.cluster.nodes, scenario.model.groups},
-                        {.batching = scenario.migration.batching,
-                         .async = scenario.eplb.use_async});
+  sim_backend.SetEngine(
+      scenario.migration.engine, scenario.migration.transport, scenario.model.expert_tensors,
+      scenario.model.layers, scenario.model.experts, scenario.num_slots(),
+      EpShape{scenario.num_gpus(), scenario.cluster.nodes, scenario.model.groups},
+      {.batching = scenario.migration.batching, .async = scenario.eplb.use_async});
   const StepModel model(scenario);
   SimStepRunner sim_runner(platform, model);
   if (scenario.eplb.use_async) {

@@ -243,8 +243,8 @@ TEST(EngineProfile, AsyncMovesTheWriteBackToTheMainThread) {
   const WorkerCosts async =
       WorkerCostsOf(Engine::kVllm, Transport::kNixl, kTensors, 2, 8, kRanks, {.async = true});
   EXPECT_DOUBLE_EQ(sync.apply_per_layer_s + sync.apply_per_row_s, 0);
-  EXPECT_DOUBLE_EQ(async.apply_per_layer_s,
-                   2 * c.work_wait_s + 2 * c.torch_cpu_op_s + c.small_copy_s + 3 * c.torch_gpu_op_s);
+  EXPECT_DOUBLE_EQ(async.apply_per_layer_s, 2 * c.work_wait_s + 2 * c.torch_cpu_op_s +
+                                                c.small_copy_s + 3 * c.torch_gpu_op_s);
   EXPECT_DOUBLE_EQ(async.apply_per_row_s, kTensors * c.torch_gpu_op_s);
   // The worker no longer writes back: a received expert and a local move each save a copy_
   // per tensor; what the rank sends and its layer's planning cost the same.
@@ -293,8 +293,9 @@ TEST(EngineProfile, SglangOncePerUpdate) {
               1e-15);
   EXPECT_NEAR(once.maps_s,
               12 * (c.small_copy_s + 5 * c.torch_cpu_op_s + c.python_iter_s) +
-                  48 * (c.python_iter_s + 8.0 / 6.0 * c.python_call_scan_s) + 16 * c.torch_cpu_op_s +
-                  8 * c.small_copy_s + 11 * c.torch_gpu_op_s + 2 * c.stream_sync_s,
+                  48 * (c.python_iter_s + 8.0 / 6.0 * c.python_call_scan_s) +
+                  16 * c.torch_cpu_op_s + 8 * c.small_copy_s + 11 * c.torch_gpu_op_s +
+                  2 * c.stream_sync_s,
               1e-15);
   // Without groups, or with one slot a GPU, the packing loops vanish.
   const RearrangementOnce flat = PriceOnce(Engine::kSglang, 2, 8, 8, EpShape{8, 1, 1});
@@ -409,9 +410,9 @@ StallParts PriceFigure(const std::string& scenario, const std::vector<std::strin
     out.links_s += l;
     links_s.push_back(l);
   }
-  out.engine = PriceRearrangement(s->migration.engine, s->migration.transport,
-                                  s->model.expert_tensors, initial, plans, links_s,
-                                  EpShape{gpus, s->cluster.nodes, s->model.groups});
+  out.engine =
+      PriceRearrangement(s->migration.engine, s->migration.transport, s->model.expert_tensors,
+                         initial, plans, links_s, EpShape{gpus, s->cluster.nodes, s->model.groups});
   const auto& e = out.engine;
   std::cout << fmt::format(
       "{} {}: {} layers; total {:.4g} ms = links {:.4g} + transport {:.4g} + copies {:.4g} + "

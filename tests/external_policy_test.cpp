@@ -15,9 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_fixture.h"
-#include "folder_compare.h"
 #include "eplb/policy/deepseek.h"
 #include "eplb/policy/policies.h"
+#include "folder_compare.h"
 #include "test_util.h"
 
 namespace eplb {

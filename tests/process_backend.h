@@ -13,8 +13,8 @@
 
 #include <gtest/gtest.h>
 
-#include "eplb/migrate/host_backend.h"
 #include "eplb/migrate/forwarding_backend.h"
+#include "eplb/migrate/host_backend.h"
 
 namespace eplb::testing {
 

@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_fixture.h"
-#include "folder_compare.h"
 #include "eplb/io/recorded_placements.h"
+#include "folder_compare.h"
 #include "test_util.h"
 
 namespace eplb {

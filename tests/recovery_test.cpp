@@ -9,12 +9,12 @@
 
 #include <gtest/gtest.h>
 
+#include "eplb/migrate/forwarding_backend.h"
 #include "eplb/migrate/host_backend.h"
 #include "eplb/migrate/rearranger.h"
 #include "eplb/migrate/transfer_plan.h"
 #include "eplb/model/recovery.h"
 #include "eplb/policy/policy.h"
-#include "eplb/migrate/forwarding_backend.h"
 #include "test_util.h"
 
 namespace eplb {

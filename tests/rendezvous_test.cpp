@@ -18,9 +18,9 @@
 
 #include <gtest/gtest.h>
 
+#include "eplb/migrate/forwarding_backend.h"
 #include "eplb/migrate/host_backend.h"
 #include "eplb/migrate/rearranger.h"
-#include "eplb/migrate/forwarding_backend.h"
 #include "test_util.h"
 
 namespace eplb {

@@ -509,8 +509,8 @@ TEST(SimModel, AnAsyncBoundaryWaitsForTheSlowestRanksLayers) {
   const sim::Platform p(TwoNodes(), 64e9);
   const int tensors = 4, slots = p.topology().num_slots();
   const EpShape ep{p.topology().num_ranks(), 2, 1};
-  const WorkerCosts w = WorkerCostsOf(Engine::kVllm, Transport::kNccl, tensors, 2, slots,
-                                      ep.ranks, {.async = true});
+  const WorkerCosts w =
+      WorkerCostsOf(Engine::kVllm, Transport::kNccl, tensors, 2, slots, ep.ranks, {.async = true});
   ASSERT_GT(w.apply_per_row_s, 0);
   sim::SimBackend async(p, 2, 3e12), sync(p, 2, 3e12);
   async.SetEngine(Engine::kVllm, Transport::kNccl, tensors, 1, 8, slots, ep, {.async = true});

@@ -72,7 +72,7 @@ Status RunInChildProcesses(const std::vector<ProcessJob>& jobs, int parallel,
   for (const ProcessJob& job : jobs) progress.push_back({job.name, job.total_steps});
   std::map<pid_t, Running> running;
   std::map<size_t, std::string> failed;  // by job, so that the error names them in the jobs' order
-  bool all_bad_input = true;              // every failed job's input was at fault
+  bool all_bad_input = true;             // every failed job's input was at fault
   size_t next = 0;
   const pid_t parent = getpid();
   if (observer) observer(progress, false);  // every job waiting, before any child runs

@@ -247,15 +247,15 @@ std::vector<YAML::Node> TakeList(MapReader& m, const char* key, const char* fiel
   const YAML::Node list = m.Take(key);
   if (!list || list.IsNull()) return {};
   if (!list.IsSequence()) {
-    r.Fail(list, field, fmt::format("{} is {}; expected a list of {}", field, Show(list), elements));
+    r.Fail(list, field,
+           fmt::format("{} is {}; expected a list of {}", field, Show(list), elements));
     return {};
   }
   return {list.begin(), list.end()};
 }
 
 void ReadPhases(MapReader& w, const char* key, Scenario& s, Reader& r) {
-  const std::vector<YAML::Node> phases =
-      TakeList(w, key, "workload.phases", "{step, shuffle}", r);
+  const std::vector<YAML::Node> phases = TakeList(w, key, "workload.phases", "{step, shuffle}", r);
   for (size_t i = 0; i < phases.size(); ++i) {
     PhaseChange p;
     MapReader pm(phases[i], fmt::format("workload.phases[{}]", i), r);
@@ -808,7 +808,8 @@ const std::vector<Field>& ScenarioFields() {
                 "`copy_` per row per tensor. Its counts replace the transport's own per-layer and "
                 "per-message CPU estimates. The simulator charges the once-per-rearrangement work "
                 "on the rearranging thread (a sync rearrangement's stall) and the rest on each "
-                "rank's worker (in async mode, all but each layer's apply). In async mode (`eplb.use_async`) every step while a rearrangement "
+                "rank's worker (in async mode, all but each layer's apply). In async mode "
+                "(`eplb.use_async`) every step while a rearrangement "
                 "is in flight also pays `_all_ranks_buffer_ready`, a gloo all_reduce of a flag "
                 "(one "
                 "operation and 2 (ranks − 1) − 1 ring steps) and `.item()`, and the main thread "

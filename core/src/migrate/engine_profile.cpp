@@ -396,8 +396,8 @@ WorkerCosts WorkerCostsOf(Engine engine, Transport transport, int tensors, int s
     // recorded; _update_layer_mapping_from_new, one host-to-device copy of the physical map's
     // row and three copy_ into the maps. move_from_buffer's numpy masks stay counted with the
     // worker's planning.
-    w.apply_per_layer_s = 2 * c.work_wait_s + 2 * c.torch_cpu_op_s + c.small_copy_s +
-                          3 * c.torch_gpu_op_s;
+    w.apply_per_layer_s =
+        2 * c.work_wait_s + 2 * c.torch_cpu_op_s + c.small_copy_s + 3 * c.torch_gpu_op_s;
     w.apply_per_row_s = tensors * c.torch_gpu_op_s;
   }
   return w;
@@ -494,8 +494,8 @@ RearrangementOnce PriceOnce(Engine engine, int layers, int experts, int slots, c
 RearrangementOrchestration PriceRearrangement(Engine engine, Transport transport, int tensors,
                                               const Placement& before,
                                               std::span<const LayerPlan> plans,
-                                              std::span<const double> links_s,
-                                              const EpShape& ep, std::span<const int> batches) {
+                                              std::span<const double> links_s, const EpShape& ep,
+                                              std::span<const int> batches) {
   RearrangementOrchestration r;
   const int ranks = ep.ranks;
   r.once = PriceOnce(engine, before.num_layers(), before.num_experts(), before.num_slots(), ep);

@@ -18,9 +18,9 @@
 //               `global_physical_count` summed over ranks per forward pass and folded to logical
 //               experts through the dump's `last_physical_to_logical_map`), or a folder of them;
 //               and vLLM's `expert_load_window` [window, layers, physical slots] saved with its
-//               `physical_to_logical_map` (docs/rebalance.md). Read in C++ (torch_dump.cpp): the zip
-//               archive and its pickle as data, with an exact allow-list of globals, so no
-//               code in a dump ever runs (formats/torch_pickle.h).
+//               `physical_to_logical_map` (docs/rebalance.md). Read in C++ (torch_dump.cpp): the
+//               zip archive and its pickle as data, with an exact allow-list of globals, so no code
+//               in a dump ever runs (formats/torch_pickle.h).
 //   TensorRT-LLM  its statistics folder (EXPERT_STATISTIC_PATH): `meta_info.json` with
 //               `num_experts`, and `rank*.safetensors` holding one tensor per `{iter}_{layer}`,
 //               summed over ranks; iterations are the steps, MoE layers in ascending order.

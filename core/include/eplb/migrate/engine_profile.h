@@ -217,8 +217,7 @@ struct RearrangementOrchestration {
 RearrangementOrchestration PriceRearrangement(Engine engine, Transport transport, int tensors,
                                               const Placement& before,
                                               std::span<const LayerPlan> plans,
-                                              std::span<const double> links_s,
-                                              const EpShape& ep,
+                                              std::span<const double> links_s, const EpShape& ep,
                                               std::span<const int> batches = {});
 
 }  // namespace eplb
