@@ -29,15 +29,18 @@ TEST(EngineProfileSim, ASyncRearrangementsHostWorkIsStall) {
   const RunResult vllm =
       SimulateTiny({"eplb.use_async=false", "run.steps=260", "migration.engine=vllm"});
   ASSERT_FALSE(vllm.rearrangements.empty());
-  double once = 0;
+  double once = 0, stalled = 0;
   for (const RearrangementRecord& r : vllm.rearrangements) {
     EXPECT_GT(r.engine_once_s, 0);
     EXPECT_GT(r.engine_planning_s + r.engine_transfer_s + r.engine_writeback_s, 0);
+    EXPECT_EQ(r.slowed_s, 0);  // nothing runs beside a stopped world
     once += r.engine_once_s;
+    stalled += r.stalled_s;
   }
   // The once-per-rearrangement work runs on the blocked boundary, and the boundary waits for
-  // the workers' per-layer host work too.
+  // the workers' per-layer host work too; each rearrangement carries its boundary's stall.
   EXPECT_GT(TotalStall(vllm), once);
+  EXPECT_NEAR(stalled, TotalStall(vllm), 1e-12);
 }
 
 // summary.json's engine_s_mean: each part's mean over the completed rearrangements, as
@@ -111,6 +114,27 @@ TEST(EngineProfileSim, AsyncApplyingALayerDelaysItsStep) {
   const double stall = TotalStall(vllm);
   EXPECT_GE(stall, finished * w.apply_per_layer_s - 1e-12);
   EXPECT_LE(stall, planned * (w.apply_per_layer_s + w.apply_per_row_s * slots_per_gpu) + 1e-9);
+}
+
+// Each rearrangement's cost to serving, in rearrangements.csv: the boundaries it blocked and its
+// steps' time beyond idle links, which add up to the steps' own (no faults here).
+TEST(EngineProfileSim, EachRearrangementCarriesWhatItsStepsPaid) {
+  const RunResult vllm =
+      SimulateTiny({"eplb.use_async=true", "run.steps=260", "migration.engine=vllm"});
+  double stalled = 0, slowed = 0;
+  for (const RearrangementRecord& r : vllm.rearrangements) {
+    EXPECT_GT(r.stalled_s, 0) << "step " << r.step;  // each layer's apply on the main thread
+    EXPECT_GT(r.slowed_s, 0) << "step " << r.step;
+    stalled += r.stalled_s;
+    slowed += r.slowed_s;
+  }
+  double steps_stalled = 0, steps_slowed = 0;
+  for (const StepRecord& s : vllm.steps) {
+    steps_stalled += s.stalled_s;
+    if (s.bytes_in_flight > 0) steps_slowed += std::max(0.0, s.step_s - s.idle_s);
+  }
+  EXPECT_NEAR(stalled, steps_stalled, 1e-12);
+  EXPECT_NEAR(slowed, steps_slowed, 1e-12);
 }
 
 }  // namespace

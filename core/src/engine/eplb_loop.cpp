@@ -407,13 +407,23 @@ Status EplbLoop::Run() {
     }
     const double boundary = backend_.Now();
     rec.step_s = boundary - rec.start_s;
+    // The rearrangement in flight during the step, or moving in chunks at its boundary, is the
+    // latest: only one runs at a time.
+    RearrangementRecord* in_flight =
+        (contended || chunk_target_) && !rearrangements_.empty() ? &rearrangements_.back()
+                                                                 : nullptr;
+    if (in_flight != nullptr && contended) {
+      in_flight->slowed_s += std::max(0.0, rec.step_s - rec.idle_s);
+    }
     rec.latency_s = rec.step_s +
                     (steps_.empty() ? fault_stall_s
                                     : rec.start_s - (steps_.back().start_s + steps_.back().step_s));
+    const double stalled_before = rec.stalled_s;
     auto committed = rearranger_->OnStepBoundary();
     if (!committed.ok()) return committed.status().WithContext(fmt::format("step {}: ", step));
     rec.stalled_s += backend_.Now() - boundary;
     if (chunk_target_) EPLB_RETURN_IF_ERROR(MoveNextChunk(rec.stalled_s));
+    if (in_flight != nullptr) in_flight->stalled_s += rec.stalled_s - stalled_before;
     // A recording rearranges at its steps and no other; otherwise the interval does.
     bool due = false;
     if (recorded_.replays) {
@@ -425,6 +435,8 @@ Status EplbLoop::Run() {
       due = true;
     }
     if (due) {
+      const size_t started = rearrangements_.size();
+      const double stalled_before_policy = rec.stalled_s;
       EPLB_RETURN_IF_ERROR(Rearrange(step));
       rec.stalled_s += policy_stall_s_;
       if (!scenario_.eplb.use_async && rearranger_->in_progress()) {
@@ -433,6 +445,9 @@ Status EplbLoop::Run() {
         auto all = rearranger_->OnStepBoundary();
         if (!all.ok()) return all.status().WithContext(fmt::format("step {}: ", step));
         rec.stalled_s += backend_.Now() - t;
+      }
+      if (rearrangements_.size() > started) {
+        rearrangements_.back().stalled_s += rec.stalled_s - stalled_before_policy;
       }
     }
     steps_.push_back(rec);

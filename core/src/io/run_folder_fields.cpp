@@ -204,6 +204,17 @@ const std::vector<Field<RearrangementRow>>& RearrangementFields() {
            "thread, whose per-layer apply also waits an event and updates the layer's maps, "
            "~0.05 ms a layer not in this column; its stall is in metrics.csv's stalled_s)"},
           Format::kReal9, /*added_later=*/true),
+      Col<R, &B::stalled_s>(
+          {"stalled_s", "s",
+           "Σ over the step boundaries it blocked of the time they blocked: its policy on the "
+           "main thread, a stop-the-world wait, its layers' commits and applies (metrics.csv's "
+           "stalled_s, faults' stalls apart), over all its steps"},
+          Format::kReal9, /*added_later=*/true),
+      Col<R, &B::slowed_s>(
+          {"slowed_s", "s",
+           "Σ over the steps it was in flight of the step's time beyond the same step on idle "
+           "links (step_s − idle_step_s): what it cost without blocking, over all its steps"},
+          Format::kReal9, /*added_later=*/true),
   };
   return fields;
 }

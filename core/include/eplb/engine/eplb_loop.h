@@ -117,6 +117,11 @@ struct RearrangementRecord {
   double engine_barrier_s = 0;
   double engine_polling_s = 0;
   double engine_writeback_s = 0;
+  // What serving paid for it, over all its steps (the measured window or not): the time step
+  // boundaries blocked for it (its policy on the main thread, a stop-the-world wait, each
+  // layer's commit or apply) and its steps' time beyond the same steps on idle links.
+  double stalled_s = 0;
+  double slowed_s = 0;
   // The most any GPU held staged (0 when not recorded).
   int64_t most_staged_bytes() const {
     return staging_peak_bytes.empty()
