@@ -409,9 +409,9 @@ Status EplbLoop::Run() {
     rec.step_s = boundary - rec.start_s;
     // The rearrangement in flight during the step, or moving in chunks at its boundary, is the
     // latest: only one runs at a time.
-    RearrangementRecord* in_flight =
-        (contended || chunk_target_) && !rearrangements_.empty() ? &rearrangements_.back()
-                                                                 : nullptr;
+    RearrangementRecord* in_flight = (contended || chunk_target_) && !rearrangements_.empty()
+                                         ? &rearrangements_.back()
+                                         : nullptr;
     if (in_flight != nullptr && contended) {
       in_flight->slowed_s += std::max(0.0, rec.step_s - rec.idle_s);
     }
