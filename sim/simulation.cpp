@@ -44,8 +44,7 @@ Result<RunResult> Simulate(const Scenario& scenario, const OneGpuModel* one_gpu,
                          CostOf(scenario.migration.transport, scenario.migration.engine));
   sim_backend.SetEngine(
       scenario.migration.engine, scenario.migration.transport, scenario.model.expert_tensors,
-      scenario.model.layers, scenario.model.experts, scenario.num_slots(),
-      EpShape{scenario.num_gpus(), scenario.cluster.nodes, scenario.model.groups},
+      scenario.model.layers, scenario.model.experts, scenario.num_slots(), scenario.ep_shape(),
       {.batching = scenario.migration.batching, .async = scenario.eplb.use_async});
   const StepModel model(scenario);
   SimStepRunner sim_runner(platform, model);

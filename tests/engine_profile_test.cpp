@@ -410,9 +410,8 @@ StallParts PriceFigure(const std::string& scenario, const std::vector<std::strin
     out.links_s += l;
     links_s.push_back(l);
   }
-  out.engine =
-      PriceRearrangement(s->migration.engine, s->migration.transport, s->model.expert_tensors,
-                         initial, plans, links_s, EpShape{gpus, s->cluster.nodes, s->model.groups});
+  out.engine = PriceRearrangement(s->migration.engine, s->migration.transport,
+                                  s->model.expert_tensors, initial, plans, links_s, s->ep_shape());
   const auto& e = out.engine;
   std::cout << fmt::format(
       "{} {}: {} layers; total {:.4g} ms = links {:.4g} + transport {:.4g} + copies {:.4g} + "

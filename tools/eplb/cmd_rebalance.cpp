@@ -108,7 +108,7 @@ Status RunRebalance(const RebalanceArgs& args) {
     if (!read.ok()) return read.status();
     current = std::move(read).value();
   }
-  if (args.format == "trtllm" && !args.lost_ranks.empty()) {
+  if (args.format == kEngineFormatNames.Name(EngineFormat::kTrtllm) && !args.lost_ranks.empty()) {
     // Each format must read back as written, and TensorRT-LLM's file lists an expert in every
     // slot.
     return Status::InvalidArgument(

@@ -164,8 +164,7 @@ void EplbLoop::AccountPlans(RearrangementRecord& rec) {
     }
     const RearrangementOrchestration o = PriceRearrangement(
         scenario_.migration.engine, scenario_.migration.transport, scenario_.model.expert_tensors,
-        rearranger_->placement(), rearranger_->plans(), links,
-        EpShape{topology_.num_ranks(), scenario_.cluster.nodes, scenario_.model.groups}, batches);
+        rearranger_->placement(), rearranger_->plans(), links, scenario_.ep_shape(), batches);
     rec.engine_once_s += o.once.total_s();
     rec.engine_planning_s += o.layers.planning_s;
     rec.engine_transfer_s += o.layers.transfer_s;

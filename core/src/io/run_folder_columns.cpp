@@ -13,6 +13,7 @@
 #include "eplb/engine/gpu_memory.h"
 #include "eplb/io/output_folders.h"
 #include "eplb/io/run_folder.h"
+#include "eplb/model/names.h"
 #include "io/run_folder_fields.h"
 
 namespace eplb::run_folder {
@@ -88,13 +89,12 @@ Status ParseCell(const CsvLines& csv, const Field<Row>& field, std::string_view 
       }
       return Status::Ok();
     case Format::kLink:
-      for (int l = 0; l < kNumLinkClasses; ++l) {
-        if (text == LinkClassName(static_cast<LinkClass>(l))) {
-          c.i = l;
-          return Status::Ok();
-        }
+      if (const auto link = kLinkClassNames.Find(text)) {
+        c.i = static_cast<int64_t>(*link);
+        return Status::Ok();
       }
-      return csv.Error(fmt::format("{} '{}': valid values are nvlink, nic", name, Excerpt(text)));
+      return csv.Error(fmt::format("{} '{}': valid values are {}", name, Excerpt(text),
+                                   kLinkClassNames.Joined()));
     case Format::kReason:
       if (const auto reason = kRearrangeReasonNames.Find(text)) {
         c.i = static_cast<int64_t>(*reason);

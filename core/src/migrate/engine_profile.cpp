@@ -350,7 +350,8 @@ WorkerCosts WorkerCostsOf(Engine engine, Transport transport, int tensors, int s
   WorkerCosts w;
   if (engine == Engine::kEplb || slots <= 0) return w;
   const OpCosts& c = VllmOpCosts();
-  // vLLM's async mode writes back on the main thread (AsyncApply), not on the worker.
+  // vLLM's async mode writes back on the main thread (the apply_* costs below), not on the
+  // worker.
   const bool main_thread_writes = engine == Engine::kVllm && mode.async;
   auto host = [&](const RankLayerWork& work) {
     const RankTime t = TimeOf(c, transport, CountLayerOps(engine, transport, tensors, work), 0);
@@ -466,9 +467,8 @@ RearrangementOnce SglangOnce(const OpCosts& c, int layers, int experts, int slot
   // replicas' list from the device (.tolist(), a synchronising copy), ~5 CPU ops and a draw,
   // then for each GPU a list comprehension over the replicas (P / E on average), each element a
   // call of _compute_gpu_id_of_physical_expert, and a setitem where one is on that GPU (at most
-  // one per slot); its result to the device; the two device
-  // synchronisations around the update; the metadata's update, 4 fields to the device with 2
-  // kernels each.
+  // one per slot); its result to the device; the two device synchronisations around the update;
+  // the metadata's update, 4 fields to the device with 2 kernels each.
   o.maps_s = (3 + 1 + 4) * c.small_copy_s + (3 + 8) * c.torch_gpu_op_s + 2 * c.stream_sync_s +
              L * E * (c.small_copy_s + 5 * c.torch_cpu_op_s + c.python_iter_s) +
              L * E * R * (c.python_iter_s + (P / std::max(1.0, E)) * c.python_call_scan_s) +

@@ -338,8 +338,7 @@ Result<Stall> PriceStall(const Scenario& s) {
     ++out.layers;
   }
   out.engine = PriceRearrangement(s.migration.engine, s.migration.transport, s.model.expert_tensors,
-                                  initial, plans, plan_links_s,
-                                  EpShape{gpus, s.cluster.nodes, s.model.groups}, plan_batches);
+                                  initial, plans, plan_links_s, s.ep_shape(), plan_batches);
   out.total_s += out.engine.total_s();
   return out;
 }

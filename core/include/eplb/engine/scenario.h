@@ -309,6 +309,8 @@ struct Scenario {
   int initial_gpus() const { return cluster.initial_gpus > 0 ? cluster.initial_gpus : num_gpus(); }
   int num_slots() const { return model.experts + eplb.num_redundant_experts; }
   int slots_per_gpu() const { return num_slots() / num_gpus(); }
+  // The expert-parallel group an engine's once-per-rearrangement work scales with.
+  EpShape ep_shape() const { return {num_gpus(), cluster.nodes, model.groups}; }
   // Tokens a step runs through the model: workload.tokens_per_step (sequences, in decode) times
   // 1 + compute.mtp_draft_tokens.
   double tokens_per_forward() const {
