@@ -529,7 +529,8 @@ TEST_F(CliTest, StalePartialFoldersOfDeadProcessesAreRemovedWhenEplbs) {
   std::replace(name.begin(), name.end(), '/', '_');
   const fs::path stale = dir_ / ("run.partial-" + name + "-" + std::to_string(dead));
   fs::create_directories(stale);
-  Write(stale.filename().string() + "/.eplb-partial", "eplb partial folder\nkind\trun\n");
+  Write(stale.filename().string() + "/.eplb-partial",
+        "eplb partial folder\nkind\trun\nhost\t" + name + "\npid\t" + std::to_string(dead) + "\n");
   Write(stale.filename().string() + "/metrics.csv", "step\n");
   // Named as a dead process's leftover, but not eplb's: the user's files, named and kept.
   const pid_t dead_too = fork();

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -48,8 +49,13 @@ class OutputFolderTest : public testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   // A folder named as a killed process of this machine would have left DIR's partial folder.
-  fs::path Leftover(const std::string& dir_name) const {
-    return dir_ / (dir_name + ".partial-" + HostForPartials() + "-" + std::to_string(DeadPid()));
+  struct Named {
+    fs::path path;
+    pid_t pid;
+  };
+  Named Leftover(const std::string& dir_name) const {
+    const pid_t pid = DeadPid();
+    return {dir_ / (dir_name + ".partial-" + HostForPartials() + "-" + std::to_string(pid)), pid};
   }
 
   Status WriteOne(const std::string& dir_name) const {
@@ -61,55 +67,148 @@ class OutputFolderTest : public testing::Test {
   fs::path dir_;
 };
 
+// The marker eplb writes into a folder of this name: a partial one it fills, or an old one it
+// moved aside to remove.
+std::string Marker(const char* state, pid_t pid) {
+  return std::string("eplb ") + state + " folder\nkind\trun\nhost\t" + HostForPartials() +
+         "\npid\t" + std::to_string(pid) + "\n";
+}
+
 TEST_F(OutputFolderTest, LeftoversProvablyEplbsAreRemovedAndOthersKept) {
   struct Case {
     const char* name;
-    bool eplbs;  // removed by the next write
-    void (*make)(const fs::path&);
+    bool removed;                   // the folder is gone after the next write
+    std::vector<const char*> kept;  // what must still be there otherwise
+    void (*make)(const fs::path&, pid_t);
   };
   const Case cases[] = {
-      {"empty: killed right after it was made", true, [](const fs::path&) {}},
-      {"marked: killed while filling", true,
-       [](const fs::path& p) {
-         Put(p / ".eplb-partial", "eplb partial folder\nkind\trun\n");
+      {"marked: killed while filling",
+       true,
+       {},
+       [](const fs::path& p, pid_t pid) {
+         Put(p / ".eplb-partial", Marker("partial", pid));
          Put(p / "metrics.csv", "step\n");
        }},
-      {"marker made, not yet written", true,
-       [](const fs::path& p) {
+      {"marker made, not yet written, and nothing else",
+       true,
+       {},
+       [](const fs::path& p, pid_t) { Put(p / ".eplb-partial", ""); }},
+      {"an old folder moved aside and marked: killed while removing it",
+       true,
+       {},
+       [](const fs::path& p, pid_t pid) {
+         Put(p / "metrics.csv", "step\n");
+         Put(p / "figures/a.svg", "<svg/>");
+         ASSERT_TRUE(WriteFolderManifest(p.string(), "run").ok());
+         Put(p / ".eplb-partial", Marker("replaced", pid));
+         fs::remove(p / "metrics.csv");  // the removal had begun
+       }},
+      {"an old folder moved aside, with a file of the user's in it",
+       false,
+       {"notes.txt"},
+       [](const fs::path& p, pid_t pid) {
+         Put(p / "metrics.csv", "step\n");
+         ASSERT_TRUE(WriteFolderManifest(p.string(), "run").ok());
+         Put(p / ".eplb-partial", Marker("replaced", pid));
+         Put(p / "notes.txt", "mine");
+       }},
+      {"empty: not provably eplb's", false, {}, [](const fs::path&, pid_t) {}},
+      {"an empty marker beside other files",
+       false,
+       {".eplb-partial", "metrics.csv"},
+       [](const fs::path& p, pid_t) {
          Put(p / ".eplb-partial", "");
          Put(p / "metrics.csv", "step\n");
        }},
-      {"whole with its manifest: killed after it", true,
-       [](const fs::path& p) {
+      {"a finished folder the user wrote with --out at this name, annotated",
+       false,
+       {"metrics.csv", "manifest.tsv", "notes.txt"},
+       [](const fs::path& p, pid_t) {
          Put(p / "metrics.csv", "step\n");
          ASSERT_TRUE(WriteFolderManifest(p.string(), "run").ok());
+         Put(p / "notes.txt", "mine");
        }},
-      {"the user's files", false, [](const fs::path& p) { Put(p / "thesis.tex", "mine"); }},
-      {"the user's file named like the marker", false,
-       [](const fs::path& p) { Put(p / ".eplb-partial", "my notes"); }},
-      {"a manifest that no longer matches", false,
-       [](const fs::path& p) {
+      {"a two-line manifest beside the user's file",
+       false,
+       {"thesis.tex", "manifest.tsv"},
+       [](const fs::path& p, pid_t) {
+         Put(p / "manifest.tsv", "# eplb folder manifest v2\nkind\trun\n");
+         Put(p / "thesis.tex", "mine");
+       }},
+      {"the user's files",
+       false,
+       {"thesis.tex"},
+       [](const fs::path& p, pid_t) { Put(p / "thesis.tex", "mine"); }},
+      {"the user's file named like the marker",
+       false,
+       {".eplb-partial"},
+       [](const fs::path& p, pid_t) { Put(p / ".eplb-partial", "my notes"); }},
+      {"a marker naming another process",
+       false,
+       {".eplb-partial", "metrics.csv"},
+       [](const fs::path& p, pid_t pid) {
+         Put(p / ".eplb-partial", Marker("partial", pid + 1));
          Put(p / "metrics.csv", "step\n");
-         ASSERT_TRUE(WriteFolderManifest(p.string(), "run").ok());
-         Put(p / "metrics.csv", "step\n0\n1\n");  // edited since: may be the user's now
        }},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    const fs::path left = Leftover("out");
-    fs::create_directories(left);
-    c.make(left);
+    const Named left = Leftover("out");
+    fs::create_directories(left.path);
+    c.make(left.path, left.pid);
     testing::internal::CaptureStderr();
     ASSERT_TRUE(WriteOne("out").ok());
     const std::string err = testing::internal::GetCapturedStderr();
-    EXPECT_EQ(fs::exists(left), !c.eplbs);
-    if (c.eplbs) {
+    EXPECT_EQ(fs::exists(left.path), !c.removed);
+    if (c.removed) {
       EXPECT_EQ(err, "");
     } else {
-      EXPECT_NE(err.find("kept " + left.string()), std::string::npos) << err;
-      fs::remove_all(left);
+      EXPECT_NE(err.find("kept " + left.path.string()), std::string::npos) << err;
+      for (const char* f : c.kept) EXPECT_TRUE(fs::exists(left.path / f)) << f;
+      fs::remove_all(left.path);
     }
   }
+}
+
+// A name eplb never writes (a PID with a leading zero) is not its leftover: left alone, unread.
+TEST_F(OutputFolderTest, ANameEplbNeverWritesIsLeftAlone) {
+  const Named left = Leftover("out");
+  const fs::path padded =
+      dir_ / ("out.partial-" + HostForPartials() + "-0" + std::to_string(left.pid));
+  Put(padded / ".eplb-partial", Marker("partial", left.pid));
+  Put(padded / "metrics.csv", "step\n");
+  testing::internal::CaptureStderr();
+  ASSERT_TRUE(WriteOne("out").ok());
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  EXPECT_TRUE(fs::exists(padded / "metrics.csv"));
+}
+
+// A manifest's path through a link the folder holds never removes what the link points to.
+TEST_F(OutputFolderTest, ALeftoversListedFileIsNeverRemovedThroughALink) {
+  const Named left = Leftover("out");
+  Put(dir_ / "elsewhere/metrics.csv", "precious");
+  Put(left.path / "sub/metrics.csv", "step\n");
+  ASSERT_TRUE(WriteFolderManifest(left.path.string(), "run").ok());
+  fs::remove_all(left.path / "sub");
+  fs::create_directory_symlink(dir_ / "elsewhere", left.path / "sub");
+  Put(left.path / ".eplb-partial", Marker("replaced", left.pid));
+  testing::internal::CaptureStderr();
+  ASSERT_TRUE(WriteOne("out").ok());
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(fs::exists(dir_ / "elsewhere/metrics.csv"));
+  EXPECT_NE(err.find("kept " + left.path.string()), std::string::npos) << err;
+}
+
+// Replacing a folder leaves nothing of the old one behind, and no partial folder.
+TEST_F(OutputFolderTest, AReplacedFolderIsGoneWhole) {
+  ASSERT_TRUE(WriteOne("out").ok());
+  ASSERT_TRUE(WriteOne("out").ok());
+  size_t entries = 0;
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    ++entries;
+    EXPECT_EQ(e.path().filename(), "out");
+  }
+  EXPECT_EQ(entries, 1u);
 }
 
 // The finished folder holds exactly what fill wrote and its manifest: no marker.

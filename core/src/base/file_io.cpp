@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "base/folder_internal.h"
 #include "eplb/base/checksum.h"
 #include "eplb/base/csv.h"
 #include "eplb/base/excerpt.h"
@@ -26,6 +27,10 @@
 
 namespace eplb {
 namespace fs = std::filesystem;
+using internal::FolderEntries;
+using internal::kPartialMarkerName;
+using internal::ListEntries;
+using internal::ParseFolderManifest;
 
 namespace {
 
@@ -65,16 +70,9 @@ constexpr std::string_view kManifestHeader = "# eplb folder manifest v2";
 // Folders written before files carried checksums: sizes only.
 constexpr std::string_view kManifestHeaderV1 = "# eplb folder manifest v1";
 
-// The file that marks a partial folder as eplb's from its first instant until its manifest
-// is written; the manifest marks it after that. A leftover is removed only with one of the two.
-constexpr const char* kPartialMarkerName = ".eplb-partial";
+}  // namespace
 
-// What is under a folder, relative and sorted. Symbolic links are files here (never followed),
-// so a link the user put in an output folder is seen as theirs like any other file.
-struct FolderEntries {
-  std::vector<std::string> files;
-  std::vector<std::string> folders;
-};
+namespace internal {
 
 Result<FolderEntries> ListEntries(const fs::path& dir) {
   FolderEntries out;
@@ -91,6 +89,10 @@ Result<FolderEntries> ListEntries(const fs::path& dir) {
   std::sort(out.folders.begin(), out.folders.end());
   return out;
 }
+
+}  // namespace internal
+
+namespace {
 
 // The CRC-32 of a file's bytes, read in chunks.
 Result<uint32_t> FileChecksum(const std::string& path) {
@@ -125,171 +127,6 @@ Status WriteFolderManifest(const std::string& dir, const std::string& kind) {
   }
   return WriteTextFile(dir + "/" + kManifestName, text);
 }
-
-namespace {
-
-bool ProcessIsGone(const std::string& pid_text) {
-  int32_t pid = 0;
-  if (!ParseCsvInt32(pid_text, pid) || pid <= 0) return false;
-  return ::kill(pid, 0) != 0 && errno == ESRCH;
-}
-
-// This machine's name, which partial folders carry: on a shared file system (an MPI or Slurm
-// sweep) a PID is only meaningful on the machine that owns it.
-std::string HostName() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "host";
-  std::string out(name);
-  for (char& c : out) {
-    if (c == '/' || c == '-') c = '_';
-  }
-  return out;
-}
-
-std::string PartialMarkerText(const std::string& kind) {
-  return fmt::format("eplb partial folder\nkind\t{}\nhost\t{}\npid\t{}\n", kind, HostName(),
-                     ::getpid());
-}
-
-// True when `path`, named like a partial folder, is provably one eplb wrote: empty (a kill
-// right after it was made), marked (the marker is written in one small write, so a kill leaves
-// it empty or whole), or whole with its manifest (a kill after the manifest, or the old folder
-// a replacement moved aside).
-bool IsEplbLeftover(const fs::path& path) {
-  std::error_code ec;
-  if (fs::is_empty(path, ec) && !ec) return true;
-  const fs::path marker = path / kPartialMarkerName;
-  if (fs::is_regular_file(fs::symlink_status(marker, ec))) {
-    auto text = ReadTextFile(marker.string(), 4096);
-    if (text.ok() && (text->empty() || text->rfind("eplb partial folder\n", 0) == 0)) return true;
-  }
-  return ReadFolderManifest(path.string()).ok();
-}
-
-// Removes DIR.partial-HOST-PID folders left by this machine's processes that were killed, when
-// they are provably eplb's; a folder of that name without eplb's marks is the user's: named on
-// stderr and kept, since eplb never deletes what it did not write.
-void RemoveStalePartials(const fs::path& dir) {
-  const fs::path parent = dir.parent_path().empty() ? fs::path(".") : dir.parent_path();
-  const std::string prefix = dir.filename().string() + ".partial-" + HostName() + "-";
-  std::error_code ec;
-  for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.rfind(prefix, 0) != 0 || !fs::is_directory(it->symlink_status(ec)) ||
-        !ProcessIsGone(name.substr(prefix.size()))) {
-      continue;
-    }
-    if (IsEplbLeftover(it->path())) {
-      std::error_code ignored;
-      fs::remove_all(it->path(), ignored);
-    } else {
-      fmt::print(stderr,
-                 "eplb: kept {}: it is named like the leftover of a killed eplb run, but holds "
-                 "neither eplb's {} marker nor a {}, so it may be yours; remove it yourself if "
-                 "it is not\n",
-                 it->path().string(), kPartialMarkerName, kManifestName);
-    }
-  }
-}
-
-// OK when DIR may be replaced: absent, or an eplb `kind` folder holding only its manifest's files.
-Status CheckReplaceable(const std::string& dir, const std::string& kind) {
-  std::error_code ec;
-  // A link is the user's, and the exchange would swap the link itself away.
-  if (fs::is_symlink(fs::symlink_status(dir, ec))) {
-    return Status::InvalidArgument(fmt::format(
-        "{} is a symbolic link{}; eplb writes its folder at --out itself: give the link's "
-        "target, or another --out",
-        dir, fs::exists(dir, ec) ? "" : " to nothing"));
-  }
-  if (!fs::exists(dir, ec)) return Status::Ok();
-  if (!fs::is_directory(dir, ec)) {
-    return Status::InvalidArgument(
-        fmt::format("{} exists and is not a folder; choose another --out", dir));
-  }
-  auto manifest = ReadFolderManifest(dir);
-  if (!manifest.ok()) {
-    if (manifest.status().code() != Status::Code::kNotFound) return manifest.status();
-    EPLB_ASSIGN_OR_RETURN(const FolderEntries entries, ListEntries(dir));
-    if (entries.files.empty() && entries.folders.empty()) return Status::Ok();  // nothing to lose
-    return Status::InvalidArgument(fmt::format(
-        "{} exists and is not a finished eplb folder (no {}); eplb replaces only folders it "
-        "wrote: choose another --out, or move it away",
-        dir, kManifestName));
-  }
-  if (manifest->kind != kind) {
-    return Status::InvalidArgument(
-        fmt::format("{} is an eplb {} folder, not a {} folder; choose another --out", dir,
-                    manifest->kind, kind));
-  }
-  EPLB_ASSIGN_OR_RETURN(const FolderEntries entries, ListEntries(dir));
-  std::set<std::string> known{kManifestName};
-  std::set<std::string> known_folders;  // those holding a file eplb wrote
-  for (const auto& f : manifest->files) {
-    known.insert(f.path);
-    for (fs::path p = fs::path(f.path).parent_path(); !p.empty(); p = p.parent_path()) {
-      known_folders.insert(p.generic_string());
-    }
-  }
-  std::vector<std::string> foreign;
-  for (const std::string& f : entries.files) {
-    if (!known.count(f)) foreign.push_back(f);
-  }
-  for (const std::string& f : entries.folders) {
-    if (!known_folders.count(f)) foreign.push_back(f + "/");
-  }
-  if (!foreign.empty()) {
-    std::sort(foreign.begin(), foreign.end());
-    const size_t shown = std::min<size_t>(foreign.size(), 5);
-    return Status::InvalidArgument(fmt::format(
-        "{} holds {} {} eplb did not write ({}{}); eplb never deletes them: move them away or "
-        "choose another --out",
-        dir, foreign.size(), foreign.size() == 1 ? "entry" : "entries",
-        fmt::join(foreign.begin(), foreign.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
-        foreign.size() > shown ? ", ..." : ""));
-  }
-  return Status::Ok();
-}
-
-// Puts `partial` at `dir`; afterwards `partial` holds the old folder, if there was one.
-Status Exchange(const std::string& partial, const std::string& dir) {
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) {
-    if (::rename(partial.c_str(), dir.c_str()) != 0) {
-      return Status::IoError(fmt::format("{}: cannot rename into place: {}", dir, Errno()));
-    }
-    return Status::Ok();
-  }
-  if (::renameat2(AT_FDCWD, partial.c_str(), AT_FDCWD, dir.c_str(), RENAME_EXCHANGE) == 0) {
-    return Status::Ok();
-  }
-  if (errno != EINVAL && errno != ENOSYS) {
-    return Status::IoError(fmt::format("{}: cannot exchange with {}: {}", dir, partial, Errno()));
-  }
-  // A file system without atomic exchange: two renames, the old folder whole at every instant
-  // (at DIR, then at DIR.old-PID).
-  const std::string old = dir + ".old-" + std::to_string(::getpid());
-  if (::rename(dir.c_str(), old.c_str()) != 0) {
-    return Status::IoError(fmt::format("{}: cannot move aside: {}", dir, Errno()));
-  }
-  if (::rename(partial.c_str(), dir.c_str()) != 0) {
-    const std::string why = Errno();
-    ::rename(old.c_str(), dir.c_str());
-    return Status::IoError(fmt::format("{}: cannot rename into place: {}", dir, why));
-  }
-  return ::rename(old.c_str(), partial.c_str()) == 0
-             ? Status::Ok()
-             : Status::IoError(fmt::format("{}: cannot remove the old folder: {}", old, Errno()));
-}
-
-// Removes a replaced folder: its manifest first, so a kill midway leaves it visibly unfinished.
-void RemoveReplaced(const std::string& path) {
-  std::error_code ec;
-  fs::remove(fs::path(path) / kManifestName, ec);
-  fs::remove_all(path, ec);
-}
-
-}  // namespace
 
 bool IsSafePathComponent(std::string_view name) {
   if (name.empty() || name.size() > 100 || name.front() == '.') return false;
@@ -415,9 +252,8 @@ bool ParseChecksum(const std::string& text, std::optional<uint32_t>& out) {
 
 }  // namespace
 
-namespace {
+namespace internal {
 
-// DIR's manifest as it says, its files not yet looked at.
 Result<FolderManifest> ParseFolderManifest(const std::string& dir) {
   const std::string path = dir + "/" + kManifestName;
   std::error_code ec;
@@ -472,6 +308,10 @@ Result<FolderManifest> ParseFolderManifest(const std::string& dir) {
   if (m.kind.empty()) return bad("no 'kind' line");
   return m;
 }
+
+}  // namespace internal
+
+namespace {
 
 // OK when every file `m` lists is in DIR, of the size and checksum it says.
 Status VerifyFolderFiles(const std::string& dir, const FolderManifest& m) {
@@ -568,81 +408,6 @@ Result<FolderManifest> ReadWholeFolder(const std::string& dir, std::string_view 
   }
   EPLB_RETURN_IF_ERROR(VerifyFolderFiles(dir, m));
   return m;
-}
-
-namespace {
-
-// DIR without a trailing separator or dot segments, as the partial name is built from it.
-// DIR without "." and ".." steps or a trailing "/". A folder that names no folder of its own
-// (".", "..", "/") is refused: its partial folder would be written inside it.
-Result<std::string> CleanFolderPath(const std::string& dir) {
-  fs::path clean = fs::path(dir).lexically_normal();
-  if (clean.filename().empty() && clean != clean.root_path()) clean = clean.parent_path();
-  const std::string name = clean.filename().string();
-  if (name.empty() || name == "." || name == "..") {
-    return Status::InvalidArgument(fmt::format(
-        "--out '{}' names no folder of its own; eplb writes a new folder and puts it in place "
-        "whole: give it a name, e.g. {}",
-        dir, (clean / "results").lexically_normal().string()));
-  }
-  return clean.string();
-}
-
-}  // namespace
-
-Status CheckOutputFolder(const std::string& dir, const std::string& kind) {
-  EPLB_ASSIGN_OR_RETURN(const std::string clean, CleanFolderPath(dir));
-  return CheckReplaceable(clean, kind);
-}
-
-Status WriteFolderAtomically(const std::string& dir, const std::string& kind,
-                             const std::function<Status(const std::string&)>& fill) {
-  EPLB_ASSIGN_OR_RETURN(const std::string clean, CleanFolderPath(dir));
-  RemoveStalePartials(clean);
-  EPLB_RETURN_IF_ERROR(CheckReplaceable(clean, kind));
-  const std::string partial = clean + ".partial-" + HostName() + "-" + std::to_string(::getpid());
-  std::error_code ec;
-  // Our own name, left by an earlier process with this PID: removed only if it is eplb's.
-  if (fs::exists(fs::symlink_status(partial, ec))) {
-    if (!fs::is_directory(fs::symlink_status(partial, ec)) || !IsEplbLeftover(partial)) {
-      return Status::InvalidArgument(fmt::format(
-          "{} exists and is not an eplb leftover (no {} marker, no {}); eplb writes its partial "
-          "folder there and never deletes what it did not write: move it away",
-          partial, kPartialMarkerName, kManifestName));
-    }
-    fs::remove_all(partial, ec);
-  }
-  if (!fs::create_directories(partial, ec) && ec) {
-    return Status::IoError(fmt::format("{}: cannot create: {}", partial, ec.message()));
-  }
-  ScopedCleanupFolder cleanup(partial);
-  const std::string marker = partial + "/" + kPartialMarkerName;
-  Status s = WriteTextFile(marker, PartialMarkerText(kind));
-  if (s.ok()) s = fill(partial);
-  if (s.ok()) s = CheckInterrupt();
-  if (s.ok()) s = WriteFolderManifest(partial, kind);
-  // The manifest marks the folder now; the marker is no file of the result.
-  if (s.ok() && ::unlink(marker.c_str()) != 0) {
-    s = Status::IoError(fmt::format("{}: cannot remove: {}", marker, Errno()));
-  }
-  if (s.ok()) {
-    auto commit = CommitLock();
-    s = CheckInterrupt();
-    // Again: the folder may have changed while fill ran.
-    if (s.ok()) s = CheckReplaceable(clean, kind);
-    if (s.ok()) s = Exchange(partial, clean);
-  }
-  if (!s.ok()) {
-    fs::remove_all(partial, ec);
-    if (s.code() == Status::Code::kCancelled) {
-      return Status::Cancelled(fmt::format("{}; {} left as it was", s.message(), clean));
-    }
-    return s.WithSuffix(fs::exists(clean, ec)
-                            ? fmt::format("; nothing was replaced: {} is as it was", clean)
-                            : fmt::format("; nothing was written at {}", clean));
-  }
-  RemoveReplaced(partial);
-  return Status::Ok();
 }
 
 int64_t PeakRssBytes() {

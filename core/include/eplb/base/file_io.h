@@ -87,12 +87,14 @@ Status CheckOutputFolder(const std::string& dir, const std::string& kind);
 
 // Writes the folder DIR as a whole. fill(partial) builds DIR.partial-HOST-PID; the manifest is
 // added; then one atomic exchange of the two names puts the new folder at DIR, and the old one (now
-// at the partial name) is removed. A kill at any instant leaves DIR whole, old or new, plus at most
-// a stale DIR.partial-HOST-PID that the next write to DIR from HOST removes (its process being
-// gone; other machines' partial folders on a shared file system are left alone). A leftover is
-// removed only when it is provably eplb's: empty, holding the `.eplb-partial` marker written
-// before fill runs (and removed once the manifest is written), or whole with its manifest; any
-// other folder of that name is named on stderr and kept.
+// at the partial name) loses the files its manifest lists. A kill at any instant leaves DIR whole,
+// old or new, plus at most a stale DIR.partial-HOST-PID that the next write to DIR from HOST
+// removes as far as it is provably eplb's (its process being gone; other machines' partial
+// folders on a shared file system are left alone). Proof is eplb's `.eplb-partial` marker naming
+// that very folder (its host and PID): written into a new partial folder before fill runs (the
+// whole folder is then eplb's) and into an old folder the moment the exchange moved it aside (its
+// manifest's files are then eplb's). Anything else, an empty folder or a finished folder with a
+// manifest among them, may be the user's: named on stderr and kept.
 //
 // DIR is replaced only when it is an eplb folder of the same `kind` holding nothing but the
 // files its manifest lists: a folder with anything else in it is refused (before fill runs),
