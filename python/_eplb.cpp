@@ -25,7 +25,9 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "eplb/base/excerpt.h"
 #include "eplb/formats/load_file.h"
 #include "eplb/io/run_folder.h"
 #include "eplb/migrate/names.h"
@@ -54,7 +56,7 @@ using Float32Array = py::array_t<float, py::array::c_style | py::array::forcecas
 constexpr int64_t kDefaultExpertBytes = TopologyConfig{}.expert_bytes;
 
 [[noreturn]] void Raise(const Status& status) {
-  throw py::value_error(status.message());
+  throw py::value_error(PrintableLine(status.message()));
 }
 
 template <typename T>
@@ -400,8 +402,11 @@ PYBIND11_MODULE(_eplb, m) {
           throw py::value_error("tokens_per_source_expert has a dimension above 2^31 - 1");
         }
         if (costs.ndim() != 2 || costs.shape(0) != costs.shape(1)) {
-          throw py::value_error(
-              fmt::format("rank_cost_matrix must be square; it has {} dimensions", costs.ndim()));
+          std::vector<py::ssize_t> shape(costs.shape(), costs.shape() + costs.ndim());
+          throw py::value_error(fmt::format(
+              "rank_cost_matrix must be a square matrix of ranks x ranks costs; it has shape "
+              "({}{})",
+              fmt::join(shape, ", "), shape.size() == 1 ? "," : ""));
         }
         eplb::RankCostMatrix matrix{static_cast<int>(costs.shape(0)),
                                     {costs.data(), costs.data() + costs.size()}};

@@ -37,6 +37,23 @@ std::string PolicyScript(const std::string& body, bool raw = false) {
          body + "\nserve(policy)\n";
 }
 
+// A program speaking the protocol by hand, without policy_client.py's checks, so that eplb's own
+// checks of a reply are what a test reaches: `body` runs per request with `old` and replies
+// with reply(array), which sends any array as int32.
+std::string RawPolicyScript(const std::string& body) {
+  return "import sys, os, struct\nimport numpy as np\n"
+         "out, inp = sys.stdout.buffer, sys.stdin.buffer\n"
+         "def reply(a):\n"
+         "    a = np.asarray(a).astype('<i4')\n"
+         "    out.write(b'EPLR' + struct.pack('<3i', 0, *a.shape) + a.tobytes()); out.flush()\n"
+         "out.write(b'EPLH' + struct.pack('<i', 1)); out.flush()\n"
+         "while (head := inp.read(44)):\n"
+         "    _, _, layers, experts, slots, gpus, *_ = struct.unpack('<4s10i', head)\n"
+         "    inp.read(gpus); inp.read(8 * layers * experts)\n"
+         "    old = np.frombuffer(inp.read(4 * layers * slots), '<i4').reshape(layers, slots)\n" +
+         body + "\n";
+}
+
 class ExternalPolicyTest : public CliTest {
  protected:
   // Registers `script` (written to a file) as the policy `name` and returns a fresh policy.
@@ -98,18 +115,18 @@ TEST_F(ExternalPolicyTest, BadProgramsFailClearly) {
     double timeout_s = 20;
   };
   const std::vector<Case> cases = {
-      {"wrong shape", PolicyScript("    return old[:, :-1]"),
+      {"wrong shape", RawPolicyScript("    reply(old[:, :-1])"),
        "returned a placement of 2 × 15; it must be layers × slots = 2 × 16"},
       {"missing expert", PolicyScript("    out = old.copy(); out[1, :] = 0; return out"),
        "returned a placement that is not valid: layer 1: logical expert 1 has no replica"},
-      {"out of range", PolicyScript("    out = old.copy(); out[0, 3] = 99; return out"),
+      {"out of range", RawPolicyScript("    a = old.copy(); a[0, 3] = 99; reply(a)"),
        "phy2log[0][3] is 99; valid values are -1 (empty) or 0..11"},
       {"expert on a lost GPU",
        PolicyScript("    return old"),
        "in slot 4 of layer 0, on GPU 1, which is lost: a lost GPU's slots must be empty",
        {1}},
       {"NaN", PolicyScript("    return np.full(old.shape, np.nan)"),
-       "reported an error: TypeError: the policy returned float64"},
+       "reported an error: the policy returned float64 of shape (2, 16)"},
       {"NaN bytes on the pipe",
        "import sys, struct\n"
        "sys.stdout.buffer.write(b'EPLH' + struct.pack('<i', 1)); sys.stdout.flush()\n"
@@ -118,8 +135,17 @@ TEST_F(ExternalPolicyTest, BadProgramsFailClearly) {
        "sys.stdin.buffer.read()\n",
        "wrote \"\\x00\\x00\\x00\\x00\\x00\\x00\\xf8\\x7f\" where its reply's magic \"EPLR\""},
       {"raises", PolicyScript("    raise ValueError('no idea what to do')"),
-       "reported an error: ValueError: no idea what to do"},
-      {"exits", PolicyScript("    sys.exit(3)"), "exited with status 3 after 0 of the 8 bytes"},
+       "reported an error: the policy raised ValueError: no idea what to do"},
+      {"exits", RawPolicyScript("    sys.exit(3)"), "exited with status 3 after 0 of the 8 bytes"},
+      {"exits through the client", PolicyScript("    sys.exit(3)"),
+       "reported an error: the policy raised SystemExit(3)"},
+      {"a line break in the error",
+       PolicyScript("    raise ValueError('a\\neplb: all runs passed')"),
+       "reported an error: the policy raised ValueError: a\\neplb: all runs passed"},
+      {"a line break in a raw error",
+       RawPolicyScript("    m = b'a\\neplb: all runs passed'\n"
+                       "    out.write(b'EPLR' + struct.pack('<2i', 1, len(m)) + m); out.flush()"),
+       "reported an error: a\\x0aeplb: all runs passed"},
       {"crashes", PolicyScript("    os.kill(os.getpid(), signal.SIGSEGV)"), "killed by signal 11"},
       {"hangs",
        PolicyScript("    time.sleep(60)"),
@@ -274,10 +300,10 @@ TEST_F(ExternalPolicyTest, CompareAndSweepLabelTheProgramByItsName) {
 
 TEST_F(ExternalPolicyTest, ABadProgramFailsTheRunAndLeavesNoFolder) {
   const std::string tiny = std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml";
-  const std::string exits = Write("exits.py", PolicyScript("    sys.exit(3)"));
+  const std::string exits = Write("exits.py", RawPolicyScript("    sys.exit(3)"));
   const std::string hangs = Write("hangs.py", PolicyScript("    time.sleep(60)"));
-  const std::string lost = Write("lost.py", PolicyScript("    out = old.copy(); out[2, 0] = 99; "
-                                                         "return out"));
+  const std::string lost =
+      Write("lost.py", RawPolicyScript("    a = old.copy(); a[2, 0] = 99; reply(a)"));
   ExpectErrors({
       {"exits",
        "run " + tiny + " --out " + (dir_ / "a").string() + " --policy-command '" + kPython + " " +

@@ -33,6 +33,14 @@ def quote(value):
     return text if len(text) <= _QUOTED else text[:_QUOTED - 3] + "..."
 
 
+def printable(text):
+    """`text` (a path, or what a file or a user's function said) whole, with every character a
+    terminal acts on written as a repr writes it (\\n, \\x1b, \\u202e): what a file or its name
+    holds cannot forge a line of output or move the cursor. The C++ readers' Excerpt
+    (base/excerpt.h) does the same for theirs."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+
+
 def _range_text(minimum, maximum):
     if minimum is None and maximum is None:
         return ""

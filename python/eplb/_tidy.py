@@ -238,7 +238,8 @@ class RunTables:
         _eplb.folder_files(self.folder, _eplb.run_folder_kind)  # still whole as it was read
         loads = self._loads
         if loads is None:
-            raise FileNotFoundError(f"{self.folder}: no loads.jsonl; eplb writes it in every run "
+            folder = _args.printable(self.folder)
+            raise FileNotFoundError(f"{folder}: no loads.jsonl; eplb writes it in every run "
                                     "folder since the window loads were recorded")
         return {k: v.copy() for k, v in loads.items()}
 

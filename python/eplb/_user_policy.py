@@ -13,8 +13,10 @@ The function has the engines' signature, vLLM's
 (DeepSeek's three outputs, (phy2log, log2phy, logcnt), are accepted too: the first is used);
 weight is the window's load as a float64 numpy array [layers, experts] and
 old_global_expert_indices the placement in force, int64 [layers, num_replicas] (-1: empty). A
-function with a `lost_ranks` keyword gets the lost GPUs too. What it returns is checked by eplb
-as a user's program's output is: a bad placement stops the run with the step and what is wrong.
+function with a `lost_ranks` keyword gets the lost GPUs too. What it returns is checked here,
+its shape and every id's range, before it is narrowed to the protocol's int32, then by eplb as a
+user's program's output is: a bad placement, or any exception the function raises (sys.exit()
+and KeyboardInterrupt included), stops the run with the step and what is wrong.
 """
 
 import inspect
@@ -29,6 +31,8 @@ import tempfile
 import threading
 
 import numpy as np
+
+from ._args import printable
 
 _HEADER = struct.Struct("<4s10i")
 
@@ -126,19 +130,66 @@ class PolicyServer:
             kwargs = {"lost_ranks": np.flatnonzero(lost)} if self._takes_lost[name] else {}
             with self._lock:
                 out = fn(load.copy(), slots, groups, nodes, gpus, old.astype(np.int64), **kwargs)
-            if isinstance(out, tuple):
-                out = out[0]
-            if hasattr(out, "detach"):  # a torch tensor
-                out = out.detach().cpu().numpy()
-            out = np.asarray(out)
-            if out.dtype.kind not in "iu" or out.ndim != 2:
-                raise TypeError(f"{name} returned {out.dtype} of shape {out.shape}; expected "
-                                f"integers of shape ({layers}, {slots}), the physical-to-logical "
-                                "map")
-            return struct.pack("<4s3i", b"EPLR", 0, *out.shape) + out.astype("<i4").tobytes()
-        except Exception as e:  # shown by eplb, which stops the run
-            text = f"{type(e).__name__}: {e}".encode()[:65536]
-            return struct.pack("<4s2i", b"EPLR", 1, len(text)) + text
+            phy2log = _phy2log(out, name, layers, experts, slots)
+        except _NotAPlacement as e:
+            return _error(str(e))
+        # BaseException: a function's sys.exit() or KeyboardInterrupt is its error like any
+        # other; uncaught, it would end this thread, and eplb would see only the relay ending
+        # without a reply.
+        except BaseException as e:
+            return _error(f"{name} raised {_described(e)}")
+        return struct.pack("<4s3i", b"EPLR", 0, layers, slots) + phy2log.tobytes()
+
+
+class _NotAPlacement(ValueError):
+    """What the function returned is no placement of the request's shape and experts."""
+
+
+def _phy2log(out, name, layers, experts, slots):
+    """`out` as the reply's int32 phy2log, or _NotAPlacement naming what is wrong. The range is
+    checked before narrowing: 2**32 + e would become e, and 2**32 - 1 an empty slot, neither of
+    which eplb could see as wrong."""
+    try:
+        if isinstance(out, tuple):  # DeepSeek's three outputs: phy2log first
+            out = out[0]
+        if hasattr(out, "detach"):  # a torch tensor
+            out = out.detach().cpu().numpy()
+        out = np.asarray(out)
+    except Exception as e:  # a ragged list, a tensor numpy has no dtype for
+        raise _NotAPlacement(f"{name} returned {type(out).__name__}, which eplb cannot read "
+                             f"as an array: {_described(e)}") from None
+    if out.dtype.kind not in "iu" or out.shape != (layers, slots):
+        raise _NotAPlacement(f"{name} returned {out.dtype} of shape {out.shape}; expected "
+                             f"integers of shape ({layers}, {slots}), the physical-to-logical "
+                             "map")
+    # min and max first: argwhere alone costs about what the rest of a call does (~90 µs for
+    # DeepSeek-V3's 58 x 288 slots).
+    if out.size and (out.min() < -1 or out.max() >= experts):
+        layer, slot = (int(i) for i in np.argwhere((out < -1) | (out >= experts))[0])
+        raise _NotAPlacement(f"{name} returned a placement that is not valid: "
+                             f"phy2log[{layer}][{slot}] is {int(out[layer, slot])}; valid "
+                             f"values are -1 (empty) or 0..{experts - 1}")
+    return out.astype("<i4")
+
+
+def _described(e):
+    """An exception as the error reply names it: "ValueError: my bug", "KeyboardInterrupt",
+    "SystemExit(3)" (its exit code, which str() alone would give as a bare "3")."""
+    try:
+        if isinstance(e, SystemExit):
+            return f"SystemExit({e.code!r})"
+        text = str(e)
+    except Exception:  # a message that cannot be written is no reason to lose the error
+        text = ""
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def _error(message):
+    """The error reply: `message` on one line (eplb prints it as it comes, so a line break in
+    an exception's text would forge a line of eplb's output), cut to the protocol's 65,536
+    bytes at a character's end."""
+    text = printable(message).encode()[:65536].decode(errors="ignore").encode()
+    return struct.pack("<4s2i", b"EPLR", 1, len(text)) + text
 
 
 def _parameters(fn):

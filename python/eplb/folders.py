@@ -160,8 +160,9 @@ class Comparison(ComparisonTables):
 
     def _label(self, policy):
         if not isinstance(policy, str) or policy not in self._runs:
-            raise _args.ArgumentError(f"policy is {_args.quote(policy)}; {self.folder} has no "
-                                      f"policy {_args.quote(policy)}; it has {self.labels}")
+            folder = _args.printable(self.folder)
+            raise _args.ArgumentError(f"policy is {_args.quote(policy)}; {folder} has no policy "
+                                      f"{_args.quote(policy)}; it has {self.labels}")
         return policy
 
     def seeds(self, policy):
@@ -203,11 +204,12 @@ class Sweep(SweepTables):
 
     def _point(self, point):
         point = _args.integer(point, "point", minimum=None, maximum=None)  # 1.5 is no point
+        folder = _args.printable(self.folder)
         if not 0 <= point < self._count:
-            raise _args.ArgumentError(f"point is {point}; {self.folder} has no point {point}; "
-                                      f"it has 0..{self._count - 1}")
+            raise _args.ArgumentError(f"point is {point}; {folder} has no point {point}; it has "
+                                      f"0..{self._count - 1}")
         if str(point) not in self._runs:
-            raise ValueError(f"{self.folder}: sweep.json lists point {point} but "
+            raise ValueError(f"{folder}: sweep.json lists point {point} but "
                              f"{_eplb.sweep_run_path(point)}/ holds no run folder")
         return point
 

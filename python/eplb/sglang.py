@@ -30,11 +30,12 @@ Drop-in, in SGLang's eplb_algorithms/__init__.py or before the server starts:
 
 import json
 import os
+import stat
 
 import numpy as np
 
 from . import _eplb
-from ._args import ArgumentError, group_count, integer, optional, text
+from ._args import ArgumentError, group_count, integer, optional, printable, quote, text
 from ._arrays import Kind, _torch, log2phy_of, to_numpy
 
 _SGLANG = {
@@ -119,39 +120,68 @@ def rebalance_experts_topology_aware(tokens_per_source_expert, rank_cost_matrix,
         tokens, costs, num_physical_experts, num_local_physical_experts))
 
 
+# What --eplb-topology holds, as its errors say it.
+_TOPOLOGY_FORM = ('expected {"rank_cost_matrix": [[0, 1], [1, 0]]} or the matrix alone: ranks x '
+                  'ranks finite non-negative costs, zero on the diagonal')
+
+
 def load_rank_cost_matrix(topology, *, expected_num_ranks=None):
     """SGLang's `load_rank_cost_matrix` (sglang/srt/eplb/topology.py): the rank cost matrix of
     --eplb-topology, from a JSON file's path or its object ({"rank_cost_matrix": [[0, 1], [1,
     0]]}) or the matrix itself, checked as rebalance_experts_topology_aware checks it (square,
     `expected_num_ranks` ranks, finite, non-negative, zero diagonal). float64, as a torch tensor
-    when the caller has imported torch (as SGLang's), else numpy."""
-    if isinstance(topology, (str, os.PathLike)):
-        try:
-            with open(topology, encoding="utf-8") as f:
-                data = json.load(f)
-        except OSError as e:
-            raise ValueError(f"unable to read EPLB topology file: {os.fspath(topology)}: "
-                             f"{e.strerror}") from None
-        except json.JSONDecodeError as e:
-            raise ValueError(f"EPLB topology file is not valid JSON: {os.fspath(topology)}: "
-                             f"{e}") from None
+    when the caller has imported torch (as SGLang's), else numpy. Every error names the file
+    (when read from one), the field and what is valid."""
+    where = ""  # an error's prefix: the file, when the matrix came from one
+    if isinstance(topology, (str, bytes, os.PathLike)):
+        path = printable(os.fsdecode(topology))
+        where = f"EPLB topology file {path}: "
+        data = _topology_json(topology, path)
     else:
         data = topology
     if isinstance(data, dict):
         if "rank_cost_matrix" not in data:
-            raise ValueError(f"topology JSON must contain rank_cost_matrix; it has "
-                             f"{sorted(data)}")
+            raise ValueError(f"{where}topology JSON must contain rank_cost_matrix; it has keys "
+                             f"{quote(list(data))}; {_TOPOLOGY_FORM}")
         data = data["rank_cost_matrix"]
     try:
         matrix, _ = to_numpy(data, np.float64, "rank_cost_matrix")
     except ArgumentError as e:
-        raise ValueError(f"rank_cost_matrix must be a rectangular numeric array: {e}") from None
-    ranks = matrix.shape[0] if matrix.ndim == 2 else 0
+        raise ValueError(f"{where}rank_cost_matrix must be a rectangular numeric array: {e}; "
+                         f"{_TOPOLOGY_FORM}") from None
+    if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
+        raise ValueError(f"{where}rank_cost_matrix must be square; it has shape "
+                         f"{matrix.shape}; {_TOPOLOGY_FORM}")
+    ranks = matrix.shape[0]
     expected = optional(integer, expected_num_ranks, "expected_num_ranks")
-    # The core's checks, on one layer of one expert per rank: its messages name the value.
-    _eplb.topology_aware(np.zeros((1, max(ranks, 1), max(ranks, 1))), matrix)
+    try:
+        # The core's checks, on one layer of one expert per rank: its messages name the value.
+        _eplb.topology_aware(np.zeros((1, max(ranks, 1), max(ranks, 1))), matrix)
+    except ValueError as e:
+        raise ValueError(f"{where}{e}") from None
     if expected is not None and ranks != expected:
-        raise ValueError(f"rank_cost_matrix size does not match the EP group: matrix={ranks} "
-                         f"expected={expected}")
+        raise ValueError(f"{where}rank_cost_matrix size does not match the EP group: "
+                         f"matrix={ranks} expected={expected}")
     torch = _torch()
     return torch.from_numpy(matrix) if torch is not None else matrix
+
+
+def _topology_json(topology, path):
+    """The JSON document of the topology file at `topology` (`path` as errors print it)."""
+    try:
+        # Not blocking on open, and refusing what is no regular file: a FIFO or a device would
+        # hang the caller or never end.
+        fd = os.open(topology, os.O_RDONLY | os.O_NONBLOCK)
+        with open(fd, encoding="utf-8") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise ValueError(f"EPLB topology file {path} is not a regular file; "
+                                 f"{_TOPOLOGY_FORM}")
+            return json.load(f)
+    except OSError as e:
+        raise ValueError(f"unable to read EPLB topology file: {path}: {e.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"EPLB topology file is not valid JSON: {path}: {e}; "
+                         f"{_TOPOLOGY_FORM}") from None
+    except RecursionError:  # Python's JSON reader recurses once per level
+        raise ValueError(f"EPLB topology file {path} nests arrays or objects deeper than "
+                         f"Python's JSON reader can read; {_TOPOLOGY_FORM}") from None

@@ -350,6 +350,18 @@ class Readers(unittest.TestCase):
             with self.subTest(case), self.assertRaisesRegex(eplb.ArgumentError, message):
                 call()
 
+    def test_a_folders_name_cannot_forge_a_line_of_an_error(self):
+        folder = os.path.join(self.tmp.name, "compare\neplb: all checks passed\x1b[2K")
+        shutil.copytree(self.compare_dir, folder, symlinks=True)
+        cmp = eplb.read_comparison(folder, frames=False)
+        with self.assertRaises(eplb.ArgumentError) as caught:
+            cmp.seeds("deepseek")
+        message = str(caught.exception)
+        self.assertIn(r"compare\neplb: all checks passed\x1b[2K has no policy 'deepseek'",
+                      message)
+        self.assertNotIn("\n", message)
+        self.assertNotIn("\x1b", message)
+
     def test_a_comparison_with_anything_eplb_did_not_write_is_refused(self):
         folder = self.copy(self.compare_dir)
         os.makedirs(os.path.join(folder, "static", "seed-9"))

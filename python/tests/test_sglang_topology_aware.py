@@ -9,8 +9,9 @@ guards (handle_eplb_and_dispatch) have no counterpart in eplb and are not ported
 
 import enum
 import os
+import re
 import unittest
-from tempfile import NamedTemporaryFile
+from tempfile import NamedTemporaryFile, TemporaryDirectory
 
 import torch
 
@@ -189,6 +190,62 @@ class TopologyAwareInEplb(unittest.TestCase):
         for call, error, message in cases:
             with self.subTest(message=message), self.assertRaisesRegex(error, message):
                 call()
+
+    def test_a_topology_files_errors_name_it_the_field_and_what_is_valid(self):
+        valid = (r'expected \{"rank_cost_matrix": \[\[0, 1\], \[1, 0\]\]\} or the matrix alone: '
+                 r"ranks x ranks finite non-negative costs, zero on the diagonal")
+        with TemporaryDirectory() as folder:
+            def file(name, text):
+                path = os.path.join(folder, name)
+                with open(path, "w") as f:
+                    f.write(text)
+                return path
+            deep = file("deep.json", "[" * 100000 + "]" * 100000)
+            cases = [
+                (lambda: load_rank_cost_matrix(deep),
+                 rf"EPLB topology file {re.escape(deep)} nests arrays or objects deeper than "
+                 rf"Python's JSON reader can read; {valid}"),
+                (lambda: load_rank_cost_matrix(file("wide.json", '{"rank_cost_matrix": [[0, 1, '
+                                                                 '2], [1, 0, 1]]}')),
+                 rf"EPLB topology file .*wide.json: rank_cost_matrix must be square; it has "
+                 rf"shape \(2, 3\); {valid}"),
+                (lambda: load_rank_cost_matrix([[0, 1]]),
+                 rf"^rank_cost_matrix must be square; it has shape \(1, 2\); {valid}"),
+                (lambda: load_rank_cost_matrix(file("costs.json", '{"costs": []}')),
+                 rf"EPLB topology file .*costs.json: topology JSON must contain "
+                 rf"rank_cost_matrix; it has keys \['costs'\]; {valid}"),
+                (lambda: load_rank_cost_matrix(file("words.json", '{"rank_cost_matrix": "x"}')),
+                 rf"EPLB topology file .*words.json: rank_cost_matrix must be a rectangular "
+                 rf"numeric array: .*; {valid}"),
+                (lambda: load_rank_cost_matrix(file("negative.json", "[[0, -1], [1, 0]]")),
+                 r"EPLB topology file .*negative.json: rank_cost_matrix must be finite and "
+                 r"non-negative: \[0\]\[1\] is -1"),
+                (lambda: load_rank_cost_matrix(file("two.json", "[[0, 1], [1, 0]]"),
+                                               expected_num_ranks=4),
+                 r"EPLB topology file .*two.json: rank_cost_matrix size does not match the EP "
+                 r"group: matrix=2 expected=4"),
+                (lambda: load_rank_cost_matrix(file("bad.json", "[[0, 1], ")),
+                 rf"EPLB topology file is not valid JSON: .*bad.json: .*; {valid}"),
+                # A device or a FIFO is no file of costs (/dev/zero or a FIFO would never end).
+                (lambda: load_rank_cost_matrix(os.devnull),
+                 rf"EPLB topology file {os.devnull} is not a regular file; {valid}"),
+            ]
+            for call, message in cases:
+                with self.subTest(message=message), self.assertRaisesRegex(ValueError, message):
+                    call()
+
+    def test_a_topology_files_name_cannot_forge_a_line_of_its_error(self):
+        with TemporaryDirectory() as folder:
+            path = os.path.join(folder, "topology.json\neplb: topology checked\x1b[2K")
+            with open(path, "w") as f:
+                f.write("[[0, 1]]")
+            with self.assertRaises(ValueError) as caught:
+                load_rank_cost_matrix(path)
+        message = str(caught.exception)
+        self.assertIn(r"topology.json\neplb: topology checked\x1b[2K: rank_cost_matrix must be "
+                      "square", message)
+        self.assertNotIn("\n", message)
+        self.assertNotIn("\x1b", message)
 
     def test_the_eplb_policy_by_name(self):
         import eplb

@@ -1,9 +1,14 @@
 """A Python function as the policy (policy=fn): DeepSeek's algorithm written by a user gives the
-built-in `deepseek`'s run, number for number; a function that fails stops the run with its
-message."""
+built-in `deepseek`'s run, number for number; a function that fails (sys.exit() and
+KeyboardInterrupt included) or returns an id outside -1..experts-1 (which int32 would wrap) stops
+the run with its message, on one line. tools/policy/policy_client.py, the same for a user's
+program, is tried here too."""
 
 import importlib.util
+import io
 import os
+import struct
+import sys
 import unittest
 
 import numpy as np
@@ -20,6 +25,11 @@ _spec = importlib.util.spec_from_file_location(
     os.path.join(os.path.dirname(__file__), "../../tools/policy/deepseek_policy.py"))
 deepseek_policy = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(deepseek_policy)
+_spec = importlib.util.spec_from_file_location(
+    "policy_client",
+    os.path.join(os.path.dirname(__file__), "../../tools/policy/policy_client.py"))
+policy_client = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(policy_client)
 
 
 def deepseek_in_python(weight, num_replicas, num_groups, num_nodes, num_ranks,
@@ -36,6 +46,47 @@ def buggy(weight, num_replicas, num_groups, num_nodes, num_ranks, old_global_exp
 def keeps_one_expert(weight, num_replicas, num_groups, num_nodes, num_ranks,
                      old_global_expert_indices):
     return np.zeros_like(old_global_expert_indices)
+
+
+def wraps_to_the_same_placement(weight, num_replicas, num_groups, num_nodes, num_ranks,
+                                old_global_expert_indices):
+    return old_global_expert_indices + 2**32  # each e + 2**32, which int32 would read as e
+
+
+def empties_a_slot_by_wrapping(weight, num_replicas, num_groups, num_nodes, num_ranks,
+                               old_global_expert_indices):
+    out = old_global_expert_indices.copy()
+    out[1, 2] = 2**32 - 1  # int32 would read -1, an empty slot
+    return out
+
+
+def drops_a_slot(weight, num_replicas, num_groups, num_nodes, num_ranks,
+                 old_global_expert_indices):
+    return old_global_expert_indices[:, 1:]
+
+
+def returns_flags(weight, num_replicas, num_groups, num_nodes, num_ranks,
+                  old_global_expert_indices):
+    return old_global_expert_indices > 3
+
+
+def returns_halves(weight, num_replicas, num_groups, num_nodes, num_ranks,
+                   old_global_expert_indices):
+    return old_global_expert_indices + 0.5
+
+
+def exits(weight, num_replicas, num_groups, num_nodes, num_ranks, old_global_expert_indices):
+    sys.exit(3)
+
+
+def interrupted(weight, num_replicas, num_groups, num_nodes, num_ranks,
+                old_global_expert_indices):
+    raise KeyboardInterrupt
+
+
+def forges_a_line(weight, num_replicas, num_groups, num_nodes, num_ranks,
+                  old_global_expert_indices):
+    raise ValueError("bad row\neplb: all runs passed")
 
 
 def same_columns(mine, theirs, skip):
@@ -64,13 +115,120 @@ class UserPolicy(unittest.TestCase):
         self.assertEqual(c.policies["balancedness_mean"][0], c.policies["balancedness_mean"][1])
 
     def test_a_failing_function_stops_the_run_with_its_message(self):
-        for fn, expected in ((buggy, "reported an error: ValueError: my bug"),
+        for fn, expected in ((buggy, "reported an error: buggy raised ValueError: my bug"),
                              (keeps_one_expert, "logical expert 1 has no replica")):
             with self.subTest(fn.__name__):
                 with self.assertRaises(EplbError) as caught:
                     eplb.run_scenario(TINY, policy=fn, timeout=300)
                 self.assertIn(f"step 24: policy {fn.__name__}: ", str(caught.exception))
                 self.assertIn(expected, str(caught.exception))
+
+    def test_ids_out_of_range_are_refused_before_int32_could_wrap_them(self):
+        # The tiny scenario: 4 layers, 16 experts, 20 slots.
+        for fn, expected in (
+                (wraps_to_the_same_placement, "wraps_to_the_same_placement returned a placement "
+                 "that is not valid: phy2log[0][0] is 4294967296; valid values are -1 (empty) "
+                 "or 0..15"),
+                (empties_a_slot_by_wrapping, "empties_a_slot_by_wrapping returned a placement "
+                 "that is not valid: phy2log[1][2] is 4294967295; valid values are -1 (empty) "
+                 "or 0..15"),
+                (drops_a_slot, "drops_a_slot returned int64 of shape (4, 19); expected integers "
+                 "of shape (4, 20)"),
+                (returns_flags, "returns_flags returned bool of shape (4, 20); expected integers"),
+                (returns_halves, "returns_halves returned float64 of shape (4, 20); expected "
+                 "integers")):
+            with self.subTest(fn.__name__):
+                with self.assertRaises(EplbError) as caught:
+                    eplb.run_scenario(TINY, policy=fn, timeout=300)
+                self.assertIn(f"step 24: policy {fn.__name__}: ", str(caught.exception))
+                self.assertIn(f"reported an error: {expected}", str(caught.exception))
+
+    def test_sys_exit_and_keyboard_interrupt_are_the_functions_errors(self):
+        for fn, expected in ((exits, "exits raised SystemExit(3)"),
+                             (interrupted, "interrupted raised KeyboardInterrupt")):
+            with self.subTest(fn.__name__):
+                with self.assertRaises(EplbError) as caught:
+                    eplb.run_scenario(TINY, policy=fn, timeout=300)
+                self.assertIn(f"step 24: policy {fn.__name__}: ", str(caught.exception))
+                self.assertIn(f"reported an error: {expected}", str(caught.exception))
+
+    def test_an_exceptions_line_break_cannot_forge_a_line_of_the_error(self):
+        with self.assertRaises(EplbError) as caught:
+            eplb.run_scenario(TINY, policy=forges_a_line, timeout=300)
+        message = str(caught.exception)
+        self.assertIn(r"forges_a_line raised ValueError: bad row\neplb: all runs passed", message)
+        self.assertNotIn("\n", message)
+
+
+def ask(policy, layers=2, experts=4, slots=6, gpus=2):
+    """One request to tools/policy/policy_client.py's serve(policy), as eplb sends it; returns
+    (status, phy2log) or (status, message)."""
+    old = np.arange(layers * slots, dtype="<i4").reshape(layers, slots) % experts
+    request = (struct.pack("<4s10i", b"EPLB", 1, layers, experts, slots, gpus, 1, slots // gpus,
+                           1, 24, 0)
+               + bytes(gpus) + np.ones((layers, experts), "<f8").tobytes() + old.tobytes())
+    stdout = io.BytesIO()
+    policy_client.serve(policy, stdin=io.BytesIO(request), stdout=stdout)
+    reply = stdout.getvalue()
+    assert reply[:8] == struct.pack("<4si", b"EPLH", 1)
+    magic, status = struct.unpack("<4si", reply[8:16])
+    assert magic == b"EPLR"
+    if status == 1:
+        (length,) = struct.unpack("<i", reply[16:20])
+        return status, reply[20:20 + length].decode()
+    rows, columns = struct.unpack("<2i", reply[16:24])
+    return status, np.frombuffer(reply[24:], "<i4").reshape(rows, columns)
+
+
+class PolicyClient(unittest.TestCase):
+    """tools/policy/policy_client.py, the protocol's Python side for a user's program."""
+
+    def test_a_placement_in_range_is_sent_as_it_is(self):
+        status, phy2log = ask(lambda load, old, **_: np.asarray(old, np.uint64))
+        self.assertEqual(status, 0)
+        self.assertEqual(phy2log.tolist(), [[0, 1, 2, 3, 0, 1], [2, 3, 0, 1, 2, 3]])
+
+    def test_ids_out_of_range_are_refused_before_int32_could_wrap_them(self):
+        def with_id(value, dtype=np.int64):
+            def policy(load, old, **_):
+                out = old.astype(dtype)
+                out[1, 4] = value
+                return out
+            return policy
+        cases = [
+            (with_id(2**32 + 1), "the policy returned a placement that is not valid: "
+             "phy2log[1][4] is 4294967297; valid values are -1 (empty) or 0..3"),
+            (with_id(2**32 - 1, np.uint32), "phy2log[1][4] is 4294967295; valid values are -1 "
+             "(empty) or 0..3"),
+            (with_id(2**64 - 1, np.uint64), "phy2log[1][4] is 18446744073709551615; valid "
+             "values are -1 (empty) or 0..3"),
+            (with_id(-2), "phy2log[1][4] is -2; valid values are -1 (empty) or 0..3"),
+            (with_id(4), "phy2log[1][4] is 4; valid values are -1 (empty) or 0..3"),
+            (lambda load, old, **_: old[:, :5], "the policy returned int32 of shape (2, 5); "
+             "expected integers of shape (2, 6)"),
+            (lambda load, old, **_: old > 1, "the policy returned bool of shape (2, 6)"),
+            (lambda load, old, **_: old + 0.5, "the policy returned float64 of shape (2, 6)"),
+        ]
+        for policy, expected in cases:
+            with self.subTest(expected):
+                status, message = ask(policy)
+                self.assertEqual(status, 1)
+                self.assertIn(expected, message)
+
+    def test_sys_exit_and_keyboard_interrupt_are_the_policys_errors(self):
+        def exits(load, old, **_):
+            sys.exit(3)
+
+        def interrupted(load, old, **_):
+            raise KeyboardInterrupt
+        self.assertEqual(ask(exits), (1, "the policy raised SystemExit(3)"))
+        self.assertEqual(ask(interrupted), (1, "the policy raised KeyboardInterrupt"))
+
+    def test_an_exceptions_line_break_cannot_forge_a_line(self):
+        def forges(load, old, **_):
+            raise ValueError("bad row\neplb: all runs passed\x1b[2K")
+        self.assertEqual(ask(forges), (1, r"the policy raised ValueError: bad row\neplb: all "
+                                          r"runs passed\x1b[2K"))
 
 
 if __name__ == "__main__":

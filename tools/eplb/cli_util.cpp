@@ -22,7 +22,7 @@ int ExitCodeFor(const Status& status) {
 int ReportError(const std::string& command, const Status& status) {
   const bool interrupted = status.code() == Status::Code::kCancelled && InterruptSignal() != 0;
   fmt::print(stderr, "eplb {}: {}{}\n", command,
-             interrupted ? "" : "error: ", PrintableMessage(status.message()));
+             interrupted ? "" : "error: ", PrintableLine(status.message()));
   return ExitCodeFor(status);
 }
 

@@ -25,18 +25,30 @@ std::string QuoteInput(std::string_view text) {
   return out;
 }
 
-std::string PrintableMessage(std::string_view message) {
+namespace {
+
+std::string Printable(std::string_view message, bool keep_line_feeds) {
   std::string out;
   out.reserve(message.size());
   for (char c : message) {
     const auto byte = static_cast<unsigned char>(c);
-    if ((byte < 0x20 && c != '\n') || byte == 0x7f) {
+    if ((byte < 0x20 && !(keep_line_feeds && c == '\n')) || byte == 0x7f) {
       out += fmt::format("\\x{:02x}", byte);
     } else {
       out += c;
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::string PrintableMessage(std::string_view message) {
+  return Printable(message, /*keep_line_feeds=*/true);
+}
+
+std::string PrintableLine(std::string_view message) {
+  return Printable(message, /*keep_line_feeds=*/false);
 }
 
 }  // namespace eplb

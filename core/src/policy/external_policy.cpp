@@ -428,7 +428,9 @@ Result<Placement> ExternalPolicy::ReadReply(const PolicyInput& input, double dea
     }
     std::string message(static_cast<size_t>(length), '\0');
     EPLB_RETURN_IF_ERROR(ReadExactly(message.data(), message.size(), "error message", deadline_s));
-    return Status::InvalidArgument(fmt::format("{} reported an error: {}", Describe(), message));
+    // The program's own text: one line, whatever it holds (base/excerpt.h).
+    return Status::InvalidArgument(
+        fmt::format("{} reported an error: {}", Describe(), PrintableLine(message)));
   }
   if (status != 0) {
     return Status::InvalidArgument(fmt::format(

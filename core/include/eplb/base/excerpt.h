@@ -31,4 +31,10 @@ std::string QuoteInput(std::string_view text);
 // quoted (CLI11's messages, which quote arguments whole and end lines).
 std::string PrintableMessage(std::string_view message);
 
+// The same with the line feed written \x0a too: an error is one line, whatever a path or a
+// file's text put into it (a newline there could otherwise forge a line of eplb's output, and
+// the Python wrapper reads the error's first line). The command line's and the Python module's
+// last guard for a Status message.
+std::string PrintableLine(std::string_view message);
+
 }  // namespace eplb
