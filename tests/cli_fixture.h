@@ -39,6 +39,7 @@ class CliTest : public ::testing::Test {
 
   std::string Write(const std::string& name, const std::string& text) {
     const fs::path p = dir_ / name;
+    fs::create_directories(p.parent_path());
     std::ofstream(p) << text;
     return p.string();
   }

@@ -113,14 +113,17 @@ void AddCompareCommand(CommandLine& line) {
   auto args = std::make_shared<CompareArgs>();
   Command& sub = line.Add(kCompareName, kCompareAbout);
   AddScenarioOptions(sub, args->scenario_path, args->overrides);
-  sub.Option("--policies", &args->policies, "Comma-separated policies").ShowDefault();
+  sub.Option("--policies", &args->policies, "Comma-separated policies")
+      .ShowDefault()
+      .Check(NotEmpty());
   AddPolicyCommandOptions(sub, args->policy_command, /*repeatable=*/true);
   sub.Option("--out", &args->out, "Folder to write (default: runs/compare-<scenario name>)");
   AddNoTraceFlag(sub, args->folder);
   AddJsonFlag(sub, args->json);
   sub.Option("--seeds", &args->seeds,
              "Comma-separated seeds: each policy runs once per seed, and the report shows "
-             "means with the spread over seeds (default: the scenario's run.seed)");
+             "means with the spread over seeds (default: the scenario's run.seed)")
+      .Check(NotEmpty());
   sub.Flag("--time-axis", &args->report.time_axis,
            "Plot against simulated seconds instead of steps");
   sub.Option("--map-layer", &args->report.map_layer,

@@ -10,6 +10,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "eplb/base/excerpt.h"
 #include "eplb/base/file_io.h"
 #include "eplb/engine/gpu_memory.h"
 #include "eplb/engine/scenario.h"
@@ -36,7 +37,22 @@ Status RunRun(const RunArgs& args) {
   EPLB_ASSIGN_OR_RETURN(const std::vector<std::string> programs,
                         RegisterPolicyCommands(args.policy_command, /*repeatable=*/false));
   std::vector<std::string> overrides = args.overrides;
-  if (!programs.empty()) overrides.push_back("eplb.policy=" + programs[0]);
+  if (!programs.empty()) {
+    // Two policies named for one run: which was meant is the user's to say, not the order's.
+    for (const std::string& o : args.overrides) {
+      const size_t eq = o.find('=');
+      if (eq != std::string::npos && o.substr(0, eq) == "eplb.policy" &&
+          o.substr(eq + 1) != programs[0]) {
+        return Status::InvalidArgument(fmt::format(
+            "--set {} and {} name two policies for one run; give one of them (the program's or "
+            "recording's policy is '{}')",
+            QuoteInput(o),
+            args.policy_command.commands.empty() ? "--policy-replay" : "--policy-command",
+            programs[0]));
+      }
+    }
+    overrides.push_back("eplb.policy=" + programs[0]);
+  }
   auto scenario = LoadScenarioOrDefault(args.scenario_path, overrides);
   if (!scenario.ok()) return scenario.status();
   EPLB_RETURN_IF_ERROR(CheckPolicyGiven(scenario->eplb.policy));

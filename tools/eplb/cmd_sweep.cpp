@@ -134,11 +134,13 @@ void AddSweepCommand(CommandLine& line) {
   AddScenarioOptions(sub, args->scenario_path, args->overrides);
   sub.Option("--vary", &args->vary, "key.path=v1,v2,... (repeatable; the cross product runs)")
       .Required();
-  sub.Option("--policies", &args->policies, "Comma-separated policies (default: the scenario's)");
+  sub.Option("--policies", &args->policies, "Comma-separated policies (default: the scenario's)")
+      .Check(NotEmpty());
   AddPolicyCommandOptions(sub, args->policy_command, /*repeatable=*/true);
   sub.Option("--seeds", &args->seeds,
              "Comma-separated seeds: each point runs once per seed, and the tables and report "
-             "show means with the spread over seeds (default: the scenario's run.seed)");
+             "show means with the spread over seeds (default: the scenario's run.seed)")
+      .Check(NotEmpty());
   sub.Option("--out", &args->out, "Folder to write (default: runs/sweep-<scenario name>)");
   AddNoTraceFlag(sub, args->folder);
   AddJsonFlag(sub, args->json);

@@ -31,7 +31,7 @@ using Action = std::function<Status()>;
 // ("--jobs: -1 is too small; it must be at least 0"), where CLI11's own ranges print the
 // largest double.
 struct ValueCheck {
-  enum class Kind { kAtLeast, kAbove, kOneOf };
+  enum class Kind { kAtLeast, kAbove, kOneOf, kNotEmpty };
   Kind kind = Kind::kAtLeast;
   double bound = 0;                  // kAtLeast, kAbove
   std::vector<std::string> allowed;  // kOneOf
@@ -39,6 +39,8 @@ struct ValueCheck {
 ValueCheck AtLeast(double min);
 ValueCheck Positive();
 ValueCheck OneOf(std::vector<std::string> allowed);
+// A list option given as '' is a slip (an unset shell variable), not a wish for its default.
+ValueCheck NotEmpty();
 
 // The variable an option sets. A vector takes the option once per item (repeatable), or split
 // at SplitOn's delimiter.

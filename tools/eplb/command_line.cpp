@@ -24,6 +24,9 @@ ValueCheck Positive() {
 ValueCheck OneOf(std::vector<std::string> allowed) {
   return {ValueCheck::Kind::kOneOf, 0, std::move(allowed)};
 }
+ValueCheck NotEmpty() {
+  return {ValueCheck::Kind::kNotEmpty, 0, {}};
+}
 
 OptionSpec& OptionSpec::Required() {
   required_ = true;
@@ -110,6 +113,14 @@ CLI::Validator ToValidator(const ValueCheck& check) {
       return NumberCheck(check.bound, true);
     case ValueCheck::Kind::kOneOf:
       return CLI::IsMember(check.allowed);
+    case ValueCheck::Kind::kNotEmpty:
+      return CLI::Validator(
+          [](std::string& text) -> std::string {
+            return text.empty() ? "the value is empty; give one, or leave the option out for "
+                                  "its default"
+                                : "";
+          },
+          "TEXT");
   }
   return {};
 }

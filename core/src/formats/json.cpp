@@ -1,6 +1,9 @@
 #include "eplb/formats/json.h"
 
 #include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -43,6 +46,19 @@ size_t TooDeep(std::string_view text) {
   return std::string_view::npos;
 }
 
+// Where `key` is written as a key the second time (as "key" then ':'), for the message; the
+// text's end when it is spelled with escapes.
+size_t SecondKey(std::string_view text, const std::string& key) {
+  const std::string quoted = "\"" + key + "\"";
+  int seen = 0;
+  for (size_t at = text.find(quoted); at != std::string_view::npos;
+       at = text.find(quoted, at + 1)) {
+    const size_t next = text.find_first_not_of(" \t\r\n", at + quoted.size());
+    if (next != std::string_view::npos && text[next] == ':' && ++seen == 2) return at;
+  }
+  return text.size();
+}
+
 }  // namespace
 
 Result<nlohmann::json> ParseJson(std::string_view text, const std::string& source, int first_line) {
@@ -51,8 +67,38 @@ Result<nlohmann::json> ParseJson(std::string_view text, const std::string& sourc
         fmt::format("{}not valid here: arrays and objects nest more than {} deep",
                     Where(text, deep, source, first_line), kMaxJsonDepth));
   }
+  // JSON text holds no NUL byte; a reader stopping at one would take what follows for nothing.
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    return Status::InvalidArgument(
+        fmt::format("{}not valid JSON: a NUL byte; JSON text holds none (a binary file, or text "
+                    "cut and joined?)",
+                    Where(text, nul, source, first_line)));
+  }
+  // A key twice in one object: nlohmann keeps the last, and which the writer meant is unknowable.
+  std::vector<std::set<std::string>> keys;  // per object being read, innermost last
+  std::string duplicate;
+  const auto refuse_duplicates = [&](int /*depth*/, nlohmann::json::parse_event_t event,
+                                     nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (event == Event::object_start) {
+      keys.emplace_back();
+    } else if (event == Event::object_end) {
+      if (!keys.empty()) keys.pop_back();
+    } else if (event == Event::key && !keys.empty() && duplicate.empty() &&
+               !keys.back().insert(parsed.get<std::string>()).second) {
+      duplicate = parsed.get<std::string>();
+    }
+    return true;
+  };
   try {
-    return nlohmann::json::parse(text);
+    nlohmann::json parsed = nlohmann::json::parse(text, refuse_duplicates);
+    if (!duplicate.empty()) {
+      return Status::InvalidArgument(fmt::format(
+          "{}not valid here: the key {} appears twice in one object; each key must be given "
+          "once",
+          Where(text, SecondKey(text, duplicate), source, first_line), QuoteInput(duplicate)));
+    }
+    return parsed;
   } catch (const nlohmann::json::parse_error& e) {
     // e.byte is 1-based: the byte that could not be read. nlohmann quotes the token it last read,
     // which may be a line of a file of another kind (a .env saved as x.json): left off, since a

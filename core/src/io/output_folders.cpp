@@ -61,8 +61,19 @@ Result<StudyFolder> ReadStudy(const std::string& dir, const char* kind, const ch
   if (!study.document.is_object()) {
     return Status::InvalidArgument(fmt::format("{}: expected a JSON object", path));
   }
-  const Json version = study.document.value("format_version", Json(0));
-  if (!version.is_number_integer() || version.get<int64_t>() > kFolderFormatVersion) {
+  // Every study folder eplb wrote says its format: one without is not eplb's document.
+  if (!study.document.contains("format_version")) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: no format_version; eplb writes it in every study document (this eplb writes {})", path,
+        kFolderFormatVersion));
+  }
+  const Json version = study.document["format_version"];
+  if (!version.is_number_integer() || version.get<int64_t>() < 0) {
+    return Status::InvalidArgument(
+        fmt::format("{}: format_version is {}; expected a whole number (this eplb writes {})", path,
+                    Excerpt(version.dump()), kFolderFormatVersion));
+  }
+  if (version.get<int64_t>() > kFolderFormatVersion) {
     return Status::InvalidArgument(fmt::format(
         "{}: format_version {} is newer than this eplb reads ({}); read it with the eplb that "
         "wrote it ({})",
@@ -93,6 +104,19 @@ Result<StudyFolder> ReadStudy(const std::string& dir, const char* kind, const ch
   return study;
 }
 
+// The document's list of rows (`key`: "policies" or "points"): present and not empty, as eplb
+// writes it; a study of nothing is no study.
+Result<Json> StudyRows(const StudyFolder& study, const std::string& path, const char* key) {
+  const Json rows = study.document.value(key, Json());
+  if (!rows.is_array() || rows.empty()) {
+    return Status::InvalidArgument(
+        fmt::format("{}: {} is {}; expected a non-empty array, one entry per {} the study ran",
+                    path, key, rows.is_null() ? std::string("missing") : Excerpt(rows.dump()),
+                    std::string_view(key) == "points" ? "point" : "policy"));
+  }
+  return rows;
+}
+
 }  // namespace
 
 std::string ComparisonRunPath(std::string_view label, std::optional<uint64_t> seed) {
@@ -117,7 +141,7 @@ Result<StudyFolder> ReadComparisonFolder(const std::string& dir) {
   EPLB_ASSIGN_OR_RETURN(StudyFolder study,
                         ReadStudy(dir, kComparisonFolderKind, file::kComparisonJson, seeds, plain));
   const std::string path = dir + "/" + file::kComparisonJson;
-  const Json policies = study.document.value("policies", Json::array());
+  EPLB_ASSIGN_OR_RETURN(const Json policies, StudyRows(study, path, "policies"));
   for (const Json& row : policies) {
     const Json label = row.is_object() ? row.value("label", Json()) : Json();
     if (!label.is_string() || !IsSafePathComponent(label.get<std::string>())) {
@@ -125,6 +149,12 @@ Result<StudyFolder> ReadComparisonFolder(const std::string& dir) {
           "{}: policy label {} names no folder of the comparison", path, Excerpt(label.dump())));
     }
     const std::string name = label.get<std::string>();
+    // Two rows of one label would read one folder as two policies' results.
+    if (std::any_of(study.runs.begin(), study.runs.end(),
+                    [&](const StudyFolder::Runs& r) { return r.name == name; })) {
+      return Status::InvalidArgument(
+          fmt::format("{}: policy label '{}' is given twice; each policy has one row", path, name));
+    }
     StudyFolder::Runs runs{name, seeds[name], false};
     runs.found = !runs.seeds.empty() || std::find(plain.begin(), plain.end(), name) != plain.end();
     if (!runs.found) {
@@ -142,13 +172,27 @@ Result<StudyFolder> ReadSweepFolder(const std::string& dir) {
   std::vector<std::string> plain;
   EPLB_ASSIGN_OR_RETURN(StudyFolder study,
                         ReadStudy(dir, kSweepFolderKind, file::kSweepJson, seeds, plain));
-  const Json points = study.document.value("points", Json::array());
+  const std::string path = dir + "/" + file::kSweepJson;
+  EPLB_ASSIGN_OR_RETURN(const Json points, StudyRows(study, path, "points"));
+  // Each point's runs lie in points/I, and a sweep writes every point's: the document and the
+  // folders must describe the same points.
+  size_t folders = plain.size();
+  for (const auto& [base, list] : seeds) folders += list.empty() ? 0 : 1;
   for (size_t i = 0; i < points.size(); ++i) {
-    // A point whose folder is missing is refused when it is asked for, not here.
     const std::string base = SweepRunPath(i, std::nullopt);
     StudyFolder::Runs runs{std::to_string(i), seeds[base], false};
     runs.found = !runs.seeds.empty() || std::find(plain.begin(), plain.end(), base) != plain.end();
+    if (!runs.found) {
+      return Status::InvalidArgument(fmt::format(
+          "{}: {} lists {} points, but {}/ holds no run folder (the folder holds {} points' runs)",
+          dir, file::kSweepJson, points.size(), base, folders));
+    }
     study.runs.push_back(std::move(runs));
+  }
+  if (folders != points.size()) {
+    return Status::InvalidArgument(
+        fmt::format("{}: {} lists {} points, but the folder holds run folders of {}", dir,
+                    file::kSweepJson, points.size(), folders));
   }
   return study;
 }

@@ -117,6 +117,8 @@ Result<Recording> FromRunFolder(const std::string& dir, const std::string& path,
   Recording rec;
   rec.name = std::move(name);
   rec.path = path;
+  rec.gpus = s.num_gpus();
+  rec.nodes = s.cluster.nodes;
   std::vector<std::vector<int32_t>> current = read->initial_phy2log;
   const auto vllm = Placement::Initial(s.model.layers, s.model.experts, s.num_slots());
   if (!vllm.ok() || Rows(*vllm) != current) {
@@ -190,8 +192,11 @@ Result<Recording> ParseRecording(std::string_view text, const std::string& path,
     }
     if (j.is_object() && (j.contains("phy2log") || j.contains("physical_to_logical_map"))) {
       // One placement (eplb's, SGLang's, vLLM's): the run starts from it.
-      EPLB_ASSIGN_OR_RETURN(const Placement p, ParsePlacementJson(text, path));
+      RecordedTopology made_for;
+      EPLB_ASSIGN_OR_RETURN(const Placement p, ParsePlacementJson(text, path, 0, &made_for));
       rec.entries.push_back({-1, Rows(p), path, true});
+      rec.gpus = made_for.gpus;
+      rec.nodes = made_for.nodes;
       return rec;
     }
     if (j.is_object() && j.contains("logical_count")) {
@@ -284,10 +289,13 @@ Result<Recording> ReadRecording(const std::string& path, std::string name) {
     return rec;
   }
   if (ext == ".yaml" || ext == ".yml") {
-    EPLB_ASSIGN_OR_RETURN(const Placement p, ReadAnyPlacementFile(path));
+    RecordedTopology made_for;
+    EPLB_ASSIGN_OR_RETURN(const Placement p, ReadAnyPlacementFile(path, 0, &made_for));
     Recording rec;
     rec.name = std::move(name);
     rec.path = path;
+    rec.gpus = made_for.gpus;
+    rec.nodes = made_for.nodes;
     rec.entries.push_back({-1, Rows(p), path, true});
     return rec;
   }

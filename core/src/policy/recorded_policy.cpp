@@ -140,6 +140,17 @@ Result<std::vector<Placement>> CheckRecording(const Recording& recording, const 
   }
   const int slots = topology.num_slots();
   const int per_gpu = topology.slots_per_gpu();
+  // The same slots over another cluster are another placement: a slot's GPU is its index over
+  // slots per GPU, so 20 slots on 5 GPUs replayed on 4 would put every expert elsewhere.
+  if ((recording.gpus > 0 && recording.gpus != topology.num_ranks()) ||
+      (recording.nodes > 0 && recording.nodes != topology.nodes())) {
+    return Status::InvalidArgument(fmt::format(
+        "{}: recorded for {} GPUs on {} nodes; the scenario has {} GPUs on {} nodes "
+        "(cluster.nodes × cluster.gpus_per_node): replay it on the cluster it was made for",
+        recording.path, recording.gpus > 0 ? fmt::format("{}", recording.gpus) : "?",
+        recording.nodes > 0 ? fmt::format("{}", recording.nodes) : "?", topology.num_ranks(),
+        topology.nodes()));
+  }
   std::vector<Placement> out;
   out.reserve(recording.entries.size());
   for (size_t i = 0; i < recording.entries.size(); ++i) {

@@ -45,6 +45,10 @@ struct Recording {
   std::string name = std::string(kRecordedPolicyName);  // the policy's name in tables
   std::string path;                                     // the file or folder, for the record
   std::vector<RecordedEntry> entries;                   // ascending steps; at most one -1, first
+  // The cluster the placements were made for, where the source says (a run folder's scenario,
+  // eplb's placement file's num_gpus and num_nodes); 0 where it does not (the engines' files).
+  int gpus = 0;
+  int nodes = 0;
 };
 
 // Parses --policy-replay's text: "FILE" names the policy "recorded", "NAME=FILE" (NAME of

@@ -1,0 +1,106 @@
+// Input that once ran to a wrong result reported as success: each is now refused, naming the
+// file or option, the value and what is valid (issue 65, "wrong results reported as success").
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cli_fixture.h"
+#include "eplb/base/file_io.h"
+#include "eplb/io/output_folders.h"
+
+namespace eplb {
+namespace {
+
+// A placement row of tiny.yaml's 16 experts over 20 slots.
+const std::string kRow = "[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,0,1,2,3]";
+const std::string kMap = "[" + kRow + "," + kRow + "," + kRow + "," + kRow + "]";
+
+TEST_F(CliTest, InputThatRanToAWrongResultIsRefused) {
+  const std::string tiny = std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml";
+  const std::string five_gpus =
+      Write("five-gpus.json", "{\"phy2log\": " + kMap + ", \"num_gpus\": 5, \"num_nodes\": 1}");
+  const std::string two_steps =
+      Write("two-steps.jsonl", "{\"step\": 10, \"step\": 20, \"phy2log\": " + kMap + "}\n");
+  const std::string nul = Write("nul.jsonl", "{\"step\": 10, \"phy2log\": " + kMap + "}" +
+                                                 std::string(1, '\0') + "{\"step\": 30}\n");
+  ExpectErrors({
+      {"empty seeds in compare", "compare " + tiny + " --seeds ''", "the value is empty"},
+      {"empty seeds in sweep", "sweep " + tiny + " --vary run.steps=10,20 --seeds ''",
+       "the value is empty"},
+      {"empty policies", "compare " + tiny + " --policies ''", "the value is empty"},
+      {"two policies for one run",
+       "run " + tiny + " --set eplb.policy=deepseek --policy-command '/usr/bin/python3 x.py'",
+       "--set 'eplb.policy=deepseek' and --policy-command name two policies for one run"},
+      {"a placement for another cluster", "run " + tiny + " --policy-replay " + five_gpus,
+       "recorded for 5 GPUs on 1 nodes; the scenario has 4 GPUs on 2 nodes"},
+      {"a key twice", "run " + tiny + " --policy-replay " + two_steps,
+       "two-steps.jsonl:1:14: not valid here: the key 'step' appears twice in one object"},
+      {"a NUL byte", "run " + tiny + " --policy-replay " + nul, "not valid JSON: a NUL byte"},
+  });
+  // The same policy named both ways is one wish, not two.
+  const CliRun same = Eplb("run " + tiny + " --set run.steps=10 --set eplb.policy=mine --out " +
+                           (dir_ / "same").string() + " --policy-command 'mine=/usr/bin/python3 " +
+                           EPLB_SOURCE_DIR + "/tools/policy/policy_client.py'");
+  EXPECT_EQ(same.code, 0) << same.err;
+}
+
+// A study folder whose document was forged (its manifest recomputed) describes no study eplb
+// wrote: refused, naming the document and what does not hold.
+class ForgedStudyTest : public CliTest {
+ protected:
+  // A folder of `kind` holding `document` as `json_name` and a run folder's manifest under each
+  // of `runs`, with a manifest that checks out.
+  std::string Study(const std::string& name, const char* kind, const char* json_name,
+                    const std::string& document, const std::vector<std::string>& runs) {
+    const std::string dir = (dir_ / name).string();
+    Write(name + "/" + json_name, document);
+    for (const std::string& r : runs) Write(name + "/" + r + "/manifest.tsv", "x");
+    EXPECT_TRUE(WriteFolderManifest(dir, kind).ok());
+    return dir;
+  }
+};
+
+TEST_F(ForgedStudyTest, AForgedStudyDocumentIsRefused) {
+  const auto comparison = [&](const std::string& name, const std::string& doc,
+                              const std::vector<std::string>& runs) {
+    auto read = ReadComparisonFolder(
+        Study(name, kComparisonFolderKind, folder_file::kComparisonJson, doc, runs));
+    return read.ok() ? std::string("read as valid") : read.status().message();
+  };
+  const auto sweep = [&](const std::string& name, const std::string& doc,
+                         const std::vector<std::string>& runs) {
+    auto read = ReadSweepFolder(Study(name, kSweepFolderKind, folder_file::kSweepJson, doc, runs));
+    return read.ok() ? std::string("read as valid") : read.status().message();
+  };
+  const std::string v = "\"format_version\": 1, ";
+  EXPECT_NE(comparison("c1", "{}", {"static"}).find("no format_version"), std::string::npos);
+  EXPECT_NE(comparison("c2", "{" + v + "\"scenario\": \"x\"}", {"static"})
+                .find("policies is missing; expected a non-empty array"),
+            std::string::npos);
+  EXPECT_NE(comparison("c3",
+                       "{" + v +
+                           "\"policies\": [{\"label\": \"deepseek\"}, "
+                           "{\"label\": \"deepseek\"}]}",
+                       {"deepseek"})
+                .find("policy label 'deepseek' is given twice"),
+            std::string::npos);
+  EXPECT_NE(comparison("c4", "{\"format_version\": -1, \"policies\": [{\"label\": \"static\"}]}",
+                       {"static"})
+                .find("format_version is -1; expected a whole number"),
+            std::string::npos);
+  EXPECT_EQ(comparison("c5", "{" + v + "\"policies\": [{\"label\": \"static\"}]}", {"static"}),
+            "read as valid");
+  EXPECT_NE(sweep("s1", "{}", {"points/0"}).find("no format_version"), std::string::npos);
+  EXPECT_NE(sweep("s2", "{" + v + "\"points\": [{}, {}, {}, {}, {}, {}]}", {"points/0", "points/1"})
+                .find("sweep.json lists 6 points, but points/2/ holds no run folder"),
+            std::string::npos);
+  EXPECT_NE(sweep("s3", "{" + v + "\"points\": [{}]}", {"points/0", "points/1"})
+                .find("sweep.json lists 1 points, but the folder holds run folders of 2"),
+            std::string::npos);
+  EXPECT_EQ(sweep("s4", "{" + v + "\"points\": [{}, {}]}", {"points/0", "points/1/seed-3"}),
+            "read as valid");
+}
+
+}  // namespace
+}  // namespace eplb
