@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <random>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -364,6 +365,54 @@ TEST_F(ExternalPolicyTest, CtrlCStopsBothProcesses) {
     EXPECT_NE(out.find("gone"), std::string::npos) << out;
     EXPECT_FALSE(fs::exists(dir_ / "out"));
   }
+}
+
+// Nothing a program starts outlives eplb, however it ends: a child the program put in a session
+// of its own (setsid: out of reach of the program's group) when the program times out, and a
+// shell-syntax command's program (the shell, not the program, is eplb's child) when eplb is
+// killed with SIGKILL, which it cannot catch.
+TEST_F(ExternalPolicyTest, NoProgramOutlivesEplb) {
+  const std::string tiny = std::string(EPLB_SCENARIO_DIR) + "/tiny.yaml";
+  const std::string pid_file = (dir_ / "pid").string();
+  // Records the PID of the process that must be gone, then hangs.
+  const auto hanging = [&](const std::string& who) {
+    return PolicyScript(who + "    open('" + pid_file +
+                        "', 'w').write(str(pid))\n"
+                        "    time.sleep(60)");
+  };
+  const std::string escapes =
+      Write("escapes.py", hanging("    pid = os.fork()\n"
+                                  "    if pid == 0:\n"
+                                  "        os.setsid(); time.sleep(60); os._exit(0)\n"));
+  const std::string stays = Write("stays.py", hanging("    pid = os.getpid()\n"));
+  const std::string script =
+      // 1. The program times out; its setsid() child must go with it.
+      std::string(EPLB_BINARY) + " run " + tiny + " --out " + (dir_ / "a").string() +
+      " --policy-timeout 1 --policy-command '" + kPython + " " + escapes +
+      "' >/dev/null 2>&1; echo rc=$?; sleep 0.3; echo first_pid=$(cat " + pid_file +
+      "); "
+      "ps -o stat= -p $(cat " +
+      pid_file + ") | grep -qv Z && echo first=alive || echo first=gone; " + "rm -f " + pid_file +
+      "; " +
+      // 2. eplb is killed while a shell's program runs: the program must go with it.
+      EPLB_BINARY + " run " + tiny + " --out " + (dir_ / "b").string() +
+      " --policy-command 'true; " + kPython + " " + stays + "' >/dev/null 2>&1 & E=$!; " +
+      "for i in $(seq 400); do [ -s " + pid_file + " ] && break; sleep 0.05; done; " +
+      "kill -KILL $E; wait $E; sleep 0.5; echo second_pid=$(cat " + pid_file + "); " +
+      "ps -o stat= -p $(cat " + pid_file +
+      ") | grep -qv Z && echo second=alive || "
+      "echo second=gone";
+  FILE* f = popen(("sh " + Write("outlive.sh", script)).c_str(), "r");
+  std::string out;
+  char buf[256];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+  pclose(f);
+  EXPECT_NE(out.find("rc=2"), std::string::npos) << out;
+  // A PID was recorded each time (else "gone" would say nothing), and its process is gone.
+  EXPECT_TRUE(std::regex_search(out, std::regex("first_pid=[0-9]+\n"))) << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex("second_pid=[0-9]+\n"))) << out;
+  EXPECT_NE(out.find("first=gone"), std::string::npos) << out;
+  EXPECT_NE(out.find("second=gone"), std::string::npos) << out;
 }
 #endif  // EPLB_HAVE_SIM
 

@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "base/kept_program.h"
 #include "eplb/base/excerpt.h"
 #include "eplb/base/interrupt.h"
 
@@ -83,26 +84,36 @@ struct ExternalPolicy::Child {
   int wait_status = 0;
   std::unique_ptr<ScopedChildProcess> registered;
 
-  // Waits up to `grace_s` for the program to end, then kills its process group.
+  // Waits up to `grace_s` for the program to end, then has its keeper end it and everything it
+  // started (base/kept_program.h).
   void Stop(double grace_s) {
     if (fd >= 0) ::close(fd);
     fd = -1;
-    const double until = NowS() + grace_s;
+    if (!WaitUpTo(grace_s)) {
+      ::kill(pid, SIGTERM);
+      // The keeper kills and reaps; a keeper that cannot (stopped, or the machine too busy) is
+      // killed after a while, and what it kept with it as far as its groups reach.
+      if (!WaitUpTo(5.0)) {
+        ::kill(-pid, SIGKILL);
+        while (::waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
+        }
+        reaped = true;
+      }
+    }
+  }
+
+  bool WaitUpTo(double seconds) {
+    const double until = NowS() + seconds;
     while (!reaped) {
       const pid_t r = ::waitpid(pid, &wait_status, WNOHANG);
       if (r == pid || (r < 0 && errno != EINTR)) {
         reaped = true;
         break;
       }
-      if (NowS() >= until) break;
+      if (NowS() >= until) return false;
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    ::kill(-pid, SIGKILL);  // what it started in its group, too
-    if (!reaped) {
-      while (::waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
-      }
-      reaped = true;
-    }
+    return true;
   }
 
   // How the program ended, once it has: "exited with status 3", "was killed by signal 11".
@@ -238,23 +249,14 @@ Status ExternalPolicy::Start() {
   const bool simple = c.find_first_of(";&|<>()`$\n{}*?[]~#'\"\\") == std::string::npos &&
                       c.find('=', first) >= c.find_first_of(" \t", first);
   const std::string shell_command = simple ? "exec " + command_.command : command_.command;
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
+  // Under a keeper: what the program starts, setsid() or not, ends with it and with eplb.
+  const pid_t pid = StartKeptProgram(shell_command.c_str(), sv[1], ::getpid());
   if (pid < 0) {
     const int err = errno;
     ::close(sv[0]);
     ::close(sv[1]);
     return Status::IoError(fmt::format("cannot start {}: {}", Describe(), std::strerror(err)));
   }
-  if (pid == 0) {
-    PrepareForkedChild(parent);
-    ::setpgid(0, 0);  // its own group: what it starts is stopped with it
-    ::dup2(sv[1], STDIN_FILENO);
-    ::dup2(sv[1], STDOUT_FILENO);
-    ::execl("/bin/sh", "sh", "-c", shell_command.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  ::setpgid(pid, pid);  // also here: whichever runs first
   ::close(sv[1]);
   child_ = std::make_unique<Child>();
   child_->pid = pid;
