@@ -12,6 +12,7 @@ import math
 import numbers
 import operator
 import os
+import re
 
 # The largest count an argument may hold: the core takes them as C ints.
 INT_MAX = 2**31 - 1
@@ -230,6 +231,28 @@ def names(values, name):
     if any("," in v or not v.strip() for v in values):
         raise ArgumentError(f"{name}: {quote(values)} has an empty name or one with a comma")
     return ",".join(values)
+
+
+# A policy's name becomes the folder of its runs in a comparison (policies/NAME), so it is one
+# safe path component: the rule of IsSafePathComponent (core/src/base/file_io.cpp), in ASCII
+# whatever this process's locale. Checked when the name is given, not when eplb comes to write
+# the folder ('..' and '.' would otherwise fail only then).
+_POLICY_NAME = re.compile(r"[A-Za-z0-9._+-]{1,100}")
+POLICY_NAME_RULE = ("a policy's name is 1 to 100 of letters, digits, '.', '_', '-' and '+', not "
+                    "starting with '.'")
+
+
+def policy_name(value, name):
+    """`value`, a name given to a policy (a recording's, a function's), as eplb takes it."""
+    if not isinstance(value, str):
+        raise ArgumentError(f"{name} is {quote(value)} ({_kind(value)}); expected a string: "
+                            f"{POLICY_NAME_RULE}")
+    if not _POLICY_NAME.fullmatch(value) or value.startswith("."):
+        # The length too: quote() cuts a long name, which would hide what is wrong with it.
+        size = f" ({len(value)} characters)" if len(value) > 100 else ""
+        raise ArgumentError(f"{name} is {quote(value)}{size}, which cannot name a policy (nor "
+                            f"the folder of its runs); {POLICY_NAME_RULE}")
+    return value
 
 
 def seeds(values, name="seeds"):

@@ -20,11 +20,11 @@ class Recorded:
             if base == _eplb.placements_file:
                 base = os.path.basename(os.path.dirname(self.path))
             base = re.sub(r"\.(jsonl|json|yaml|yml)$", "", base)
-            name = re.sub(r"[^A-Za-z0-9_.-]", "_", base) or "recorded"
-        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
-            raise _args.ArgumentError(f"recorded: name is {_args.quote(name)}; expected letters, "
-                                      "digits, '-', '_' or '.'")
-        self.name = name
+            # Made a policy's name: a file's own ('..jsonl', '.hidden', 200 characters) may not
+            # be one. '+' is no name's here: --policy-replay reads NAME=FILE only for names
+            # without it (core/src/policy/recorded_policy.cpp).
+            name = re.sub(r"[^A-Za-z0-9_.-]", "_", base).lstrip(".")[:100] or "recorded"
+        self.name = _args.policy_name(name, "recorded: name")
 
     def option(self):
         """The command line's option for it."""
@@ -43,7 +43,9 @@ def recorded(path, name=None):
         step after which the rearrangement to it starts (-1: the placement the run starts
         from); or one placement, from step 0: eplb's {"phy2log": ...}, SGLang's
         --init-expert-location JSON, vLLM's physical_to_logical_map, a [layers][slots] map.
-    name: its label in tables (default: the file's or folder's name).
+    name: its label in tables and the folder of its runs in a comparison: 1 to 100 of letters,
+        digits, '.', '_', '-' and '+', not starting with '.' (default: the file's or folder's
+        name, made one).
     The file is read and checked by eplb when the run starts: an error names the file, the
     entry and what is wrong (EplbError), and nothing is written.
     """

@@ -32,9 +32,13 @@ import threading
 
 import numpy as np
 
+from . import _args
 from ._args import printable
 
 _HEADER = struct.Struct("<4s10i")
+# The longest path a Unix socket is bound to: Linux's sun_path, 108 bytes with the NUL that
+# ends it (Python refuses 108).
+_SOCKET_PATH_MAX = 107
 
 # The relay eplb runs: the function's name, then its stdin to the socket and the socket to its
 # stdout, until either ends.
@@ -61,10 +65,15 @@ def _read(stream, n):
     return data
 
 
-def policy_name(fn):
-    """The label a function's policy gets in tables: its __name__, as a policy name may be."""
+def policy_name(fn, argument):
+    """The label a function's policy gets in tables: its __name__, each character a policy's
+    name cannot hold made '_' (a lambda is '_lambda_'; '+' too, which --policy-command's NAME=
+    does not take), 'user-policy' when none is left. A __name__ that is still no policy's name
+    ('..', '.x', over 100 characters: set so by hand) is refused, naming `argument`."""
     name = re.sub(r"[^A-Za-z0-9_.-]", "_", getattr(fn, "__name__", "") or "")
-    return name if name and name != "_" * len(name) else "user-policy"
+    if not name or name == "_" * len(name):
+        return "user-policy"
+    return _args.policy_name(name, f"{argument}.__name__")
 
 
 class PolicyServer:
@@ -74,12 +83,25 @@ class PolicyServer:
         self._functions = dict(functions)
         self._takes_lost = {n: "lost_ranks" in _parameters(f) for n, f in functions.items()}
         self._lock = threading.Lock()
+        self._socket = None
         self._dir = tempfile.mkdtemp(prefix="eplb-policy-")
-        self._path = os.path.join(self._dir, "socket")
-        self._socket = socket.socket(socket.AF_UNIX)
-        self._socket.bind(self._path)
-        self._socket.listen()
-        threading.Thread(target=self._accept, daemon=True).start()
+        # Any failure from here (a socket path too long for AF_UNIX under a deep TMPDIR, an
+        # interrupt) would leave the folder behind, as no caller holds the server yet to close.
+        try:
+            self._path = os.path.join(self._dir, "socket")
+            self._socket = socket.socket(socket.AF_UNIX)
+            size = len(os.fsencode(self._path))
+            if size > _SOCKET_PATH_MAX:  # Python's own error names neither the path nor a way out
+                raise OSError(f"the socket serving a Python function's policy would be "
+                              f"{printable(self._path)}, {size} bytes, over the "
+                              f"{_SOCKET_PATH_MAX} a Unix socket's path may have; set TMPDIR "
+                              "to a shorter folder")
+            self._socket.bind(self._path)
+            self._socket.listen()
+            threading.Thread(target=self._accept, daemon=True).start()
+        except BaseException:
+            self.close()
+            raise
 
     def command(self, name):
         relay = os.path.join(self._dir, "relay.py")
@@ -90,7 +112,8 @@ class PolicyServer:
                 f" {shlex.quote(name)}")
 
     def close(self):
-        self._socket.close()
+        if self._socket is not None:
+            self._socket.close()
         shutil.rmtree(self._dir, ignore_errors=True)
 
     def _accept(self):

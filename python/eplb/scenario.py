@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import tempfile
 import weakref
+from collections.abc import Mapping
 
 from . import _args, _eplb
 from ._recorded import Recorded
@@ -45,39 +46,37 @@ def _simulate(command, scenario, out, set, trace, extra, timeout, read, function
     read(OUT); a temporary OUT (out None) lives as long as what read returned. `functions`
     ({name: fn}) are served as policies for the command's length (_user_policy.py), their
     time priced or free (--policy-time; None: priced)."""
-    # Every argument is checked before eplb starts, each named as the caller named it.
+    # Every argument is checked before anything is made (the temporary folder, the policy
+    # server's folder and socket), so that a bad one leaves nothing behind; what is made is
+    # removed on every way out below, an exception or an interrupt included.
     scenario = _args.optional(_args.path, scenario, "scenario")
     overrides = _args.overrides(set, "set")
     out = _args.optional(_args.path, out, "out")
     trace = _args.flag(trace, "trace")
     timeout = _args.timeout(timeout, "timeout")
+    if policy_time is not None and policy_time not in ("priced", "free"):
+        raise _args.ArgumentError(f"policy_time is {_args.quote(policy_time)}; expected "
+                                  "'priced' or 'free'")
     args = [_cli(), command]
     if scenario is not None:
         args.append(scenario)
     for item in overrides:
         args += ["--set", item]
-    temporary = None
-    if out is None:
-        temporary = tempfile.mkdtemp(prefix=f"eplb-{command}-")
-        out = os.path.join(temporary, command)
-    args += ["--out", out]
-    if not trace:
-        args.append("--no-trace")
-    args += extra
-    server = PolicyServer(functions) if functions else None
-    for name in functions or {}:
-        _eplb.name_program_policy(name)  # so that the folders naming it read back here
-    for name in functions or {}:
-        args.append(f"--policy-command={name}={server.command(name)}")
-    for recording in replays:  # eplb reads and checks the file (_recorded.py)
-        args.append(recording.option())
+    options = [] if trace else ["--no-trace"]
+    options += extra
+    options += [recording.option() for recording in replays]  # eplb reads and checks the file
     if policy_time is not None:
-        if policy_time not in ("priced", "free"):
-            raise _args.ArgumentError(f"policy_time is {_args.quote(policy_time)}; expected "
-                                      "'priced' or 'free'")
-        args.append(f"--policy-time={policy_time}")
+        options.append(f"--policy-time={policy_time}")
+    temporary = server = None
     try:
-        returncode, stderr = _run_stopping_on_interrupt(args, timeout, command)
+        if out is None:
+            temporary = tempfile.mkdtemp(prefix=f"eplb-{command}-")
+            out = os.path.join(temporary, command)
+        args += ["--out", out]
+        if functions:
+            server = PolicyServer(functions)
+            options += [f"--policy-command={name}={server.command(name)}" for name in functions]
+        returncode, stderr = _run_stopping_on_interrupt(args + options, timeout, command)
         if returncode != 0:
             raise EplbError(_error_of(stderr) or f"eplb {command} exited with {returncode}")
         result = read(out)
@@ -130,15 +129,34 @@ def _error_of(stderr):
     return "\n".join(lines) if lines else stderr.strip()
 
 
+def _function_name(fn, argument):
+    """The policy name of `fn` (given as `argument`), made known to this process's reader so
+    that the folders naming it read back here; before anything starts, so that a refused name
+    (a built-in's) leaves nothing behind."""
+    name = policy_name(fn, argument)
+    try:
+        _eplb.name_program_policy(name)
+    except ValueError as e:
+        raise _args.ArgumentError(f"{argument}.__name__ is {_args.quote(name)}, which cannot "
+                                  f"name the function's policy: {e}") from None
+    return name
+
+
 def _functions_of(policies):
     """Policies as names, with the callables among them as {name: fn} (named by __name__) and
     the recordings (eplb.recorded) as a list."""
     if policies is None or isinstance(policies, (str, bytes)):
         return policies, {}, []
+    if isinstance(policies, Mapping):
+        # Iterated, a dict gives its keys alone: {"deepseek": mine} would run the built-in and
+        # never call mine.
+        raise _args.ArgumentError(f"policies is {_args.quote(policies)} (a dict); expected a "
+                                  "list of names, functions and eplb.recorded(path, name=...): "
+                                  "a function is named by its __name__")
     if callable(policies) or isinstance(policies, Recorded):
         policies = [policies]
     names, functions, replays = [], {}, []
-    for p in policies:
+    for i, p in enumerate(policies):
         if isinstance(p, Recorded):
             if any(r.name == p.name for r in replays):
                 raise _args.ArgumentError(f"policies: two recordings are named {p.name!r}; give "
@@ -146,7 +164,7 @@ def _functions_of(policies):
             replays.append(p)
             p = p.name
         elif callable(p):
-            name = policy_name(p)
+            name = _function_name(p, f"policies[{i}]")
             if name in functions and functions[name] is not p:
                 raise _args.ArgumentError(f"policies: two functions are named {name!r}; give "
                                           "each its own __name__")
@@ -184,7 +202,7 @@ def run_scenario(scenario=None, out=None, set=None, trace=False, timeout=None, f
             raise _args.ArgumentError(f"policy is {_args.quote(policy)}; expected a function "
                                       "or eplb.recorded(path) (a built-in is "
                                       "set={'eplb.policy': name})")
-        functions = {policy_name(policy): policy}
+        functions = {_function_name(policy, 'policy'): policy}
     return _simulate("run", scenario, out, set, trace, [], timeout,
                      lambda folder: RunResult(folder, frames), functions, policy_time, replays)
 

@@ -33,6 +33,33 @@ class RecordedArguments(unittest.TestCase):
         with self.assertRaises(eplb.ArgumentError):
             eplb.recorded("")
 
+    def test_a_name_that_cannot_name_a_folder_is_refused_when_given(self):
+        # A recording's name is its policy's, and so the folder of its runs in a comparison:
+        # '..' and '.' were taken here and failed only when eplb came to write that folder.
+        rule = ("a policy's name is 1 to 100 of letters, digits, '.', '_', '-' and '+', not "
+                "starting with '.'")
+        for name in ("..", ".", ".hidden", "", "a/b", "x" * 101, "a\nb", "\x1b[2K"):
+            with self.subTest(name):
+                with self.assertRaises(eplb.ArgumentError) as caught:
+                    eplb.recorded("/x/a.json", name=name)
+                message = str(caught.exception)
+                self.assertIn(f"recorded: name is {eplb._args.quote(name)}", message)
+                self.assertIn(rule, message)
+                self.assertTrue(message.isprintable(), message)  # escaped, one line
+        with self.assertRaises(eplb.ArgumentError) as caught:
+            eplb.recorded("/x/a.json", name=3)
+        self.assertIn("recorded: name is 3 (an int); expected a string", str(caught.exception))
+        for name in ("prod", "v1.2_final-B", "x" * 100, "a+b"):
+            self.assertEqual(eplb.recorded("/x/a.json", name=name).name, name)
+
+    def test_a_name_taken_from_the_file_is_always_a_name(self):
+        # The file's own name need not be one; the default is made one rather than refused.
+        for path, name in (("/x/..jsonl", "recorded"), ("/x/.hidden.jsonl", "hidden"),
+                           ("/x/" + "z" * 150 + ".jsonl", "z" * 100), ("/", "recorded"),
+                           ("/x/a b+c.json", "a_b_c")):
+            with self.subTest(path):
+                self.assertEqual(eplb.recorded(path).name, name)
+
 
 @unittest.skipIf(os.environ.get("EPLB_HAVE_SIM") == "0", "eplb was built without the simulator")
 class Recorded(unittest.TestCase):

@@ -9,12 +9,15 @@ import io
 import os
 import struct
 import sys
+import tempfile
 import unittest
+from unittest import mock
 
 import numpy as np
 import torch
 
 import eplb
+import eplb.scenario
 from eplb.scenario import EplbError
 
 SCENARIOS = os.environ.get("EPLB_SCENARIOS",
@@ -158,6 +161,120 @@ class UserPolicy(unittest.TestCase):
         message = str(caught.exception)
         self.assertIn(r"forges_a_line raised ValueError: bad row\neplb: all runs passed", message)
         self.assertNotIn("\n", message)
+
+
+def named(name):
+    """A function as a policy, its __name__ set to `name` as a user may set it."""
+    def policy(weight, num_replicas, num_groups, num_nodes, num_ranks,
+               old_global_expert_indices):
+        return old_global_expert_indices
+    policy.__name__ = name
+    return policy
+
+
+class NothingLeftBehind(unittest.TestCase):
+    """A function's policy is served from a folder of its own (eplb-policy-*, with the socket)
+    and a run without `out` is written to another (eplb-run-*, -compare-, -sweep-): however the
+    call ends, a bad argument, an error or an interrupt, neither may be left in the temporary
+    folder. Run under a private one (tempfile honours tempfile.tempdir), to see every entry."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="t-")
+        self.addCleanup(self.tmp.cleanup)
+        for patch in (mock.patch.object(tempfile, "tempdir", self.tmp.name),
+                      # eplb itself is not run here: these tests hold without the simulator
+                      mock.patch.object(eplb.scenario, "_cli", lambda: "eplb")):
+            patch.start()
+            self.addCleanup(patch.stop)
+
+    def left(self):
+        return sorted(n for n in os.listdir(self.tmp.name) if n.startswith("eplb-"))
+
+    def test_a_bad_argument_leaves_nothing(self):
+        mine = named("mine")
+        calls = {
+            "run, policy_time": lambda: eplb.run_scenario(TINY, policy=mine, policy_time="bogus"),
+            "compare, policy_time": lambda: eplb.compare_policies(TINY, policies=[mine],
+                                                                  policy_time=3),
+            "sweep, policy_time": lambda: eplb.sweep(TINY, vary={"run.steps": [10]},
+                                                     policies=[mine], policy_time="x"),
+            "a built-in's name": lambda: eplb.run_scenario(TINY, policy=named("deepseek")),
+            "out": lambda: eplb.run_scenario(TINY, policy=mine, out="-x"),
+            "seeds": lambda: eplb.compare_policies(TINY, policies=[mine], seeds="1,,2"),
+            "set": lambda: eplb.run_scenario(TINY, policy=mine, set={"a=b": 1}),
+            "timeout": lambda: eplb.run_scenario(TINY, policy=mine, timeout=-1),
+            "a name '..'": lambda: eplb.compare_policies(TINY, policies=[named("..")]),
+            "a keyword": lambda: eplb.run_scenario(TINY, policy=mine, bogus=1),
+        }
+        for what, call in calls.items():
+            with self.subTest(what):
+                before = self.left()
+                with self.assertRaises(TypeError):  # ArgumentError is a TypeError too
+                    call()
+                self.assertEqual(self.left(), before)
+
+    def test_an_interrupt_during_the_run_leaves_nothing(self):
+        seen = []
+
+        def interrupted(args, timeout, command):
+            seen.append(self.left())  # both folders made, the run under way
+            raise KeyboardInterrupt
+        with mock.patch.object(eplb.scenario, "_run_stopping_on_interrupt", interrupted):
+            with self.assertRaises(KeyboardInterrupt):
+                eplb.run_scenario(TINY, policy=named("mine"))
+        self.assertEqual([[n.split("-")[1] for n in names] for names in seen],
+                         [["policy", "run"]])
+        self.assertEqual(self.left(), [])
+
+    def test_a_socket_path_too_long_is_named_and_leaves_nothing(self):
+        # Python's own "AF_UNIX path too long" named neither the path nor a way out, and the
+        # server's folder, made before, stayed.
+        deep = os.path.join(self.tmp.name, "d" * 100)
+        os.mkdir(deep)
+        with mock.patch.object(tempfile, "tempdir", deep):
+            with self.assertRaises(OSError) as caught:
+                eplb.run_scenario(TINY, policy=named("mine"))
+            self.assertEqual(os.listdir(deep), [])
+        self.assertIn("a Unix socket's path may have; set TMPDIR to a shorter folder",
+                      str(caught.exception))
+
+
+class FunctionNames(unittest.TestCase):
+    """A function's __name__ names its policy, and so the folder of its runs in a comparison: one
+    that cannot ('..', '.', a leading '.', over 100 characters) is refused when given, naming the
+    argument, rather than failing when eplb comes to write the folder."""
+
+    RULE = ("a policy's name is 1 to 100 of letters, digits, '.', '_', '-' and '+', not starting "
+            "with '.'")
+
+    def test_a_name_that_cannot_name_a_folder_is_refused_up_front(self):
+        for name in ("..", ".", ".hidden", "x" * 101):
+            with self.subTest(name):
+                with self.assertRaises(eplb.ArgumentError) as caught:
+                    eplb.run_scenario(TINY, policy=named(name))
+                self.assertIn(f"policy.__name__ is {eplb._args.quote(name)}",
+                              str(caught.exception))
+                self.assertIn(self.RULE, str(caught.exception))
+                with self.assertRaises(eplb.ArgumentError) as caught:
+                    eplb.compare_policies(TINY, policies=["deepseek", named(name)])
+                self.assertIn(f"policies[1].__name__ is {eplb._args.quote(name)}",
+                              str(caught.exception))
+        with self.assertRaises(eplb.ArgumentError) as caught:
+            eplb.run_scenario(TINY, policy=named("x" * 101))
+        self.assertIn("(101 characters)", str(caught.exception))
+
+    def test_a_built_ins_name_is_refused_as_an_argument(self):
+        with self.assertRaises(eplb.ArgumentError) as caught:
+            eplb.compare_policies(TINY, policies=[named("deepseek")])
+        self.assertIn("policies[0].__name__ is 'deepseek'", str(caught.exception))
+        self.assertIn("a built-in policy's name", str(caught.exception))
+
+    def test_a_dict_of_policies_is_refused_not_read_as_its_keys(self):
+        # Iterated, {"deepseek": fn} was ["deepseek"]: the built-in ran and fn was never called.
+        with self.assertRaises(eplb.ArgumentError) as caught:
+            eplb.compare_policies(TINY, policies={"deepseek": named("mine")})
+        self.assertIn("policies is {'deepseek': <function", str(caught.exception))
+        self.assertIn("a function is named by its __name__", str(caught.exception))
 
 
 def ask(policy, layers=2, experts=4, slots=6, gpus=2):
