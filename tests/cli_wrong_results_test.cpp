@@ -37,6 +37,16 @@ TEST_F(CliTest, InputThatRanToAWrongResultIsRefused) {
       {"a key twice", "run " + tiny + " --policy-replay " + two_steps,
        "two-steps.jsonl:1:14: not valid here: the key 'step' appears twice in one object"},
       {"a NUL byte", "run " + tiny + " --policy-replay " + nul, "not valid JSON: a NUL byte"},
+      // A name becomes a comparison's folder: refused when given, not when written.
+      {"a recording named ..", "compare " + tiny + " --policy-replay '..=" + five_gpus + "'",
+       "--policy-replay: the policy name '..' cannot name the folder of its runs"},
+      {"expert bytes past what a plan counts",
+       "plan --old " + Write("old.json", "{\"phy2log\": " + kMap + "}") + " --new " +
+           Write("new.json", "{\"phy2log\": " + kMap + "}") +
+           " --gpus 4 --nodes 2 --expert-bytes 2000000000000",
+       "--expert-bytes 2000000000000: "},
+      {"a program named .", "compare " + tiny + " --policy-command '.=/usr/bin/python3 x.py'",
+       "--policy-command: the policy name '.' cannot name the folder of its runs"},
   });
   // The same policy named both ways is one wish, not two.
   const CliRun same = Eplb("run " + tiny + " --set run.steps=10 --set eplb.policy=mine --out " +

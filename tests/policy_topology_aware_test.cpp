@@ -72,6 +72,24 @@ double CommOf(const std::vector<int>& a, const std::vector<double>& comm, int ra
   return sum;
 }
 
+// A search whose work (cubic in the experts a layer) would run for minutes is refused before it
+// starts, saying how large it is and what to change; one of the size of DeepSeek-V3's is not.
+TEST(TopologyAwareSize, AWorkWithoutBoundIsRefusedBeforeItStarts) {
+  const auto uniform = [](int ranks) {
+    std::vector<double> costs(static_cast<size_t>(ranks) * ranks, 1.0);
+    for (int r = 0; r < ranks; ++r) costs[static_cast<size_t>(r) * (ranks + 1)] = 0;
+    return Costs(ranks, costs);
+  };
+  const Counts huge(1, 4, 4096);
+  auto refused = Rebalance(huge, uniform(4));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("1 layers × 4096 items over 4 ranks"),
+            std::string::npos)
+      << refused.status().message();
+  EXPECT_NE(refused.status().message().find("grows with the cube"), std::string::npos);
+  EXPECT_TRUE(Rebalance(Counts(2, 32, 256), uniform(32)).ok());
+}
+
 // ---- SGLang's TestTopologyAwarePlacement ----
 
 TEST(SglangTopologyAware, PrefersTheCheapestDestination) {

@@ -76,7 +76,12 @@ Status RunPlan(const PlanArgs& args) {
   request.options.schedule = args.schedule;
   request.options.preserve_slots = args.preserve_slots;
   request.options.compare_schedules = args.format == "table";
-  EPLB_ASSIGN_OR_RETURN(const PlannedMigration m, PlanPlacementFiles(request));
+  // The planner's own messages say "expert bytes": named here as the option that set them.
+  auto planned = PlanPlacementFiles(request);
+  if (!planned.ok() && planned.status().message().find("expert bytes") != std::string::npos) {
+    return planned.status().WithContext(fmt::format("--expert-bytes {}: ", args.expert_bytes));
+  }
+  EPLB_ASSIGN_OR_RETURN(const PlannedMigration m, std::move(planned));
 
   if (args.format == "table") {
     fmt::print(

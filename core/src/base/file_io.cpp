@@ -130,9 +130,11 @@ Status WriteFolderManifest(const std::string& dir, const std::string& kind) {
 
 bool IsSafePathComponent(std::string_view name) {
   if (name.empty() || name.size() > 100 || name.front() == '.') return false;
+  // ASCII whatever the locale: a Latin-1 locale (Python sets one from the environment) would
+  // take bytes past 0x7f for letters.
   return std::all_of(name.begin(), name.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ||
-           c == '+';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-' || c == '+';
   });
 }
 

@@ -22,6 +22,7 @@
 
 #include "base/kept_program.h"
 #include "eplb/base/excerpt.h"
+#include "eplb/base/file_io.h"
 #include "eplb/base/interrupt.h"
 
 namespace eplb {
@@ -147,9 +148,11 @@ Result<ExternalPolicyCommand> ParsePolicyCommand(std::string_view text, double t
   if (eq != std::string_view::npos && eq > 0 && eq + 1 < text.size() && text[eq + 1] != ' ') {
     const std::string_view name = text.substr(0, eq);
     const bool word = std::all_of(name.begin(), name.end(), [](char ch) {
-      return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.';
+      return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.' ||
+             ch == '+';
     });
     if (word) {
+      EPLB_RETURN_IF_ERROR(CheckPolicyName(name, "--policy-command"));
       c.name = std::string(name);
       c.command = std::string(text.substr(eq + 1));
     }

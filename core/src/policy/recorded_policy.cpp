@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "eplb/base/excerpt.h"
+#include "eplb/base/file_io.h"
 #include "eplb/policy/external_policy.h"
 
 namespace eplb {
@@ -46,9 +47,11 @@ Result<std::pair<std::string, std::string>> ParsePolicyReplay(std::string_view t
   if (eq != std::string_view::npos && eq > 0 && eq + 1 < text.size()) {
     const std::string_view head = text.substr(0, eq);
     const bool word = std::all_of(head.begin(), head.end(), [](char ch) {
-      return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.';
+      return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_' || ch == '.' ||
+             ch == '+';
     });
     if (word) {
+      EPLB_RETURN_IF_ERROR(CheckPolicyName(head, "--policy-replay"));
       name = std::string(head);
       file = std::string(text.substr(eq + 1));
     }

@@ -5,6 +5,7 @@
 
 #include "eplb/base/csv.h"
 #include "eplb/base/excerpt.h"
+#include "eplb/base/file_io.h"
 #include "eplb/policy/deepseek.h"
 #include "eplb/policy/external_policy.h"
 #include "eplb/policy/policies.h"
@@ -174,7 +175,16 @@ Status SetPolicyOption(std::string_view name, std::string_view value, MigrationC
                                              QuoteInput(name), fmt::join(names, ", ")));
 }
 
+Status CheckPolicyName(std::string_view name, std::string_view given_as) {
+  if (IsSafePathComponent(name)) return Status::Ok();
+  return Status::InvalidArgument(fmt::format(
+      "{}: the policy name {} cannot name the folder of its runs; a name is 1 to 100 of letters, "
+      "digits, '.', '_', '-' and '+', not starting with '.'",
+      given_as, QuoteInput(name)));
+}
+
 Status RegisterPolicy(PolicyInfo info) {
+  EPLB_RETURN_IF_ERROR(CheckPolicyName(info.name, "a policy registered"));
   Registry& r = GetRegistry();
   std::lock_guard lock(r.mu);
   for (const auto& p : r.policies) {

@@ -120,7 +120,12 @@ std::vector<std::string> PoliciesHonouringLostRanks();
 // text. Errors name the option, the value and what is valid.
 Status SetPolicyOption(std::string_view name, std::string_view value, MigrationCost& cost);
 
-// Adds a policy to the registry. Fails when the name is taken.
+// OK when `name` may name a policy: it becomes a folder of a comparison, so it is one safe path
+// component (base/file_io.h's IsSafePathComponent: no "." or "..", no '/'). `given_as` says
+// where it came from in the error ("--policy-command").
+Status CheckPolicyName(std::string_view name, std::string_view given_as);
+
+// Adds a policy to the registry. Fails when the name is taken or cannot name a policy.
 Status RegisterPolicy(PolicyInfo info);
 // The policy called `name`; the error lists the valid names.
 Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name);
