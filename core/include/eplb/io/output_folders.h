@@ -100,6 +100,7 @@ Status WriteSweepFiles(const std::string& partial, const StudyFiles& files);
 
 // A comparison or sweep folder read back, checked whole (ReadWholeFolder) and its document's
 // format version one this eplb reads.
+// NOLINTNEXTLINE(bugprone-exception-escape): nlohmann's json may throw where it is made.
 struct StudyFolder {
   std::string dir;
   nlohmann::ordered_json document;  // comparison.json or sweep.json, as written
@@ -107,7 +108,7 @@ struct StudyFolder {
   // document's order, its runs as the manifest lists them (never by listing the folder): `found`
   // when its folder holds a run, `seeds` those of its runs at .../seed-S (empty: it ran once, at
   // ComparisonRunPath or SweepRunPath with no seed). A comparison whose policy has no run is
-  // refused; a sweep's point without one is refused when a reader asks for it.
+  // refused, and so is a sweep whose points and run folders differ.
   struct Runs {
     std::string name;  // the label, or the point's index
     std::vector<uint64_t> seeds;
