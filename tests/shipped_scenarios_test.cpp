@@ -193,6 +193,19 @@ TEST(ModelName, TheWarningNamesTheFileTheModelTheFieldAndTheValueOnce) {
             "Mixtral-8x22B-Instruct-v0.1's own (scenarios/README.md says how each is derived)\n");
 }
 
+// The built-in scenario writes DeepSeek-V3's constants out: renaming its model by --set leaves
+// each of them DeepSeek-V3's, and each is said, but those the --set gives too.
+TEST(ModelName, RenamingTheBuiltInScenariosModelWarnsOfEveryConstantNotSet) {
+  ::testing::internal::CaptureStderr();
+  ASSERT_TRUE(LoadScenarioOrDefault("", {"model.name=Qwen3-235B-A22B", "model.experts=128"}).ok());
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(said.find("(built-in default scenario): warning: model.name is 'Qwen3-235B-A22B' but "
+                      "model.layers is not set"),
+            std::string::npos)
+      << said;
+  EXPECT_EQ(said.find("model.experts is not set"), std::string::npos) << said;
+}
+
 TEST(ModelName, IsAHuggingFaceNameWrittenBackWithTheScenario) {
   for (const char* bad : {"''", "'a b'", "'Qwen3;rm'", "[Qwen3]"}) {
     auto s = ParseScenario(fmt::format("model:\n  name: {}\n", bad), "bad.yaml");

@@ -27,16 +27,13 @@
 
 namespace eplb {
 namespace fs = std::filesystem;
+using internal::Errno;
 using internal::FolderEntries;
 using internal::kPartialMarkerName;
 using internal::ListEntries;
 using internal::ParseFolderManifest;
 
 namespace {
-
-std::string Errno() {
-  return std::strerror(errno);
-}
 
 const char* FileTypeName(mode_t mode) {
   if (S_ISDIR(mode)) return "a folder";

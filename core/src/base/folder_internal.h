@@ -2,6 +2,8 @@
 // base/.
 #pragma once
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -9,6 +11,11 @@
 #include "eplb/base/file_io.h"
 
 namespace eplb::internal {
+
+// The last system call's error, as messages quote it.
+inline std::string Errno() {
+  return std::strerror(errno);
+}
 
 // The file that marks a folder named DIR.partial-HOST-PID as eplb's: written first into a new
 // partial folder (removed once its manifest is written), and into an old folder the moment an

@@ -27,15 +27,12 @@
 
 namespace eplb {
 namespace fs = std::filesystem;
+using internal::Errno;
 using internal::FolderEntries;
 using internal::kPartialMarkerName;
 using internal::ListEntries;
 
 namespace {
-
-std::string Errno() {
-  return std::strerror(errno);
-}
 
 // This machine's name, which partial folders carry: on a shared file system (an MPI or Slurm
 // sweep) a PID is only meaningful on the machine that owns it.

@@ -237,8 +237,19 @@ bool IsDeepSeekV3Shape(const std::string& name) {
 // A scenario that names another model (model.name) but leaves a model constant out runs that
 // model with DeepSeek-V3's value, which is valid YAML and a wrong answer: each such field is
 // said on stderr, once a process (sweeps and comparisons read a scenario many times).
-void WarnOfDeepSeekConstants(const YAML::Node& root, const Scenario& s) {
+// The built-in scenario's text sets every model constant to DeepSeek-V3's: with another
+// model.name given by --set, a constant counts as set only when a --set sets it too.
+constexpr const char* kBuiltInSource = "(built-in default scenario)";
+
+void WarnOfDeepSeekConstants(const YAML::Node& root, const Scenario& s,
+                             const std::vector<std::string>& overrides) {
   if (IsDeepSeekV3Shape(s.model.name)) return;
+  const bool built_in = s.source == kBuiltInSource;
+  const auto overridden = [&](const std::string& key) {
+    const std::string prefix = "model." + key + "=";
+    return std::any_of(overrides.begin(), overrides.end(),
+                       [&](const std::string& o) { return o.rfind(prefix, 0) == 0; });
+  };
   const Scenario defaults;
   const YAML::Node model = root["model"];
   static std::mutex mutex;
@@ -247,7 +258,7 @@ void WarnOfDeepSeekConstants(const YAML::Node& root, const Scenario& s) {
     // The model's constants: every number of model.*.
     if (f.Section() != "model" || !f.number) continue;
     const std::string key = f.Key();
-    if (model.IsMap() && model[key]) continue;
+    if (built_in ? overridden(key) : model.IsMap() && model[key]) continue;
     const std::string warning = fmt::format(
         "{}: warning: model.name is '{}' but model.{} is not set, so it is DeepSeek-V3's {:.10g}; "
         "set {}'s own (scenarios/README.md says how each is derived)",
@@ -295,7 +306,7 @@ Result<Scenario> ParseScenarioChecked(const std::string& text, const std::string
     if (const auto unbounded = FindUnboundedTime(s)) r.FailAt(unbounded->field, unbounded->message);
   }
   if (!r.status().ok()) return r.status();
-  WarnOfDeepSeekConstants(root, s);
+  WarnOfDeepSeekConstants(root, s, overrides);
   return s;
 }
 
@@ -321,8 +332,7 @@ Result<Scenario> LoadScenarioFile(const std::string& path,
 
 Result<Scenario> LoadScenarioOrDefault(const std::string& path,
                                        const std::vector<std::string>& overrides) {
-  if (path.empty())
-    return ParseScenario(DefaultScenarioText(), "(built-in default scenario)", overrides);
+  if (path.empty()) return ParseScenario(DefaultScenarioText(), kBuiltInSource, overrides);
   return LoadScenarioFile(path, overrides);
 }
 
