@@ -48,6 +48,18 @@ TEST_F(CliTest, InputThatRanToAWrongResultIsRefused) {
       {"a program named .", "compare " + tiny + " --policy-command '.=/usr/bin/python3 x.py'",
        "--policy-command: the policy name '.' cannot name the folder of its runs"},
   });
+  // Work without bound is refused before the first step, not at the first rearrangement.
+  const CliRun cubic = Eplb("run " + tiny +
+                            " --set eplb.policy=topology-aware --set model.experts=4096"
+                            " --set eplb.num_redundant_experts=0 --out " +
+                            (dir_ / "cubic").string());
+  EXPECT_EQ(cubic.code, 2) << cubic.err;
+  EXPECT_NE(cubic.err.find("eplb.policy topology-aware: topology-aware placement of 4 layers × "
+                           "4096 items over 4 ranks"),
+            std::string::npos)
+      << cubic.err;
+  EXPECT_EQ(cubic.err.find("step 0/"), std::string::npos) << cubic.err;
+  EXPECT_FALSE(fs::exists(dir_ / "cubic"));
   // The same policy named both ways is one wish, not two.
   const CliRun same = Eplb("run " + tiny + " --set run.steps=10 --set eplb.policy=mine --out " +
                            (dir_ / "same").string() + " --policy-command 'mine=/usr/bin/python3 " +

@@ -8,6 +8,7 @@
 
 #include "eplb/base/file_io.h"
 #include "eplb/engine/scenario_names.h"
+#include "eplb/policy/policy.h"
 
 namespace eplb {
 
@@ -106,6 +107,9 @@ MemoryEstimate EstimateRunMemory(const Scenario& s) {
 }
 
 Status CheckRunFitsInMemory(const Scenario& s, int64_t available_bytes) {
+  // The policy's own work per call, where it grows without bound (the topology-aware search).
+  EPLB_RETURN_IF_ERROR(
+      CheckPolicyCallSize(s.eplb.policy, s.model.layers, s.num_slots(), s.num_gpus()));
   int64_t physical = 0;
   if (available_bytes <= 0) {
     physical = PhysicalMemoryBytes();

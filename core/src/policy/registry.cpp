@@ -81,7 +81,10 @@ Registry& GetRegistry() {
         {"topology-aware",
          "SGLang's topology_aware: node-uniform experts, then bounded swaps that cut traffic "
          "to far ranks, then the busiest GPU's load, within the node-uniform peak",
-         [] { return std::make_unique<TopologyAwarePolicy>(); }});
+         [] { return std::make_unique<TopologyAwarePolicy>(); },
+         {},
+         /*honours_lost_ranks=*/false,
+         CheckTopologyAwareSize});
     return r;
   }();
   return *registry;
@@ -173,6 +176,19 @@ Status SetPolicyOption(std::string_view name, std::string_view value, MigrationC
   }
   return Status::InvalidArgument(fmt::format("unknown policy option {}; the options are {}",
                                              QuoteInput(name), fmt::join(names, ", ")));
+}
+
+Status CheckPolicyCallSize(std::string_view name, int layers, int slots, int ranks) {
+  std::function<Status(int, int, int)> check;
+  {
+    Registry& r = GetRegistry();
+    std::lock_guard lock(r.mu);
+    for (const auto& p : r.policies) {
+      if (p.name == name) check = p.check_size;
+    }
+  }
+  if (!check) return Status::Ok();
+  return check(layers, slots, ranks).WithContext(fmt::format("eplb.policy {}: ", name));
 }
 
 Status CheckPolicyName(std::string_view name, std::string_view given_as) {

@@ -148,24 +148,6 @@ double CommunicationOf(std::span<const int> assignment, std::span<const double> 
   return sum;
 }
 
-// The search weighs every pair of items once per swap, up to 5 × items / ranks swaps a layer:
-// its work grows with the cube of the items (4 ranks: 1,024 experts 0.3 s, 4,096 22 s). Past
-// this many pair evaluations (about 10 s here) a call is refused before it starts, rather than
-// running for minutes where Ctrl-C cannot reach it (from Python).
-constexpr double kMaxPairEvaluations = 2e10;
-
-Status CheckSearchSize(int layers, int items, int ranks) {
-  const double n = items, swaps = std::max(1.0, 5.0 * std::floor(n / std::max(1, ranks)));
-  const double pairs = double(layers) * swaps * n * (n - 1) / 2;
-  if (pairs <= kMaxPairEvaluations) return Status::Ok();
-  return Status::InvalidArgument(fmt::format(
-      "topology-aware placement of {} layers × {} items over {} ranks would weigh {:.1e} pairs of "
-      "items (a swap search of up to {:.0f} swaps a layer, each over every pair), more than the "
-      "{:.0e} it takes at most (about 10 s); its work grows with the cube of the items a layer: "
-      "give fewer experts or more ranks, or another policy",
-      layers, items, ranks, pairs, swaps, kMaxPairEvaluations));
-}
-
 // rebalance_experts_topology_aware's per-layer step over any items: improve the seed within
 // its busiest rank's load, with the production budget, and keep the seed if that communicates
 // more.
@@ -268,6 +250,24 @@ Result<std::vector<int>> ImproveTopology(std::vector<int> assignment,
   return assignment;
 }
 
+// The search weighs every pair of items once per swap, up to 5 × items / ranks swaps a layer:
+// its work grows with the cube of the items (4 ranks: 1,024 experts 0.3 s, 4,096 22 s). Past
+// this many pair evaluations (about 10 s here) a call is refused before it starts, rather than
+// running for minutes where Ctrl-C cannot reach it (from Python).
+constexpr double kMaxTopologyPairEvaluations = 2e10;
+
+Status CheckTopologyAwareSize(int layers, int items, int ranks) {
+  const double n = items, swaps = std::max(1.0, 5.0 * std::floor(n / std::max(1, ranks)));
+  const double pairs = double(layers) * swaps * n * (n - 1) / 2;
+  if (pairs <= kMaxTopologyPairEvaluations) return Status::Ok();
+  return Status::InvalidArgument(fmt::format(
+      "topology-aware placement of {} layers × {} items over {} ranks would weigh {:.1e} pairs of "
+      "items (a swap search of up to {:.0f} swaps a layer, each over every pair), more than the "
+      "{:.0e} it takes at most (about 10 s); its work grows with the cube of the items a layer: "
+      "give fewer experts or more ranks, or another policy",
+      layers, items, ranks, pairs, swaps, kMaxTopologyPairEvaluations));
+}
+
 Result<TopologyAwareMaps> RebalanceTopologyAware(std::span<const double> tokens, int layers,
                                                  int ranks, int experts,
                                                  const RankCostMatrix& rank_cost,
@@ -320,7 +320,7 @@ Result<TopologyAwareMaps> RebalanceTopologyAware(std::span<const double> tokens,
         *num_local_physical_experts, physical, ranks, per_rank));
   }
 
-  EPLB_RETURN_IF_ERROR(CheckSearchSize(layers, experts, ranks));
+  EPLB_RETURN_IF_ERROR(CheckTopologyAwareSize(layers, experts, ranks));
   TopologyAwareMaps maps;
   maps.layers = layers;
   maps.experts = experts;
@@ -367,7 +367,7 @@ Result<Placement> TopologyAwarePolicy::Rebalance(const PolicyInput& input) {
   const double in_node = topology.gpus_per_node() - 1, across = ranks - 1 - in_node;
   const double column = in_node * (1e9 / topology.link(LinkClass::kNvlink).bandwidth_bytes_per_s) +
                         across * (1e9 / topology.link(LinkClass::kNic).bandwidth_bytes_per_s);
-  EPLB_RETURN_IF_ERROR(CheckSearchSize(static_cast<int>(input.load.rows()), slots, ranks));
+  EPLB_RETURN_IF_ERROR(CheckTopologyAwareSize(static_cast<int>(input.load.rows()), slots, ranks));
   std::vector<std::vector<int32_t>> rows;
   std::vector<int> seed(static_cast<size_t>(slots));
   for (int k = 0; k < slots; ++k) seed[k] = k / per;

@@ -336,6 +336,8 @@ MemoryEstimate EstimateRunMemory(const Scenario& s);
 
 // OK when EstimateRunMemory(s) fits in `available_bytes` (0: 80% of this machine's physical
 // memory); otherwise InvalidArgument naming the estimate, the limit and the fields to lower.
+// Also refuses a policy whose call at this size would run without bound (CheckPolicyCallSize):
+// with memory, what a run checks before its first step.
 Status CheckRunFitsInMemory(const Scenario& s, int64_t available_bytes = 0);
 
 }  // namespace eplb

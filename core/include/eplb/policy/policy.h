@@ -109,7 +109,15 @@ struct PolicyInfo {
   std::vector<PolicyOption> options = {};  // what it reads beyond the load and the placement
   // Whether it places around PolicyInput::lost_ranks (its slots there stay empty).
   bool honours_lost_ranks = false;
+  // Refuses a call on `layers` layers of `slots` slots over `ranks` GPUs whose work would be
+  // without bound, so that a run is refused before its first step rather than at its first
+  // rearrangement; empty for the policies whose work is near-linear in the slots.
+  std::function<Status(int layers, int slots, int ranks)> check_size = {};
 };
+
+// OK unless the registered policy `name` refuses a call of this size (PolicyInfo::check_size);
+// OK for unknown names (MakePolicy says those).
+Status CheckPolicyCallSize(std::string_view name, int layers, int slots, int ranks);
 
 // Whether the registered policy `name` honours lost ranks; false for unknown names.
 bool PolicyHonoursLostRanks(std::string_view name);

@@ -79,6 +79,12 @@ struct TopologyAwareMaps {
   std::vector<int64_t> logcnt;   // [layers, experts]: all 1
 };
 
+// OK when a call on `layers` layers of `items` experts (or slots) over `ranks` ranks is within
+// the work the search takes on (about 10 s); it grows with the cube of the items a layer, so a
+// larger one is refused, naming its size and what to change, before it starts. Every entry point
+// checks it, and so does a run before its first step (PolicyInfo::check_size).
+Status CheckTopologyAwareSize(int layers, int items, int ranks);
+
 // `tokens` is row-major [layers, ranks, experts] (finite, non-negative). `num_physical_experts`
 // defaults to the experts; more than that is refused ("no redundant experts"), fewer is "must
 // match"; it must divide over the ranks, and `num_local_physical_experts` (when given)
