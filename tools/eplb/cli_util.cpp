@@ -1,5 +1,6 @@
 #include "cli_util.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -64,10 +65,18 @@ void PrintRunSummary(const RunResult& run, const std::string& dir, std::FILE* ou
   fmt::print(out, "{}: {} steps, {:.1f} s {} in {:.1f} s wall\n", run.scenario.name,
              run.steps.size(), s.simulated_s,
              run.backend == "simgrid" ? "simulated" : "run on " + run.backend, run.wall_s);
-  fmt::print(out, "  measured       steps {}..{} ({}; the {} before are the warm-up)\n",
+  // A rearrangement started at the boundary after step k first shows in step k + 1.
+  const auto in_window = std::count_if(
+      run.rearrangements.begin(), run.rearrangements.end(),
+      [&](const RearrangementRecord& r) { return r.step + 1 >= s.measured.from_step; });
+  fmt::print(out,
+             "  measured       steps {}..{} ({}; the {} before are the warm-up; {} of the {} "
+             "rearrangements start in them)\n",
              s.measured.from_step, s.steps - 1,
-             s.measured.rule == "first_commit" ? "from the first commit" : "from run.measure_from",
-             s.measured.from_step);
+             s.measured.rule == "first_rearrangement" ? "once the first rearrangement is over"
+             : s.measured.rule == "first_commit"      ? "from the first commit"
+                                                      : "from run.measure_from",
+             s.measured.from_step, in_window, run.rearrangements.size());
   fmt::print(out, "  step time      mean {:.3f} ms, p99 {:.3f} ms (idle links: {:.3f} ms)\n",
              s.step_time_s.mean * 1e3, s.step_time_s.p99 * 1e3, s.idle_step_time_s_mean * 1e3);
   fmt::print(out,
@@ -75,6 +84,10 @@ void PrintRunSummary(const RunResult& run, const std::string& dir, std::FILE* ou
              "ms (step {}), stalls included\n",
              s.latency_s.mean * 1e3, s.latency_s.p50 * 1e3, s.latency_s.p99 * 1e3,
              s.latency_s.p999 * 1e3, s.latency_s.max * 1e3, s.latency_s.worst_step);
+  fmt::print(out,
+             "  waits          stalled {:.3f} s between the measured steps, their steps slowed "
+             "{:.3f} s by migration (both in their latency)\n",
+             s.stalled_s, s.slowed_s);
   if (s.decode) {
     fmt::print(out, "  inter-token    p50 {:.3f} ms, p99 {:.3f} ms, p99.9 {:.3f} ms\n",
                s.inter_token_latency_s.p50 * 1e3, s.inter_token_latency_s.p99 * 1e3,
@@ -83,23 +96,22 @@ void PrintRunSummary(const RunResult& run, const std::string& dir, std::FILE* ou
   fmt::print(out, "  balancedness   mean {:.4f}, min {:.4f}; imbalance ratio mean {:.4f}\n",
              s.balancedness.mean, s.balancedness.min, s.imbalance_ratio.mean);
   const auto& r = s.rearrangements;
-  fmt::print(
-      out,
-      "  rearrangements {} started, {} completed, {} skipped, {} held; makespan mean {:.3f} s "
-      "(schedule predicted {:.3f} s, bound {:.3f} s)\n",
-      r.started, r.completed, r.skipped, r.held, r.makespan_s_mean, r.predicted_makespan_s_mean,
-      r.lower_bound_s_mean);
+  fmt::print(out, "  rearrangements {} started, {} completed, {} skipped, {} held", r.started,
+             r.completed, r.skipped, r.held);
+  if (r.completed > 0) {  // means over the completed ones: of none, there is nothing to print
+    fmt::print(out, "; makespan mean {:.3f} s (schedule predicted {:.3f} s, bound {:.3f} s)",
+               r.makespan_s_mean, r.predicted_makespan_s_mean, r.lower_bound_s_mean);
+  }
+  fmt::print(out, "\n");
   if (const auto& e = r.engine_s_mean; e.total() > 0) {
     fmt::print(out,
                "  engine host    {:.3f} s a rearrangement: once {:.3f}, planning {:.3f}, issuing "
                "{:.3f}, barrier {:.3f}, polling {:.3f}, write-back {:.3f} (migration.engine)\n",
                e.total(), e.once, e.planning, e.transfer, e.barrier, e.polling, e.writeback);
   }
-  fmt::print(out,
-             "  moved          {:.1f} GB over NVLink, {:.1f} GB over NICs in {} transfers; "
-             "steps slowed {:.3f} s, stalled {:.3f} s\n",
+  fmt::print(out, "  moved          {:.1f} GB over NVLink, {:.1f} GB over NICs in {} transfers\n",
              static_cast<double>(s.bytes_moved_nvlink) / 1e9,
-             static_cast<double>(s.bytes_moved_nic) / 1e9, s.transfers, s.slowed_s, s.stalled_s);
+             static_cast<double>(s.bytes_moved_nic) / 1e9, s.transfers);
   fmt::print(out,
              "  GPU memory     {:.1f} GB resident of {:.1f} GB; at most {:.2f} GB staged, peak "
              "{:.1f} GB\n",

@@ -196,11 +196,12 @@ Status EplbLoop::MoveNextChunk(double& stalled_s) {
     chunk_target_.reset();
     chunk_base_.reset();
   }
+  // The boundary waits for the chunk's start (the engine's host work) and every layer of it.
+  const double t = backend_.Now();
   EPLB_RETURN_IF_ERROR(rearranger_->Start(from, to, lost_list_));
   rearranger_started_ = true;
   RearrangementRecord& rec = rearrangements_.back();
   AccountPlans(rec);
-  const double t = backend_.Now();
   EPLB_RETURN_IF_ERROR(rearranger_->CommitAll().status());
   stalled_s += backend_.Now() - t;
   if (end == layers && rec.end_s < 0) rec.end_s = backend_.Now();
@@ -208,7 +209,6 @@ Status EplbLoop::MoveNextChunk(double& stalled_s) {
 }
 
 Status EplbLoop::Rearrange(int step, RearrangeReason reason, const Placement* forced) {
-  policy_stall_s_ = 0;
   if (rearranger_->in_progress() || chunk_target_) {
     ++skipped_;
     return Status::Ok();
@@ -262,11 +262,9 @@ Status EplbLoop::Rearrange(int step, RearrangeReason reason, const Placement* fo
     // waits for it on a simulated clock too (a real one has already passed it).
     const double until = clock_before + policy_ms * 1e-3;
     if (backend_.Now() < until) {
-      const double t = backend_.Now();
       auto monitor = backend_.NewMonitor();
       std::lock_guard<Monitor> lock(*monitor);
       while (backend_.Now() < until) monitor->WaitFor(until - backend_.Now());
-      policy_stall_s_ = backend_.Now() - t;
     }
   }
   // A recorded placement is replayed as it was, slot for slot.
@@ -435,19 +433,18 @@ Status EplbLoop::Run() {
     }
     if (due) {
       const size_t started = rearrangements_.size();
-      const double stalled_before_policy = rec.stalled_s;
+      // Everything the boundary waits for from here is the stall: the policy (priced on a
+      // simulated clock), the engine's once-per-rearrangement host work as it starts, and a
+      // stop-the-world wait for every layer.
+      const double t = backend_.Now();
       EPLB_RETURN_IF_ERROR(Rearrange(step));
-      rec.stalled_s += policy_stall_s_;
       if (!scenario_.eplb.use_async && rearranger_->in_progress()) {
-        // Stop the world: the step boundary waits for every layer.
-        const double t = backend_.Now();
         auto all = rearranger_->OnStepBoundary();
         if (!all.ok()) return all.status().WithContext(fmt::format("step {}: ", step));
-        rec.stalled_s += backend_.Now() - t;
       }
-      if (rearrangements_.size() > started) {
-        rearrangements_.back().stalled_s += rec.stalled_s - stalled_before_policy;
-      }
+      const double waited = backend_.Now() - t;
+      rec.stalled_s += waited;
+      if (rearrangements_.size() > started) rearrangements_.back().stalled_s += waited;
     }
     steps_.push_back(rec);
     if (on_step) on_step(rec);
@@ -517,6 +514,9 @@ Status EplbLoop::ApplyFaults(int step, double& stalled_s) {
     rearrangements_.back().cancelled = true;
     bytes_pending_ = 0;
   }
+  // What the step waits for from here is its stall: the policy, the engine's host work as the
+  // recovery starts and, when serving waits, the recovery itself.
+  const double t = backend_.Now();
   if (loss && scenario_.eplb.recovery == EplbSpec::Recovery::kRepair) {
     // Only what the loss forces: the lost experts in place of redundant replicas.
     EPLB_ASSIGN_OR_RETURN(
@@ -527,17 +527,14 @@ Status EplbLoop::ApplyFaults(int step, double& stalled_s) {
     EPLB_RETURN_IF_ERROR(
         Rearrange(step, loss ? RearrangeReason::kRecovery : RearrangeReason::kScale));
   }
-  const double policy_stall_s = policy_stall_s_;
   const RearrangementRecord& r = rearrangements_.back();
   // Serving waits for the recovery when it must: stop-the-world, or lost experts and `wait`.
   const bool wait = !scenario_.eplb.use_async ||
                     (r.reloads > 0 && scenario_.eplb.lost_tokens == EplbSpec::LostTokens::kWait);
   if (wait && rearranger_->in_progress()) {
-    const double t = backend_.Now();
     EPLB_RETURN_IF_ERROR(rearranger_->CommitAll().status());
-    stalled_s = backend_.Now() - t;
   }
-  stalled_s += policy_stall_s;
+  stalled_s = backend_.Now() - t;
   return Status::Ok();
 }
 

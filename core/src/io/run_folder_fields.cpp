@@ -56,8 +56,9 @@ const std::vector<Field<StepRecord>>& MetricsFields() {
           Format::kInt64),
       Col<R, &R::stalled_s>(
           {"stalled_s", "s",
-           "time the step boundary blocked (stop-the-world rearrangements, and recoveries that "
-           "serving waits for)"},
+           "time the step boundary after the step blocked (a rearrangement's policy and start, "
+           "a stop-the-world wait, layer commits; the next step's latency holds it), or before it "
+           "for a recovery that serving waits for"},
           Format::kReal9),
       Col<R, &R::tokens_lost>(
           {"tokens_lost", "tokens",
@@ -207,8 +208,9 @@ const std::vector<Field<RearrangementRow>>& RearrangementFields() {
       Col<R, &B::stalled_s>(
           {"stalled_s", "s",
            "Σ over the step boundaries it blocked of the time they blocked: its policy on the "
-           "main thread, a stop-the-world wait, its layers' commits and applies (metrics.csv's "
-           "stalled_s, faults' stalls apart), over all its steps"},
+           "main thread, the engine's host work as it starts, a stop-the-world wait, its layers' "
+           "commits and applies (metrics.csv's stalled_s, faults' stalls apart), over all its "
+           "steps"},
           Format::kReal9, /*added_later=*/true),
       Col<R, &B::slowed_s>(
           {"slowed_s", "s",

@@ -2,6 +2,7 @@
 // writer are in run_folder.cpp).
 #include <algorithm>
 #include <limits>
+#include <string_view>
 #include <vector>
 
 #include "eplb/engine/gpu_memory.h"
@@ -101,26 +102,48 @@ RunSummary::FaultEffect RecoveryEffect(const RunResult& run, const FaultSpec& f)
   return e;
 }
 
+std::string_view MeasuredRule(int measure_from) {
+  switch (measure_from) {
+    case RunSpec::kFromFirstRearrangement:
+      return "first_rearrangement";
+    case RunSpec::kFromFirstCommit:
+      return "first_commit";
+    default:
+      return "step";
+  }
+}
+
 }  // namespace
 
 int MeasuredFromStep(const RunResult& run) {
   const int last = std::max(0, static_cast<int>(run.steps.size()) - 1);
-  if (run.scenario.run.measure_from != RunSpec::kFromFirstCommit) {
-    return std::min(run.scenario.run.measure_from, last);
+  const int rule = run.scenario.run.measure_from;
+  if (rule >= 0) return std::min(rule, last);
+  if (run.commits.empty()) return 0;
+  // A layer committed at the boundary after step k serves from step k + 1 on, and step k + 1's
+  // latency holds the wait for that commit (the stall before it): k + 2 holds nothing of it.
+  const int first_commit = std::min(run.commits.front().step + 1, last);
+  if (rule == RunSpec::kFromFirstCommit) return first_commit;
+  for (const RearrangementRecord& r : run.rearrangements) {
+    if (r.cancelled || r.end_s < 0) continue;
+    int k = r.step;  // a rearrangement that moved nothing: its start's stall
+    for (const CommitRecord& c : run.commits) {
+      // Times as the folder holds them (nanoseconds): the commit that ended it is at its end.
+      if (c.time_s <= r.end_s + 1e-9) k = std::max(k, c.step);
+    }
+    return std::min(k + 2, last);
   }
-  // A layer committed at the boundary after step k serves from step k + 1 on.
-  return run.commits.empty() ? 0 : std::min(run.commits.front().step + 1, last);
+  return first_commit;  // none finished: the run never left its first transition
 }
 
 void MeasureSteps(const RunResult& run, int from_step, RunSummary& out) {
-  out.measured.rule =
-      run.scenario.run.measure_from == RunSpec::kFromFirstCommit ? "first_commit" : "step";
+  out.measured.rule = MeasuredRule(run.scenario.run.measure_from);
   const size_t first = std::min(static_cast<size_t>(std::max(0, from_step)), run.steps.size());
   out.measured.from_step = static_cast<int64_t>(first);
   out.measured.steps = static_cast<int64_t>(run.steps.size() - first);
   std::vector<double> step_s, latency_s;
-  double sum_step = 0, sum_latency = 0, sum_idle = 0, sum_bal = 0, min_bal = 1, sum_imb = 0,
-         max_imb = 0;
+  double sum_step = 0, sum_latency = 0, sum_wait = 0, sum_idle = 0, sum_bal = 0, min_bal = 1,
+         sum_imb = 0, max_imb = 0;
   out.latency_s.worst_step = static_cast<int64_t>(first);
   for (size_t i = first; i < run.steps.size(); ++i) {
     const StepRecord& s = run.steps[i];
@@ -132,6 +155,7 @@ void MeasureSteps(const RunResult& run, int from_step, RunSummary& out) {
     sum_step += s.step_s;
     sum_latency += s.latency_s;
     sum_idle += s.idle_s;
+    sum_wait += s.latency_s - s.step_s;
     sum_bal += s.balancedness;
     min_bal = std::min(min_bal, s.balancedness);
     sum_imb += s.imbalance_ratio;
@@ -155,6 +179,10 @@ void MeasureSteps(const RunResult& run, int from_step, RunSummary& out) {
                                  out.latency_s.p999 / tokens};
   }
   out.idle_step_time_s_mean = sum_idle / n;
+  // Steps on contended links are never faster than on idle ones; a difference of a few ulps
+  // below zero is the sums' rounding (it printed "-0.000 s"). So are the waits.
+  out.slowed_s = std::max(0.0, sum_step - sum_idle);
+  out.stalled_s = std::max(0.0, sum_wait);
   out.balancedness = {sum_bal / n, min_bal};
   out.imbalance_ratio = {sum_imb / n, max_imb};
 }
@@ -165,15 +193,6 @@ RunSummary Summarize(const RunResult& run) {
   out.backend = run.backend;
   out.steps = static_cast<int64_t>(run.steps.size());
   MeasureSteps(run, MeasuredFromStep(run), out);
-  double sum_step = 0, sum_idle = 0;
-  for (const StepRecord& s : run.steps) {
-    sum_step += s.step_s;
-    sum_idle += s.idle_s;
-    out.stalled_s += s.stalled_s;
-  }
-  // Steps on contended links are never faster than on idle ones; a difference of a few ulps
-  // below zero is the sums' rounding (it printed "-0.000 s").
-  out.slowed_s = std::max(0.0, sum_step - sum_idle);
   if (!run.steps.empty()) {
     const StepRecord& last = run.steps.back();
     out.simulated_s = last.start_s + last.step_s + last.stalled_s;

@@ -322,18 +322,20 @@ void WriteFaults(YAML::Emitter& out, const Scenario& s) {
   out << YAML::EndSeq;
 }
 
-// run.measure_from: first_commit, or a step of the run (after run.steps).
+// run.measure_from: first_rearrangement, first_commit, or a step of the run (after run.steps).
 void ReadMeasureFrom(MapReader& run, const char* key, Scenario& s, Reader& r) {
   const YAML::Node from = run.Take(key);
   if (!from) return;
   long long step = 0;
-  if (from.IsScalar() && from.Scalar() == "first_commit") {
+  if (from.IsScalar() && from.Scalar() == "first_rearrangement") {
+    s.run.measure_from = RunSpec::kFromFirstRearrangement;
+  } else if (from.IsScalar() && from.Scalar() == "first_commit") {
     s.run.measure_from = RunSpec::kFromFirstCommit;
   } else if (!from.IsScalar() || !PlainDecimal(from.Scalar()) ||
              !YAML::convert<long long>::decode(from, step) || step < 0 || step >= s.run.steps) {
     r.Fail(from, "run.measure_from",
-           fmt::format("run.measure_from is {}; expected first_commit, or a step in 0..{} "
-                       "(run.steps − 1) where the run's statistics begin",
+           fmt::format("run.measure_from is {}; expected first_rearrangement, first_commit, or a "
+                       "step in 0..{} (run.steps − 1) where the run's statistics begin",
                        Show(from), s.run.steps - 1));
   } else {
     s.run.measure_from = static_cast<int>(step);
@@ -341,7 +343,9 @@ void ReadMeasureFrom(MapReader& run, const char* key, Scenario& s, Reader& r) {
 }
 
 void WriteMeasureFrom(YAML::Emitter& out, const Scenario& s) {
-  if (s.run.measure_from == RunSpec::kFromFirstCommit) {
+  if (s.run.measure_from == RunSpec::kFromFirstRearrangement) {
+    out << "first_rearrangement";
+  } else if (s.run.measure_from == RunSpec::kFromFirstCommit) {
     out << "first_commit";
   } else {
     out << s.run.measure_from;
@@ -882,12 +886,16 @@ const std::vector<Field>& ScenarioFields() {
         Custom(
             "run.measure_from", ReadMeasureFrom, WriteMeasureFrom,
             Doc{"",
-                "where the run's statistics begin (`summary.json`'s `measured`): `first_commit`, "
-                "the step after the first commit, so that the warm-up on the initial placement is "
-                "in no statistic (0 when nothing is ever committed, as with `static`); a step, "
-                "that step. The warm-up stays in `metrics.csv` and is shaded in the plots; a "
-                "comparison measures every run from the latest of their own first steps",
-                "`first_commit`, or a step in 0..`run.steps`−1", "`first_commit`"}),
+                "where the run's statistics begin (`summary.json`'s `measured`): "
+                "`first_rearrangement`, the first step whose latency holds nothing of leaving the "
+                "initial placement (the second after the first finished rearrangement's last "
+                "commit); `first_commit`, the step after the first commit (the window then holds "
+                "the first rearrangement); either is step 0 when nothing is ever committed (as "
+                "with `static`); a step, that step. The warm-up stays in `metrics.csv` and is "
+                "shaded in the plots; a comparison measures every run from the latest of their "
+                "own first steps",
+                "`first_rearrangement`, `first_commit`, or a step in 0..`run.steps`−1",
+                "`first_rearrangement`"}),
     };
   }();
   return fields;

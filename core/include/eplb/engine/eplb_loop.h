@@ -67,9 +67,12 @@ struct StepRecord {
   double balancedness;
   double imbalance_ratio;
   int64_t bytes_in_flight;  // migration bytes of layers not yet committed
-  double stalled_s;         // time the step boundary blocked (stop-the-world rearrangements)
-  double tokens_lost = 0;   // StepCost::tokens_lost: routed to experts with no live replica
-  int serving_gpus = 0;     // GPUs live and serving during the step
+  // Time the boundary after the step blocked (a rearrangement's policy and start, a stop-the-world
+  // wait, layer commits; a fault's recovery at the step's start): the next step's latency holds
+  // it (a fault's: this step's).
+  double stalled_s;
+  double tokens_lost = 0;  // StepCost::tokens_lost: routed to experts with no live replica
+  int serving_gpus = 0;    // GPUs live and serving during the step
   // What the step's requests waited for its output: from the previous step's end to this one's
   // (the first step: from its faults' stall), so every stall between two steps is in the
   // latency of the step it delayed, as in an engine where every in-flight request waits.
@@ -118,8 +121,9 @@ struct RearrangementRecord {
   double engine_polling_s = 0;
   double engine_writeback_s = 0;
   // What serving paid for it, over all its steps (the measured window or not): the time step
-  // boundaries blocked for it (its policy on the main thread, a stop-the-world wait, each
-  // layer's commit or apply) and its steps' time beyond the same steps on idle links.
+  // boundaries blocked for it (its policy on the main thread, the engine's host work as it
+  // starts, a stop-the-world wait, each layer's commit or apply) and its steps' time beyond the
+  // same steps on idle links.
   double stalled_s = 0;
   double slowed_s = 0;
   // The most any GPU held staged (0 when not recorded).
@@ -194,9 +198,6 @@ class EplbLoop {
   std::unique_ptr<StepModel> model_;
   std::unique_ptr<Slowdowns> slowdowns_;  // the faults in force (step_model.h)
   std::unique_ptr<Policy> policy_;
-  // The last Rearrange's wait for a priced policy (Policy::prices_wall_time), for its step's
-  // stall.
-  double policy_stall_s_ = 0;
   std::unique_ptr<Rearranger> rearranger_;
   bool rearranger_started_ = false;  // it holds the placement in force once it has started
   // A recording's schedule (Policy::Recorded): when set, it replaces the interval's trigger,

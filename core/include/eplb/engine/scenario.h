@@ -285,11 +285,14 @@ struct RunSpec {
   int steps = 30000;
   uint64_t seed = 1;
   // The first step a run's statistics are over (summary.json, comparisons); the steps before
-  // it are the warm-up, kept in the series and marked in the plots. kFromFirstCommit: the step
-  // of the run's first commit (the first step served on a placement a policy made), or the
-  // first step when nothing is ever committed (a static placement).
+  // it are the warm-up, kept in the series and marked in the plots (MeasuredFromStep).
+  // kFromFirstRearrangement: the first step whose latency holds nothing of leaving the initial
+  // placement (the second after the first finished rearrangement's last commit).
+  // kFromFirstCommit: the step after the run's first commit (the first step served on a
+  // placement a policy made). Either is the first step when nothing is ever committed.
   static constexpr int kFromFirstCommit = -1;
-  int measure_from = kFromFirstCommit;
+  static constexpr int kFromFirstRearrangement = -2;
+  int measure_from = kFromFirstRearrangement;
 };
 
 struct Scenario {

@@ -72,10 +72,11 @@ struct RunSummary {
   int64_t steps = 0;
   double simulated_s = 0;  // end of the last step, stalls included (the backend's clock)
   // The steps the statistics below are over: [from_step, steps), by run.measure_from's `rule`
-  // ("first_commit": the step after the run's first commit, 0 when nothing was committed;
-  // "step": the scenario's step). The steps before are the warm-up.
+  // ("first_rearrangement": the second step after the first finished rearrangement's last
+  // commit; "first_commit": the step after the run's first commit; either 0 when nothing was
+  // committed; "step": the scenario's step). The steps before are the warm-up.
   struct {
-    std::string rule = "first_commit";
+    std::string rule = "first_rearrangement";
     int64_t from_step = 0, steps = 0;
   } measured;
   struct {
@@ -94,9 +95,10 @@ struct RunSummary {
     double p50 = 0, p99 = 0, p999 = 0;
   } inter_token_latency_s;
   double idle_step_time_s_mean = 0;  // the same steps on idle links
-  // Over the whole run, warm-up included:
-  double slowed_s = 0;   // Σ (step_s − idle_step_s): what migrations cost steps
-  double stalled_s = 0;  // Σ stalled_s: time step boundaries blocked
+  // Over the measured steps, so that latency_s.mean × measured.steps = step_time_s.mean ×
+  // measured.steps + stalled_s:
+  double slowed_s = 0;   // Σ (step_s − idle_step_s): what migrations cost the steps
+  double stalled_s = 0;  // Σ (latency_s − step_s): the waits between steps their latency holds
   struct {
     double mean = 0, min = 0;
   } balancedness;
