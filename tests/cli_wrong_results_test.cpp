@@ -1,9 +1,11 @@
 // Input that once ran to a wrong result reported as success: each is now refused, naming the
-// file or option, the value and what is valid (issue 65, "wrong results reported as success").
+// file or option, the value and what is valid; and numbers that do not exist, shown as absent
+// rather than 0 (issue 65, "wrong results reported as success", "numbers that still mislead").
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "cli_fixture.h"
 #include "eplb/base/file_io.h"
@@ -123,6 +125,64 @@ TEST_F(ForgedStudyTest, AForgedStudyDocumentIsRefused) {
   EXPECT_EQ(sweep("s4", "{" + v + "\"points\": [{}, {}]}", {"points/0", "points/1/seed-3"}),
             "read as valid");
 }
+
+#ifdef EPLB_HAVE_SIM
+// A number that does not exist for a run is absent, never 0 (issue 65): a run that never
+// rearranges has no balance after a rearrangement, no bound on a window it never saw, no bytes
+// per rearrangement and no last window to price a failure on. null in sweep.json and
+// comparison.json (its spread over seeds too), empty in the CSVs, "—" in the terminal's and the
+// report's tables; a point with no value is drawn nowhere.
+TEST_F(CliTest, ANumberThatDoesNotExistIsAbsentNotZero) {
+  const std::string out = (dir_ / "sweep").string();
+  const CliRun sweep = Eplb(std::string("sweep ") + EPLB_SCENARIO_DIR +
+                            "/tiny.yaml --vary eplb.step_interval=50,1000 --seeds 1,2 --set "
+                            "run.steps=120 --no-trace --out " +
+                            out);
+  ASSERT_EQ(sweep.code, 0) << sweep.err;
+  const auto doc = nlohmann::json::parse(testing::ReadFile(out + "/sweep.json"));
+  const auto& moved = doc["points"][0];
+  const auto& never = doc["points"][1];
+  ASSERT_EQ(never["rearrangements"], 0);  // a count of none is 0, and exists
+  ASSERT_GT(moved["rearrangements"].get<int>(), 0);
+  for (const char* key :
+       {"following_balancedness", "window_balancedness_after", "window_balancedness_bound",
+        "window_gap_to_bound", "bytes_per_rearrangement", "transfers_per_rearrangement",
+        "rearrangement_makespan_s", "policy_ms", "gpu_failure_tokens_lost",
+        "node_failure_tokens_lost", "node_failure_reload_bytes", "recovery_s"}) {
+    SCOPED_TRACE(key);
+    EXPECT_TRUE(never[key].is_null()) << never[key];
+    EXPECT_TRUE(never["spread"][key][0].is_null());
+    if (std::string(key) != "recovery_s") {  // nothing was lost
+      EXPECT_TRUE(moved[key].is_number()) << moved[key];
+    }
+  }
+  EXPECT_TRUE(never["balancedness_mean"].is_number());
+
+  // sweep.csv: the column is there, the cell empty.
+  const std::string csv = testing::ReadFile(out + "/sweep.csv");
+  const std::string header = csv.substr(0, csv.find('\n'));
+  size_t column = 0;
+  for (size_t at = 0; at <= header.find(",following_balancedness,"); ++at)
+    column += header[at] == ',';
+  size_t at = csv.find("\n1,") + 1;
+  std::string cell;
+  for (size_t c = 0; c <= column; ++c) {
+    const size_t end = csv.find_first_of(",\n", at);
+    cell = csv.substr(at, end - at);
+    at = end + 1;
+  }
+  EXPECT_EQ(cell, "");
+
+  // The tables: "—" in the terminal's row of point 1, and in the report's.
+  const size_t row = sweep.out.find("\n1 ");
+  ASSERT_NE(row, std::string::npos) << sweep.out;
+  EXPECT_NE(sweep.out.substr(row, sweep.out.find('\n', row + 1) - row).find("—"), std::string::npos)
+      << sweep.out;
+  const std::string html = testing::ReadFile(out + "/report.html");
+  EXPECT_NE(html.find(R"(<td data-key="following_balancedness">—</td>)"), std::string::npos);
+  EXPECT_EQ(html.find("nan"), std::string::npos);
+}
+#endif
 
 }  // namespace
 }  // namespace eplb

@@ -45,7 +45,7 @@ def _flatten(row, prefix=""):
 
 def _rows_table(rows, frames):
     """A list of JSON objects as a table: a column per key (nested keys flattened), in order of
-    first appearance; a row without a key holds None there."""
+    first appearance; a row without a key holds None there, or NaN in a column of numbers."""
     flat = [_flatten(r) for r in rows]
     keys = list(dict.fromkeys(k for r in flat for k in r))
     columns = {}
@@ -56,6 +56,11 @@ def _rows_table(rows, frames):
         elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
             columns[key] = np.array(values, dtype=np.float64 if any(
                 isinstance(v, float) for v in values) else np.int64)
+        elif all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+                 for v in values):
+            # A number absent for some rows (null: it does not exist for that run) is NaN.
+            columns[key] = np.array([np.nan if v is None else v for v in values],
+                                    dtype=np.float64)
         elif all(isinstance(v, str) for v in values):
             columns[key] = np.array(values, dtype=str)
         else:
@@ -140,9 +145,11 @@ def _part_of(parent, run):
 
 
 class Comparison(ComparisonTables):
-    """An `eplb compare` folder. policies: comparison.json's table, a row per policy (nested
-    numbers as 'outer.inner' columns; with several seeds each number is the mean over them and
-    'spread.*' its lowest and highest). run(policy, seed=None) reads one policy's run folder
+    """An `eplb compare` folder. policies: comparison.json's table, a row per policy (its
+    'policy' column is the file's 'label', as every frame names it; nested numbers as
+    'outer.inner' columns; with several seeds each number is the mean over them and 'spread.*'
+    its lowest and highest; a number that does not exist for a policy, null in the file, is
+    None, or NaN in a frame). run(policy, seed=None) reads one policy's run folder
     (seed: which one, when the comparison ran several)."""
 
     def __init__(self, folder, frames=None):
@@ -154,8 +161,11 @@ class Comparison(ComparisonTables):
         doc = study["document"]
         self.scenario = doc.get("scenario")
         self.tool = doc.get("tool")
-        self.policies = _rows_table(doc.get("policies", []), frames)
-        self.labels = [row.get("label") for row in doc.get("policies", [])]
+        # Each row's 'label' (comparison.json's word) is its 'policy', as in every frame.
+        rows = [{("policy" if key == "label" else key): value for key, value in row.items()}
+                for row in doc.get("policies", [])]
+        self.policies = _rows_table(rows, frames)
+        self.labels = [row.get("policy") for row in rows]
         self._runs = _study_runs(study)
 
     def _label(self, policy):

@@ -113,7 +113,7 @@ class Folders(unittest.TestCase):
     def test_a_comparison_reads_its_table_and_each_policys_run(self):
         cmp = eplb.read_comparison(self.compare_dir, frames=False)
         self.assertEqual(cmp.labels, ["static", "deepseek"])
-        self.assertEqual(cmp.policies["label"].tolist(), ["static", "deepseek"])
+        self.assertEqual(cmp.policies["policy"].tolist(), ["static", "deepseek"])
         self.assertEqual(cmp.seeds("deepseek"), [])
         run = cmp.run("deepseek")
         self.assertEqual(len(run.metrics["step"]), 60)
@@ -132,6 +132,17 @@ class Folders(unittest.TestCase):
             sweep.run(2)
         with self.assertRaisesRegex(ValueError, "an eplb sweep folder, not a comparison folder"):
             eplb.read_comparison(self.sweep_dir)
+
+    def test_a_number_that_does_not_exist_is_nan_not_zero(self):
+        # A point that never rearranges has no balance after a rearrangement: null in sweep.json,
+        # NaN in its column, which stays a column of numbers.
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "sweep")
+            eplb_cli("sweep", TINY, "--vary", "eplb.step_interval=20,1000", "--out", out, *SHORT)
+            after = eplb.read_sweep(out, frames=False).points["following_balancedness"]
+            self.assertEqual(after.dtype, np.float64)
+            self.assertGreater(after[0], 0)
+            self.assertTrue(np.isnan(after[1]))
 
     def test_a_sweep_over_seeds_reads_each_points_seeded_runs(self):
         # sweep --seeds runs point I once per seed, at points/I/seed-S.

@@ -75,7 +75,7 @@ class Recorded(unittest.TestCase):
         c = eplb.compare_policies(TINY, policies=["deepseek", eplb.recorded(theirs.folder,
                                                                             name="prod")],
                                   frames=False, timeout=300)
-        self.assertEqual(list(c.policies["label"]), ["deepseek", "prod"])
+        self.assertEqual(list(c.policies["policy"]), ["deepseek", "prod"])
         self.assertEqual(c.policies["balancedness_mean"][0], c.policies["balancedness_mean"][1])
 
     def test_sglangs_init_expert_location_as_torch_saved_it_is_the_initial_placement(self):

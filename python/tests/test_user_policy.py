@@ -113,7 +113,7 @@ class UserPolicy(unittest.TestCase):
     def test_compare_labels_the_function_by_its_name(self):
         c = eplb.compare_policies(TINY, policies=["deepseek", deepseek_in_python],
                                   policy_time="free", frames=False, timeout=300)
-        labels = list(c.policies["label"])
+        labels = list(c.policies["policy"])
         self.assertEqual(labels, ["deepseek", "deepseek_in_python"])
         self.assertEqual(c.policies["balancedness_mean"][0], c.policies["balancedness_mean"][1])
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <span>
 
 #include <fmt/format.h>
@@ -81,6 +82,10 @@ std::span<const Number> Numbers() {
   return numbers;
 }
 
+std::string CellText(double v, double scale, const char* format) {
+  return Present(v) ? fmt::format(fmt::runtime(format), v * scale) : std::string("—");
+}
+
 const char* KeyOf(double RunNumbers::*member) {
   for (const Number& n : Numbers()) {
     if (n.value == member) return n.key;
@@ -107,24 +112,31 @@ using comparison::Number;
 using comparison::Numbers;
 using comparison::RunNumbers;
 
+using comparison::kAbsent;
+using comparison::Present;
+
+// Of nothing: absent.
 double Mean(const std::vector<double>& v) {
-  return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+  return v.empty() ? kAbsent
+                   : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
 }
 
 // What losing one GPU or node would cost the placement the run ended with, over the window
 // load of its last rearrangement (model/survivability.h); none when the run kept no loads.
-FailureExposure FinalExposure(const RunFolder& folder, FailureDomain domain) {
+std::optional<FailureExposure> FinalExposure(const RunFolder& folder, FailureDomain domain) {
   const RunResult& run = folder.run;
   const RearrangementRecord* window = nullptr;
   for (const RearrangementRecord& r : run.rearrangements) {
     if (!r.window_load.empty()) window = &r;
   }
   const int layers = run.scenario.model.layers, experts = run.scenario.model.experts;
-  if (window == nullptr || static_cast<int>(folder.initial_phy2log.size()) != layers) return {};
+  if (window == nullptr || static_cast<int>(folder.initial_phy2log.size()) != layers) {
+    return std::nullopt;
+  }
   std::vector<std::vector<int32_t>> rows = folder.initial_phy2log;
   for (const CommitRecord& c : run.commits) rows[static_cast<size_t>(c.layer)] = c.phy2log;
   auto placement = Placement::Create(experts, rows);
-  if (!placement.ok()) return {};
+  if (!placement.ok()) return std::nullopt;
   LoadMatrix load(layers, experts);
   for (int l = 0; l < layers; ++l) {
     for (int e = 0; e < experts; ++e) load(l, e) = window->window_load[size_t(l) * experts + e];
@@ -153,9 +165,12 @@ nlohmann::ordered_json ComparisonRow(const LabelledRun& labelled, int measured_f
     bound.push_back(r.window_balancedness_bound);
     for (int64_t b : r.bytes) bytes += static_cast<double>(b);
   }
-  const double n = std::max<double>(1, static_cast<double>(rearrangements.size()));
-  const FailureExposure gpu = FinalExposure(labelled.folder, FailureDomain::kGpu);
-  const FailureExposure node = FinalExposure(labelled.folder, FailureDomain::kNode);
+  // Per rearrangement, of none: absent.
+  const double n = rearrangements.empty() ? kAbsent : static_cast<double>(rearrangements.size());
+  const auto& r = s.rearrangements;
+  const bool completed = r.completed > 0;
+  const std::optional<FailureExposure> gpu = FinalExposure(labelled.folder, FailureDomain::kGpu);
+  const std::optional<FailureExposure> node = FinalExposure(labelled.folder, FailureDomain::kNode);
   double rank_faults = 0, recovered = 0, recovery_s = 0, dropped = 0, stalled = 0, reloaded = 0,
          copied = 0;
   for (const RunSummary::FaultEffect& f : s.faults) {
@@ -185,33 +200,34 @@ nlohmann::ordered_json ComparisonRow(const LabelledRun& labelled, int measured_f
                            .rearrangements_held = static_cast<double>(s.rearrangements.held),
                            .bytes_per_rearrangement = bytes / n,
                            .transfers_per_rearrangement = static_cast<double>(s.transfers) / n,
-                           .rearrangement_makespan_s = s.rearrangements.makespan_s_mean,
+                           .rearrangement_makespan_s = completed ? r.makespan_s_mean : kAbsent,
                            .slowed_s = s.slowed_s,
                            .stalled_s = s.stalled_s,
-                           .policy_ms = s.rearrangements.policy_ms_mean,
+                           .policy_ms = r.started > 0 ? r.policy_ms_mean : kAbsent,
                            .peak_memory_bytes = s.gpu_memory.peak,
                            .staging_peak_bytes = static_cast<double>(s.gpu_memory.staging_peak),
-                           .gpu_failure_tokens_lost = gpu.tokens_lost_mean,
-                           .node_failure_tokens_lost = node.tokens_lost_mean,
-                           .node_failure_reload_bytes = node.reload_bytes_mean,
+                           .gpu_failure_tokens_lost = gpu ? gpu->tokens_lost_mean : kAbsent,
+                           .node_failure_tokens_lost = node ? node->tokens_lost_mean : kAbsent,
+                           .node_failure_reload_bytes = node ? node->reload_bytes_mean : kAbsent,
                            .rank_faults = rank_faults,
-                           .recovery_s = recovered > 0 ? recovery_s / recovered : 0.0,
+                           .recovery_s = recovered > 0 ? recovery_s / recovered : kAbsent,
                            .fault_tokens_lost = dropped,
                            .fault_tokens_stalled = stalled,
                            .fault_bytes_reloaded = reloaded,
                            .fault_bytes_copied = copied,
-                           .engine_host_s = s.rearrangements.engine_s_mean.total(),
-                           .engine_once_s = s.rearrangements.engine_s_mean.once,
-                           .engine_planning_s = s.rearrangements.engine_s_mean.planning,
-                           .engine_transfer_s = s.rearrangements.engine_s_mean.transfer,
-                           .engine_barrier_s = s.rearrangements.engine_s_mean.barrier,
-                           .engine_polling_s = s.rearrangements.engine_s_mean.polling,
-                           .engine_writeback_s = s.rearrangements.engine_s_mean.writeback};
+                           .engine_host_s = completed ? r.engine_s_mean.total() : kAbsent,
+                           .engine_once_s = completed ? r.engine_s_mean.once : kAbsent,
+                           .engine_planning_s = completed ? r.engine_s_mean.planning : kAbsent,
+                           .engine_transfer_s = completed ? r.engine_s_mean.transfer : kAbsent,
+                           .engine_barrier_s = completed ? r.engine_s_mean.barrier : kAbsent,
+                           .engine_polling_s = completed ? r.engine_s_mean.polling : kAbsent,
+                           .engine_writeback_s = completed ? r.engine_s_mean.writeback : kAbsent};
   nlohmann::ordered_json row = {{"label", labelled.label}};
   for (const Number& number : Numbers()) {
     const double v = numbers.*number.value;
-    row[number.key] = number.integer ? nlohmann::ordered_json(static_cast<int64_t>(v))
-                                     : nlohmann::ordered_json(v);
+    row[number.key] = !Present(v)      ? nlohmann::ordered_json(nullptr)
+                      : number.integer ? nlohmann::ordered_json(static_cast<int64_t>(v))
+                                       : nlohmann::ordered_json(v);
   }
   return row;
 }
@@ -225,18 +241,26 @@ std::vector<nlohmann::ordered_json> ComparisonRows(const std::vector<LabelledRun
     nlohmann::ordered_json row = seeds[0];
     row["seeds"] = seeds.size();
     if (seeds.size() > 1) {
+      // Over the seeds a number exists for; absent (null, and a spread of nulls) where none.
       nlohmann::ordered_json spread = nlohmann::ordered_json::object();
       for (auto it = row.begin(); it != row.end(); ++it) {
-        if (!it->is_number() || it.key() == "seeds") continue;
-        double sum = 0, lo = seeds[0][it.key()].get<double>(), hi = lo;
+        if (!(it->is_number() || it->is_null()) || it.key() == "seeds") continue;
+        double sum = 0, lo = kAbsent, hi = kAbsent, present = 0;
         for (const auto& one : seeds) {
-          const double v = one[it.key()].get<double>();
+          const double v = comparison::ValueOf(one, it.key().c_str());
+          if (!Present(v)) continue;
           sum += v;
-          lo = std::min(lo, v);
-          hi = std::max(hi, v);
+          lo = Present(lo) ? std::min(lo, v) : v;
+          hi = Present(hi) ? std::max(hi, v) : v;
+          ++present;
         }
-        *it = sum / static_cast<double>(seeds.size());
-        spread[it.key()] = {lo, hi};
+        if (present == 0) {
+          *it = nullptr;
+          spread[it.key()] = {nullptr, nullptr};
+        } else {
+          *it = sum / present;
+          spread[it.key()] = {lo, hi};
+        }
       }
       row["spread"] = std::move(spread);
     }
@@ -261,7 +285,8 @@ std::string ComparisonCsv(const std::vector<nlohmann::ordered_json>& rows) {
       if (it->is_object()) continue;
       out += first ? "" : ",";
       first = false;
-      out += it->is_string()         ? it->get<std::string>()
+      out += it->is_null()           ? std::string()  // absent
+             : it->is_string()       ? it->get<std::string>()
              : it->is_number_float() ? fmt::format("{:.10g}", it->get<double>())
                                      : it->dump();
     }

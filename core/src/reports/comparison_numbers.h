@@ -1,9 +1,14 @@
-// The numbers a comparison keeps of each run (internal to io/): report.cpp's table and plots
-// read them by key, comparison.cpp computes and writes them (report.h defines each).
+// The numbers a comparison keeps of each run (internal to reports/): report.cpp's table and
+// plots read them by key, comparison.cpp computes and writes them (report.h defines each).
 #pragma once
 
+#include <cmath>
+#include <limits>
 #include <span>
+#include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "eplb/reports/report.h"
 
@@ -44,6 +49,21 @@ struct Number {
 std::span<const Number> Numbers();
 // The key of the number stored in `member`: where the report reads a number by name.
 const char* KeyOf(double RunNumbers::*member);
+// A number that does not exist for a run (the balance after a rearrangement of a run that never
+// rearranged, a recovery's time when nothing recovered): NaN in RunNumbers, null in JSON, empty in
+// CSV, "—" in tables; never 0, which would read as a measurement.
+inline constexpr double kAbsent = std::numeric_limits<double>::quiet_NaN();
+inline bool Present(double v) {
+  return !std::isnan(v);
+}
+// ROW's number KEY, or kAbsent when it is null or missing.
+inline double ValueOf(const nlohmann::ordered_json& row, const char* key) {
+  const auto it = row.find(key);
+  return it == row.end() || !it->is_number() ? kAbsent : it->get<double>();
+}
+// The text of a number as tables show it: `format` of v × scale, or "—" when absent.
+std::string CellText(double v, double scale, const char* format);
+
 // Runs of one label (a policy's seeds), labels in the order they first appear.
 std::vector<std::vector<const LabelledRun*>> GroupByLabel(const std::vector<LabelledRun>& runs);
 

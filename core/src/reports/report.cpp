@@ -19,12 +19,15 @@
 namespace eplb {
 namespace {
 
+using comparison::CellText;
 using comparison::GroupByLabel;
 using comparison::KeyOf;
 using comparison::Number;
 using comparison::Numbers;
+using comparison::Present;
 using comparison::RunNumbers;
 using comparison::Shown;
+using comparison::ValueOf;
 
 // Averages of consecutive buckets, at most `points` of them: a readable line for long runs.
 // At most `points` buckets of consecutive values: each bucket's mean as the line, its minimum and
@@ -207,9 +210,10 @@ SweepAxis AxisOf(const std::string& key, const std::vector<nlohmann::ordered_jso
 // what overlaps them.
 void AppendRearrangementCost(const std::vector<nlohmann::ordered_json>& rows, std::string& body,
                              std::vector<Figure>& made) {
+  // A run with no completed rearrangement has no parts: an empty bar.
   const auto value = [](const nlohmann::ordered_json& row, double RunNumbers::*member) {
-    const char* key = KeyOf(member);
-    return row.contains(key) ? row[key].get<double>() : 0.0;
+    const double v = ValueOf(row, KeyOf(member));
+    return Present(v) ? v : 0.0;
   };
   if (std::none_of(rows.begin(), rows.end(),
                    [&](const auto& r) { return value(r, &RunNumbers::engine_host_s) > 0; })) {
@@ -256,7 +260,8 @@ std::string Table(const std::vector<nlohmann::ordered_json>& rows,
   const auto any = [&](double RunNumbers::*member) {
     const char* key = KeyOf(member);
     return std::any_of(rows.begin(), rows.end(), [&](const auto& r) {
-      return r.contains(key) && r[key].template get<double>() > 0;
+      const double v = ValueOf(r, key);
+      return Present(v) && v > 0;
     });
   };
   std::vector<const Number*> columns;
@@ -280,15 +285,18 @@ std::string Table(const std::vector<nlohmann::ordered_json>& rows,
       out += "<td>" + svg::Escape(LeadText(v)) + "</td>";
     }
     for (const Number* c : columns) {
-      const double v = row[c->key].get<double>();
-      std::string text = fmt::format(fmt::runtime(c->format), v * c->scale);
-      if (row.contains("spread") && row["spread"].contains(c->key)) {
+      const double v = ValueOf(row, c->key);
+      std::string text = CellText(v, c->scale, c->format);
+      if (Present(v) && row.contains("spread") && row["spread"].contains(c->key)) {
         // Over seeds: the mean, then half the range between the lowest and highest seed.
         const auto& range = row["spread"][c->key];
         const double half = (range[1].get<double>() - range[0].get<double>()) / 2;
-        text += "<small>± " + fmt::format(fmt::runtime(c->format), half * c->scale) + "</small>";
+        text += "<small>± " + CellText(half, c->scale, c->format) + "</small>";
       }
-      out += fmt::format(R"(<td data-key="{}" data-value="{:.17g}">{}</td>)", c->key, v, text);
+      // An absent number has no data-value: nothing to sort or read back as 0.
+      out += Present(v)
+                 ? fmt::format(R"(<td data-key="{}" data-value="{:.17g}">{}</td>)", c->key, v, text)
+                 : fmt::format(R"(<td data-key="{}">{}</td>)", c->key, text);
     }
     out += "</tr>\n";
   }
@@ -390,8 +398,9 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
       most = std::max(most, rearrangements.size());
       // A dot per seed.
       const nlohmann::ordered_json row = ComparisonRow(*r, static_cast<int>(measured_from));
-      t.points.emplace_back(row[KeyOf(&RunNumbers::bytes_per_rearrangement)].get<double>() / 1e9,
-                            row[KeyOf(&RunNumbers::following_balancedness)].get<double>());
+      const double gb = ValueOf(row, KeyOf(&RunNumbers::bytes_per_rearrangement)) / 1e9;
+      const double after = ValueOf(row, KeyOf(&RunNumbers::following_balancedness));
+      if (Present(gb) && Present(after)) t.points.emplace_back(gb, after);
     }
     bytes.push_back(std::move(b));
     m.markers = true;
@@ -598,8 +607,11 @@ std::string SweepReportHtml(const std::string& scenario_name, const std::vector<
   // Each point's total bytes moved: per rearrangement alone hides it when the interval varies.
   std::vector<nlohmann::ordered_json> plotted = rows;
   for (auto& row : plotted) {
-    row["bytes_moved"] = row[KeyOf(&RunNumbers::rearrangements)].get<double>() *
-                         row[KeyOf(&RunNumbers::bytes_per_rearrangement)].get<double>();
+    const double rearrangements = ValueOf(row, KeyOf(&RunNumbers::rearrangements));
+    row["bytes_moved"] =
+        rearrangements > 0
+            ? rearrangements * ValueOf(row, KeyOf(&RunNumbers::bytes_per_rearrangement))
+            : 0.0;
   }
   for (const std::string& key : keys) {
     const SweepAxis axis = AxisOf(key, rows);
@@ -621,7 +633,8 @@ std::string SweepReportHtml(const std::string& scenario_name, const std::vector<
           if (other != key) line += " · " + other + "=" + LeadText(row[other]);
         }
         const auto& v = row[key];
-        const double x = axis.at.at(LeadText(v)), y = row[metric].get<double>();
+        const double x = axis.at.at(LeadText(v)), y = ValueOf(row, metric);
+        if (!Present(y)) continue;  // no point where the number does not exist
         Value value{y * scale, y * scale, y * scale};
         if (row.contains("spread") && row["spread"].contains(metric)) {
           value.low = row["spread"][metric][0].get<double>() * scale;
@@ -652,8 +665,9 @@ std::string SweepReportHtml(const std::string& scenario_name, const std::vector<
     svg::Series& s = tradeoff[row["policy"].get<std::string>()];
     s.name = row["policy"].get<std::string>();
     s.line = false;
-    s.points.emplace_back(row[KeyOf(&RunNumbers::bytes_per_rearrangement)].get<double>() / 1e9,
-                          row[KeyOf(&RunNumbers::following_balancedness)].get<double>());
+    const double gb = ValueOf(row, KeyOf(&RunNumbers::bytes_per_rearrangement)) / 1e9;
+    const double after = ValueOf(row, KeyOf(&RunNumbers::following_balancedness));
+    if (Present(gb) && Present(after)) s.points.emplace_back(gb, after);
   }
   std::vector<svg::Series> scatter;
   for (auto& [policy, s] : tradeoff) scatter.push_back(std::move(s));
