@@ -11,15 +11,17 @@
 
 namespace eplb::viewer {
 namespace {
-// Below the plots: a row of time labels and a row of step labels.
-constexpr int kStripAxisRowH = 14, kStripAxisH = 2 * kStripAxisRowH + 4;
+// Below the plots: a row of time ticks over their labels, then a row of step ticks over theirs;
+// a tick ends where its label begins, so no tick runs through a label.
+constexpr int kTickH = 4, kStripLabelH = 14, kStripAxisRowH = kTickH + kStripLabelH,
+              kStripAxisH = 2 * kStripAxisRowH + 2;
 
-// A tick label's rect, centred on x, moved inside the plot's columns at either end so that it
-// never runs into the axis titles.
+// A tick label's rect, below the tick at x of the row starting at y, centred on x and moved
+// inside the plot's columns at either end so that it never runs into the axis titles.
 QRect LabelRect(int x, int y, const QRect& box) {
   constexpr int kHalf = 30;
   const int centre = std::clamp(x, box.left() + kHalf, box.right() - kHalf);
-  return QRect(centre - kHalf, y, 2 * kHalf, kStripAxisRowH);
+  return QRect(centre - kHalf, y + kTickH, 2 * kHalf, kStripLabelH);
 }
 }  // namespace
 
@@ -117,6 +119,7 @@ void MetricsStrip::DrawSeries(QPainter& p, const QRect& box, Series s, const QSt
   p.setClipRect(box);
   // Rearrangements, as on the timeline.
   for (const RearrangementRow& r : run_->rearrangements()) {
+    if (!r.moved) continue;
     const double x0 = X(r.start_s), x1 = X(r.end_s < 0 ? run_->end_s() : r.end_s);
     p.fillRect(QRectF(x0, box.top(), std::max(2.0, x1 - x0), box.height()),
                QColor(214, 39, 40, 28));
@@ -158,15 +161,16 @@ void MetricsStrip::DrawSeries(QPainter& p, const QRect& box, Series s, const QSt
 void MetricsStrip::DrawAxis(QPainter& p, const QRect& box) const {
   const int y0 = box.bottom() + 1;
   p.setPen(Qt::darkGray);
-  p.drawText(QRect(0, y0 + 1, kLabelW - 4, kStripAxisRowH), Qt::AlignRight | Qt::AlignVCenter,
+  const int steps_y = y0 + kStripAxisRowH + 1;
+  p.drawText(QRect(0, y0 + kTickH, kLabelW - 4, kStripLabelH), Qt::AlignRight | Qt::AlignVCenter,
              tr("time"));
-  p.drawText(QRect(0, y0 + 1 + kStripAxisRowH, kLabelW - 4, kStripAxisRowH),
+  p.drawText(QRect(0, steps_y + kTickH, kLabelW - 4, kStripLabelH),
              Qt::AlignRight | Qt::AlignVCenter, tr("step"));
   const TimeTicks ticks = RoundTimeTicks(t0_, t1_, std::max(2, box.width() / 110));
   for (double t = ticks.first; t <= t1_ + ticks.step * 1e-9; t += ticks.step) {
     const int x = static_cast<int>(X(t));
-    p.drawLine(x, y0, x, y0 + 3);
-    p.drawText(LabelRect(x, y0 + 1, box), Qt::AlignCenter, ticks.Label(t));
+    p.drawLine(x, y0, x, y0 + kTickH - 1);
+    p.drawText(LabelRect(x, y0, box), Qt::AlignCenter, ticks.Label(t));
   }
   const int s0 = run_->StepAt(std::max(0.0, t0_)), s1 = run_->StepAt(t1_);
   const double every = RoundTickStep(std::max(1.0, (s1 - s0) / std::max(2.0, box.width() / 110.0)));
@@ -175,8 +179,8 @@ void MetricsStrip::DrawAxis(QPainter& p, const QRect& box) const {
   for (int s = (s0 + step_every - 1) / step_every * step_every; s <= s1; s += step_every) {
     const int x = static_cast<int>(XOfStep(s));
     if (x < box.left() || x > box.right()) continue;
-    p.drawLine(x, y0 + kStripAxisRowH + 1, x, y0 + kStripAxisRowH + 4);
-    p.drawText(LabelRect(x, y0 + 1 + kStripAxisRowH, box), Qt::AlignCenter, QString::number(s));
+    p.drawLine(x, steps_y, x, steps_y + kTickH - 1);
+    p.drawText(LabelRect(x, steps_y, box), Qt::AlignCenter, QString::number(s));
   }
 }
 

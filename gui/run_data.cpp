@@ -49,7 +49,8 @@ Result<std::shared_ptr<const RunData>> RunData::Load(const std::string& dir) {
       run->transfers_.begin(), run->transfers_.end(),
       [](const TransferRow& a, const TransferRow& b) { return a.start_s < b.start_s; });
   for (const RearrangementRecord& re : r.rearrangements) {
-    run->rearrangements_.push_back({re.step, re.start_s, re.end_s, re.staging_peak_bytes});
+    run->rearrangements_.push_back(
+        {re.step, re.start_s, re.end_s, re.staging_peak_bytes, re.layers > 0});
     if (folder.has_loads) {
       LoadSnapshot snapshot{re.step, {}};
       for (int l = 0; l < run->layers_; ++l) {

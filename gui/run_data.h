@@ -41,6 +41,7 @@ struct RearrangementRow {
   double start_s;
   double end_s;                             // −1 if it never finished
   std::vector<int64_t> staging_peak_bytes;  // per GPU; empty when not recorded
+  bool moved = true;  // whether it changed a layer: one that changed none is drawn nowhere
 };
 
 // A fault of the scenario while it held: the GPUs it hit, in the backend's time.

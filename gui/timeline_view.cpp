@@ -110,6 +110,7 @@ QRect TimelineView::Band() const {
 
 QRect TimelineView::RearrangementRect(int index) const {
   const RearrangementRow& r = run_->rearrangements()[static_cast<size_t>(index)];
+  if (!r.moved) return {};  // nothing moved: no span to draw or hit (a static run's)
   const double x0 = X(r.start_s), x1 = X(r.end_s < 0 ? run_->end_s() : r.end_s);
   // Never thinner than 4 px, so a rearrangement of the whole run's scale can be seen and hit.
   const double mid = (x0 + x1) / 2, half = std::max(2.0, (x1 - x0) / 2);
