@@ -89,6 +89,22 @@ TEST(ShippedScenarios, EachModelSetsItsOwnConstants) {
   EXPECT_GE(other_models, 4);
 }
 
+// A scenario that says it serves decode runs the decode stage, so that its inter-token latency
+// is reported and its KV cache holds each sequence's positions (issue 65: the EP144 decode
+// scenarios ran as prefill, without either).
+TEST(ShippedScenarios, EveryDecodeScenarioRunsTheDecodeStage) {
+  int decode = 0;
+  for (const fs::path& file : ShippedScenarios()) {
+    if (file.filename().string().find("decode") == std::string::npos) continue;
+    SCOPED_TRACE(file.string());
+    ++decode;
+    auto scenario = LoadScenarioFile(file.string());
+    ASSERT_TRUE(scenario.ok()) << scenario.status().message();
+    EXPECT_EQ(scenario->compute.stage, InferenceStage::kDecode);
+  }
+  EXPECT_GE(decode, 2);
+}
+
 TEST(ShippedScenarios, TheDefaultsAreDeepSeekV3s) {
   // What a scenario leaves out is DeepSeek-V3's: the DeepSeek-V3/R1 scenarios' shapes are the
   // defaults (the constants a stage or a figure sets apart: decode's absorbed attention, the

@@ -653,6 +653,40 @@ class ViewerTest : public QObject {
     QCOMPARE(w.panel()->metrics()->XOfStep(r.step), timeline->XOfStep(r.step));
   }
 
+  // A rearrangement that changed no layer (the static policy's, each interval) is drawn nowhere:
+  // no span on the timeline's band to click, no shade over the metrics (issue 65); one that
+  // moved is shaded.
+  void ARearrangementThatMovedNothingIsDrawnNowhere() {
+    const auto shaded = [](const QString& dir) {
+      auto run = RunData::Load(dir.toStdString());
+      if (!run.ok()) return -1;
+      MetricsStrip strip;
+      strip.SetRun(*run);
+      strip.resize(900, 200);
+      const QImage image = strip.grab().toImage();
+      const QRect box = strip.SeriesBox(MetricsStrip::kBalancedness);
+      int count = 0;  // the shade: red over the box's near-white
+      for (int x = box.left() + 1; x < box.right(); ++x) {
+        const QColor c = image.pixelColor(x, box.top() + 2);
+        count += c.red() - c.green() > 8;
+      }
+      return count;
+    };
+    auto still = RunData::Load((RunDir() + "-static").toStdString());
+    QVERIFY(still.ok());
+    QVERIFY(!(*still)->rearrangements().empty());
+    TimelineView timeline;
+    timeline.SetRun(*still);
+    timeline.resize(900, 300);
+    for (size_t i = 0; i < (*still)->rearrangements().size(); ++i) {
+      QVERIFY(!(*still)->rearrangements()[i].moved);
+      QVERIFY(timeline.RearrangementRect(static_cast<int>(i)).isEmpty());
+    }
+    QCOMPARE(timeline.RearrangementAt(QPoint(timeline.width() / 2, 20)), -1);
+    QCOMPARE(shaded(RunDir() + "-static"), 0);
+    QVERIFY(shaded(RunDir()) > 0);
+  }
+
   // What a number is summed over: the load window the policy saw.
   void TooltipsSayWhatALoadIsSummedOver() {
     MainWindow w;
