@@ -76,18 +76,18 @@ Status RunCompare(const CompareArgs& args) {
   std::vector<std::vector<std::string>> table;
   for (const auto& r : rows) {
     std::vector<std::string> cells = {r["label"].get<std::string>(),
-                                      CellWithSpread(r, "balancedness_mean", 1, 4),
-                                      CellWithSpread(r, "following_balancedness", 1, 4),
-                                      CellWithSpread(r, "step_time_mean_s", 1e3, 2),
-                                      CellWithSpread(r, "latency_p99_s", 1e3, 2),
-                                      CellWithSpread(r, "bytes_per_rearrangement", 1e-9, 1),
-                                      CellWithSpread(r, "policy_ms", 1, 1),
-                                      CellWithSpread(r, "node_failure_tokens_lost", 100, 2)};
+                                      CellWithSpread(r, "balancedness_mean", 1),
+                                      CellWithSpread(r, "following_balancedness", 1),
+                                      CellWithSpread(r, "step_time_mean_s", 1e3),
+                                      CellWithSpread(r, "latency_p99_s", 1e3),
+                                      CellWithSpread(r, "bytes_per_rearrangement", 1e-9),
+                                      CellWithSpread(r, "policy_ms", 1),
+                                      CellWithSpread(r, "node_failure_tokens_lost", 100)};
     if (faults) {
-      cells.insert(cells.end(), {CellWithSpread(r, "recovery_s", 1, 3),
-                                 CellWithSpread(r, "fault_tokens_lost", 1, 0),
-                                 CellWithSpread(r, "fault_tokens_stalled", 1, 0),
-                                 CellWithSpread(r, "fault_bytes_reloaded", 1e-9, 2)});
+      cells.insert(cells.end(),
+                   {CellWithSpread(r, "recovery_s", 1), CellWithSpread(r, "fault_tokens_lost", 1),
+                    CellWithSpread(r, "fault_tokens_stalled", 1),
+                    CellWithSpread(r, "fault_bytes_reloaded", 1e-9)});
     }
     table.push_back(std::move(cells));
   }

@@ -59,11 +59,11 @@ Status PrintSweepTable(std::FILE* out, const studies::SweepPlan& plan) {
     }
     cells.insert(
         cells.end(),
-        {row["policy"].get<std::string>(), CellWithSpread(row, "balancedness_mean", 1, 4),
-         CellWithSpread(row, "following_balancedness", 1, 4),
-         CellWithSpread(row, "step_time_mean_s", 1e3, 2),
-         CellWithSpread(row, "latency_p99_s", 1e3, 2), CellWithSpread(row, "latency_max_s", 1e3, 2),
-         CellWithSpread(row, "bytes_per_rearrangement", 1e-9, 3)});
+        {row["policy"].get<std::string>(), CellWithSpread(row, "balancedness_mean", 1),
+         CellWithSpread(row, "following_balancedness", 1),
+         CellWithSpread(row, "step_time_mean_s", 1e3), CellWithSpread(row, "latency_p99_s", 1e3),
+         CellWithSpread(row, "latency_max_s", 1e3),
+         CellWithSpread(row, "bytes_per_rearrangement", 1e-9)});
     table.push_back(std::move(cells));
   }
   PrintTable(out, headings, table, plan.keys.size() + 2);

@@ -12,18 +12,22 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "eplb/reports/report.h"
+
 namespace eplb::cli {
 
-// ROW's number KEY × scale with `precision` decimals, then " ± " half its spread over seeds
-// when the row has one; "—" for a number that does not exist for the row (null).
-inline std::string CellWithSpread(const nlohmann::ordered_json& row, const char* key, double scale,
-                                  int precision) {
+// ROW's number KEY × scale as every table shows one (SignificantText, report.h), then " ± " half
+// its spread over seeds, to as many decimals, when the row has one; "—" for a number that does
+// not exist for the row (null).
+inline std::string CellWithSpread(const nlohmann::ordered_json& row, const char* key,
+                                  double scale) {
   if (!row.contains(key) || !row[key].is_number()) return "—";
-  std::string text = fmt::format("{:.{}f}", row[key].get<double>() * scale, precision);
+  const double value = row[key].get<double>() * scale;
+  std::string text = SignificantText(value);
   if (row.contains("spread") && row["spread"].contains(key) && row["spread"][key][0].is_number()) {
     const auto& range = row["spread"][key];
     const double half = (range[1].get<double>() - range[0].get<double>()) / 2;
-    text += fmt::format(" ± {:.{}f}", half * scale, precision);
+    text += fmt::format(" ± {:.{}f}", half * scale, SignificantDecimals(value));
   }
   return text;
 }

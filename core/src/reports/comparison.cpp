@@ -2,6 +2,7 @@
 #include "eplb/reports/report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -20,58 +21,58 @@ std::span<const Number> Numbers() {
   using S = Shown;
   static const Number numbers[] = {
       {"balancedness_mean", &R::balancedness_mean, false, S::kAlways, "balancedness mean", 1,
-       "{:.4f}"},
-      {"balancedness_min", &R::balancedness_min, false, S::kAlways, "min", 1, "{:.4f}"},
+       nullptr},
+      {"balancedness_min", &R::balancedness_min, false, S::kAlways, "min", 1, nullptr},
       {"imbalance_ratio_mean", &R::imbalance_ratio_mean, false, S::kAlways, "imbalance mean", 1,
-       "{:.4f}"},
+       nullptr},
       {"imbalance_ratio_max", &R::imbalance_ratio_max, false, S::kNever, "", 1, ""},
       {"following_balancedness", &R::following_balancedness, false, S::kAlways,
-       "balancedness after rearr.", 1, "{:.4f}"},
+       "balancedness after rearr.", 1, nullptr},
       {"window_balancedness_after", &R::window_balancedness_after, false, S::kAlways,
-       "on the window", 1, "{:.4f}"},
+       "on the window", 1, nullptr},
       {"window_balancedness_bound", &R::window_balancedness_bound, false, S::kAlways, "bound", 1,
-       "{:.4f}"},
+       nullptr},
       {"window_gap_to_bound", &R::window_gap_to_bound, false, S::kAlways, "gap to bound", 1,
-       "{:.4f}"},
-      {"step_time_mean_s", &R::step_time_mean_s, false, S::kAlways, "step ms mean", 1e3, "{:.2f}"},
-      {"step_time_p99_s", &R::step_time_p99_s, false, S::kAlways, "p99", 1e3, "{:.2f}"},
+       nullptr},
+      {"step_time_mean_s", &R::step_time_mean_s, false, S::kAlways, "step ms mean", 1e3, nullptr},
+      {"step_time_p99_s", &R::step_time_p99_s, false, S::kAlways, "step ms p99", 1e3, nullptr},
       {"latency_mean_s", &R::latency_mean_s, false, S::kNever, "", 1, ""},
-      {"latency_p99_s", &R::latency_p99_s, false, S::kAlways, "latency ms p99", 1e3, "{:.2f}"},
+      {"latency_p99_s", &R::latency_p99_s, false, S::kAlways, "latency ms p99", 1e3, nullptr},
       {"latency_p999_s", &R::latency_p999_s, false, S::kNever, "", 1, ""},
-      {"latency_max_s", &R::latency_max_s, false, S::kAlways, "worst", 1e3, "{:.2f}"},
+      {"latency_max_s", &R::latency_max_s, false, S::kAlways, "worst", 1e3, nullptr},
       {"rearrangements", &R::rearrangements, true, S::kNever, "", 1, ""},
       {"rearrangements_held", &R::rearrangements_held, true, S::kWithHeld, "rearr. held", 1,
        "{:.0f}"},
       {"bytes_per_rearrangement", &R::bytes_per_rearrangement, false, S::kAlways, "GB / rearr.",
-       1e-9, "{:.1f}"},
+       1e-9, nullptr},
       {"transfers_per_rearrangement", &R::transfers_per_rearrangement, false, S::kAlways,
        "transfers / rearr.", 1, "{:.0f}"},
       {"rearrangement_makespan_s", &R::rearrangement_makespan_s, false, S::kAlways, "makespan s", 1,
-       "{:.2f}"},
-      {"slowed_s", &R::slowed_s, false, S::kAlways, "slowed s", 1, "{:.2f}"},
-      {"stalled_s", &R::stalled_s, false, S::kAlways, "stalled s", 1, "{:.2f}"},
-      {"policy_ms", &R::policy_ms, false, S::kAlways, "policy ms", 1, "{:.1f}"},
+       nullptr},
+      {"slowed_s", &R::slowed_s, false, S::kAlways, "slowed s", 1, nullptr},
+      {"stalled_s", &R::stalled_s, false, S::kAlways, "stalled s", 1, nullptr},
+      {"policy_ms", &R::policy_ms, false, S::kAlways, "policy ms", 1, nullptr},
       {"peak_memory_bytes", &R::peak_memory_bytes, false, S::kAlways, "peak GB / GPU", 1e-9,
-       "{:.1f}"},
-      {"staging_peak_bytes", &R::staging_peak_bytes, true, S::kAlways, "staged GB", 1e-9, "{:.2f}"},
+       nullptr},
+      {"staging_peak_bytes", &R::staging_peak_bytes, true, S::kAlways, "staged GB", 1e-9, nullptr},
       {"gpu_failure_tokens_lost", &R::gpu_failure_tokens_lost, false, S::kAlways,
-       "tokens lost, a GPU fails %", 100, "{:.2f}"},
+       "tokens lost, a GPU fails %", 100, nullptr},
       {"node_failure_tokens_lost", &R::node_failure_tokens_lost, false, S::kAlways,
-       "a node fails %", 100, "{:.2f}"},
+       "a node fails %", 100, nullptr},
       {"node_failure_reload_bytes", &R::node_failure_reload_bytes, false, S::kAlways, "reload GB",
-       1e-9, "{:.1f}"},
+       1e-9, nullptr},
       {"rank_faults", &R::rank_faults, false, S::kNever, "", 1, ""},
-      {"recovery_s", &R::recovery_s, false, S::kWithRankFaults, "recovery s", 1, "{:.3f}"},
+      {"recovery_s", &R::recovery_s, false, S::kWithRankFaults, "recovery s", 1, nullptr},
       {"fault_tokens_lost", &R::fault_tokens_lost, false, S::kWithRankFaults, "tokens dropped", 1,
        "{:.0f}"},
       {"fault_tokens_stalled", &R::fault_tokens_stalled, false, S::kWithRankFaults,
        "tokens stalled", 1, "{:.0f}"},
       {"fault_bytes_reloaded", &R::fault_bytes_reloaded, false, S::kWithRankFaults, "reloaded GB",
-       1e-9, "{:.2f}"},
+       1e-9, nullptr},
       {"fault_bytes_copied", &R::fault_bytes_copied, false, S::kWithRankFaults, "copied GB", 1e-9,
-       "{:.2f}"},
+       nullptr},
       {"engine_host_s", &R::engine_host_s, false, S::kWithEngine, "engine host s / rearr.", 1,
-       "{:.3f}"},
+       nullptr},
       {"engine_once_s", &R::engine_once_s, false, S::kNever, "", 1, ""},
       {"engine_planning_s", &R::engine_planning_s, false, S::kNever, "", 1, ""},
       {"engine_transfer_s", &R::engine_transfer_s, false, S::kNever, "", 1, ""},
@@ -83,7 +84,9 @@ std::span<const Number> Numbers() {
 }
 
 std::string CellText(double v, double scale, const char* format) {
-  return Present(v) ? fmt::format(fmt::runtime(format), v * scale) : std::string("—");
+  if (!Present(v)) return "—";
+  return format != nullptr ? fmt::format(fmt::runtime(format), v * scale)
+                           : SignificantText(v * scale);
 }
 
 const char* KeyOf(double RunNumbers::*member) {
@@ -105,6 +108,17 @@ std::vector<std::vector<const LabelledRun*>> GroupByLabel(const std::vector<Labe
 }
 
 }  // namespace comparison
+
+int SignificantDecimals(double value, int digits) {
+  if (value == 0 || !std::isfinite(value)) return 0;
+  const int exponent = static_cast<int>(std::floor(std::log10(std::fabs(value))));
+  // Up to nine decimals: a number below 1e-6 of its unit is shown as 0.000000000-something.
+  return std::clamp(digits - 1 - exponent, 0, 9);
+}
+
+std::string SignificantText(double value, int digits) {
+  return fmt::format("{:.{}f}", value, SignificantDecimals(value, digits));
+}
 
 namespace {
 

@@ -42,7 +42,7 @@ struct Number {
   Shown shown;
   const char* heading;  // in the report's table
   double scale;         // of the value shown
-  const char* format;
+  const char* format;   // a count's fixed format; nullptr: SignificantText (report.h)
 };
 
 // The table of every number, in comparison.json's order.
@@ -61,7 +61,8 @@ inline double ValueOf(const nlohmann::ordered_json& row, const char* key) {
   const auto it = row.find(key);
   return it == row.end() || !it->is_number() ? kAbsent : it->get<double>();
 }
-// The text of a number as tables show it: `format` of v × scale, or "—" when absent.
+// The text of a number as tables show it: v × scale by `format` (SignificantText when null), or
+// "—" when absent.
 std::string CellText(double v, double scale, const char* format);
 
 // Runs of one label (a policy's seeds), labels in the order they first appear.

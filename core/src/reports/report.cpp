@@ -21,6 +21,7 @@ namespace {
 
 using comparison::CellText;
 using comparison::GroupByLabel;
+using comparison::kAbsent;
 using comparison::KeyOf;
 using comparison::Number;
 using comparison::Numbers;
@@ -167,6 +168,8 @@ const char* kStyle =
 h1{font-size:22px}h2{font-size:17px;margin-top:28px}table{border-collapse:collapse;font-size:12px}
 td,th{border:1px solid #ccc;padding:3px 5px;text-align:right}th{background:#f3f3f3;font-weight:600;vertical-align:bottom}
 td:first-child{text-align:left}td small{display:block;font-size:11px;color:#666;white-space:nowrap}
+#summary td:first-child,#summary th:first-child{position:sticky;left:0;background:#fff;z-index:1}
+#summary th:first-child{background:#f3f3f3}#decides td.best{font-weight:700;background:#eaf4ea}
 .wide{overflow-x:auto}pre{background:#f7f7f7;padding:12px;overflow:auto;font-size:12px}
 dt{font-weight:600}dd{margin:0 0 6px 16px})";
 
@@ -291,7 +294,11 @@ std::string Table(const std::vector<nlohmann::ordered_json>& rows,
         // Over seeds: the mean, then half the range between the lowest and highest seed.
         const auto& range = row["spread"][c->key];
         const double half = (range[1].get<double>() - range[0].get<double>()) / 2;
-        text += "<small>± " + CellText(half, c->scale, c->format) + "</small>";
+        text += "<small>± " +
+                (c->format != nullptr
+                     ? CellText(half, c->scale, c->format)
+                     : fmt::format("{:.{}f}", half * c->scale, SignificantDecimals(v * c->scale))) +
+                "</small>";
       }
       // An absent number has no data-value: nothing to sort or read back as 0.
       out += Present(v)
@@ -301,6 +308,67 @@ std::string Table(const std::vector<nlohmann::ordered_json>& rows,
     out += "</tr>\n";
   }
   return out + "</table></div>\n";
+}
+
+// The few numbers that decide between policies, each with which way is better, and the best
+// policy on each marked: the first thing a reader sees (the full table follows the plots).
+std::string DecidingTable(const std::vector<nlohmann::ordered_json>& rows) {
+  struct Decides {
+    double RunNumbers::*member;
+    const char* heading;
+    double scale;
+    bool higher_is_better;
+  };
+  const Decides columns[] = {
+      {&RunNumbers::balancedness_mean, "balancedness", 1, true},
+      {&RunNumbers::latency_p99_s, "latency p99 ms", 1e3, false},
+      {&RunNumbers::step_time_mean_s, "step ms", 1e3, false},
+      {&RunNumbers::stalled_s, "stalled s", 1, false},
+      {&RunNumbers::bytes_per_rearrangement, "GB / rearr.", 1e-9, false},
+  };
+  std::string out = R"(<table id="decides"><tr><th>policy</th>)";
+  std::vector<std::string> best_of;
+  std::vector<double> best(std::size(columns), kAbsent);
+  for (size_t c = 0; c < std::size(columns); ++c) {
+    const Decides& d = columns[c];
+    out += fmt::format("<th>{} ({})</th>", d.heading,
+                       d.higher_is_better ? "higher is better" : "lower is better");
+    std::vector<std::string> who;
+    for (const auto& row : rows) {
+      const double v = ValueOf(row, KeyOf(d.member));
+      if (!Present(v)) continue;
+      // Shown to four significant digits: a tie there is a tie.
+      const std::string shown = SignificantText(v * d.scale);
+      const std::string held = Present(best[c]) ? SignificantText(best[c] * d.scale) : "";
+      if (!Present(best[c]) ||
+          (shown != held && (d.higher_is_better ? v > best[c] : v < best[c]))) {
+        best[c] = v;
+        who = {row["label"].get<std::string>()};
+      } else if (shown == held) {
+        who.push_back(row["label"].get<std::string>());
+      }
+    }
+    best_of.push_back(
+        fmt::format("{}: {}", d.heading,
+                    who.empty() ? std::string("—") : fmt::format("{}", fmt::join(who, ", "))));
+  }
+  out += "</tr>\n";
+  for (const auto& row : rows) {
+    out += R"(<tr><td class="policy">)" + svg::Escape(row["label"].get<std::string>()) + "</td>";
+    for (size_t c = 0; c < std::size(columns); ++c) {
+      const double v = ValueOf(row, KeyOf(columns[c].member));
+      const bool is_best =
+          Present(v) && Present(best[c]) &&
+          SignificantText(v * columns[c].scale) == SignificantText(best[c] * columns[c].scale);
+      out += fmt::format(R"(<td{}>{}</td>)", is_best ? R"( class="best")" : "",
+                         CellText(v, columns[c].scale, nullptr));
+    }
+    out += "</tr>\n";
+  }
+  out += "</table>\n<p>Best on each: " + svg::Escape(fmt::format("{}", fmt::join(best_of, "; "))) +
+         ". Over the measured window; every number, its spread over seeds and its definition are "
+         "in <a href=\"#all-numbers\">all numbers</a> below the plots.</p>\n";
+  return out;
 }
 
 const char* kDefinitions = R"(<dl>
@@ -501,11 +569,12 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
                                seeds)
                  : std::string("run once per policy with the same seed and workload")) +
       ".</p>\n";
-  body += "<h2>Summary</h2>\n" + Table(rows, {"label"}) + kDefinitions;
+  body += "<h2>What decides</h2>\n" + DecidingTable(rows);
   for (size_t i = 0; i < made.size(); ++i) {
     body += "<h2>" + std::string(titles[i]) + "</h2>\n<p>" + captions[i] + "</p>\n" + made[i].svg +
             "\n";
   }
+  body += "<h2 id=\"all-numbers\">All numbers</h2>\n" + Table(rows, {"label"}) + kDefinitions;
   AppendRearrangementCost(rows, body, made);
   body += MemoryTable(runs);
   // Per policy, imbalance (1 − balancedness) per layer and span of steps: which layers a policy
@@ -528,7 +597,8 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
   }
   if (!heat.empty()) {
     body += fmt::format(
-        "<h2>Imbalance per layer over the run</h2>\n<p>1 − balancedness of each layer (a row; "
+        "<h2>1 − balancedness per layer over the run</h2>\n<p>1 − balancedness of each layer (a "
+        "row; "
         "layer 0 at the top) over spans of {} steps (a column, at its steps on the x axis), "
         "darker is worse, one scale for every policy{}.</p>\n",
         span_steps, seeds > 1 ? "; the first seed" : "");
@@ -537,7 +607,7 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
   // span_steps wide from step 0.
   AppendHeatMaps(heat,
                  {"layer-imbalance-",
-                  "Imbalance per layer and step: ",
+                  "1 − balancedness per layer and step: ",
                   fmt::format("step (columns of {} steps)", span_steps),
                   "layer",
                   80,

@@ -40,6 +40,13 @@
 
 namespace eplb {
 
+// How every table shows a measured number (the report's, `compare`'s and `sweep`'s): to
+// `digits` significant digits in fixed notation ("0.05012", "18.18", "651.3", "29118"), so that
+// a small value is never rounded away and close policies are told apart; 0 is "0".
+std::string SignificantText(double value, int digits = 4);
+// The decimals SignificantText gives `value`: a spread printed beside it takes the same.
+int SignificantDecimals(double value, int digits = 4);
+
 // A run folder and what the comparison calls it: the policy, or a sweep point.
 struct LabelledRun {
   std::string label;
