@@ -1,6 +1,8 @@
 // Input that once ran to a wrong result reported as success: each is now refused, naming the
 // file or option, the value and what is valid; and numbers that do not exist, shown as absent
 // rather than 0 (issue 65, "wrong results reported as success", "numbers that still mislead").
+#include <algorithm>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -181,6 +183,42 @@ TEST_F(CliTest, ANumberThatDoesNotExistIsAbsentNotZero) {
   const std::string html = testing::ReadFile(out + "/report.html");
   EXPECT_NE(html.find(R"(<td data-key="following_balancedness">—</td>)"), std::string::npos);
   EXPECT_EQ(html.find("nan"), std::string::npos);
+}
+
+// Per-rearrangement numbers are over the rearrangements the measured window holds, as every
+// per-step number is the window's (issue 65: 'GB / rearr.' held the first rearrangement, which
+// leaves the initial placement, while the window did not).
+TEST_F(CliTest, PerRearrangementNumbersAreOverTheWindowsRearrangements) {
+  const std::string out = (dir_ / "cmp").string();
+  const CliRun cmp = Eplb(std::string("compare ") + EPLB_SCENARIO_DIR +
+                          "/tiny.yaml --policies migration-aware --no-trace --out " + out);
+  ASSERT_EQ(cmp.code, 0) << cmp.err;
+  const auto row =
+      nlohmann::json::parse(testing::ReadFile(out + "/comparison.json"))["policies"][0];
+  const auto summary =
+      nlohmann::json::parse(testing::ReadFile(out + "/migration-aware/summary.json"));
+  const int from = summary["measured"]["from_step"].get<int>();
+  std::istringstream csv(testing::ReadFile(out + "/migration-aware/rearrangements.csv"));
+  std::string line, cell;
+  std::getline(csv, line);
+  std::vector<std::string> header;
+  for (std::istringstream h(line); std::getline(h, cell, ',');) header.push_back(cell);
+  const auto column = [&](const char* name) {
+    return static_cast<size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+  };
+  double bytes = 0, held = 0, all = 0;
+  while (std::getline(csv, line)) {
+    std::vector<std::string> cells;
+    for (std::istringstream r(line); std::getline(r, cell, ',');) cells.push_back(cell);
+    ++all;
+    if (std::stoi(cells[column("step")]) + 1 < from) continue;
+    ++held;
+    bytes += std::stod(cells[column("bytes_nvlink")]) + std::stod(cells[column("bytes_nic")]);
+  }
+  ASSERT_GT(held, 0);
+  ASSERT_LT(held, all) << "the first rearrangement is before the window";
+  EXPECT_EQ(row["rearrangements"].get<double>(), held);
+  EXPECT_NEAR(row["bytes_per_rearrangement"].get<double>(), bytes / held, 1e-6);
 }
 #endif
 

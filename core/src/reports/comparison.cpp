@@ -169,20 +169,39 @@ int CommonMeasuredFrom(const std::vector<LabelledRun>& runs) {
 nlohmann::ordered_json ComparisonRow(const LabelledRun& labelled, int measured_from) {
   // The per-step statistics over the comparison's window; the rest as summary.json has them.
   RunSummary s = labelled.folder.summary;
-  MeasureSteps(labelled.folder.run,
-               measured_from >= 0 ? measured_from : MeasuredFromStep(labelled.folder.run), s);
-  const auto& rearrangements = labelled.folder.run.rearrangements;
-  std::vector<double> after, bound;
-  double bytes = 0;
-  for (const RearrangementRecord& r : rearrangements) {
+  const RunResult& run = labelled.folder.run;
+  const int from = measured_from >= 0 ? measured_from : MeasuredFromStep(run);
+  MeasureSteps(run, from, s);
+  // Per rearrangement: over those the window holds, as every per-step number is the window's (a
+  // rearrangement started at the boundary after step k first shows in step k + 1), so that the
+  // one leaving the initial placement is in neither; of none, absent.
+  std::vector<double> after, bound, following, makespan, policy_ms;
+  double bytes = 0, transfers = 0, rearrangements = 0;
+  decltype(RunSummary{}.rearrangements.engine_s_mean) engine;
+  for (size_t i = 0; i < run.rearrangements.size(); ++i) {
+    const RearrangementRecord& r = run.rearrangements[i];
+    if (r.step + 1 < from) continue;
+    ++rearrangements;
     after.push_back(r.window_balancedness_after);
     bound.push_back(r.window_balancedness_bound);
+    if (i < labelled.folder.following_balancedness.size()) {
+      following.push_back(labelled.folder.following_balancedness[i]);
+    }
     for (int64_t b : r.bytes) bytes += static_cast<double>(b);
+    transfers += static_cast<double>(r.transfers);
+    policy_ms.push_back(r.policy_ms);
+    if (r.end_s >= 0) {
+      makespan.push_back(r.end_s - r.start_s);
+      engine.once += r.engine_once_s;
+      engine.planning += r.engine_planning_s;
+      engine.transfer += r.engine_transfer_s;
+      engine.barrier += r.engine_barrier_s;
+      engine.polling += r.engine_polling_s;
+      engine.writeback += r.engine_writeback_s;
+    }
   }
-  // Per rearrangement, of none: absent.
-  const double n = rearrangements.empty() ? kAbsent : static_cast<double>(rearrangements.size());
-  const auto& r = s.rearrangements;
-  const bool completed = r.completed > 0;
+  const double n = rearrangements > 0 ? rearrangements : kAbsent;
+  const double completed = makespan.empty() ? kAbsent : static_cast<double>(makespan.size());
   const std::optional<FailureExposure> gpu = FinalExposure(labelled.folder, FailureDomain::kGpu);
   const std::optional<FailureExposure> node = FinalExposure(labelled.folder, FailureDomain::kNode);
   double rank_faults = 0, recovered = 0, recovery_s = 0, dropped = 0, stalled = 0, reloaded = 0,
@@ -200,7 +219,7 @@ nlohmann::ordered_json ComparisonRow(const LabelledRun& labelled, int measured_f
                            .balancedness_min = s.balancedness.min,
                            .imbalance_ratio_mean = s.imbalance_ratio.mean,
                            .imbalance_ratio_max = s.imbalance_ratio.max,
-                           .following_balancedness = Mean(labelled.folder.following_balancedness),
+                           .following_balancedness = Mean(following),
                            .window_balancedness_after = Mean(after),
                            .window_balancedness_bound = Mean(bound),
                            .window_gap_to_bound = Mean(bound) - Mean(after),
@@ -210,14 +229,14 @@ nlohmann::ordered_json ComparisonRow(const LabelledRun& labelled, int measured_f
                            .latency_p99_s = s.latency_s.p99,
                            .latency_p999_s = s.latency_s.p999,
                            .latency_max_s = s.latency_s.max,
-                           .rearrangements = static_cast<double>(rearrangements.size()),
+                           .rearrangements = rearrangements,
                            .rearrangements_held = static_cast<double>(s.rearrangements.held),
                            .bytes_per_rearrangement = bytes / n,
-                           .transfers_per_rearrangement = static_cast<double>(s.transfers) / n,
-                           .rearrangement_makespan_s = completed ? r.makespan_s_mean : kAbsent,
+                           .transfers_per_rearrangement = transfers / n,
+                           .rearrangement_makespan_s = Mean(makespan),
                            .slowed_s = s.slowed_s,
                            .stalled_s = s.stalled_s,
-                           .policy_ms = r.started > 0 ? r.policy_ms_mean : kAbsent,
+                           .policy_ms = Mean(policy_ms),
                            .peak_memory_bytes = s.gpu_memory.peak,
                            .staging_peak_bytes = static_cast<double>(s.gpu_memory.staging_peak),
                            .gpu_failure_tokens_lost = gpu ? gpu->tokens_lost_mean : kAbsent,
@@ -229,13 +248,13 @@ nlohmann::ordered_json ComparisonRow(const LabelledRun& labelled, int measured_f
                            .fault_tokens_stalled = stalled,
                            .fault_bytes_reloaded = reloaded,
                            .fault_bytes_copied = copied,
-                           .engine_host_s = completed ? r.engine_s_mean.total() : kAbsent,
-                           .engine_once_s = completed ? r.engine_s_mean.once : kAbsent,
-                           .engine_planning_s = completed ? r.engine_s_mean.planning : kAbsent,
-                           .engine_transfer_s = completed ? r.engine_s_mean.transfer : kAbsent,
-                           .engine_barrier_s = completed ? r.engine_s_mean.barrier : kAbsent,
-                           .engine_polling_s = completed ? r.engine_s_mean.polling : kAbsent,
-                           .engine_writeback_s = completed ? r.engine_s_mean.writeback : kAbsent};
+                           .engine_host_s = engine.total() / completed,
+                           .engine_once_s = engine.once / completed,
+                           .engine_planning_s = engine.planning / completed,
+                           .engine_transfer_s = engine.transfer / completed,
+                           .engine_barrier_s = engine.barrier / completed,
+                           .engine_polling_s = engine.polling / completed,
+                           .engine_writeback_s = engine.writeback / completed};
   nlohmann::ordered_json row = {{"label", labelled.label}};
   for (const Number& number : Numbers()) {
     const double v = numbers.*number.value;

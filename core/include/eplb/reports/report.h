@@ -13,6 +13,8 @@
 //                                                      steps, stalls excluded
 //   latency_mean_s, _p99_s, _p999_s, _max_s          metrics latency_s: stalls included (the
 //                                                      max is the worst step)
+// Per-rearrangement numbers are over the rearrangements the window holds (started at the
+// boundary after step from − 1 or later), so the one leaving the initial placement is not one:
 //   rearrangements, transfers_per_rearrangement, bytes_per_rearrangement
 //   rearrangement_makespan_s                           mean, start to last commit
 //   slowed_s, stalled_s                                summary.json's definitions
