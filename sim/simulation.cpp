@@ -14,6 +14,12 @@
 namespace sg4 = simgrid::s4u;
 
 namespace eplb::sim {
+
+double SetUpSecondsEstimate(int gpus) {
+  constexpr double kSecondsPerGpuPair = 4e-7;  // 6.4 s / 4,096², the slowest shape measured
+  return kSecondsPerGpuPair * static_cast<double>(gpus) * static_cast<double>(gpus);
+}
+
 namespace {
 
 // A cluster, or with `one_gpu` every rank on one GPU (one_gpu.h; `scenario` OnOneGpu already).
@@ -21,6 +27,15 @@ Result<RunResult> Simulate(const Scenario& scenario, const OneGpuModel* one_gpu,
                            std::function<void(const StepRecord&)> on_step) {
   const auto wall_start = std::chrono::steady_clock::now();
   EPLB_RETURN_IF_ERROR(CheckRunFitsInMemory(scenario));
+  // Said before it starts: a cluster of tens of thousands of GPUs takes minutes to build.
+  if (const double set_up = SetUpSecondsEstimate(scenario.num_gpus()); set_up > 60) {
+    fmt::print(stderr,
+               "{}: warning: building the simulated cluster of {} GPUs takes about {:.0f} min "
+               "before the first step (it grows with the square of the GPUs; "
+               "sim/simulation.h)\n",
+               scenario.source.empty() ? scenario.name : scenario.source, scenario.num_gpus(),
+               set_up / 60);
+  }
   auto workload = MakeWorkload(scenario);
   if (!workload.ok()) return workload.status();
 

@@ -14,6 +14,12 @@
 
 namespace eplb::sim {
 
+// Seconds SimGrid takes to build the platform of `gpus` simulated GPUs, before the first step:
+// it grows with their square (SimGrid 3.32 looks each new host's and link's name up across the
+// whole platform: 85% of the time at 4,096 GPUs). Measured here on 2 cores, tiny.yaml widened
+// to 2 GPUs a node: 0.5, 1.6 and 6.4 s at 1,024, 2,048 and 4,096 GPUs; 8 a node, 3.3 s at 4,096.
+double SetUpSecondsEstimate(int gpus);
+
 // `on_step`, if set, is called after every step (for progress lines).
 Result<RunResult> RunSimulation(const Scenario& scenario,
                                 std::function<void(const StepRecord&)> on_step = {});

@@ -626,5 +626,15 @@ TEST(SimModel, AbortingFlowsInFlightTwiceEndsTheReceiveAndTheCourierServesOn) {
   EXPECT_EQ(after_size, flows.size());
 }
 
+// The set-up estimate said before a run (issue 65: 65,536 GPUs were neither refused nor
+// estimated): it grows with the square of the GPUs, warns past a minute, and the shipped sizes
+// stay below that.
+TEST(SimModel, TheSetUpEstimateWarnsOfAClusterThatTakesMinutesToBuild) {
+  EXPECT_NEAR(sim::SetUpSecondsEstimate(4096), 6.7, 0.5);  // measured 6.4 s (2 GPUs a node)
+  EXPECT_NEAR(sim::SetUpSecondsEstimate(8192) / sim::SetUpSecondsEstimate(4096), 4, 1e-9);
+  EXPECT_GT(sim::SetUpSecondsEstimate(65536), 25 * 60);
+  EXPECT_LT(sim::SetUpSecondsEstimate(1152), 60);  // the largest shipped cluster, and more
+}
+
 }  // namespace
 }  // namespace eplb
