@@ -129,6 +129,19 @@ def main():
             if seen["sticky"] != "sticky":
                 failures.append(f"compare at {width} px: the full table's policy column scrolls "
                                 f"away ({seen['sticky']!r})")
+            # Lines that coincide stay visible: each policy's line after the first is dashed
+            # its own way; an axis cut above 0 says so.
+            with open(os.path.join(compare, "report.html"), encoding="utf-8") as f:
+                page = f.read()
+            chart = page[page.index('aria-label="Balancedness over the run"'):]
+            chart = chart[:chart.index("</svg>")]
+            dashes = [re.search(r'stroke-dasharray="([^"]*)"', line)
+                      for line in re.findall(r'<polyline class="series"[^>]*>', chart)]
+            dashes = [d.group(1) if d else "" for d in dashes]
+            if len(dashes) != len(policies) or len(set(dashes)) != len(dashes):
+                failures.append(f"compare: the balancedness lines are not told apart: {dashes}")
+            if "y axis from " not in chart:
+                failures.append("compare: the balancedness chart's axis is cut without saying so")
             check(os.path.join(sweep, "report.html"),
                   open_in_browser(chromium, os.path.join(sweep, "report.html"), width, tmp),
                   width, ["deepseek"], failures)

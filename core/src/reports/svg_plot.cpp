@@ -87,6 +87,13 @@ std::string Axes(const Chart& c, const Frame& f, bool x_ticks) {
     out += fmt::format(R"svg(<text x="{}" y="{:.1f}" class="tick" text-anchor="end">{}</text>)svg",
                        kLeft - 6, f.Y(y) + 4, TickLabel(y, ys, std::max(-f.y0, f.y1)));
   }
+  // A y axis cut above 0 says so, where the eye reads its bottom: differences there look larger
+  // than they are (a chart whose title says it already is left alone).
+  if (f.y0 > 0 && c.y_label.find("not from 0") == std::string::npos) {
+    out += fmt::format(
+        R"svg(<text x="{}" y="{}" class="tick axis-cut">y axis from {:.2g}, not 0</text>)svg",
+        kLeft + 4, c.height - kBottom - 4, f.y0);
+  }
   if (x_ticks && !c.x_ticks.empty()) {
     double last = -1e9;
     for (const auto& [x, label] : c.x_ticks) {
@@ -261,9 +268,15 @@ std::string LineChart(const Chart& given, const std::vector<Series>& series) {
       std::string path;
       for (const auto& [x, y] : s.points)
         path += fmt::format("{}{:.1f},{:.1f}", path.empty() ? "" : " ", f.X(x), f.Y(y));
+      // Each line after the first dashed its own way: where two policies' lines coincide, the
+      // one drawn first shows through the later one's gaps instead of vanishing under it.
+      static constexpr const char* kDashes[] = {"", "7 3", "2 2", "9 3 2 3"};
+      const char* dash = kDashes[i % std::size(kDashes)];
       out += fmt::format(
-          R"svg(<polyline class="series" data-series="{}" fill="none" stroke="{}" stroke-width="1.5" points="{}"/>)svg",
-          Escape(s.name), Colour(i), path);
+          R"svg(<polyline class="series" data-series="{}" fill="none" stroke="{}" stroke-width="1.5"{} points="{}"/>)svg",
+          Escape(s.name), Colour(i),
+          *dash != '\0' ? fmt::format(R"svg( stroke-dasharray="{}")svg", dash) : std::string(),
+          path);
     }
     if (s.markers || !s.line) {
       for (const auto& [x, y] : s.points) {
