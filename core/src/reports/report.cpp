@@ -737,7 +737,15 @@ std::string SweepReportHtml(const std::string& scenario_name, const std::vector<
     s.line = false;
     const double gb = ValueOf(row, KeyOf(&RunNumbers::bytes_per_rearrangement)) / 1e9;
     const double after = ValueOf(row, KeyOf(&RunNumbers::following_balancedness));
-    if (Present(gb) && Present(after)) s.points.emplace_back(gb, after);
+    if (!Present(gb) || !Present(after)) continue;
+    s.points.emplace_back(gb, after);
+    // Which point it is: its varied values, beside the dot.
+    std::string label;
+    for (const std::string& key : keys) {
+      label +=
+          (label.empty() ? "" : ", ") + key.substr(key.rfind('.') + 1) + "=" + LeadText(row[key]);
+    }
+    s.point_labels.push_back(label);
   }
   std::vector<svg::Series> scatter;
   for (auto& [policy, s] : tradeoff) scatter.push_back(std::move(s));
@@ -745,8 +753,10 @@ std::string SweepReportHtml(const std::string& scenario_name, const std::vector<
                   svg::LineChart({"Balance against bytes moved, every point",
                                   "GB moved per rearrangement", "balancedness after rearrangement"},
                                  scatter)});
-  body += "<h2>Balance against bytes moved</h2>\n<p>One dot per sweep point.</p>\n" +
-          made.back().svg + "\n";
+  body +=
+      "<h2>Balance against bytes moved</h2>\n<p>One dot per sweep point, named by its varied "
+      "values (the field's last part).</p>\n" +
+      made.back().svg + "\n";
   if (figures != nullptr) *figures = made;
   return Page("eplb sweep: " + scenario_name, body);
 }

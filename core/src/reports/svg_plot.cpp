@@ -91,7 +91,7 @@ std::string Axes(const Chart& c, const Frame& f, bool x_ticks) {
   // than they are (a chart whose title says it already is left alone).
   if (f.y0 > 0 && c.y_label.find("not from 0") == std::string::npos) {
     out += fmt::format(
-        R"svg(<text x="{}" y="{}" class="tick axis-cut">y axis from {:.2g}, not 0</text>)svg",
+        R"svg(<text x="{}" y="{}" class="tick axis-cut">y axis from {:.4g}, not 0</text>)svg",
         kLeft + 4, c.height - kBottom - 4, f.y0);
   }
   if (x_ticks && !c.x_ticks.empty()) {
@@ -279,10 +279,20 @@ std::string LineChart(const Chart& given, const std::vector<Series>& series) {
           path);
     }
     if (s.markers || !s.line) {
-      for (const auto& [x, y] : s.points) {
+      for (size_t p = 0; p < s.points.size(); ++p) {
+        const auto [x, y] = s.points[p];
+        const std::string label = p < s.point_labels.size() ? s.point_labels[p] : "";
         out += fmt::format(
-            R"svg(<circle class="point" data-series="{}" data-x="{}" data-y="{}" cx="{:.1f}" cy="{:.1f}" r="4" fill="{}"><title>{}: {}, {}</title></circle>)svg",
-            Escape(s.name), x, y, f.X(x), f.Y(y), Colour(i), Escape(s.name), Number(x), Number(y));
+            R"svg(<circle class="point" data-series="{}" data-x="{}" data-y="{}" cx="{:.1f}" cy="{:.1f}" r="4" fill="{}"><title>{}{}: {}, {}</title></circle>)svg",
+            Escape(s.name), x, y, f.X(x), f.Y(y), Colour(i), Escape(s.name),
+            label.empty() ? "" : " · " + Escape(label), Number(x), Number(y));
+        if (!label.empty()) {
+          // Beside the dot, on the side with room: past the middle, to its left.
+          const bool left = f.X(x) > (kLeft + f.w - f.right) / 2.0;
+          out += fmt::format(
+              R"svg(<text class="tick point-label" x="{:.1f}" y="{:.1f}" text-anchor="{}">{}</text>)svg",
+              f.X(x) + (left ? -6 : 6), f.Y(y) - 5, left ? "end" : "start", Escape(label));
+        }
       }
     }
   }

@@ -21,6 +21,8 @@ struct Series {
   std::vector<Band> band = {};  // drawn as a shaded envelope behind the line (e.g. min..max)
   bool line = true;             // false: points only (a scatter)
   bool markers = false;         // a dot at each point, carrying its values as data-x/data-y
+  // Each point's own name (a sweep point's values), written beside its dot; empty: none.
+  std::vector<std::string> point_labels = {};
 };
 
 struct Chart {
