@@ -63,7 +63,8 @@ def open_in_browser(chromium, report, width, tmp):
     with open(probed, "w", encoding="utf-8") as f:
         f.write(page)
     done = subprocess.run(
-        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+         "--no-first-run",
          "--disable-background-networking", "--disable-extensions",
          f"--user-data-dir={os.path.join(tmp, 'profile')}", f"--window-size={width},900",
          "--virtual-time-budget=5000", "--dump-dom", "file://" + probed],
