@@ -61,34 +61,15 @@ Status RunCompare(const CompareArgs& args) {
   const std::vector<nlohmann::ordered_json>& rows = comparison.rows;
   const std::string& dir = comparison.dir;
   std::FILE* out = HumanOutput(args.json);
-  // Runs that lost GPUs (or scaled) also say what it cost them.
-  const bool faults = std::any_of(rows.begin(), rows.end(), [](const auto& r) {
-    return r["rank_faults"].template get<double>() > 0;
-  });
-  // Over several seeds each number is the mean ± half the range of the seeds (study_table.h).
-  std::vector<std::string> headings = {"policy",    "balancedness",   "after rearr.",
-                                       "step ms",   "latency p99 ms", "GB / rearr.",
-                                       "policy ms", "node lost: %"};
-  if (faults) {
-    headings.insert(headings.end(),
-                    {"recovery s", "tokens dropped", "tokens stalled", "reloaded GB"});
-  }
+  // The policy, then the numbers (report.h TerminalNumbers; over several seeds each is the
+  // mean ± half the range of the seeds).
+  const TextTable numbers = TerminalNumbers(rows, StudyKind::kComparison);
+  std::vector<std::string> headings = {"policy"};
+  headings.insert(headings.end(), numbers.headings.begin(), numbers.headings.end());
   std::vector<std::vector<std::string>> table;
-  for (const auto& r : rows) {
-    std::vector<std::string> cells = {r["label"].get<std::string>(),
-                                      CellWithSpread(r, "balancedness_mean", 1),
-                                      CellWithSpread(r, "following_balancedness", 1),
-                                      CellWithSpread(r, "step_time_mean_s", 1e3),
-                                      CellWithSpread(r, "latency_p99_s", 1e3),
-                                      CellWithSpread(r, "bytes_per_rearrangement", 1e-9),
-                                      CellWithSpread(r, "policy_ms", 1),
-                                      CellWithSpread(r, "node_failure_tokens_lost", 100)};
-    if (faults) {
-      cells.insert(cells.end(),
-                   {CellWithSpread(r, "recovery_s", 1), CellWithSpread(r, "fault_tokens_lost", 1),
-                    CellWithSpread(r, "fault_tokens_stalled", 1),
-                    CellWithSpread(r, "fault_bytes_reloaded", 1e-9)});
-    }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::vector<std::string> cells = {rows[i]["label"].get<std::string>()};
+    cells.insert(cells.end(), numbers.rows[i].begin(), numbers.rows[i].end());
     table.push_back(std::move(cells));
   }
   PrintTable(out, headings, table);

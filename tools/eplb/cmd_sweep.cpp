@@ -16,6 +16,7 @@
 #include "eplb/base/launcher.h"
 #include "eplb/io/output_folders.h"
 #include "eplb/io/run_folder.h"
+#include "eplb/reports/report.h"
 #include "eplb/studies/studies.h"
 #include "policy_command.h"
 #include "progress.h"
@@ -47,23 +48,21 @@ Status PrintSweepTable(std::FILE* out, const studies::SweepPlan& plan) {
     return Status::Internal(
         fmt::format("{}/{}: not the table just written", plan.dir, folder_file::kSweepJson));
   }
+  const std::vector<nlohmann::ordered_json> points(doc["points"].begin(), doc["points"].end());
+  const TextTable numbers = TerminalNumbers(points, StudyKind::kSweep);
   std::vector<std::string> headings = {"point"};
   headings.insert(headings.end(), plan.keys.begin(), plan.keys.end());
-  headings.insert(headings.end(), {"policy", "balancedness", "after rearr.", "step ms",
-                                   "latency p99 ms", "worst ms", "GB / rearr."});
+  headings.push_back("policy");
+  headings.insert(headings.end(), numbers.headings.begin(), numbers.headings.end());
   std::vector<std::vector<std::string>> table;
-  for (const auto& row : doc["points"]) {
+  for (size_t i = 0; i < points.size(); ++i) {
+    const auto& row = points[i];
     std::vector<std::string> cells = {row["point"].dump()};
     for (const std::string& key : plan.keys) {
       cells.push_back(row[key].is_string() ? row[key].get<std::string>() : row[key].dump());
     }
-    cells.insert(
-        cells.end(),
-        {row["policy"].get<std::string>(), CellWithSpread(row, "balancedness_mean", 1),
-         CellWithSpread(row, "following_balancedness", 1),
-         CellWithSpread(row, "step_time_mean_s", 1e3), CellWithSpread(row, "latency_p99_s", 1e3),
-         CellWithSpread(row, "latency_max_s", 1e3),
-         CellWithSpread(row, "bytes_per_rearrangement", 1e-9)});
+    cells.push_back(row["policy"].get<std::string>());
+    cells.insert(cells.end(), numbers.rows[i].begin(), numbers.rows[i].end());
     table.push_back(std::move(cells));
   }
   PrintTable(out, headings, table, plan.keys.size() + 2);

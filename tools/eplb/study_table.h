@@ -1,7 +1,6 @@
-// The terminal tables of `eplb compare` and `eplb sweep`: a row per policy (or point) of the
-// numbers comparison.json / sweep.json hold. A row run over several seeds holds each number's
-// mean and "spread": {key: [lowest, highest]}; its cell reads "mean ± half the range", as the
-// report's table does, so that the terminal never shows a mean without its noise.
+// The terminal tables of `eplb compare` and `eplb sweep`, laid out: their cells come from
+// report.h's TerminalNumbers (a mean over seeds reads "mean ± half the range", as the report's
+// table does, so that the terminal never shows a mean without its noise).
 #pragma once
 
 #include <algorithm>
@@ -10,27 +9,8 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
-#include "eplb/reports/report.h"
 
 namespace eplb::cli {
-
-// ROW's number KEY × scale as every table shows one (SignificantText, report.h), then " ± " half
-// its spread over seeds, to as many decimals, when the row has one; "—" for a number that does
-// not exist for the row (null).
-inline std::string CellWithSpread(const nlohmann::ordered_json& row, const char* key,
-                                  double scale) {
-  if (!row.contains(key) || !row[key].is_number()) return "—";
-  const double value = row[key].get<double>() * scale;
-  std::string text = SignificantText(value);
-  if (row.contains("spread") && row["spread"].contains(key) && row["spread"][key][0].is_number()) {
-    const auto& range = row["spread"][key];
-    const double half = (range[1].get<double>() - range[0].get<double>()) / 2;
-    text += fmt::format(" ± {:.{}f}", half * scale, SignificantDecimals(value));
-  }
-  return text;
-}
 
 // Columns as wide as their widest cell (headings included); the first `left` columns aligned
 // left (names), the rest right (numbers). "±" counts as one column on a terminal.

@@ -90,10 +90,30 @@ std::string CellText(double v, double scale, const char* format) {
 }
 
 const char* KeyOf(double RunNumbers::*member) {
+  return NumberOf(member).key;
+}
+
+const Number& NumberOf(double RunNumbers::*member) {
   for (const Number& n : Numbers()) {
-    if (n.value == member) return n.key;
+    if (n.value == member) return n;
   }
-  return "";
+  // Every member of RunNumbers has its entry (the table is RunNumbers' fields in order).
+  return Numbers().front();
+}
+
+std::pair<std::string, std::string> MeanAndSpreadText(const nlohmann::ordered_json& row,
+                                                      const Number& number) {
+  const double v = ValueOf(row, number.key);
+  std::pair<std::string, std::string> text{CellText(v, number.scale, number.format), ""};
+  const auto spread = row.find("spread");
+  if (!Present(v) || spread == row.end() || !spread->contains(number.key)) return text;
+  const auto& range = (*spread)[number.key];
+  if (!range[0].is_number()) return text;
+  const double half = (range[1].get<double>() - range[0].get<double>()) / 2 * number.scale;
+  text.second = number.format != nullptr
+                    ? fmt::format(fmt::runtime(number.format), half)
+                    : fmt::format("{:.{}f}", half, SignificantDecimals(v * number.scale));
+  return text;
 }
 
 std::vector<std::vector<const LabelledRun*>> GroupByLabel(const std::vector<LabelledRun>& runs) {
@@ -118,6 +138,51 @@ int SignificantDecimals(double value, int digits) {
 
 std::string SignificantText(double value, int digits) {
   return fmt::format("{:.{}f}", value, SignificantDecimals(value, digits));
+}
+
+TextTable TerminalNumbers(const std::vector<nlohmann::ordered_json>& rows, StudyKind kind) {
+  using R = comparison::RunNumbers;
+  // Each column's heading here; its key, scale and format are the table of every number's.
+  struct Column {
+    double R::*member;
+    const char* heading;
+    bool in_comparison, in_sweep;
+    bool with_rank_faults;  // a comparison's, when a run lost GPUs or scaled
+  };
+  static constexpr Column kColumns[] = {
+      {&R::balancedness_mean, "balancedness", true, true, false},
+      {&R::following_balancedness, "after rearr.", true, true, false},
+      {&R::step_time_mean_s, "step ms", true, true, false},
+      {&R::latency_p99_s, "latency p99 ms", true, true, false},
+      {&R::latency_max_s, "worst ms", false, true, false},
+      {&R::bytes_per_rearrangement, "GB / rearr.", true, true, false},
+      {&R::policy_ms, "policy ms", true, false, false},
+      {&R::node_failure_tokens_lost, "node lost: %", true, false, false},
+      {&R::recovery_s, "recovery s", true, false, true},
+      {&R::fault_tokens_lost, "tokens dropped", true, false, true},
+      {&R::fault_tokens_stalled, "tokens stalled", true, false, true},
+      {&R::fault_bytes_reloaded, "reloaded GB", true, false, true},
+  };
+  const bool faults = std::any_of(rows.begin(), rows.end(), [](const auto& row) {
+    return comparison::ValueOf(row, comparison::KeyOf(&R::rank_faults)) > 0;
+  });
+  TextTable table;
+  std::vector<const comparison::Number*> numbers;
+  for (const Column& c : kColumns) {
+    if (!(kind == StudyKind::kComparison ? c.in_comparison : c.in_sweep)) continue;
+    if (c.with_rank_faults && !faults) continue;
+    table.headings.push_back(c.heading);
+    numbers.push_back(&comparison::NumberOf(c.member));
+  }
+  for (const auto& row : rows) {
+    std::vector<std::string> cells;
+    for (const comparison::Number* n : numbers) {
+      const auto [mean, half] = comparison::MeanAndSpreadText(row, *n);
+      cells.push_back(half.empty() ? mean : mean + " ± " + half);
+    }
+    table.rows.push_back(std::move(cells));
+  }
+  return table;
 }
 
 namespace {

@@ -6,6 +6,7 @@
 #include <limits>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -64,6 +65,13 @@ inline double ValueOf(const nlohmann::ordered_json& row, const char* key) {
 // The text of a number as tables show it: v × scale by `format` (SignificantText when null), or
 // "—" when absent.
 std::string CellText(double v, double scale, const char* format);
+
+// ROW's number as every table shows it: its text, and that of half its spread over seeds to as
+// many decimals (empty when the row has none or the number is absent).
+std::pair<std::string, std::string> MeanAndSpreadText(const nlohmann::ordered_json& row,
+                                                      const Number& number);
+// The entry of Numbers() for `member`.
+const Number& NumberOf(double RunNumbers::*member);
 
 // Runs of one label (a policy's seeds), labels in the order they first appear.
 std::vector<std::vector<const LabelledRun*>> GroupByLabel(const std::vector<LabelledRun>& runs);

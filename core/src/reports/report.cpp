@@ -289,17 +289,9 @@ std::string Table(const std::vector<nlohmann::ordered_json>& rows,
     }
     for (const Number* c : columns) {
       const double v = ValueOf(row, c->key);
-      std::string text = CellText(v, c->scale, c->format);
-      if (Present(v) && row.contains("spread") && row["spread"].contains(c->key)) {
-        // Over seeds: the mean, then half the range between the lowest and highest seed.
-        const auto& range = row["spread"][c->key];
-        const double half = (range[1].get<double>() - range[0].get<double>()) / 2;
-        text += "<small>± " +
-                (c->format != nullptr
-                     ? CellText(half, c->scale, c->format)
-                     : fmt::format("{:.{}f}", half * c->scale, SignificantDecimals(v * c->scale))) +
-                "</small>";
-      }
+      // Over seeds: the mean, then half the range between the lowest and highest seed.
+      const auto [mean, half] = comparison::MeanAndSpreadText(row, *c);
+      const std::string text = half.empty() ? mean : mean + "<small>± " + half + "</small>";
       // An absent number has no data-value: nothing to sort or read back as 0.
       out += Present(v)
                  ? fmt::format(R"(<td data-key="{}" data-value="{:.17g}">{}</td>)", c->key, v, text)

@@ -49,6 +49,18 @@ std::string SignificantText(double value, int digits = 4);
 // The decimals SignificantText gives `value`: a spread printed beside it takes the same.
 int SignificantDecimals(double value, int digits = 4);
 
+// The numbers of `compare`'s or `sweep`'s table on the terminal, a row per row of
+// comparison.json's `policies` or sweep.json's `points`: the few a reader looks at first, each
+// as every table shows it (SignificantText, then " ± " half its spread over seeds; "—" where it
+// does not exist), with the recovery's columns when a compared run lost GPUs or scaled. The
+// command puts its own leading columns (the policy; a point's values) before them.
+enum class StudyKind { kComparison, kSweep };
+struct TextTable {
+  std::vector<std::string> headings;
+  std::vector<std::vector<std::string>> rows;
+};
+TextTable TerminalNumbers(const std::vector<nlohmann::ordered_json>& rows, StudyKind kind);
+
 // A run folder and what the comparison calls it: the policy, or a sweep point.
 struct LabelledRun {
   std::string label;
