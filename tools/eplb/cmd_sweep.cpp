@@ -52,7 +52,7 @@ Status PrintSweepTable(std::FILE* out, const studies::SweepPlan& plan) {
   const TextTable numbers = TerminalNumbers(points, StudyKind::kSweep);
   std::vector<std::string> headings = {"point"};
   headings.insert(headings.end(), plan.keys.begin(), plan.keys.end());
-  headings.push_back("policy");
+  headings.emplace_back("policy");
   headings.insert(headings.end(), numbers.headings.begin(), numbers.headings.end());
   std::vector<std::vector<std::string>> table;
   for (size_t i = 0; i < points.size(); ++i) {

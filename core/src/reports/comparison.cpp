@@ -171,14 +171,15 @@ TextTable TerminalNumbers(const std::vector<nlohmann::ordered_json>& rows, Study
   for (const Column& c : kColumns) {
     if (!(kind == StudyKind::kComparison ? c.in_comparison : c.in_sweep)) continue;
     if (c.with_rank_faults && !faults) continue;
-    table.headings.push_back(c.heading);
+    table.headings.emplace_back(c.heading);
     numbers.push_back(&comparison::NumberOf(c.member));
   }
   for (const auto& row : rows) {
     std::vector<std::string> cells;
     for (const comparison::Number* n : numbers) {
-      const auto [mean, half] = comparison::MeanAndSpreadText(row, *n);
-      cells.push_back(half.empty() ? mean : mean + " ± " + half);
+      auto [text, half] = comparison::MeanAndSpreadText(row, *n);
+      if (!half.empty()) text.append(" ± ").append(half);
+      cells.push_back(std::move(text));
     }
     table.rows.push_back(std::move(cells));
   }

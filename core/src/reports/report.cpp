@@ -290,8 +290,8 @@ std::string Table(const std::vector<nlohmann::ordered_json>& rows,
     for (const Number* c : columns) {
       const double v = ValueOf(row, c->key);
       // Over seeds: the mean, then half the range between the lowest and highest seed.
-      const auto [mean, half] = comparison::MeanAndSpreadText(row, *c);
-      const std::string text = half.empty() ? mean : mean + "<small>± " + half + "</small>";
+      auto [text, half] = comparison::MeanAndSpreadText(row, *c);
+      if (!half.empty()) text.append("<small>± ").append(half).append("</small>");
       // An absent number has no data-value: nothing to sort or read back as 0.
       out += Present(v)
                  ? fmt::format(R"(<td data-key="{}" data-value="{:.17g}">{}</td>)", c->key, v, text)
