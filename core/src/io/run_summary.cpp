@@ -210,13 +210,7 @@ RunSummary Summarize(const RunResult& run) {
       makespan += rec.end_s - rec.start_s;
       predicted += rec.predicted_makespan_s;
       bound += rec.lower_bound_s;
-      auto& e = r.engine_s_mean;
-      e.once += rec.engine_once_s;
-      e.planning += rec.engine_planning_s;
-      e.transfer += rec.engine_transfer_s;
-      e.barrier += rec.engine_barrier_s;
-      e.polling += rec.engine_polling_s;
-      e.writeback += rec.engine_writeback_s;
+      r.engine_s_mean.Add(rec);
     }
   }
   r.started = static_cast<int64_t>(run.rearrangements.size());

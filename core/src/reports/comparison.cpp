@@ -243,7 +243,7 @@ nlohmann::ordered_json ComparisonRow(const LabelledRun& labelled, int measured_f
   // one leaving the initial placement is in neither; of none, absent.
   std::vector<double> after, bound, following, makespan, policy_ms;
   double bytes = 0, transfers = 0, rearrangements = 0;
-  decltype(RunSummary{}.rearrangements.engine_s_mean) engine;
+  RunSummary::Rearrangements::EngineSeconds engine;
   for (size_t i = 0; i < run.rearrangements.size(); ++i) {
     const RearrangementRecord& r = run.rearrangements[i];
     if (r.step + 1 < from) continue;
@@ -258,12 +258,7 @@ nlohmann::ordered_json ComparisonRow(const LabelledRun& labelled, int measured_f
     policy_ms.push_back(r.policy_ms);
     if (r.end_s >= 0) {
       makespan.push_back(r.end_s - r.start_s);
-      engine.once += r.engine_once_s;
-      engine.planning += r.engine_planning_s;
-      engine.transfer += r.engine_transfer_s;
-      engine.barrier += r.engine_barrier_s;
-      engine.polling += r.engine_polling_s;
-      engine.writeback += r.engine_writeback_s;
+      engine.Add(r);
     }
   }
   const double n = rearrangements > 0 ? rearrangements : kAbsent;

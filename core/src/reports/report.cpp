@@ -305,38 +305,39 @@ std::string Table(const std::vector<nlohmann::ordered_json>& rows,
 // The few numbers that decide between policies, each with which way is better, and the best
 // policy on each marked: the first thing a reader sees (the full table follows the plots).
 std::string DecidingTable(const std::vector<nlohmann::ordered_json>& rows) {
+  // Each column's heading and which way is better; its key, scale and format are the table of
+  // every number's.
   struct Decides {
     double RunNumbers::*member;
     const char* heading;
-    double scale;
     bool higher_is_better;
   };
-  const Decides columns[] = {
-      {&RunNumbers::balancedness_mean, "balancedness", 1, true},
-      {&RunNumbers::latency_p99_s, "latency p99 ms", 1e3, false},
-      {&RunNumbers::step_time_mean_s, "step ms", 1e3, false},
-      {&RunNumbers::stalled_s, "stalled s", 1, false},
-      {&RunNumbers::bytes_per_rearrangement, "GB / rearr.", 1e-9, false},
+  static constexpr Decides kColumns[] = {
+      {&RunNumbers::balancedness_mean, "balancedness", true},
+      {&RunNumbers::latency_p99_s, "latency p99 ms", false},
+      {&RunNumbers::step_time_mean_s, "step ms", false},
+      {&RunNumbers::stalled_s, "stalled s", false},
+      {&RunNumbers::bytes_per_rearrangement, "GB / rearr.", false},
+  };
+  const auto shown = [](const Number& n, const nlohmann::ordered_json& row) {
+    return CellText(ValueOf(row, n.key), n.scale, n.format);
   };
   std::string out = R"(<table id="decides"><tr><th>policy</th>)";
-  std::vector<std::string> best_of;
-  std::vector<double> best(std::size(columns), kAbsent);
-  for (size_t c = 0; c < std::size(columns); ++c) {
-    const Decides& d = columns[c];
+  std::vector<std::string> best_of, best_text;
+  for (const Decides& d : kColumns) {
+    const Number& n = comparison::NumberOf(d.member);
     out += fmt::format("<th>{} ({})</th>", d.heading,
                        d.higher_is_better ? "higher is better" : "lower is better");
+    double best = kAbsent;
+    for (const auto& row : rows) {
+      const double v = ValueOf(row, n.key);
+      if (Present(v) && (!Present(best) || (d.higher_is_better ? v > best : v < best))) best = v;
+    }
+    // The best as shown, to four significant digits: a tie there is a tie.
+    best_text.push_back(Present(best) ? CellText(best, n.scale, n.format) : std::string());
     std::vector<std::string> who;
     for (const auto& row : rows) {
-      const double v = ValueOf(row, KeyOf(d.member));
-      if (!Present(v)) continue;
-      // Shown to four significant digits: a tie there is a tie.
-      const std::string shown = SignificantText(v * d.scale);
-      const std::string held = Present(best[c]) ? SignificantText(best[c] * d.scale) : "";
-      if (!Present(best[c]) ||
-          (shown != held && (d.higher_is_better ? v > best[c] : v < best[c]))) {
-        best[c] = v;
-        who = {row["label"].get<std::string>()};
-      } else if (shown == held) {
+      if (Present(best) && shown(n, row) == best_text.back()) {
         who.push_back(row["label"].get<std::string>());
       }
     }
@@ -347,13 +348,10 @@ std::string DecidingTable(const std::vector<nlohmann::ordered_json>& rows) {
   out += "</tr>\n";
   for (const auto& row : rows) {
     out += R"(<tr><td class="policy">)" + svg::Escape(row["label"].get<std::string>()) + "</td>";
-    for (size_t c = 0; c < std::size(columns); ++c) {
-      const double v = ValueOf(row, KeyOf(columns[c].member));
-      const bool is_best =
-          Present(v) && Present(best[c]) &&
-          SignificantText(v * columns[c].scale) == SignificantText(best[c] * columns[c].scale);
-      out += fmt::format(R"(<td{}>{}</td>)", is_best ? R"( class="best")" : "",
-                         CellText(v, columns[c].scale, nullptr));
+    for (size_t c = 0; c < std::size(kColumns); ++c) {
+      const std::string text = shown(comparison::NumberOf(kColumns[c].member), row);
+      const bool is_best = !best_text[c].empty() && text == best_text[c];
+      out += fmt::format(R"(<td{}>{}</td>)", is_best ? R"( class="best")" : "", text);
     }
     out += "</tr>\n";
   }

@@ -105,7 +105,7 @@ struct RunSummary {
   struct {
     double mean = 0, max = 0;
   } imbalance_ratio;
-  struct {
+  struct Rearrangements {
     int64_t started = 0, completed = 0, skipped = 0;
     int64_t held = 0;            // not started: the placement in force passed the balance gate
     double makespan_s_mean = 0;  // last commit − start, over completed ones
@@ -114,9 +114,18 @@ struct RunSummary {
     double policy_ms_mean = 0;             // over started ones
     // The engine's orchestration (rearrangements.csv engine_*_s, migration.engine), over the
     // completed ones: where a rearrangement's host time goes beside its bytes; 0 for eplb.
-    struct {
+    struct EngineSeconds {
       double once = 0, planning = 0, transfer = 0, barrier = 0, polling = 0, writeback = 0;
       double total() const { return once + planning + transfer + barrier + polling + writeback; }
+      // Adds `r`'s parts (rearrangements.csv engine_*_s): sums, before a mean divides them.
+      void Add(const RearrangementRecord& r) {
+        once += r.engine_once_s;
+        planning += r.engine_planning_s;
+        transfer += r.engine_transfer_s;
+        barrier += r.engine_barrier_s;
+        polling += r.engine_polling_s;
+        writeback += r.engine_writeback_s;
+      }
     } engine_s_mean;
   } rearrangements;
   // Per GPU (engine/gpu_memory.h), bytes: the scenario's terms, and the fullest any GPU was
