@@ -49,9 +49,9 @@ TEST(ScenarioSchema, ReadmeTableIsTheSchemaRowForEveryField) {
                     << f.readme_row;
       continue;
     }
-    EXPECT_EQ(row->second, f.readme_row)
-        << "scenarios/README.md's row for " << f.path << " and the schema (io/scenario_schema.cpp) "
-        << "disagree; the schema's row comes second";
+    EXPECT_EQ(row->second, f.readme_row) << "scenarios/README.md's row for " << f.path
+                                         << " and the schema (io/scenario_schema_fields.cpp) "
+                                         << "disagree; the schema's row comes second";
   }
   for (const auto& [path, row] : readme) {
     EXPECT_TRUE(in_schema.count(path))

@@ -1,5 +1,5 @@
 // The strict YAML field readers behind scenario files, which the scenario schema
-// (scenario_schema.cpp: every field's range and names) and the faults reader
+// (scenario_schema_fields.cpp: every field's range and names) and the faults reader
 // (scenario_faults.cpp) drive: where each field was, and the first error with the file, line,
 // column and field. Internal to the io layer.
 #pragma once
