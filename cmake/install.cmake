@@ -28,6 +28,7 @@ set(EPLB_PUBLIC_HEADERS
     migrate/backend.h migrate/rearranger.h migrate/transfer_plan.h migrate/schedule.h
     migrate/transfer_record.h migrate/host_backend.h migrate/lost_ranks.h
     migrate/thread_workers.h migrate/engine_profile.h migrate/transport.h
+    migrate/migration_pricing.h
     migrate/forwarding_backend.h
     # Running a scenario: its values, its workload, the loop and what a run records.
     engine/scenario.h engine/workload.h engine/eplb_loop.h engine/step_cost.h engine/run_loop.h

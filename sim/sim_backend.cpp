@@ -36,12 +36,11 @@ class SimMonitor final : public Monitor {
 
 }  // namespace
 
-SimBackend::SimBackend(const Platform& platform, int staging_buffers, double hbm_bytes_per_s,
-                       const TransportCost& transport)
+SimBackend::SimBackend(const Platform& platform, int staging_buffers,
+                       const MigrationPricing& pricing)
     : platform_(platform),
       staging_buffers_(staging_buffers),
-      hbm_bytes_per_s_(hbm_bytes_per_s),
-      transport_(transport),
+      pricing_(pricing),
       lost_(platform.topology().num_ranks()) {}
 
 double SimBackend::Now() {
@@ -87,28 +86,17 @@ void SimBackend::JoinWorkers() {
 // policy on the CPU, the maps' rebuild): on the caller, which a synchronous engine blocks.
 Status SimBackend::BeginRearrangement() {
   boundary_s_ = -1;
-  if (engine_ == Engine::kEplb) return Status::Ok();
-  const double once = PriceOnce(engine_, layers_, experts_, slots_, ep_).total_s();
-  if (once > 0) sg4::this_actor::sleep_for(once);
+  if (const double once = pricing_.OnceS(); once > 0) sg4::this_actor::sleep_for(once);
   return Status::Ok();
 }
 
 // The transport's per-layer cost, and the engine's per-layer planning and barrier (a wait, not
 // a synchronisation of the ranks).
 Status SimBackend::BeginLayer(const StagingTarget&) {
-  double seconds = transport_.per_layer_s;
-  if (engine_ != Engine::kEplb) {
-    const WorkerCosts w = Worker();
-    seconds += w.per_layer_s + w.barrier_s;
+  if (const double seconds = pricing_.LayerStartS(); seconds > 0) {
+    sg4::this_actor::sleep_for(seconds);
   }
-  if (seconds > 0) sg4::this_actor::sleep_for(seconds);
   return Status::Ok();
-}
-
-WorkerCosts SimBackend::Worker() const {
-  const int ranks = platform_.topology().num_ranks();
-  return WorkerCostsOf(engine_, transport_kind_, tensors_, ranks > 0 ? slots_ / ranks : 0, slots_,
-                       ranks, mode_);
 }
 
 Status SimBackend::ExecuteRound(const StagingTarget& target, const Round& round,
@@ -121,10 +109,10 @@ Status SimBackend::ExecuteRound(const StagingTarget& target, const Round& round,
     if (f.dst_rank == target.rank) mine.push_back(&f);
     if (f.src_rank == target.rank) sends += f.transfers.size();
   }
-  const WorkerCosts engine = Worker();
+  const WorkerCosts& engine = pricing_.worker();
   // The engine's calls for what this rank sends (vLLM's isend per tensor, a wait each).
-  if (sends > 0 && engine.per_send_s > 0) {
-    sg4::this_actor::sleep_for(engine.per_send_s * static_cast<double>(sends));
+  if (const double issuing = pricing_.SendsS(sends); issuing > 0) {
+    sg4::this_actor::sleep_for(issuing);
   }
   // Migration batching: the round is one execution, which ends in its own barrier (every rank
   // taking part waits there, senders included).
@@ -137,8 +125,7 @@ Status SimBackend::ExecuteRound(const StagingTarget& target, const Round& round,
   size_t messages = 0;
   for (const Flow* f : mine) messages += f->transfers.size();
   sg4::this_actor::sleep_for(platform_.topology().link(round.link).latency_s +
-                             (transport_.per_message_s + engine.per_receive_s) *
-                                 static_cast<double>(messages));
+                             pricing_.ReceivesS(messages));
   const double posted = sg4::Engine::get_clock();
   // What happened meanwhile: a flow that never started cannot be aborted in flight.
   if (aborted_) {
@@ -148,12 +135,7 @@ Status SimBackend::ExecuteRound(const StagingTarget& target, const Round& round,
   for (const Flow* f : mine) EPLB_RETURN_IF_ERROR(lost_.CheckLive(*f));
   std::vector<HostFlow> flows;
   flows.reserve(mine.size());
-  // An engine whose P2P ops cap what a rank receives shares that rate among the round's flows.
-  double cap = transport_.flow_bytes_per_s;
-  if (engine.receive_bytes_per_s > 0) {
-    const double share = engine.receive_bytes_per_s / static_cast<double>(mine.size());
-    cap = cap > 0 ? std::min(cap, share) : share;
-  }
+  const double cap = pricing_.FlowCapBytesPerS(mine.size());
   for (const Flow* f : mine)
     flows.push_back({platform_.host(f->src_rank), platform_.host(f->dst_rank),
                      static_cast<uint64_t>(f->bytes), cap});
@@ -182,11 +164,9 @@ Status SimBackend::ExecuteRound(const StagingTarget& target, const Round& round,
 }
 
 Status SimBackend::CopyLocal(const StagingTarget&, std::span<const LocalCopy> copies) {
-  const double bytes =
-      static_cast<double>(copies.size()) * static_cast<double>(platform_.topology().expert_bytes());
   // The engine's copy_ calls per tensor, into the buffer and back (vLLM's move_from_buffer).
-  sg4::this_actor::sleep_for(bytes / hbm_bytes_per_s_ +
-                             Worker().per_local_copy_s * static_cast<double>(copies.size()));
+  sg4::this_actor::sleep_for(pricing_.LocalCopiesS(
+      copies.size(), static_cast<double>(platform_.topology().expert_bytes())));
   return Status::Ok();
 }
 
@@ -230,8 +210,9 @@ void SimBackend::AbortTransfers() {
 // caller, so each call pays only what its rank's total at this boundary needs beyond the most
 // paid so far. The clock stands still within a boundary but for these waits.
 Status SimBackend::CommitLayer(const StagingTarget& target, std::span<const int32_t> slots) {
-  if (!mode_.async) return Status::Ok();  // sync: the workers' per-layer costs hold it
-  const double apply = apply_per_layer_s_ + apply_per_row_s_ * static_cast<double>(slots.size());
+  if (!pricing_.set_up().mode.async) return Status::Ok();  // sync: the workers' costs hold it
+  const WorkerCosts& w = pricing_.worker();
+  const double apply = w.apply_per_layer_s + w.apply_per_row_s * static_cast<double>(slots.size());
   if (apply <= 0) return Status::Ok();
   if (Now() != boundary_s_) {
     rank_applied_s_.assign(static_cast<size_t>(platform_.topology().num_ranks()), 0.0);

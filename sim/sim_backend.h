@@ -18,10 +18,8 @@
 #include "eplb/engine/eplb_loop.h"
 #include "eplb/engine/step_model.h"
 #include "eplb/migrate/backend.h"
-#include "eplb/migrate/engine_profile.h"
 #include "eplb/migrate/lost_ranks.h"
-
-#include "eplb/migrate/transport.h"
+#include "eplb/migrate/migration_pricing.h"
 #include "flows.h"
 #include "platform.h"
 
@@ -29,37 +27,19 @@ namespace eplb::sim {
 
 class SimBackend final : public RearrangementBackend {
  public:
-  // `transport`: what moving the weights costs beyond the links (migrate/transport.h).
-  SimBackend(const Platform& platform, int staging_buffers, double hbm_bytes_per_s,
-             const TransportCost& transport = {});
+  // `pricing`: what moving the weights costs beyond the links (migrate/migration_pricing.h):
+  // the engine's once-per-rearrangement host work (BeginRearrangement, on the caller: a stall),
+  // and on each worker the transport's and the engine's per-layer work and barrier
+  // (BeginLayer), per-expert calls and completion polling (ExecuteRound), copies (CopyLocal).
+  // In an engine's async mode (eplb.use_async) its main thread applies each layer (CommitLayer,
+  // on the caller: the step that applies it waits for the slowest rank's share).
+  SimBackend(const Platform& platform, int staging_buffers, const MigrationPricing& pricing);
 
   double Now() override;
   std::unique_ptr<Monitor> NewMonitor() override;
   void StartWorker(int rank, std::function<void()> body) override;
   void JoinWorkers() override;
   int staging_buffers() const override { return staging_buffers_; }
-  // An engine's orchestration on top of the transport (migrate/engine_profile.h): its
-  // once-per-rearrangement host work (BeginRearrangement, on the caller: a stall), and on each
-  // worker its per-layer planning and barrier (BeginLayer), its per-expert and per-tensor calls
-  // and completion polling (ExecuteRound), its copies (CopyLocal). eplb: none of it.
-  // `mode.batching`: migration.batching, each round one execution with its own barrier;
-  // `mode.async`: eplb.use_async, vLLM's main thread applies each layer (CommitLayer, on the
-  // caller: the step that applies it waits for the slowest rank's share).
-  // `layers` MoE layers of `experts` logical experts in `slots` physical slots, on `ep`.
-  void SetEngine(Engine engine, Transport transport, int tensors, int layers, int experts,
-                 int slots, const EpShape& ep, WorkerMode mode = {}) {
-    engine_ = engine;
-    mode_ = mode;
-    transport_kind_ = transport;
-    tensors_ = tensors;
-    layers_ = layers;
-    experts_ = experts;
-    slots_ = slots;
-    ep_ = ep;
-    const WorkerCosts w = Worker();
-    apply_per_layer_s_ = w.apply_per_layer_s;
-    apply_per_row_s_ = w.apply_per_row_s;
-  }
   Status BeginRearrangement() override;
   // The transport's per-layer cost, on the worker.
   Status BeginLayer(const StagingTarget& target) override;
@@ -86,22 +66,14 @@ class SimBackend final : public RearrangementBackend {
 
   const Platform& platform_;
   int staging_buffers_;
-  double hbm_bytes_per_s_;
-  TransportCost transport_;
-  WorkerCosts Worker() const;
+  const MigrationPricing pricing_;
 
-  Engine engine_ = Engine::kEplb;
-  WorkerMode mode_;
   // vLLM's async apply (WorkerCosts::apply_*; zero otherwise). Each rank's main thread applies
   // the layers committed at one step boundary one after another, the ranks at once: the
   // boundary waits for the rank whose layers take longest, not for every rank's.
-  double apply_per_layer_s_ = 0, apply_per_row_s_ = 0;
   double boundary_s_ = -1;              // the boundary being applied (its time when last paid)
   std::vector<double> rank_applied_s_;  // each rank's apply at that boundary
   double boundary_paid_s_ = 0;          // the most of them, paid so far
-  Transport transport_kind_ = Transport::kNccl;
-  int tensors_ = 4, layers_ = 0, experts_ = 0, slots_ = 0;
-  EpShape ep_;
 
   std::vector<simgrid::s4u::ActorPtr> workers_;
   // The courier that brings each worker actor its flows (flows.h), by actor id.

@@ -54,19 +54,12 @@ Result<RunResult> Simulate(const Scenario& scenario, const OneGpuModel* one_gpu,
   backup.storage_latency_s = scenario.cluster.storage_read_latency_us * 1e-6;
   const Platform platform(topology, scenario.cluster.pcie_gbps * 1e9, backup,
                           one_gpu != nullptr ? one_gpu->copy_gbps * 1e9 : 0);
+  const MigrationPricing pricing(scenario.migration_set_up());
   // Stop-the-world stages every layer at once; async needs only its staging depth.
-  SimBackend sim_backend(platform, scenario.model.layers, scenario.cluster.hbm_gbps * 1e9,
-                         CostOf(scenario.migration.transport, scenario.migration.engine));
-  sim_backend.SetEngine(
-      scenario.migration.engine, scenario.migration.transport, scenario.model.expert_tensors,
-      scenario.model.layers, scenario.model.experts, scenario.num_slots(), scenario.ep_shape(),
-      {.batching = scenario.migration.batching, .async = scenario.eplb.use_async});
+  SimBackend sim_backend(platform, scenario.model.layers, pricing);
   const StepModel model(scenario);
   SimStepRunner sim_runner(platform, model);
-  if (scenario.eplb.use_async) {
-    sim_runner.SetInFlightOverhead(
-        AsyncStepOverheadS(scenario.migration.engine, scenario.num_gpus()));
-  }
+  sim_runner.SetInFlightOverhead(pricing.InFlightStepS());
   std::unique_ptr<RearrangementBackend> one_gpu_backend;
   std::unique_ptr<StepRunner> one_gpu_steps;
   if (one_gpu != nullptr) {

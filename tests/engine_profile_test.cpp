@@ -13,6 +13,7 @@
 
 #include "eplb/engine/workload.h"
 #include "eplb/io/scenario_file.h"
+#include "eplb/migrate/migration_pricing.h"
 #include "eplb/migrate/schedule.h"
 #include "eplb/policy/policy.h"
 
@@ -223,6 +224,43 @@ TEST(EngineProfile, VllmReplacesTheTransportsCpuEstimates) {
   EXPECT_EQ(CostOf(Transport::kNixl, Engine::kVllm).per_message_s, 0);
   EXPECT_EQ(CostOf(Transport::kGloo, Engine::kVllm).flow_bytes_per_s,
             CostOf(Transport::kGloo).flow_bytes_per_s);
+}
+
+// docs/transports.md's table is the code's: each transport's numbers are written once.
+TEST(Transports, TheDocsTableIsPrintedFromTheCode) {
+  const std::string doc =
+      testing::ReadFile(std::string(EPLB_SCENARIO_DIR) + "/../docs/transports.md");
+  const size_t start = doc.find("| transport | engine |");
+  ASSERT_NE(start, std::string::npos) << "docs/transports.md: no transport table";
+  size_t end = start;
+  while (end < doc.size() && doc[end] == '|') end = doc.find('\n', end) + 1;
+  EXPECT_EQ(doc.substr(start, end - start), TransportsMarkdown())
+      << "docs/transports.md's table differs from the code's (migrate/transport.cpp); paste:\n"
+      << TransportsMarkdown();
+}
+
+// The pricing a scenario builds pays what the transport and the engine say, once each.
+TEST(MigrationPricing, TheTransportAndTheEngineArePricedOnce) {
+  MigrationSetUp nixl{.transport = Transport::kNixl, .slots = 8, .ep = EpShape{kRanks}};
+  const MigrationPricing eplb(nixl);
+  EXPECT_EQ(eplb.LayerStartS(), CostOf(Transport::kNixl).per_layer_s);
+  EXPECT_EQ(eplb.ReceivesS(3), 3 * CostOf(Transport::kNixl).per_message_s);
+  EXPECT_EQ(eplb.OnceS(), 0);
+  nixl.engine = Engine::kVllm;
+  const MigrationPricing vllm(nixl);
+  const WorkerCosts w =
+      WorkerCostsOf(Engine::kVllm, Transport::kNixl, 4, 8 / kRanks, 8, kRanks, WorkerMode{});
+  EXPECT_EQ(vllm.LayerStartS(), w.per_layer_s + w.barrier_s);  // vLLM's counts replace NIXL's
+  EXPECT_EQ(vllm.ReceivesS(2), 2 * w.per_receive_s);
+  EXPECT_GT(vllm.OnceS(), 0);
+  EXPECT_EQ(vllm.InFlightStepS(), 0);  // only in async mode
+  nixl.mode.async = true;
+  EXPECT_EQ(MigrationPricing(nixl).InFlightStepS(), AsyncStepOverheadS(Engine::kVllm, kRanks));
+  // gloo's flow cap, and vLLM's P2P receive rate shared among a rank's flows.
+  EXPECT_EQ(MigrationPricing({.transport = Transport::kGloo}).FlowCapBytesPerS(4),
+            CostOf(Transport::kGloo).flow_bytes_per_s);
+  const MigrationPricing p2p({.engine = Engine::kVllm, .slots = 8, .ep = EpShape{kRanks}});
+  EXPECT_EQ(p2p.FlowCapBytesPerS(2), VllmOpCosts().p2p_rank_bytes_per_s / 2);
 }
 
 TEST(EngineProfile, AsyncPaysAFlagAllReducePerStep) {

@@ -38,6 +38,11 @@ Topology TwoNodes() {
 }
 
 // The process's one SimGrid engine, configured as eplb run configures it.
+// Moving weights costs their bytes' time and nothing more, local copies at 3 TB/s.
+MigrationPricing HbmOnly() {
+  return MigrationPricing(MigrationSetUp{.hbm_bytes_per_s = 3e12});
+}
+
 sg4::Engine& NewEngine() {
   static int argc = 1;
   static char name[] = "sim_test";
@@ -135,7 +140,7 @@ TEST(SimModel, ReloadsTakeTheBackupsLatencyAndBandwidth) {
   host.host_read_bytes_per_s = 25e9;
   host.host_read_latency_s = 10e-6;
   const sim::Platform from_host(TwoNodes(), 64e9, host);
-  sim::SimBackend backend(from_host, 1, 3e12);
+  sim::SimBackend backend(from_host, 1, HbmOnly());
   const int64_t bytes = 250'000'000;  // 10 ms at 25 GB/s
   const std::vector<Reload> three = {{0, 1, 0, bytes}, {0, 2, 1, bytes}, {0, 3, 1, bytes}};
   double one_gpu = -1, two_gpus = -1;
@@ -164,7 +169,7 @@ TEST(SimModel, ReloadsFromStorageShareTheNodesStorageLink) {
   storage.storage_bytes_per_s = 10e9;
   storage.storage_latency_s = 500e-6;
   const sim::Platform p(TwoNodes(), 64e9, storage);
-  sim::SimBackend backend(p, 1, 3e12);
+  sim::SimBackend backend(p, 1, HbmOnly());
   const int64_t bytes = 100'000'000;  // 10 ms at 10 GB/s
   const std::vector<Reload> one = {{0, 1, 0, bytes}};
   double alone = -1, shared = -1, other_node = -1;
@@ -212,7 +217,7 @@ TEST(SimModel, ALostRankAbortsItsTransfersInEveryPhaseAndRecoveryCompletes) {
   sg4::Actor::create("inference", p.host(0), [&] {
     for (int phase = 0; phase < 3; ++phase) {
       Outcome& o = outcomes[static_cast<size_t>(phase)];
-      sim::SimBackend backend(p, 2, 3e12);
+      sim::SimBackend backend(p, 2, HbmOnly());
       const Placement old_p = testing::RandomPlacement(rng, 4, 16, 10);
       const Placement new_p = testing::Drift(rng, old_p, 0.2);
       RearrangerOptions options;
@@ -293,7 +298,7 @@ TEST(SimModel, RoundsAndIdleStepsMatchTheAnalyticModel) {
   ASSERT_TRUE(scenario.ok()) << scenario.status().message();
   const Topology topo = scenario->topology();
   const sim::Platform p(topo, scenario->cluster.pcie_gbps * 1e9);
-  sim::SimBackend backend(p, 1, 3e12);
+  sim::SimBackend backend(p, 1, HbmOnly());
   const StepModel model(*scenario);
   sim::SimStepRunner runner(p, model);
   auto workload = MakeWorkload(*scenario);
@@ -512,9 +517,18 @@ TEST(SimModel, AnAsyncBoundaryWaitsForTheSlowestRanksLayers) {
   const WorkerCosts w =
       WorkerCostsOf(Engine::kVllm, Transport::kNccl, tensors, 2, slots, ep.ranks, {.async = true});
   ASSERT_GT(w.apply_per_row_s, 0);
-  sim::SimBackend async(p, 2, 3e12), sync(p, 2, 3e12);
-  async.SetEngine(Engine::kVllm, Transport::kNccl, tensors, 1, 8, slots, ep, {.async = true});
-  sync.SetEngine(Engine::kVllm, Transport::kNccl, tensors, 1, 8, slots, ep);
+  MigrationSetUp vllm{.engine = Engine::kVllm,
+                      .transport = Transport::kNccl,
+                      .tensors = tensors,
+                      .layers = 1,
+                      .experts = 8,
+                      .slots = slots,
+                      .ep = ep,
+                      .mode = {.async = true},
+                      .hbm_bytes_per_s = 3e12};
+  sim::SimBackend async(p, 2, MigrationPricing(vllm));
+  vllm.mode.async = false;
+  sim::SimBackend sync(p, 2, MigrationPricing(vllm));
   const std::vector<int32_t> two = {0, 1}, none;
   double boundary = -1, next = -1, sync_s = -1;
   sg4::Actor::create("foreground", p.host(0), [&] {

@@ -71,6 +71,22 @@ Topology Scenario::topology() const {
   return *Topology::Create(c);
 }
 
+MigrationSetUp Scenario::migration_set_up() const {
+  MigrationSetUp m;
+  m.engine = migration.engine;
+  m.transport = migration.transport;
+  m.tensors = model.expert_tensors;
+  m.layers = model.layers;
+  m.experts = model.experts;
+  m.slots = num_slots();
+  m.ep = ep_shape();
+  m.mode = {.batching = migration.batching, .async = eplb.use_async};
+  m.hbm_bytes_per_s = cluster.hbm_gbps * 1e9;
+  m.host_read_bytes_per_s = cluster.host_read_gbps * 1e9;
+  m.host_read_latency_s = cluster.host_read_latency_us * 1e-6;
+  return m;
+}
+
 MemoryEstimate EstimateRunMemory(const Scenario& s) {
   // Doubles throughout: the point is to refuse sizes whose byte counts would overflow.
   const double layers = s.model.layers, experts = s.model.experts, slots = s.num_slots();

@@ -17,165 +17,18 @@
 #include "eplb/engine/workload.h"
 #include "eplb/io/run_folder.h"
 #include "eplb/io/scenario_file.h"
+#include "eplb/migrate/migration_pricing.h"
 #include "eplb/migrate/schedule.h"
 #include "eplb/migrate/transfer_plan.h"
 #include "eplb/migrate/transport.h"
 #include "eplb/model/metrics.h"
 #include "eplb/policy/policy.h"
-#include "io/yaml_document.h"
 
 namespace eplb {
 
 namespace {
 
-constexpr std::array<const char*, 13> kMeasures = {"dispatch_gbps",
-                                                   "combine_gbps",
-                                                   "dispatch_us",
-                                                   "combine_us",
-                                                   "prefill_input_tokens_per_node_s",
-                                                   "decode_output_tokens_per_node_s",
-                                                   "decode_output_tokens_per_user_s",
-                                                   "speedup",
-                                                   "imbalance_ratio",
-                                                   "gpu_load_std",
-                                                   "slot_load_std",
-                                                   "slot_imbalance_ratio",
-                                                   "rearrangement_stall_s"};
 constexpr int kServingSteps = 32;  // steps the policy sees, then steps measured
-
-bool IsAllToAll(const std::string& measure) {
-  return measure.rfind("dispatch", 0) == 0 || measure.rfind("combine", 0) == 0;
-}
-
-std::string At(const std::string& path, const YAML::Node& n) {
-  const YAML::Mark m = n.Mark();
-  return m.is_null() ? path : fmt::format("{}:{}:{}", path, m.line + 1, m.column + 1);
-}
-
-// One figure's map: every field a scalar, required ones present, no others.
-Result<PublishedFigure> ReadFigure(const YAML::Node& node, const std::string& path,
-                                   const std::string& dir, size_t index) {
-  const std::string where = fmt::format("figures[{}]", index);
-  if (!node.IsMap()) {
-    return Status::InvalidArgument(
-        fmt::format("{}: {} is not a map of fields (id, figure, source, scenario, measure, "
-                    "unit, published, ...)",
-                    At(path, node), where));
-  }
-  static const std::set<std::string> kFields = {
-      "id",     "figure", "source",    "scenario", "measure", "unit",   "published",
-      "tokens", "mode",   "cache_hit", "note",     "set",     "versus", "tolerance_pct"};
-  PublishedFigure f;
-  for (const auto& kv : node) {
-    const std::string key = kv.first.Scalar();
-    if (!kFields.count(key)) {
-      return Status::InvalidArgument(fmt::format("{}: unknown field '{}.{}'; valid fields: {}",
-                                                 At(path, kv.first), where, Excerpt(key),
-                                                 fmt::join(kFields, ", ")));
-    }
-    if (key == "set" || key == "versus") {
-      if (!kv.second.IsSequence()) {
-        return Status::InvalidArgument(
-            fmt::format("{}: {}.{} must be a list of key.path=value settings", At(path, kv.second),
-                        where, key));
-      }
-      for (const auto& item : kv.second) {
-        if (!item.IsScalar()) {
-          return Status::InvalidArgument(
-              fmt::format("{}: {}.{} holds a non-text item; each is key.path=value", At(path, item),
-                          where, key));
-        }
-        (key == "set" ? f.overrides : f.versus).push_back(item.Scalar());
-      }
-      continue;
-    }
-    if (!kv.second.IsScalar()) {
-      return Status::InvalidArgument(
-          fmt::format("{}: {}.{} must be a single value", At(path, kv.second), where, key));
-    }
-  }
-  const auto text = [&](const char* key, std::string& out, bool required) -> Status {
-    const YAML::Node v = node[key];
-    if (!v) {
-      return required ? Status::InvalidArgument(
-                            fmt::format("{}: {} has no '{}'", At(path, node), where, key))
-                      : Status::Ok();
-    }
-    out = v.Scalar();
-    return Status::Ok();
-  };
-  // Every number within its documented range, and normal: a denormal or one near the largest
-  // double turns the error % (or a step's time) into an infinity or a NaN that would be tabled.
-  const auto number = [&](const char* key, double& out, double min, double max,
-                          bool required) -> Status {
-    std::string s;
-    EPLB_RETURN_IF_ERROR(text(key, s, required));
-    if (s.empty() && !required) return Status::Ok();
-    double v = 0;
-    if (!YAML::convert<double>::decode(node[key], v) || !std::isfinite(v) || v < min || v > max ||
-        (v != 0 && !std::isnormal(v))) {
-      return Status::InvalidArgument(
-          fmt::format("{}: {}.{} (figure '{}') is '{}'; expected a number from {:.10g} to {:.10g}",
-                      At(path, node[key]), where, key, Excerpt(f.id), Excerpt(s), min, max));
-    }
-    out = v;
-    return Status::Ok();
-  };
-  EPLB_RETURN_IF_ERROR(text("id", f.id, true));
-  EPLB_RETURN_IF_ERROR(text("figure", f.figure, true));
-  EPLB_RETURN_IF_ERROR(text("source", f.source, true));
-  EPLB_RETURN_IF_ERROR(text("scenario", f.scenario, true));
-  EPLB_RETURN_IF_ERROR(text("measure", f.measure, true));
-  EPLB_RETURN_IF_ERROR(text("unit", f.unit, true));
-  EPLB_RETURN_IF_ERROR(text("note", f.note, false));
-  EPLB_RETURN_IF_ERROR(
-      number("published", f.published, kMinPublished, kMaxPublished, /*required=*/true));
-  if (std::find(kMeasures.begin(), kMeasures.end(), f.measure) == kMeasures.end()) {
-    return Status::InvalidArgument(fmt::format("{}: {}.measure is '{}'; valid measures: {}",
-                                               At(path, node["measure"]), where, Excerpt(f.measure),
-                                               fmt::join(kMeasures, ", ")));
-  }
-  if (f.measure == "speedup" && std::fabs(f.published - 1) < kMinPublishedGain) {
-    return Status::InvalidArgument(fmt::format(
-        "{}: {}.published (figure '{}') is {}; a speedup's error is on its gain, "
-        "published − 1, so it must differ from 1 by at least {:g}",
-        At(path, node["published"]), where, Excerpt(f.id), f.published, kMinPublishedGain));
-  }
-  if ((f.measure == "speedup") != node["versus"].IsDefined()) {
-    return Status::InvalidArgument(fmt::format(
-        "{}: {} {}; `versus:` (the second set-up's settings) goes with measure speedup alone",
-        At(path, node), where,
-        f.measure == "speedup" ? "measures a speedup but has no versus:"
-                               : "has versus: but measures " + f.measure));
-  }
-  if (IsAllToAll(f.measure)) {
-    double tokens = 0;
-    EPLB_RETURN_IF_ERROR(number("tokens", tokens, 1, 1 << 30, /*required=*/true));
-    if (tokens != std::floor(tokens)) {
-      return Status::InvalidArgument(
-          fmt::format("{}: {}.tokens is {}; expected a whole number of tokens per GPU, 1..2^30",
-                      At(path, node["tokens"]), where, tokens));
-    }
-    f.tokens = static_cast<int>(tokens);
-    std::string mode;
-    EPLB_RETURN_IF_ERROR(text("mode", mode, true));
-    auto m = ParseAllToAllMode(mode);
-    if (!m.ok()) {
-      return Status::InvalidArgument(
-          fmt::format("{}: {}.mode: {}", At(path, node["mode"]), where, m.status().message()));
-    }
-    f.mode = *m;
-  }
-  EPLB_RETURN_IF_ERROR(number("cache_hit", f.cache_hit, 0, 1, /*required=*/false));
-  EPLB_RETURN_IF_ERROR(
-      number("tolerance_pct", f.tolerance_pct, 0, kMaxTolerancePct, /*required=*/false));
-  if (f.cache_hit >= 1) {
-    return Status::InvalidArgument(fmt::format("{}: {}.cache_hit is {}; it must be below 1",
-                                               At(path, node["cache_hit"]), where, f.cache_hit));
-  }
-  f.scenario = (std::filesystem::path(dir) / f.scenario).string();
-  return f;
-}
 
 // A serving scenario under its policy's placement, over the measured steps.
 struct Serving {
@@ -266,10 +119,8 @@ Result<Serving> ServeScenario(const Scenario& s) {
 
 // One stop-the-world rearrangement's stall, priced as the schedule predicts it (schedule.h):
 // the scenario's policy moves the experts from vLLM's initial placement to its placement of the
-// first steps' load, layer after layer. Each layer takes its transfers' makespan on the links as
-// the transport uses them, or its reloads from host memory, then the busiest GPU's local copies,
-// plus the transport's per-layer cost and its per-message cost on the busiest receiver
-// (migrate/transport.h).
+// first steps' load, layer after layer, each priced as the simulator's backend pays it
+// (migrate/migration_pricing.h), then the engine's orchestration over the whole rearrangement.
 struct Stall {
   double total_s = 0, links_s = 0, fixed_s = 0, messages_s = 0, copies_s = 0;
   int layers = 0;
@@ -279,66 +130,31 @@ struct Stall {
 
 Result<Stall> PriceStall(const Scenario& s) {
   EPLB_ASSIGN_OR_RETURN(std::unique_ptr<Workload> workload, MakeWorkload(s));
-  const TransportCost transport = CostOf(s.migration.transport, s.migration.engine);
-  TopologyConfig links = s.topology().config();
-  if (transport.flow_bytes_per_s > 0) {
-    for (LinkSpec* l : {&links.nvlink, &links.nic}) {
-      l->bandwidth_bytes_per_s = std::min(l->bandwidth_bytes_per_s, transport.flow_bytes_per_s);
-    }
-  }
-  EPLB_ASSIGN_OR_RETURN(const Topology topology, Topology::Create(links));
+  const MigrationPricing pricing(s.migration_set_up());
+  EPLB_ASSIGN_OR_RETURN(const Topology topology, pricing.CappedTopology(s.topology()));
   EPLB_ASSIGN_OR_RETURN(const Placement initial,
                         Placement::Initial(s.model.layers, s.model.experts, s.num_slots()));
   EPLB_ASSIGN_OR_RETURN(const Placement target, PolicyPlacement(s, *workload, initial));
   EPLB_ASSIGN_OR_RETURN(const std::vector<LayerPlan> plans,
                         PlanMigration(initial, target, topology, s.eplb.sender_rule));
-  const int gpus = s.num_gpus();
-  const double expert = static_cast<double>(s.model.expert_bytes);
   Stall out;
   std::vector<double> plan_links_s;
-  std::vector<int> plan_batches;  // migration.batching: each round of the schedule an execution
+  std::vector<int> plan_executions;  // migration.batching: each round of the schedule one
   for (const LayerPlan& plan : plans) {
-    std::vector<double> received(static_cast<size_t>(gpus), 0.0), messages(received),
-        copies(received);
-    for (const Transfer& t : plan.transfers) {
-      received[static_cast<size_t>(t.dst_rank)] += static_cast<double>(t.bytes);
-      messages[static_cast<size_t>(t.dst_rank)] += 1;
-    }
-    for (const LocalCopy& c : plan.local_copies) copies[static_cast<size_t>(c.rank)] += expert;
-    double links_s = 0;
-    if (transport.from_host) {
-      for (const Reload& r : plan.reloads) {
-        received[static_cast<size_t>(r.rank)] += static_cast<double>(r.bytes);
-      }
-      const double most = *std::max_element(received.begin(), received.end());
-      links_s = most / (s.cluster.host_read_gbps * 1e9) + s.cluster.host_read_latency_us * 1e-6;
-    } else {
-      const Schedule schedule = ScheduleTransfers(plan.transfers, topology, s.eplb.schedule);
-      links_s = schedule.makespan_s;
-      // An engine whose P2P ops cap what a rank receives: the busiest receiver at that rate.
-      if (const double rate = ReceiveBytesPerS(s.migration.engine, s.migration.transport);
-          rate > 0) {
-        links_s = std::max(links_s, *std::max_element(received.begin(), received.end()) / rate);
-      }
-      if (s.migration.batching) plan_batches.push_back(std::max(1, schedule.num_rounds()));
-    }
-    const double messages_s =
-        transport.from_host
-            ? 0.0
-            : transport.per_message_s * *std::max_element(messages.begin(), messages.end());
-    const double copies_s =
-        *std::max_element(copies.begin(), copies.end()) / (s.cluster.hbm_gbps * 1e9);
-    out.links_s += links_s;
-    plan_links_s.push_back(links_s);
-    out.messages_s += messages_s;
-    out.copies_s += copies_s;
-    out.fixed_s += transport.per_layer_s;
-    out.total_s += links_s + messages_s + copies_s + transport.per_layer_s;
+    const TransportLayerPrice layer =
+        pricing.PriceTransportLayer(plan, topology, s.eplb.schedule, s.model.expert_bytes);
+    out.links_s += layer.links_s;
+    plan_links_s.push_back(layer.links_s);
+    if (s.migration.batching && !pricing.from_host()) plan_executions.push_back(layer.executions);
+    out.messages_s += layer.messages_s;
+    out.copies_s += layer.copies_s;
+    out.fixed_s += layer.fixed_s;
+    out.total_s += layer.total_s();
     out.bytes += static_cast<double>(plan.bytes.sum() + plan.reload_bytes);
     ++out.layers;
   }
   out.engine = PriceRearrangement(s.migration.engine, s.migration.transport, s.model.expert_tensors,
-                                  initial, plans, plan_links_s, s.ep_shape(), plan_batches);
+                                  initial, plans, plan_links_s, s.ep_shape(), plan_executions);
   out.total_s += out.engine.total_s();
   return out;
 }
@@ -408,42 +224,6 @@ ErrorSummary Summarise(const std::vector<FigureResult>& results) {
 
 }  // namespace
 
-Result<std::vector<PublishedFigure>> LoadPublishedFigures(const std::string& path) {
-  EPLB_RETURN_IF_ERROR(ExpectFileKind(path, "a figures file", {".yaml", ".yml"}));
-  EPLB_ASSIGN_OR_RETURN(const std::string text, ReadTextFile(path, 1 << 20));
-  return ParsePublishedFigures(text, path);
-}
-
-Result<std::vector<PublishedFigure>> ParsePublishedFigures(const std::string& text,
-                                                           const std::string& path) {
-  EPLB_ASSIGN_OR_RETURN(YAML::Node root,
-                        LoadOneYamlDocument(text, path, "a figures file", {"figures"}));
-  if (!root.IsMap() || !root["figures"] || !root["figures"].IsSequence() || root.size() != 1) {
-    return Status::InvalidArgument(
-        fmt::format("{}: expected one field, 'figures', a list of figures", path));
-  }
-  const std::string dir = std::filesystem::path(path).parent_path().string();
-  std::vector<PublishedFigure> figures;
-  std::set<std::string> ids;
-  try {
-    for (size_t i = 0; i < root["figures"].size(); ++i) {
-      EPLB_ASSIGN_OR_RETURN(PublishedFigure f,
-                            ReadFigure(root["figures"][i], path, dir.empty() ? "." : dir, i));
-      if (!ids.insert(f.id).second) {
-        return Status::InvalidArgument(
-            fmt::format("{}: figures[{}].id '{}' is given twice; ids name one figure each", path, i,
-                        Excerpt(f.id)));
-      }
-      figures.push_back(std::move(f));
-    }
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(
-        fmt::format("{}: not a valid figures file: {}", path, YamlReason(e.msg)));
-  }
-  if (figures.empty()) return Status::InvalidArgument(fmt::format("{}: no figures", path));
-  return figures;
-}
-
 namespace {
 
 // FigureResult::error_pct of `simulated` against `f`: a speedup's on its gain.
@@ -462,7 +242,7 @@ Result<FigureResult> Evaluate(const PublishedFigure& f) {
   if (!scenario.ok()) return Status::InvalidArgument(scenario.status().message());
   FigureResult r;
   r.figure = f;
-  if (IsAllToAll(f.measure)) {
+  if (IsAllToAllMeasure(f.measure)) {
     EPLB_ASSIGN_OR_RETURN(const AllToAllResult a, SimulateAllToAll(*scenario, f.tokens, f.mode));
     if (f.measure == "dispatch_gbps") r.simulated = a.dispatch_gbps;
     if (f.measure == "combine_gbps") r.simulated = a.combine_gbps;

@@ -11,6 +11,7 @@
 
 #include "eplb/base/status.h"
 #include "eplb/migrate/engine_profile.h"
+#include "eplb/migrate/migration_pricing.h"
 #include "eplb/migrate/schedule.h"
 #include "eplb/migrate/transfer_plan.h"
 #include "eplb/migrate/transport.h"
@@ -314,6 +315,8 @@ struct Scenario {
   int slots_per_gpu() const { return num_slots() / num_gpus(); }
   // The expert-parallel group an engine's once-per-rearrangement work scales with.
   EpShape ep_shape() const { return {num_gpus(), cluster.nodes, model.groups}; }
+  // What moving its weights costs beyond the links is priced from (migrate/migration_pricing.h).
+  MigrationSetUp migration_set_up() const;
   // Tokens a step runs through the model: workload.tokens_per_step (sequences, in decode) times
   // 1 + compute.mtp_draft_tokens.
   double tokens_per_forward() const {

@@ -49,43 +49,13 @@
 
 #include "eplb/base/status.h"
 #include "eplb/engine/scenario.h"
+#include "eplb/io/figures_file.h"
 
 namespace eplb {
 
-// What a figures file's numbers may be (each a normal number; anything else is refused at load
-// with the file, the figure, the field, the value and this range), so that a figure's error % is
-// always a finite number:
-//   published       kMinPublished..kMaxPublished, in the figure's unit (the shipped figures lie
-//                   between 0.1 and 63,000); a speedup's also kMinPublishedGain or more from 1
-//   tokens          1..2^30, whole;  cache_hit 0..1 (below 1);  tolerance_pct 0..kMaxTolerancePct
-inline constexpr double kMinPublished = 1e-6;
-inline constexpr double kMaxPublished = 1e12;
-inline constexpr double kMinPublishedGain = 1e-3;
-inline constexpr double kMaxTolerancePct = 1000;
 // The accuracy the model aims at: a figure is within the goal when |error %| is this or less,
 // whatever its note says. A note may explain a gap; the counts never hide one.
 inline constexpr double kAccuracyGoalPct = 15;
-
-struct PublishedFigure {
-  std::string id;
-  std::string figure;                  // what was measured, in words
-  std::string source;                  // where it was published
-  std::string scenario;                // the set-up, resolved against the figures file's folder
-  std::vector<std::string> overrides;  // key.path=value settings on top of it (`set:`)
-  // speedup: the second set-up's settings, on top of `overrides` (`versus:`)
-  std::vector<std::string> versus;
-  std::string measure;
-  std::string unit;
-  double published = 0;
-  int tokens = 0;                             // a2a measures: tokens per GPU
-  AllToAllMode mode = AllToAllMode::kNormal;  // a2a measures
-  double cache_hit = 0;                       // prefill: share of input tokens from the cache
-  std::string note;  // what the model leaves out that this figure depends on, if anything
-  // A regression guard (`tolerance_pct:`, 15 unless the file says more, with a note saying
-  // why): the shipped table fails its test when a figure's error grows past it. It is not an
-  // accuracy claim: a figure is counted within the goal only by kAccuracyGoalPct.
-  double tolerance_pct = 15;
-};
 
 struct FigureResult {
   PublishedFigure figure;
@@ -104,11 +74,7 @@ struct FigureResult {
   bool past_guard() const;
 };
 
-// Reads a figures file; errors name the file, line, field and what is valid.
-Result<std::vector<PublishedFigure>> LoadPublishedFigures(const std::string& path);
-// The same for a figures file's `text`, named `path` in errors; scenarios resolve beside it.
-Result<std::vector<PublishedFigure>> ParsePublishedFigures(const std::string& text,
-                                                           const std::string& path);
+// The figures file is read by io/figures_file.h (LoadPublishedFigures).
 // Simulates one figure. A simulated value (or a serving step's time, or the error %) that is not a
 // finite number is an error naming the figure, its scenario and settings, and the part of the
 // step that overflowed: settings within their ranges can still combine into one (a rate near 0).
