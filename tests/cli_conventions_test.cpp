@@ -31,7 +31,7 @@ TEST_F(CliTest, PoliciesListsEveryRegisteredPolicy) {
     ASSERT_EQ(doc[i]["options"].size(), registered[i].options.size()) << registered[i].name;
     for (const auto& option : doc[i]["options"]) {
       // Every listed option is one rebalance --option takes.
-      MigrationCost cost;
+      PolicyTuning cost;
       const std::string name = option["name"];
       EXPECT_TRUE(SetPolicyOption(name, "3", cost).ok()) << name;
       EXPECT_FALSE(option["scenario_field"].get<std::string>().empty()) << name;
@@ -41,7 +41,57 @@ TEST_F(CliTest, PoliciesListsEveryRegisteredPolicy) {
   ASSERT_EQ(text.code, 0) << text.err;
   for (const PolicyInfo& p : registered) {
     EXPECT_NE(text.out.find(p.name + " "), std::string::npos) << p.name;
-    for (const PolicyOption& o : p.options) EXPECT_NE(text.out.find(o.name), std::string::npos);
+    for (const std::string_view o : p.options) EXPECT_NE(text.out.find(o), std::string::npos);
+  }
+}
+
+// docs/policies.md's table is the registry's, row by row: each policy described once.
+TEST(PolicyDocs, TheDocsTableIsTheRegistrys) {
+  const std::string doc = testing::ReadFile(std::string(EPLB_SOURCE_DIR) + "/docs/policies.md");
+  const size_t table = doc.find("| name | what it does |");
+  ASSERT_NE(table, std::string::npos) << "docs/policies.md: no policy table";
+  std::istringstream lines(doc.substr(table));
+  std::string line;
+  std::getline(lines, line);  // the header
+  std::getline(lines, line);  // |---|---|
+  std::vector<std::pair<std::string, std::string>> rows;
+  while (std::getline(lines, line) && line.rfind("| `", 0) == 0) {
+    const size_t name_end = line.find("` | ");
+    ASSERT_NE(name_end, std::string::npos) << line;
+    ASSERT_TRUE(line.ends_with(" |")) << line;
+    rows.emplace_back(line.substr(3, name_end - 3),
+                      line.substr(name_end + 4, line.size() - name_end - 6));
+  }
+  const std::vector<PolicyInfo> registered = RegisteredPolicies();
+  ASSERT_EQ(rows.size(), registered.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i].first, registered[i].name);
+    EXPECT_EQ(rows[i].second, registered[i].summary)
+        << "docs/policies.md's row for " << registered[i].name << " and the registry differ";
+  }
+}
+
+// A user's program and a recording register like every policy: "external" and "recorded" are
+// known before they are given (a run folder naming them reads back), not listed, and refuse to
+// run; an option a policy reads is one PolicyOptions() describes.
+TEST(PolicyRegistry, ProgramsAndRecordingsRegisterLikeEveryPolicy) {
+  for (const char* placeholder : {"external", "recorded"}) {
+    ASSERT_TRUE(FindPolicy(placeholder).has_value()) << placeholder;
+    EXPECT_TRUE(FindPolicy(placeholder)->placeholder) << placeholder;
+    for (const PolicyInfo& p : RegisteredPolicies()) EXPECT_NE(p.name, placeholder);
+    EXPECT_TRUE(MakePolicy(placeholder).ok()) << placeholder;
+  }
+  PolicyInfo unknown_option{"reads-what",
+                            "reads an option nobody describes",
+                            [] { return std::unique_ptr<Policy>(); },
+                            {"no_such_option"}};
+  EXPECT_FALSE(RegisterPolicy(unknown_option).ok());
+  EXPECT_FALSE(FindPolicy("reads-what").has_value());
+  for (const PolicyOption& o : PolicyOptions()) {
+    PolicyTuning tuning;
+    EXPECT_TRUE(SetPolicyOption(o.name, "3", tuning).ok()) << o.name;
+    EXPECT_EQ(o.real != nullptr ? tuning.*(o.real) : tuning.*(o.integer), 3) << o.name;
+    EXPECT_FALSE(o.DefaultText().empty()) << o.name;
   }
 }
 
@@ -66,7 +116,7 @@ TEST_F(CliTest, RebalanceTakesPolicyOptionsAndRefusesUnknownOnes) {
 }
 
 TEST(PolicyOptions, SetEachField) {
-  MigrationCost cost;
+  PolicyTuning cost;
   ASSERT_TRUE(SetPolicyOption("migration_weight", "0.5", cost).ok());
   ASSERT_TRUE(SetPolicyOption("serve_steps", "100", cost).ok());
   ASSERT_TRUE(SetPolicyOption("seconds_per_token", "2e-7", cost).ok());

@@ -62,7 +62,7 @@ class ExternalPolicyTest : public CliTest {
                                   double timeout_s = 20) {
     const std::string path = Write(name + ".py", script);
     EXPECT_TRUE(RegisterExternalPolicy({name, kPython + " " + path, timeout_s}).ok());
-    return std::make_unique<ExternalPolicy>(name);
+    return std::move(MakePolicy(name)).value();
   }
 };
 
@@ -78,7 +78,8 @@ TEST_F(ExternalPolicyTest, DeepSeekWrittenInPythonPlacesAsTheBuiltIn) {
   for (const Shape s : {Shape{2, 2, 5, 16, 4}, Shape{2, 4, 3, 16, 4}, Shape{1, 4, 6, 20, 4},
                         Shape{2, 2, 6, 18, 3}}) {
     const Topology topo = testing::MakeTopology(s.nodes, s.gpus_per_node, s.slots_per_gpu);
-    ExternalPolicy program("deepseek-py");  // one program per shape, asked again and again
+    // One program per shape, asked again and again.
+    const std::unique_ptr<Policy> program = std::move(MakePolicy("deepseek-py")).value();
     DeepSeekPolicy builtin;
     for (int call = 0; call < 4; ++call) {
       SCOPED_TRACE(fmt::format("{} nodes × {} GPUs × {} slots, {} experts, call {}", s.nodes,
@@ -86,7 +87,7 @@ TEST_F(ExternalPolicyTest, DeepSeekWrittenInPythonPlacesAsTheBuiltIn) {
       const LoadMatrix load = testing::RandomLoad(rng, 3, s.experts);
       const Placement current = testing::RandomPlacement(rng, 3, topo.num_slots(), s.experts);
       const PolicyInput input{load, topo, &current, s.groups};
-      auto mine = program.Rebalance(input);
+      auto mine = program->Rebalance(input);
       ASSERT_TRUE(mine.ok()) << mine.status().message();
       auto theirs = builtin.Rebalance(input);
       ASSERT_TRUE(theirs.ok()) << theirs.status().message();
@@ -191,7 +192,7 @@ TEST_F(ExternalPolicyTest, BadProgramsFailClearly) {
   }
   // A command that is not a program.
   ASSERT_TRUE(RegisterExternalPolicy({"missing", "no-such-program-for-eplb", 20}).ok());
-  auto p = ExternalPolicy("missing").Rebalance({load, topo, &current, 1});
+  auto p = std::move(MakePolicy("missing")).value()->Rebalance({load, topo, &current, 1});
   ASSERT_FALSE(p.ok());
   EXPECT_NE(p.status().message().find("could not be started (exit status 127"), std::string::npos)
       << p.status().message();

@@ -194,7 +194,7 @@ TEST(Policies, IncrementalNeverMovesMoreThanItsBound) {
       const LoadMatrix load = RandomLoad(rng, 3, 24);
       IncrementalPolicy policy;
       PolicyInput input{load, topo, &current};
-      input.migration.max_moves_per_layer = bound;
+      input.tuning.max_moves_per_layer = bound;
       auto p = policy.Rebalance(input);
       ASSERT_TRUE(p.ok());
       for (int l = 0; l < 3; ++l) {
@@ -218,7 +218,7 @@ TEST(Policies, MigrationAwareWithZeroWeightIsTheBalanceOptimumOnSmallCases) {
     const Placement current = RandomPlacement(rng, 1, topo.num_slots(), experts);
     MigrationAwarePolicy policy;
     PolicyInput input{load, topo, &current};
-    input.migration.weight = 0;
+    input.tuning.weight = 0;
     auto p = policy.Rebalance(input);
     ASSERT_TRUE(p.ok());
     const std::vector<double> row(load.data(), load.data() + experts);
@@ -236,10 +236,10 @@ TEST(Policies, MigrationAwareKeepsThePlacementWhenMovingIsExpensive) {
   const LoadMatrix load = RandomLoad(rng, 5, 20);
   MigrationAwarePolicy policy;
   PolicyInput input{load, topo, &current};
-  input.migration.weight = 1e12;
+  input.tuning.weight = 1e12;
   EXPECT_EQ(*policy.Rebalance(input), current);
   // Balance only: never worse than deepseek's placement, which is one of its candidates.
-  input.migration.weight = 0;
+  input.tuning.weight = 0;
   auto balanced = policy.Rebalance(input);
   auto deepseek = RebalanceDeepSeek(load, 24, 1, 2, 8);
   for (int l = 0; l < 5; ++l) {
@@ -257,8 +257,8 @@ TEST(Policies, MigrationAwareMovesFewerExpertsThanDeepSeekOnDrift) {
     load.col(e) *= std::exp(std::normal_distribution<double>(0, 0.3)(rng));
   MigrationAwarePolicy aware;
   PolicyInput input{load, topo, &*first, 8};
-  input.migration.weight = 16;
-  input.migration.window_steps = 1000;  // the load is a window of 1000 steps, as in a run
+  input.tuning.weight = 16;
+  input.tuning.window_steps = 1000;  // the load is a window of 1000 steps, as in a run
   auto moved_aware = aware.Rebalance(input);
   auto moved_deepseek = RebalanceDeepSeek(load, 288, 8, 4, 32);
   int changed_aware = 0, changed_deepseek = 0;

@@ -35,8 +35,8 @@ class RecordingPolicy final : public Policy {
   Result<Placement> Rebalance(const PolicyInput& in) override {
     seen.window = in.load;
     seen.chunks.assign(in.window_chunks.begin(), in.window_chunks.end());
-    seen.window_steps = in.migration.window_steps;
-    seen.migration_weight = in.migration.weight;
+    seen.window_steps = in.tuning.window_steps;
+    seen.migration_weight = in.tuning.weight;
     seen.num_groups = in.num_groups;
     seen.lost.assign(in.lost_ranks.begin(), in.lost_ranks.end());
     seen.had_current = in.current != nullptr;

@@ -168,9 +168,13 @@ TEST(RecordedPolicy, GivesTheRecordedPlacementAtItsStepAndRefusesOneOnALostGpu) 
   ASSERT_TRUE(recording.ok());
   ASSERT_TRUE(RegisterRecordedPolicy(*recording).ok());
   EXPECT_EQ(RecordedPolicyPathFor("replayed-here"), "rec.jsonl");
-  RecordedPolicy policy("replayed-here");
+  // Registered like any policy; what only a replay needs is its own interface.
+  const std::unique_ptr<Policy> made = std::move(MakePolicy("replayed-here")).value();
+  auto* replay = dynamic_cast<SchedulingPolicy*>(made.get());
+  ASSERT_NE(replay, nullptr);
+  Policy& policy = *made;
   const Topology t = *Topology::Create({2, 2, 6});
-  auto schedule = policy.Recorded(t, kLayers, kExperts, kSteps, {});
+  auto schedule = replay->Schedule(t, kLayers, kExperts, kSteps, {});
   ASSERT_TRUE(schedule.ok()) << schedule.status().message();
   EXPECT_TRUE(schedule->replays);
   EXPECT_EQ(schedule->steps, (std::vector<int>{24, 124}));

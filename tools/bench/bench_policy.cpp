@@ -115,7 +115,7 @@ void BM_Policy(benchmark::State& state, const std::string& name) {
   auto current = eplb::RebalanceDeepSeek(before, 288, 8, 4, 32);
   auto policy = eplb::MakePolicy(name);
   eplb::PolicyInput input{load, *topology, &*current, 8};
-  input.migration.window_steps = 1000;  // SkewedLoad's scale: a window of ~1000 steps
+  input.tuning.window_steps = 1000;  // SkewedLoad's scale: a window of ~1000 steps
   for (auto _ : state) {
     auto p = (*policy)->Rebalance(input);
     if (!p.ok()) state.SkipWithError(p.status().message().c_str());

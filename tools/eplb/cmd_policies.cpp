@@ -18,9 +18,10 @@ Status RunPolicies(bool json) {
     nlohmann::ordered_json doc = nlohmann::ordered_json::array();
     for (const PolicyInfo& p : policies) {
       nlohmann::ordered_json options = nlohmann::ordered_json::array();
-      for (const PolicyOption& o : p.options) {
+      for (const std::string_view name : p.options) {
+        const PolicyOption& o = *FindPolicyOption(name);
         options.push_back({{"name", o.name},
-                           {"default", o.default_value},
+                           {"default", o.DefaultText()},
                            {"scenario_field", o.scenario_field},
                            {"meaning", o.meaning}});
       }
@@ -34,8 +35,9 @@ Status RunPolicies(bool json) {
     if (!p.options.empty()) {
       fmt::print("    {:<20} {:<18} {:<32} {}\n", "option", "default", "scenario field", "meaning");
     }
-    for (const PolicyOption& o : p.options) {
-      fmt::print("    {:<20} {:<18} {:<32} {}\n", o.name, o.default_value, o.scenario_field,
+    for (const std::string_view name : p.options) {
+      const PolicyOption& o = *FindPolicyOption(name);
+      fmt::print("    {:<20} {:<18} {:<32} {}\n", o.name, o.DefaultText(), o.scenario_field,
                  o.meaning);
     }
   }

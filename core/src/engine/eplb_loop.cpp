@@ -24,6 +24,18 @@ const char* RearrangeReasonName(RearrangeReason reason) {
 
 namespace {
 
+// Each policy option (policy/policy.h's PolicyOptions()) from the scenario field its row names;
+// `filled`: the steps the load window holds.
+PolicyTuning TuningOf(const Scenario& s, int filled) {
+  PolicyTuning t;
+  t.window_steps = filled;
+  t.serve_steps = s.eplb.step_interval;
+  t.seconds_per_token = s.compute.per_token_us * 1e-6;
+  t.weight = s.eplb.migration_weight;
+  t.max_moves_per_layer = s.eplb.max_moves_per_layer;
+  return t;
+}
+
 // vLLM's initial placement over the GPUs serving at the start (cluster.initial_gpus); the
 // others' slots empty.
 Placement InitialPlacement(const Scenario& s) {
@@ -63,10 +75,10 @@ EplbLoop::EplbLoop(const Scenario& scenario, Workload& workload, RearrangementBa
   o.layers_per_step = scenario.eplb.layers_per_step;
   o.staging_layers = scenario.eplb.staging_layers;
   o.sync = !scenario.eplb.use_async;
-  o.transfers_from_host = CostOf(scenario.migration.transport).from_host;
+  const MigrationPricing pricing(scenario.migration_set_up());
+  o.transfers_from_host = pricing.from_host();
   if (const GpuSpec* gpu = FindGpuPreset(scenario.compute.gpu);
-      gpu != nullptr && scenario.migration.sms > 0 &&
-      CostOf(scenario.migration.transport).uses_sms) {
+      gpu != nullptr && scenario.migration.sms > 0 && pricing.uses_sms()) {
     const double left = gpu->sms - scenario.compute.normal_sms;
     migration_sm_slowdown_ = left / std::max(1.0, left - scenario.migration.sms);
   }
@@ -242,11 +254,7 @@ Status EplbLoop::Rearrange(int step, RearrangeReason reason, const Placement* fo
     chunks.push_back(std::move(chunk));
   }
   PolicyInput input{window, topology_, &current, scenario_.model.groups, chunks};
-  input.migration.window_steps = filled;
-  input.migration.serve_steps = scenario_.eplb.step_interval;
-  input.migration.seconds_per_token = scenario_.compute.per_token_us * 1e-6;
-  input.migration.weight = scenario_.eplb.migration_weight;
-  input.migration.max_moves_per_layer = scenario_.eplb.max_moves_per_layer;
+  input.tuning = TuningOf(scenario_, filled);
   input.lost_ranks = excluded_;
   input.step = step;
   const auto start = std::chrono::steady_clock::now();
@@ -330,9 +338,9 @@ Status EplbLoop::Run() {
   if (Status s = policy_->Prepare(); !s.ok()) {
     return s.WithContext(fmt::format("policy {}: ", scenario_.eplb.policy));
   }
-  {
-    auto recorded = policy_->Recorded(topology_, scenario_.model.layers, scenario_.model.experts,
-                                      scenario_.run.steps, excluded_);
+  if (auto* scheduling = dynamic_cast<SchedulingPolicy*>(policy_.get())) {
+    auto recorded = scheduling->Schedule(topology_, scenario_.model.layers, scenario_.model.experts,
+                                         scenario_.run.steps, excluded_);
     if (!recorded.ok()) {
       return recorded.status().WithContext(fmt::format("policy {}: ", scenario_.eplb.policy));
     }

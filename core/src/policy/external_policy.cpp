@@ -28,22 +28,11 @@
 namespace eplb {
 namespace {
 
-struct Commands {
-  std::mutex mu;
-  std::map<std::string, ExternalPolicyCommand, std::less<>> by_name;
-};
-
-Commands& GetCommands() {
-  static Commands* commands = new Commands;
-  return *commands;
-}
-
-std::optional<ExternalPolicyCommand> FindCommand(std::string_view name) {
-  Commands& c = GetCommands();
-  std::lock_guard lock(c.mu);
-  auto it = c.by_name.find(name);
-  if (it == c.by_name.end()) return std::nullopt;
-  return it->second;
+// The registered user's program called `name`, or none.
+std::optional<PolicyInfo> FindProgram(std::string_view name) {
+  std::optional<PolicyInfo> p = FindPolicy(name);
+  if (!p || p->placeholder || p->source != PolicySource::kProgram) return std::nullopt;
+  return p;
 }
 
 double NowS() {
@@ -165,59 +154,37 @@ Result<ExternalPolicyCommand> ParsePolicyCommand(std::string_view text, double t
   return c;
 }
 
+PolicyInfo ExternalPolicyInfo(const ExternalPolicyCommand& command) {
+  PolicyInfo info{command.name.empty() ? std::string(kExternalPolicyName) : command.name,
+                  "a user's program: " + command.command,
+                  [command] { return std::make_unique<ExternalPolicy>(command); },
+                  {},
+                  /*honours_lost_ranks=*/true};  // its placements are checked for it
+  info.source = PolicySource::kProgram;
+  info.given = command.command;
+  return info;
+}
+
 Status RegisterExternalPolicy(const ExternalPolicyCommand& command) {
-  {
-    Commands& c = GetCommands();
-    std::lock_guard lock(c.mu);
-    auto it = c.by_name.find(command.name);
-    if (it != c.by_name.end()) {
-      if (it->second.command == command.command) {
-        it->second.timeout_s = command.timeout_s;
-        it->second.priced = command.priced;
-        return Status::Ok();
-      }
-      return Status::InvalidArgument(fmt::format(
-          "--policy-command: the policy {} is given twice, as {} and as {}; give each name once",
-          QuoteInput(command.name), QuoteInput(it->second.command), QuoteInput(command.command)));
-    }
-  }
-  if (command.name != kExternalPolicyName) {
-    for (const PolicyInfo& p : RegisteredPolicies()) {
-      if (p.name == command.name) {
-        return Status::InvalidArgument(
-            fmt::format("--policy-command: {} is a built-in policy's name; name yours otherwise",
-                        QuoteInput(command.name)));
-      }
-    }
-    const std::string name = command.name;
-    EPLB_RETURN_IF_ERROR(RegisterPolicy({name,
-                                         "a user's program: " + command.command,
-                                         [name] { return std::make_unique<ExternalPolicy>(name); },
-                                         {},
-                                         /*honours_lost_ranks=*/true}));
-  }
-  Commands& c = GetCommands();
-  std::lock_guard lock(c.mu);
-  c.by_name[command.name] = command;
-  return Status::Ok();
+  return RegisterGivenPolicy(ExternalPolicyInfo(command), "--policy-command");
 }
 
 std::string ExternalPolicyCommandFor(std::string_view name) {
-  auto c = FindCommand(name);
-  return c ? c->command : std::string();
+  const std::optional<PolicyInfo> p = FindProgram(name);
+  return p ? p->given : std::string();
 }
 
 Status CheckExternalPolicyGiven(std::string_view name) {
-  if (name != kExternalPolicyName || FindCommand(name)) return Status::Ok();
+  if (name != kExternalPolicyName || FindProgram(name)) return Status::Ok();
   return Status::InvalidArgument(
       "eplb.policy is 'external': a user's program, which a scenario or run folder never names "
       "(the command it ran is in scenario.yaml's comment, for the record); give it again: "
       "--policy-command 'CMD' on eplb run, compare or sweep, or policy= in Python");
 }
 
-ExternalPolicy::ExternalPolicy(std::string name) : name_(std::move(name)) {
-  if (auto c = FindCommand(name_)) command_ = *c;
-}
+ExternalPolicy::ExternalPolicy(ExternalPolicyCommand command)
+    : name_(command.name.empty() ? std::string(kExternalPolicyName) : command.name),
+      command_(std::move(command)) {}
 
 ExternalPolicy::~ExternalPolicy() {
   if (child_) child_->Stop(1.0);

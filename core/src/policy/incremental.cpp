@@ -107,7 +107,7 @@ Result<Placement> IncrementalPolicy::Rebalance(const PolicyInput& input) {
     const auto original = current.phy2log(l);
     std::vector<int32_t> row(original.begin(), original.end());
     Improve(policy_util::Row(input.load, l), original, row, input.topology,
-            input.migration.max_moves_per_layer);
+            input.tuning.max_moves_per_layer);
     rows.push_back(std::move(row));
   }
   return policy_util::FromRows(current.num_experts(), current.num_slots(), rows);

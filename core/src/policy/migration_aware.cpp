@@ -23,7 +23,7 @@ using policy_util::RowGpuLoads;
 class LayerCost {
  public:
   LayerCost(std::span<const double> layer_load, std::span<const int32_t> current_row,
-            const Topology& topology, const MigrationCost& m)
+            const Topology& topology, const PolicyTuning& m)
       : load(layer_load),
         current(current_row),
         topo(topology),
@@ -320,14 +320,14 @@ bool ExhaustiveOptimum(std::span<const double> load, const Topology& topo,
 std::vector<int32_t> BestRow(const PolicyInput& input, const Placement& current,
                              const Placement& deepseek, int l) {
   const LayerCost cost{policy_util::Row(input.load, l), current.phy2log(l), input.topology,
-                       input.migration};
+                       input.tuning};
   // Candidates in order of preference on equal cost: fewest moves first.
   std::vector<std::vector<int32_t>> candidates;
   candidates.emplace_back(cost.current.begin(), cost.current.end());
   candidates.push_back(Repair(cost));
   candidates.emplace_back(deepseek.phy2log(l).begin(), deepseek.phy2log(l).end());
   std::vector<int32_t> exact;
-  if (input.migration.weight == 0 && ExhaustiveOptimum(cost.load, input.topology, exact))
+  if (input.tuning.weight == 0 && ExhaustiveOptimum(cost.load, input.topology, exact))
     candidates.push_back(exact);
   size_t best = 0;
   double best_cost = cost.Total(candidates[0]);

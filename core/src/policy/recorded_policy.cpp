@@ -2,8 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <map>
-#include <mutex>
+#include <memory>
 #include <optional>
 
 #include <fmt/format.h>
@@ -15,22 +14,11 @@
 namespace eplb {
 namespace {
 
-struct Recordings {
-  std::mutex mu;
-  std::map<std::string, Recording, std::less<>> by_name;
-};
-
-Recordings& GetRecordings() {
-  static Recordings* recordings = new Recordings;
-  return *recordings;
-}
-
-std::optional<Recording> FindRecording(std::string_view name) {
-  Recordings& r = GetRecordings();
-  std::lock_guard lock(r.mu);
-  auto it = r.by_name.find(name);
-  if (it == r.by_name.end()) return std::nullopt;
-  return it->second;
+// The registered recording's entry called `name`, or none.
+std::optional<PolicyInfo> FindRecordingPolicy(std::string_view name) {
+  std::optional<PolicyInfo> p = FindPolicy(name);
+  if (!p || p->placeholder || p->source != PolicySource::kRecording) return std::nullopt;
+  return p;
 }
 
 // What an entry's step means, for the errors about steps.
@@ -64,60 +52,32 @@ Result<std::pair<std::string, std::string>> ParsePolicyReplay(std::string_view t
   return std::pair{name, file};
 }
 
+PolicyInfo RecordedPolicyInfo(const Recording& recording) {
+  auto shared = std::make_shared<const Recording>(recording);
+  PolicyInfo info{recording.name,
+                  "placements replayed from " + recording.path,
+                  [shared] { return std::make_unique<RecordedPolicy>(*shared); },
+                  {},
+                  /*honours_lost_ranks=*/true};  // its placements are checked for it
+  info.source = PolicySource::kRecording;
+  info.given = recording.path;
+  return info;
+}
+
 Status RegisterRecordedPolicy(Recording recording) {
-  {
-    Recordings& r = GetRecordings();
-    std::lock_guard lock(r.mu);
-    auto it = r.by_name.find(recording.name);
-    if (it != r.by_name.end()) {
-      if (it->second.path == recording.path) {
-        it->second = std::move(recording);
-        return Status::Ok();
-      }
-      return Status::InvalidArgument(fmt::format(
-          "--policy-replay: the policy {} is given twice, as {} and as {}; give each name once",
-          QuoteInput(recording.name), QuoteInput(it->second.path), QuoteInput(recording.path)));
-    }
-  }
-  if (recording.name != kRecordedPolicyName) {
-    if (!ExternalPolicyCommandFor(recording.name).empty() ||
-        recording.name == kExternalPolicyName) {
-      return Status::InvalidArgument(
-          fmt::format("--policy-replay: {} is a program's policy (--policy-command); name the "
-                      "recording otherwise",
-                      QuoteInput(recording.name)));
-    }
-    for (const PolicyInfo& p : RegisteredPolicies()) {
-      if (p.name == recording.name) {
-        return Status::InvalidArgument(
-            fmt::format("--policy-replay: {} is a built-in policy's name; name yours otherwise",
-                        QuoteInput(recording.name)));
-      }
-    }
-    const std::string name = recording.name;
-    EPLB_RETURN_IF_ERROR(RegisterPolicy({name,
-                                         "placements replayed from " + recording.path,
-                                         [name] { return std::make_unique<RecordedPolicy>(name); },
-                                         {},
-                                         /*honours_lost_ranks=*/true}));
-  }
-  Recordings& r = GetRecordings();
-  std::lock_guard lock(r.mu);
-  const std::string name = recording.name;
-  r.by_name[name] = std::move(recording);
-  return Status::Ok();
+  return RegisterGivenPolicy(RecordedPolicyInfo(recording), "--policy-replay");
 }
 
 std::string RecordedPolicyPathFor(std::string_view name) {
-  auto r = FindRecording(name);
-  return r ? r->path : std::string();
+  const std::optional<PolicyInfo> p = FindRecordingPolicy(name);
+  return p ? p->given : std::string();
 }
 
 std::string RecordedPolicyNote(std::string_view name) {
-  const auto r = FindRecording(name);
+  const std::optional<PolicyInfo> r = FindRecordingPolicy(name);
   if (!r) return {};
   std::string path;  // a line break would end the comment
-  for (const char c : r->path) {
+  for (const char c : r->given) {
     const auto byte = static_cast<unsigned char>(c);
     path += byte < 0x20 || byte == 0x7f ? fmt::format("\\x{:02x}", byte) : std::string(1, c);
   }
@@ -126,7 +86,7 @@ std::string RecordedPolicyNote(std::string_view name) {
 }
 
 Status CheckRecordedPolicyGiven(std::string_view name) {
-  if (name != kRecordedPolicyName || FindRecording(name)) return Status::Ok();
+  if (name != kRecordedPolicyName || FindRecordingPolicy(name)) return Status::Ok();
   return Status::InvalidArgument(
       "eplb.policy is 'recorded': placements replayed from a file, which a scenario or run "
       "folder never names (the file is in scenario.yaml's comment, for the record); give it "
@@ -218,16 +178,17 @@ Result<std::vector<Placement>> CheckRecording(const Recording& recording, const 
 
 Status CheckRecordedPolicy(std::string_view name, const Topology& topology, int layers, int experts,
                            int steps, std::span<const int> idle_ranks) {
-  const auto recording = FindRecording(name);
-  if (!recording) return Status::Ok();
-  return CheckRecording(*recording, topology, layers, experts, steps, idle_ranks).status();
+  if (!FindRecordingPolicy(name)) return Status::Ok();
+  EPLB_ASSIGN_OR_RETURN(const std::unique_ptr<Policy> policy, MakePolicy(name));
+  auto* replay = dynamic_cast<SchedulingPolicy*>(policy.get());
+  if (replay == nullptr) return Status::Ok();
+  return replay->Schedule(topology, layers, experts, steps, idle_ranks).status();
 }
 
-RecordedPolicy::RecordedPolicy(std::string name) : name_(std::move(name)) {
-  if (auto r = FindRecording(name_)) recording_ = std::move(*r);
-}
+RecordedPolicy::RecordedPolicy(Recording recording)
+    : name_(recording.name), recording_(std::move(recording)) {}
 
-Result<RecordedSchedule> RecordedPolicy::Recorded(const Topology& topology, int layers, int experts,
+Result<RecordedSchedule> RecordedPolicy::Schedule(const Topology& topology, int layers, int experts,
                                                   int steps, std::span<const int> idle_ranks) {
   EPLB_RETURN_IF_ERROR(CheckRecordedPolicyGiven(name_));
   EPLB_ASSIGN_OR_RETURN(placements_,
@@ -252,7 +213,7 @@ Result<Placement> RecordedPolicy::Rebalance(const PolicyInput& input) {
   const Topology& t = input.topology;
   const int layers = static_cast<int>(input.load.rows());
   if (placements_.empty()) {
-    // Outside a run (no Recorded call): every entry is checked now, against this input.
+    // Outside a run (no Schedule call): every entry is checked now, against this input.
     EPLB_ASSIGN_OR_RETURN(placements_,
                           CheckRecording(recording_, t, layers, static_cast<int>(input.load.cols()),
                                          std::max(input.step + 1, 1)));

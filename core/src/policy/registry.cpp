@@ -21,70 +21,104 @@ struct Registry {
   std::vector<PolicyInfo> policies;
 };
 
+PolicyInfo PlaceholderOf(const ExternalPolicyCommand& none) {
+  PolicyInfo info = ExternalPolicyInfo(none);
+  info.placeholder = true;
+  return info;
+}
+PolicyInfo PlaceholderOf(const Recording& none) {
+  PolicyInfo info = RecordedPolicyInfo(none);
+  info.placeholder = true;
+  return info;
+}
+
+constexpr PolicyOption kOptions[] = {
+    {"migration_weight", &PolicyTuning::weight, nullptr, 0, "eplb.migration_weight",
+     "multiplies the time to move a placement's bytes; 0 ignores moving"},
+    {"serve_steps", &PolicyTuning::serve_steps, nullptr, 1, "eplb.step_interval",
+     "steps the new placement serves, over which its balance is priced"},
+    {"seconds_per_token", &PolicyTuning::seconds_per_token, nullptr, 0,
+     "compute.per_token_us (x 1e-6)", "GPU time per token-expert"},
+    {"window_steps", &PolicyTuning::window_steps, nullptr, 1, "eplb.window_size (steps filled)",
+     "steps summed in the load, to turn it into per-step load"},
+    {"max_moves_per_layer", nullptr, &PolicyTuning::max_moves_per_layer, 0,
+     "eplb.max_moves_per_layer", "experts moved per layer at most"},
+};
+
 // Built-ins are listed here rather than self-registered from static initialisers, which a
 // static library's linker may drop.
 Registry& GetRegistry() {
   static Registry* registry = [] {
     auto* r = new Registry;
-    r->policies.push_back({"deepseek",
-                           "DeepSeek's hierarchical policy (groups to nodes, replicas inside "
-                           "nodes, replicas to GPUs) with its global fallback",
-                           [] { return std::make_unique<DeepSeekPolicy>(); },
-                           {},
-                           /*honours_lost_ranks=*/true});
     r->policies.push_back(
-        {"static", "never rearranges", [] { return std::make_unique<StaticPolicy>(); }});
-    r->policies.push_back({"deepseek-preserve",
-                           "deepseek, then each GPU's experts kept in the slots they hold (vLLM's "
-                           "preserve_intragpu_slots)",
-                           [] { return std::make_unique<DeepSeekPreservePolicy>(); }});
+        {"deepseek",
+         "DeepSeek's EPLB (`eplb.py`), bit-for-bit: expert groups packed onto nodes, hot "
+         "experts replicated inside nodes, replicas packed onto GPUs; the global policy "
+         "when groups do not divide by nodes",
+         [] { return std::make_unique<DeepSeekPolicy>(); },
+         {},
+         /*honours_lost_ranks=*/true});
+    r->policies.push_back({"static", "never rearranges: the baseline",
+                           [] { return std::make_unique<StaticPolicy>(); }});
+    r->policies.push_back(
+        {"deepseek-preserve",
+         "`deepseek`, then vLLM's `preserve_intragpu_slots` (`model/slot_preservation.h`): "
+         "each GPU holds the experts `deepseek` gives it, and an expert it already held "
+         "keeps its old slot, incoming experts filling the freed slots; so it moves the "
+         "same experts between GPUs as `deepseek` and turns its local copies into "
+         "unchanged slots",
+         [] { return std::make_unique<DeepSeekPreservePolicy>(); }});
     r->policies.push_back(
         {"replicate-lpt",
-         "TensorRT-LLM's: greedy replication, replicas heaviest first on the least loaded GPU",
+         "TensorRT-LLM's host algorithm: greedy replication by load per replica, replicas "
+         "heaviest first on the least loaded GPU with a free slot",
          [] { return std::make_unique<ReplicateLptPolicy>(); },
          {},
          /*honours_lost_ranks=*/true});
     r->policies.push_back(
         {"timeseries",
-         "SGLang's deepseek_vec idea: replicas where they cut the per-chunk peaks",
+         "SGLang's `deepseek_vec` idea: each extra replica where it most cuts the "
+         "per-chunk peaks of the window, not its sum",
          [] { return std::make_unique<TimeSeriesPolicy>(); },
          {},
          /*honours_lost_ranks=*/true});
-    const MigrationCost defaults;
     r->policies.push_back(
         {"incremental",
-         "SwiftBalancer-like: bounded re-points and swaps from the current placement",
+         "SwiftBalancer-like: keeps the placement, re-points redundant slots to the "
+         "hottest experts, swaps experts off the busiest GPU, at most "
+         "`eplb.max_moves_per_layer` moves per layer",
          [] { return std::make_unique<IncrementalPolicy>(); },
-         {{"max_moves_per_layer", fmt::format("{}", defaults.max_moves_per_layer),
-           "eplb.max_moves_per_layer", "experts moved per layer at most"}}});
+         {"max_moves_per_layer"}});
     r->policies.push_back(
         {"migration-aware",
-         "eplb's own: per layer, the cheapest of keeping the placement, repairing it and "
-         "deepseek-preserve: straggler time over the next interval plus the time to move its bytes",
+         "eplb's own: per layer, the cheapest of keeping, repairing the current placement, "
+         "or `deepseek-preserve`, priced as straggler time over the next interval plus "
+         "`eplb.migration_weight` × the time to move its bytes; exact by enumeration on "
+         "tiny layers",
          [] { return std::make_unique<MigrationAwarePolicy>(); },
-         {{"migration_weight", fmt::format("{}", defaults.weight), "eplb.migration_weight",
-           "multiplies the time to move a placement's bytes; 0 ignores moving"},
-          {"serve_steps", fmt::format("{}", defaults.serve_steps), "eplb.step_interval",
-           "steps the new placement serves, over which its balance is priced"},
-          {"seconds_per_token", fmt::format("{}", defaults.seconds_per_token),
-           "compute.per_token_us (x 1e-6)", "GPU time per token-expert"},
-          {"window_steps", "the window's steps", "eplb.window_size (steps filled)",
-           "steps summed in the load, to turn it into per-step load"}}});
+         {"migration_weight", "serve_steps", "seconds_per_token", "window_steps"}});
     r->policies.push_back(
         {"fault-tolerant",
-         "survives any one node (or GPU) lost without reloading where slots allow: second "
-         "replicas hottest first, replicas of an expert on different failure domains",
+         "survives the loss of any one node (or, on one node, any one GPU) without "
+         "reloading weights, where slots allow: a second replica for every expert, hottest "
+         "first, while redundant slots last, then the rest by load per replica; an "
+         "expert's replicas packed on different failure domains, least loaded GPU first. "
+         "Trades balance for survivability",
          [] { return std::make_unique<FaultTolerantPolicy>(); },
          {},
          /*honours_lost_ranks=*/true});
     r->policies.push_back(
         {"topology-aware",
-         "SGLang's topology_aware: node-uniform experts, then bounded swaps that cut traffic "
-         "to far ranks, then the busiest GPU's load, within the node-uniform peak",
+         "SGLang's `topology_aware`: node-uniform experts, then bounded swaps that cut "
+         "traffic to far ranks, then the busiest GPU's load, within the node-uniform peak",
          [] { return std::make_unique<TopologyAwarePolicy>(); },
          {},
          /*honours_lost_ranks=*/false,
          CheckTopologyAwareSize});
+    // Always known, so that a run folder naming them reads back; what they run is given only
+    // on the command line or in Python (RegisterExternalPolicy, RegisterRecordedPolicy).
+    r->policies.push_back(PlaceholderOf(ExternalPolicyCommand{}));
+    r->policies.push_back(PlaceholderOf(Recording{}));
     return r;
   }();
   return *registry;
@@ -144,51 +178,51 @@ Status ValidatePolicyInput(const PolicyInput& input, bool honour_lost_ranks) {
   return Status::Ok();
 }
 
-Status SetPolicyOption(std::string_view name, std::string_view value, MigrationCost& cost) {
-  struct Field {
-    std::string_view name;
-    double* real;
-    int* integer;
-    double min;
-  };
-  const Field fields[] = {{"migration_weight", &cost.weight, nullptr, 0},
-                          {"serve_steps", &cost.serve_steps, nullptr, 1},
-                          {"seconds_per_token", &cost.seconds_per_token, nullptr, 0},
-                          {"window_steps", &cost.window_steps, nullptr, 1},
-                          {"max_moves_per_layer", nullptr, &cost.max_moves_per_layer, 0}};
-  std::vector<std::string_view> names;
-  for (const Field& f : fields) {
-    names.push_back(f.name);
-    if (f.name != name) continue;
-    double number = 0;
-    int32_t whole = 0;
-    const bool parsed =
-        f.real != nullptr ? ParseCsvDouble(value, number) : ParseCsvInt32(value, whole);
-    if (f.integer != nullptr) number = whole;
-    if (!parsed || number < f.min) {
-      return Status::InvalidArgument(
-          fmt::format("policy option {} is {}; it must be {} of at least {}", name,
-                      QuoteInput(value), f.real != nullptr ? "a number" : "an integer", f.min));
-    }
-    if (f.real != nullptr) *f.real = number;
-    if (f.integer != nullptr) *f.integer = whole;
-    return Status::Ok();
+std::string PolicyOption::DefaultText() const {
+  // A run derives it from the load window it has filled; outside a run, the load is one step.
+  if (name == "window_steps") return "the window's steps";
+  const PolicyTuning defaults;
+  return real != nullptr ? fmt::format("{}", defaults.*real) : fmt::format("{}", defaults.*integer);
+}
+
+std::span<const PolicyOption> PolicyOptions() {
+  return kOptions;
+}
+
+const PolicyOption* FindPolicyOption(std::string_view name) {
+  for (const PolicyOption& o : kOptions) {
+    if (o.name == name) return &o;
   }
-  return Status::InvalidArgument(fmt::format("unknown policy option {}; the options are {}",
-                                             QuoteInput(name), fmt::join(names, ", ")));
+  return nullptr;
+}
+
+Status SetPolicyOption(std::string_view name, std::string_view value, PolicyTuning& tuning) {
+  const PolicyOption* o = FindPolicyOption(name);
+  if (o == nullptr) {
+    std::vector<std::string_view> names;
+    for (const PolicyOption& each : kOptions) names.push_back(each.name);
+    return Status::InvalidArgument(fmt::format("unknown policy option {}; the options are {}",
+                                               QuoteInput(name), fmt::join(names, ", ")));
+  }
+  double number = 0;
+  int32_t whole = 0;
+  const bool parsed =
+      o->real != nullptr ? ParseCsvDouble(value, number) : ParseCsvInt32(value, whole);
+  if (o->integer != nullptr) number = whole;
+  if (!parsed || number < o->min) {
+    return Status::InvalidArgument(
+        fmt::format("policy option {} is {}; it must be {} of at least {}", name, QuoteInput(value),
+                    o->real != nullptr ? "a number" : "an integer", o->min));
+  }
+  if (o->real != nullptr) tuning.*(o->real) = number;
+  if (o->integer != nullptr) tuning.*(o->integer) = whole;
+  return Status::Ok();
 }
 
 Status CheckPolicyCallSize(std::string_view name, int layers, int slots, int ranks) {
-  std::function<Status(int, int, int)> check;
-  {
-    Registry& r = GetRegistry();
-    std::lock_guard lock(r.mu);
-    for (const auto& p : r.policies) {
-      if (p.name == name) check = p.check_size;
-    }
-  }
-  if (!check) return Status::Ok();
-  return check(layers, slots, ranks).WithContext(fmt::format("eplb.policy {}: ", name));
+  const std::optional<PolicyInfo> p = FindPolicy(name);
+  if (!p || !p->check_size) return Status::Ok();
+  return p->check_size(layers, slots, ranks).WithContext(fmt::format("eplb.policy {}: ", name));
 }
 
 Status CheckPolicyName(std::string_view name, std::string_view given_as) {
@@ -201,49 +235,71 @@ Status CheckPolicyName(std::string_view name, std::string_view given_as) {
 
 Status RegisterPolicy(PolicyInfo info) {
   EPLB_RETURN_IF_ERROR(CheckPolicyName(info.name, "a policy registered"));
+  for (const std::string_view option : info.options) {
+    if (FindPolicyOption(option) == nullptr) {
+      return Status::InvalidArgument(fmt::format(
+          "the policy '{}' reads the option {}, which PolicyOptions() does not describe", info.name,
+          QuoteInput(option)));
+    }
+  }
   Registry& r = GetRegistry();
   std::lock_guard lock(r.mu);
-  for (const auto& p : r.policies) {
-    if (p.name == info.name) {
-      return Status::InvalidArgument(
-          fmt::format("a policy named '{}' is already registered", info.name));
+  for (PolicyInfo& p : r.policies) {
+    if (p.name != info.name) continue;
+    // A placeholder is given what it runs; a user's policy given again the same is refreshed.
+    if (p.placeholder ||
+        (p.source == info.source && p.source != PolicySource::kBuiltIn && p.given == info.given)) {
+      p = std::move(info);
+      return Status::Ok();
     }
+    return Status::InvalidArgument(
+        fmt::format("a policy named '{}' is already registered", info.name));
   }
   r.policies.push_back(std::move(info));
   return Status::Ok();
 }
 
-Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name) {
+Status RegisterGivenPolicy(PolicyInfo info, std::string_view flag) {
+  if (const std::optional<PolicyInfo> known = FindPolicy(info.name)) {
+    if (known->source == PolicySource::kBuiltIn) {
+      return Status::InvalidArgument(fmt::format(
+          "{}: {} is a built-in policy's name; name yours otherwise", flag, QuoteInput(info.name)));
+    }
+    if (known->source != info.source) {
+      return Status::InvalidArgument(fmt::format(
+          "{}: {} is {}; name yours otherwise", flag, QuoteInput(info.name),
+          known->source == PolicySource::kProgram ? "a program's policy (--policy-command)"
+                                                  : "a recording's policy (--policy-replay)"));
+    }
+    if (!known->placeholder && known->given != info.given) {
+      return Status::InvalidArgument(fmt::format(
+          "{}: the policy {} is given twice, as {} and as {}; give each name once", flag,
+          QuoteInput(info.name), QuoteInput(known->given), QuoteInput(info.given)));
+    }
+  }
+  return RegisterPolicy(std::move(info));
+}
+
+std::optional<PolicyInfo> FindPolicy(std::string_view name) {
   Registry& r = GetRegistry();
   std::lock_guard lock(r.mu);
+  for (const PolicyInfo& p : r.policies) {
+    if (p.name == name) return p;
+  }
+  return std::nullopt;
+}
+
+Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name) {
+  if (const std::optional<PolicyInfo> p = FindPolicy(name)) return p->make();
   std::vector<std::string> names;
-  for (const auto& p : r.policies) {
-    if (p.name == name) return p.make();
-    names.push_back(p.name);
-  }
-  // Always known, so that a run folder naming it reads back, yet not listed among the
-  // registered ones: it runs only a command given on the command line or in Python
-  // (external_policy.h), and fails at its first call without one.
-  if (name == kExternalPolicyName) {
-    return std::unique_ptr<Policy>(
-        std::make_unique<ExternalPolicy>(std::string(kExternalPolicyName)));
-  }
-  // Likewise a recording, given only on the command line or in Python (recorded_policy.h).
-  if (name == kRecordedPolicyName) {
-    return std::unique_ptr<Policy>(
-        std::make_unique<RecordedPolicy>(std::string(kRecordedPolicyName)));
-  }
+  for (const PolicyInfo& p : RegisteredPolicies()) names.push_back(p.name);
   return Status::NotFound(fmt::format("unknown policy {}; valid policies: {}", QuoteInput(name),
                                       fmt::join(names, ", ")));
 }
 
 bool PolicyHonoursLostRanks(std::string_view name) {
-  if (name == kExternalPolicyName) return true;  // its placements are checked for it
-  if (name == kRecordedPolicyName) return true;  // likewise
-  for (const PolicyInfo& p : RegisteredPolicies()) {
-    if (p.name == name) return p.honours_lost_ranks;
-  }
-  return false;
+  const std::optional<PolicyInfo> p = FindPolicy(name);
+  return p && p->honours_lost_ranks;
 }
 
 std::vector<std::string> PoliciesHonouringLostRanks() {
@@ -257,7 +313,11 @@ std::vector<std::string> PoliciesHonouringLostRanks() {
 std::vector<PolicyInfo> RegisteredPolicies() {
   Registry& r = GetRegistry();
   std::lock_guard lock(r.mu);
-  return r.policies;
+  std::vector<PolicyInfo> listed;
+  for (const PolicyInfo& p : r.policies) {
+    if (!p.placeholder) listed.push_back(p);
+  }
+  return listed;
 }
 
 }  // namespace eplb

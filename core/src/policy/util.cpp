@@ -111,8 +111,8 @@ Result<Placement> OnLiveRanks(const PolicyInput& input,
   config.nodes = whole_nodes ? count / t.gpus_per_node() : 1;
   config.gpus_per_node = whole_nodes ? t.gpus_per_node() : count;
   EPLB_ASSIGN_OR_RETURN(Topology compact, Topology::Create(config));
-  PolicyInput sub{input.load,          compact,        nullptr, input.num_groups,
-                  input.window_chunks, input.migration};
+  PolicyInput sub{input.load,          compact,     nullptr, input.num_groups,
+                  input.window_chunks, input.tuning};
   EPLB_ASSIGN_OR_RETURN(Placement inner, place(sub));
   const int per = t.slots_per_gpu();
   std::vector<int32_t> flat(static_cast<size_t>(inner.num_layers()) * t.num_slots(), kEmptySlot);

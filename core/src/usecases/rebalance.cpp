@@ -31,9 +31,9 @@ Result<Rebalanced> RebalanceRecordedLoad(std::string_view policy_name, const Loa
   std::sort(lost.begin(), lost.end());
   PolicyInput input{window, topology, options.current, options.num_groups, chunks};
   input.lost_ranks = lost;
-  input.migration.window_steps = static_cast<double>(steps);
+  input.tuning.window_steps = static_cast<double>(steps);
   for (const auto& [name, value] : options.policy_options) {
-    EPLB_RETURN_IF_ERROR(SetPolicyOption(name, value, input.migration));
+    EPLB_RETURN_IF_ERROR(SetPolicyOption(name, value, input.tuning));
   }
   const auto start = std::chrono::steady_clock::now();
   Result<Placement> placement = policy->Rebalance(input);

@@ -20,7 +20,7 @@
 // loop adds the step). A program that exits, crashes, hangs past the time limit or writes
 // anything else fails the run. What it prints on stderr passes through.
 //
-// Thread-safety: an ExternalPolicy is used from one thread; the command table is locked.
+// Thread-safety: an ExternalPolicy is used from one thread; the registry is locked.
 #pragma once
 
 #include <sys/types.h>
@@ -55,6 +55,9 @@ Result<ExternalPolicyCommand> ParsePolicyCommand(std::string_view text, double t
 // (so that run folders naming it read back) and this gives its command; another name is
 // registered. Fails when the name is a built-in's or already has another command.
 Status RegisterExternalPolicy(const ExternalPolicyCommand& command);
+// The registry's entry for `command` (what RegisterExternalPolicy registers); with no command,
+// the policy fails at its first call, saying how to give one.
+PolicyInfo ExternalPolicyInfo(const ExternalPolicyCommand& command);
 
 // The command registered for the policy `name`; empty when it is not a user's program.
 std::string ExternalPolicyCommandFor(std::string_view name);
@@ -65,7 +68,7 @@ Status CheckExternalPolicyGiven(std::string_view name);
 
 class ExternalPolicy final : public Policy {
  public:
-  explicit ExternalPolicy(std::string name);
+  explicit ExternalPolicy(ExternalPolicyCommand command);
   ~ExternalPolicy() override;
   std::string_view name() const override { return name_; }
   // Starts the program on the first call.

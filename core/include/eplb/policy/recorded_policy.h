@@ -5,7 +5,7 @@
 // A recording is a sequence of placements, each with a step: the step after which the
 // rearrangement to it starts (as rearrangements.csv's `step` and PolicyInput::step count), or
 // -1 for the placement the run starts from (as an engine loads its initial layout, at no cost).
-// The run rearranges at those steps and at no other (Policy::Recorded); each rearrangement goes
+// The run rearranges at those steps and at no other (SchedulingPolicy); each rearrangement goes
 // through the rearranger as any other, so its migration is priced as a built-in's is. A
 // placement due while a rearrangement is still in flight is skipped and counted, as an
 // interval's is. A fault's recovery or scale asks for the placement recorded at its step.
@@ -16,7 +16,7 @@
 // from the command line (--policy-replay) or Python, as a program does: a scenario names the
 // policy "recorded", and a scenario written out records the file in a comment.
 //
-// Thread-safety: a RecordedPolicy is used from one thread; the table of recordings is locked.
+// Thread-safety: a RecordedPolicy is used from one thread; the registry is locked.
 #pragma once
 
 #include <cstdint>
@@ -59,6 +59,9 @@ Result<std::pair<std::string, std::string>> ParsePolicyReplay(std::string_view t
 // folders naming it read back; another name is registered). Fails when the name is a
 // built-in's or a program's, or names another file already.
 Status RegisterRecordedPolicy(Recording recording);
+// The registry's entry for `recording` (what RegisterRecordedPolicy registers); with no
+// entries, the policy fails at its first call, saying how to give a recording.
+PolicyInfo RecordedPolicyInfo(const Recording& recording);
 
 // The file registered for the policy `name`; empty when it replays none.
 std::string RecordedPolicyPathFor(std::string_view name);
@@ -80,13 +83,13 @@ Result<std::vector<Placement>> CheckRecording(const Recording& recording, const 
 Status CheckRecordedPolicy(std::string_view name, const Topology& topology, int layers, int experts,
                            int steps, std::span<const int> idle_ranks = {});
 
-class RecordedPolicy final : public Policy {
+class RecordedPolicy final : public Policy, public SchedulingPolicy {
  public:
-  explicit RecordedPolicy(std::string name);
+  explicit RecordedPolicy(Recording recording);
   std::string_view name() const override { return name_; }
   // The placement recorded for input.step (skipping earlier ones a busy rearranger skipped).
   Result<Placement> Rebalance(const PolicyInput& input) override;
-  Result<RecordedSchedule> Recorded(const Topology& topology, int layers, int experts, int steps,
+  Result<RecordedSchedule> Schedule(const Topology& topology, int layers, int experts, int steps,
                                     std::span<const int> idle_ranks) override;
 
  private:
