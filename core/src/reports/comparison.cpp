@@ -16,71 +16,145 @@
 namespace eplb {
 namespace comparison {
 
-std::span<const Number> Numbers() {
+std::span<const Column> Columns() {
   using R = RunNumbers;
-  using S = Shown;
-  static const Number numbers[] = {
+  using S = ShownWhen;
+  using T = InTerminal;
+  static const Column columns[] = {
       {"balancedness_mean", &R::balancedness_mean, false, S::kAlways, "balancedness mean", 1,
-       nullptr},
-      {"balancedness_min", &R::balancedness_min, false, S::kAlways, "min", 1, nullptr},
+       nullptr, T::kBoth, "balancedness",
+       "vLLM's balancedness of each measured step's load under the placement in force (Σ over "
+       "layers of the mean GPU load / Σ of the max; 1 is perfect), averaged over the measured "
+       "window"},
+      {"balancedness_min", &R::balancedness_min, false, S::kAlways, "min", 1, nullptr, T::kNo, "",
+       "the lowest balancedness of a measured step"},
       {"imbalance_ratio_mean", &R::imbalance_ratio_mean, false, S::kAlways, "imbalance mean", 1,
-       nullptr},
-      {"imbalance_ratio_max", &R::imbalance_ratio_max, false, S::kNever, "", 1, ""},
+       nullptr, T::kNo, "",
+       "TensorRT-LLM's imbalance, (max − mean) / mean GPU load averaged over layers, averaged over "
+       "the measured steps; 0 is perfect"},
+      {"imbalance_ratio_max", &R::imbalance_ratio_max, false, S::kNever, "", 1, "", T::kNo, "",
+       "the largest imbalance of a measured step"},
       {"following_balancedness", &R::following_balancedness, false, S::kAlways,
-       "balancedness after rearr.", 1, nullptr},
+       "balancedness after rearr.", 1, nullptr, T::kBoth, "after rearr.",
+       "the balancedness of the steps each new placement then served, mean over the window's "
+       "rearrangements"},
       {"window_balancedness_after", &R::window_balancedness_after, false, S::kAlways,
-       "on the window", 1, nullptr},
+       "on the window", 1, nullptr, T::kNo, "",
+       "the balancedness the policy reached on the load window it was given, mean over the "
+       "window's rearrangements"},
       {"window_balancedness_bound", &R::window_balancedness_bound, false, S::kAlways, "bound", 1,
-       nullptr},
+       nullptr, T::kNo, "",
+       "the best balancedness any placement could reach on that window, mean over the window's "
+       "rearrangements: the exact optimum on layers small enough to search (≤ 32 experts, ≤ 48 "
+       "slots), else the mean GPU load and the hottest replica raised by counting arguments over "
+       "every replica count (policy/balance_bound.h); on the shipped scenarios a placement reaches "
+       "within 0.05% of it with 9 or more slots per GPU, 0.2% with 2"},
       {"window_gap_to_bound", &R::window_gap_to_bound, false, S::kAlways, "gap to bound", 1,
-       nullptr},
-      {"step_time_mean_s", &R::step_time_mean_s, false, S::kAlways, "step ms mean", 1e3, nullptr},
-      {"step_time_p99_s", &R::step_time_p99_s, false, S::kAlways, "step ms p99", 1e3, nullptr},
-      {"latency_mean_s", &R::latency_mean_s, false, S::kNever, "", 1, ""},
-      {"latency_p99_s", &R::latency_p99_s, false, S::kAlways, "latency ms p99", 1e3, nullptr},
-      {"latency_p999_s", &R::latency_p999_s, false, S::kNever, "", 1, ""},
-      {"latency_max_s", &R::latency_max_s, false, S::kAlways, "worst", 1e3, nullptr},
-      {"rearrangements", &R::rearrangements, true, S::kNever, "", 1, ""},
+       nullptr, T::kNo, "",
+       "bound − on the window: what a better placement could still have gained"},
+      {"step_time_mean_s", &R::step_time_mean_s, false, S::kAlways, "step ms mean", 1e3, nullptr,
+       T::kBoth, "step ms",
+       "simulated time of a measured step as the backend ran it (attention, each MoE layer's "
+       "straggler, dispatch and combine, slowed where migrations share the links), stalls "
+       "excluded; the mean"},
+      {"step_time_p99_s", &R::step_time_p99_s, false, S::kAlways, "step ms p99", 1e3, nullptr,
+       T::kNo, "", "the 99th percentile of the step time"},
+      {"latency_mean_s", &R::latency_mean_s, false, S::kNever, "", 1, "", T::kNo, "",
+       "the mean latency of a measured step (latency ms p99 says what it is)"},
+      {"latency_p99_s", &R::latency_p99_s, false, S::kAlways, "latency ms p99", 1e3, nullptr,
+       T::kBoth, "latency p99 ms",
+       "the 99th percentile of a measured step's latency as its requests see it: the step plus "
+       "every stall before it (a stop-the-world rearrangement's, a recovery's), from the previous "
+       "step's end to its own (metrics.csv latency_s)"},
+      {"latency_p999_s", &R::latency_p999_s, false, S::kNever, "", 1, "", T::kNo, "",
+       "the 99.9th percentile of the latency"},
+      {"latency_max_s", &R::latency_max_s, false, S::kAlways, "worst", 1e3, nullptr, T::kSweep,
+       "worst ms", "the largest latency of a measured step"},
+      {"rearrangements", &R::rearrangements, true, S::kNever, "", 1, "", T::kNo, "",
+       "rearrangements the measured window holds: those first showing in a measured step, so the "
+       "one leaving the initial placement is not among them"},
       {"rearrangements_held", &R::rearrangements_held, true, S::kWithHeld, "rearr. held", 1,
-       "{:.0f}"},
+       "{:.0f}", T::kNo, "",
+       "rearrangements due at an interval and not started, the placement in force being balanced "
+       "enough (eplb.min_balancedness)"},
       {"bytes_per_rearrangement", &R::bytes_per_rearrangement, false, S::kAlways, "GB / rearr.",
-       1e-9, nullptr},
+       1e-9, nullptr, T::kBoth, "GB / rearr.",
+       "expert weights moved between GPUs per rearrangement, mean over the window's "
+       "rearrangements"},
       {"transfers_per_rearrangement", &R::transfers_per_rearrangement, false, S::kAlways,
-       "transfers / rearr.", 1, "{:.0f}"},
+       "transfers / rearr.", 1, "{:.0f}", T::kNo, "",
+       "expert transfers between GPUs per rearrangement, mean over the window's rearrangements"},
       {"rearrangement_makespan_s", &R::rearrangement_makespan_s, false, S::kAlways, "makespan s", 1,
-       nullptr},
-      {"slowed_s", &R::slowed_s, false, S::kAlways, "slowed s", 1, nullptr},
-      {"stalled_s", &R::stalled_s, false, S::kAlways, "stalled s", 1, nullptr},
-      {"policy_ms", &R::policy_ms, false, S::kAlways, "policy ms", 1, nullptr},
+       nullptr, T::kNo, "",
+       "from a rearrangement's start to its last layer's commit (layers commit at step "
+       "boundaries), mean over the window's finished rearrangements"},
+      {"slowed_s", &R::slowed_s, false, S::kAlways, "slowed s", 1, nullptr, T::kNo, "",
+       "Σ over the measured steps of (step time − the same step on idle links): what migrations "
+       "sharing the links cost"},
+      {"stalled_s", &R::stalled_s, false, S::kAlways, "stalled s", 1, nullptr, T::kNo, "",
+       "Σ over the measured steps of (latency − step time), so that latency = step time + stalled: "
+       "what the steps waited between them (a rearrangement's policy and host work, a "
+       "stop-the-world wait, layer commits, recoveries)"},
+      {"policy_ms", &R::policy_ms, false, S::kAlways, "policy ms", 1, nullptr, T::kComparison,
+       "policy ms", "wall time of one policy call, mean over the window's rearrangements"},
       {"peak_memory_bytes", &R::peak_memory_bytes, false, S::kAlways, "peak GB / GPU", 1e-9,
-       nullptr},
-      {"staging_peak_bytes", &R::staging_peak_bytes, true, S::kAlways, "staged GB", 1e-9, nullptr},
+       nullptr, T::kNo, "",
+       "the fullest any GPU was during a rearrangement: its resident memory (dense and expert "
+       "weights with the redundant slots, KV cache, and the 1 − cluster.memory_utilization "
+       "reserve) plus the most it held staged at once (engine/gpu_memory.h)"},
+      {"staging_peak_bytes", &R::staging_peak_bytes, true, S::kAlways, "staged GB", 1e-9, nullptr,
+       T::kNo, "",
+       "the most a GPU held staged at once: layers begun and not committed, each its written slots "
+       "× model.expert_bytes"},
       {"gpu_failure_tokens_lost", &R::gpu_failure_tokens_lost, false, S::kAlways,
-       "tokens lost, a GPU fails %", 100, nullptr},
+       "tokens lost, a GPU fails %", 100, nullptr, T::kNo, "",
+       "what losing one GPU would cost the placement the run ended with, averaged over which one: "
+       "the share of the last window's tokens routed to experts left with no replica, lost or "
+       "stalled until reloaded (model/survivability.h)"},
       {"node_failure_tokens_lost", &R::node_failure_tokens_lost, false, S::kAlways,
-       "a node fails %", 100, nullptr},
+       "a node fails %", 100, nullptr, T::kComparison, "node lost: %",
+       "the same when a whole node fails, averaged over which one"},
       {"node_failure_reload_bytes", &R::node_failure_reload_bytes, false, S::kAlways, "reload GB",
-       1e-9, nullptr},
-      {"rank_faults", &R::rank_faults, false, S::kNever, "", 1, ""},
-      {"recovery_s", &R::recovery_s, false, S::kWithRankFaults, "recovery s", 1, nullptr},
+       1e-9, nullptr, T::kNo, "",
+       "the weights of the experts a node's loss leaves with no replica: what recovery from a "
+       "host-memory backup or storage must reload"},
+      {"rank_faults", &R::rank_faults, false, S::kNever, "", 1, "", T::kNo, "",
+       "the scenario's faults that lose GPUs or scale the serving GPUs (gpu_lost, node_lost, "
+       "scale)"},
+      {"recovery_s", &R::recovery_s, false, S::kWithRankFaults, "recovery s", 1, nullptr,
+       T::kComparison, "recovery s", "mean time from such a fault to its recovery's last commit"},
       {"fault_tokens_lost", &R::fault_tokens_lost, false, S::kWithRankFaults, "tokens dropped", 1,
-       "{:.0f}"},
+       "{:.0f}", T::kComparison, "tokens dropped",
+       "Σ tokens routed to experts with no live replica until the recovery, dropped "
+       "(eplb.lost_tokens: drop)"},
       {"fault_tokens_stalled", &R::fault_tokens_stalled, false, S::kWithRankFaults,
-       "tokens stalled", 1, "{:.0f}"},
+       "tokens stalled", 1, "{:.0f}", T::kComparison, "tokens stalled",
+       "Σ such tokens held while serving waited (eplb.lost_tokens: wait)"},
       {"fault_bytes_reloaded", &R::fault_bytes_reloaded, false, S::kWithRankFaults, "reloaded GB",
-       1e-9, nullptr},
+       1e-9, nullptr, T::kComparison, "reloaded GB",
+       "Σ expert weights the recoveries read from the backup (experts only the lost GPUs held)"},
       {"fault_bytes_copied", &R::fault_bytes_copied, false, S::kWithRankFaults, "copied GB", 1e-9,
-       nullptr},
+       nullptr, T::kNo, "", "Σ expert weights the recoveries copied from live replicas"},
       {"engine_host_s", &R::engine_host_s, false, S::kWithEngine, "engine host s / rearr.", 1,
-       nullptr},
-      {"engine_once_s", &R::engine_once_s, false, S::kNever, "", 1, ""},
-      {"engine_planning_s", &R::engine_planning_s, false, S::kNever, "", 1, ""},
-      {"engine_transfer_s", &R::engine_transfer_s, false, S::kNever, "", 1, ""},
-      {"engine_barrier_s", &R::engine_barrier_s, false, S::kNever, "", 1, ""},
-      {"engine_polling_s", &R::engine_polling_s, false, S::kNever, "", 1, ""},
-      {"engine_writeback_s", &R::engine_writeback_s, false, S::kNever, "", 1, ""},
+       nullptr, T::kNo, "",
+       "the engine's host work per finished rearrangement (migration.engine other than eplb): its "
+       "once-per-rearrangement work, planning, transfer calls, barriers, polling and write-back "
+       "together (docs/rearrangement_cost.md)"},
+      {"engine_once_s", &R::engine_once_s, false, S::kNever, "", 1, "", T::kNo, "",
+       "the engine's once-per-rearrangement host work: the load window's reduction, the policy on "
+       "the CPU, the maps' rebuild"},
+      {"engine_planning_s", &R::engine_planning_s, false, S::kNever, "", 1, "", T::kNo, "",
+       "the engine's per-layer planning, over the layers"},
+      {"engine_transfer_s", &R::engine_transfer_s, false, S::kNever, "", 1, "", T::kNo, "",
+       "the engine's calls issuing and completing the transfers"},
+      {"engine_barrier_s", &R::engine_barrier_s, false, S::kNever, "", 1, "", T::kNo, "",
+       "the engine's barriers, the wait for the slowest rank included"},
+      {"engine_polling_s", &R::engine_polling_s, false, S::kNever, "", 1, "", T::kNo, "",
+       "time the engine lost to completion polling beyond the links' own"},
+      {"engine_writeback_s", &R::engine_writeback_s, false, S::kNever, "", 1, "", T::kNo, "",
+       "the engine's copies from the buffer back into the weights"},
   };
-  return numbers;
+  return columns;
 }
 
 std::string CellText(double v, double scale, const char* format) {
@@ -89,20 +163,20 @@ std::string CellText(double v, double scale, const char* format) {
                            : SignificantText(v * scale);
 }
 
-const char* KeyOf(double RunNumbers::*member) {
-  return NumberOf(member).key;
+const char* ColumnKey(double RunNumbers::*member) {
+  return ColumnOf(member).key;
 }
 
-const Number& NumberOf(double RunNumbers::*member) {
-  for (const Number& n : Numbers()) {
-    if (n.value == member) return n;
+const Column& ColumnOf(double RunNumbers::*member) {
+  for (const Column& c : Columns()) {
+    if (c.value == member) return c;
   }
   // Every member of RunNumbers has its entry (the table is RunNumbers' fields in order).
-  return Numbers().front();
+  return Columns().front();
 }
 
 std::pair<std::string, std::string> MeanAndSpreadText(const nlohmann::ordered_json& row,
-                                                      const Number& number) {
+                                                      const Column& number) {
   const double v = ValueOf(row, number.key);
   std::pair<std::string, std::string> text{CellText(v, number.scale, number.format), ""};
   const auto spread = row.find("spread");
@@ -141,43 +215,26 @@ std::string SignificantText(double value, int digits) {
 }
 
 TextTable TerminalNumbers(const std::vector<nlohmann::ordered_json>& rows, StudyKind kind) {
-  using R = comparison::RunNumbers;
-  // Each column's heading here; its key, scale and format are the table of every number's.
-  struct Column {
-    double R::*member;
-    const char* heading;
-    bool in_comparison, in_sweep;
-    bool with_rank_faults;  // a comparison's, when a run lost GPUs or scaled
-  };
-  static constexpr Column kColumns[] = {
-      {&R::balancedness_mean, "balancedness", true, true, false},
-      {&R::following_balancedness, "after rearr.", true, true, false},
-      {&R::step_time_mean_s, "step ms", true, true, false},
-      {&R::latency_p99_s, "latency p99 ms", true, true, false},
-      {&R::latency_max_s, "worst ms", false, true, false},
-      {&R::bytes_per_rearrangement, "GB / rearr.", true, true, false},
-      {&R::policy_ms, "policy ms", true, false, false},
-      {&R::node_failure_tokens_lost, "node lost: %", true, false, false},
-      {&R::recovery_s, "recovery s", true, false, true},
-      {&R::fault_tokens_lost, "tokens dropped", true, false, true},
-      {&R::fault_tokens_stalled, "tokens stalled", true, false, true},
-      {&R::fault_bytes_reloaded, "reloaded GB", true, false, true},
-  };
+  using comparison::Column;
+  using comparison::InTerminal;
   const bool faults = std::any_of(rows.begin(), rows.end(), [](const auto& row) {
-    return comparison::ValueOf(row, comparison::KeyOf(&R::rank_faults)) > 0;
+    return comparison::ValueOf(row, comparison::ColumnKey(&comparison::RunNumbers::rank_faults)) >
+           0;
   });
+  const InTerminal mine =
+      kind == StudyKind::kComparison ? InTerminal::kComparison : InTerminal::kSweep;
   TextTable table;
-  std::vector<const comparison::Number*> numbers;
-  for (const Column& c : kColumns) {
-    if (!(kind == StudyKind::kComparison ? c.in_comparison : c.in_sweep)) continue;
-    if (c.with_rank_faults && !faults) continue;
-    table.headings.emplace_back(c.heading);
-    numbers.push_back(&comparison::NumberOf(c.member));
+  std::vector<const Column*> columns;
+  for (const Column& c : comparison::Columns()) {
+    if (c.terminal != mine && c.terminal != InTerminal::kBoth) continue;
+    if (c.shown == comparison::ShownWhen::kWithRankFaults && !faults) continue;
+    table.headings.emplace_back(c.short_heading);
+    columns.push_back(&c);
   }
   for (const auto& row : rows) {
     std::vector<std::string> cells;
-    for (const comparison::Number* n : numbers) {
-      auto [text, half] = comparison::MeanAndSpreadText(row, *n);
+    for (const Column* c : columns) {
+      auto [text, half] = comparison::MeanAndSpreadText(row, *c);
       if (!half.empty()) text.append(" ± ").append(half);
       cells.push_back(std::move(text));
     }
@@ -188,8 +245,8 @@ TextTable TerminalNumbers(const std::vector<nlohmann::ordered_json>& rows, Study
 
 namespace {
 
-using comparison::Number;
-using comparison::Numbers;
+using comparison::Column;
+using comparison::Columns;
 using comparison::RunNumbers;
 
 using comparison::kAbsent;
@@ -317,10 +374,10 @@ nlohmann::ordered_json ComparisonRow(const LabelledRun& labelled, int measured_f
                            .engine_polling_s = engine.polling / completed,
                            .engine_writeback_s = engine.writeback / completed};
   nlohmann::ordered_json row = {{"label", labelled.label}};
-  for (const Number& number : Numbers()) {
-    const double v = numbers.*number.value;
-    row[number.key] = !Present(v)      ? nlohmann::ordered_json(nullptr)
-                      : number.integer ? nlohmann::ordered_json(static_cast<int64_t>(v))
+  for (const Column& column : Columns()) {
+    const double v = numbers.*column.value;
+    row[column.key] = !Present(v)      ? nlohmann::ordered_json(nullptr)
+                      : column.integer ? nlohmann::ordered_json(static_cast<int64_t>(v))
                                        : nlohmann::ordered_json(v);
   }
   return row;

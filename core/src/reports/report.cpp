@@ -20,14 +20,14 @@ namespace eplb {
 namespace {
 
 using comparison::CellText;
+using comparison::Column;
+using comparison::ColumnKey;
+using comparison::Columns;
 using comparison::GroupByLabel;
 using comparison::kAbsent;
-using comparison::KeyOf;
-using comparison::Number;
-using comparison::Numbers;
 using comparison::Present;
 using comparison::RunNumbers;
-using comparison::Shown;
+using comparison::ShownWhen;
 using comparison::ValueOf;
 
 // Averages of consecutive buckets, at most `points` of them: a readable line for long runs.
@@ -215,7 +215,7 @@ void AppendRearrangementCost(const std::vector<nlohmann::ordered_json>& rows, st
                              std::vector<Figure>& made) {
   // A run with no completed rearrangement has no parts: an empty bar.
   const auto value = [](const nlohmann::ordered_json& row, double RunNumbers::*member) {
-    const double v = ValueOf(row, KeyOf(member));
+    const double v = ValueOf(row, ColumnKey(member));
     return Present(v) ? v : 0.0;
   };
   if (std::none_of(rows.begin(), rows.end(),
@@ -258,28 +258,46 @@ void AppendRearrangementCost(const std::vector<nlohmann::ordered_json>& rows, st
   made.push_back(std::move(figure));
 }
 
+// What every number of the table is over, then each shown column's meaning from the table of
+// every number (Columns()).
+std::string Glossary(const std::vector<const Column*>& columns) {
+  std::string out =
+      "<p>Every number is over the measured window, the same steps for every run: from the latest "
+      "of the runs' first steps whose latency holds nothing of leaving the initial placement "
+      "(run.measure_from: first_rearrangement, the second step after a run's first finished "
+      "rearrangement's last commit), so that no run's numbers include the warm-up on the initial "
+      "placement or the transition from it; later rearrangements are in, and the plots shade the "
+      "warm-up grey. Every per-rearrangement number is a mean over the rearrangements the window "
+      "holds, those first showing in a measured step.</p>\n<dl>";
+  for (const Column* c : columns) {
+    out += fmt::format("<dt>{} <code>{}</code></dt><dd>{}.</dd>\n", svg::Escape(c->heading), c->key,
+                       svg::Escape(c->meaning));
+  }
+  return out + "</dl>\n";
+}
+
 std::string Table(const std::vector<nlohmann::ordered_json>& rows,
                   const std::vector<std::string>& lead) {
   const auto any = [&](double RunNumbers::*member) {
-    const char* key = KeyOf(member);
+    const char* key = ColumnKey(member);
     return std::any_of(rows.begin(), rows.end(), [&](const auto& r) {
       const double v = ValueOf(r, key);
       return Present(v) && v > 0;
     });
   };
-  std::vector<const Number*> columns;
-  for (const Shown shown :
-       {Shown::kAlways, Shown::kWithRankFaults, Shown::kWithHeld, Shown::kWithEngine}) {
-    if (shown == Shown::kWithRankFaults && !any(&RunNumbers::rank_faults)) continue;
-    if (shown == Shown::kWithHeld && !any(&RunNumbers::rearrangements_held)) continue;
-    if (shown == Shown::kWithEngine && !any(&RunNumbers::engine_host_s)) continue;
-    for (const Number& n : Numbers()) {
+  std::vector<const Column*> columns;
+  for (const ShownWhen shown : {ShownWhen::kAlways, ShownWhen::kWithRankFaults,
+                                ShownWhen::kWithHeld, ShownWhen::kWithEngine}) {
+    if (shown == ShownWhen::kWithRankFaults && !any(&RunNumbers::rank_faults)) continue;
+    if (shown == ShownWhen::kWithHeld && !any(&RunNumbers::rearrangements_held)) continue;
+    if (shown == ShownWhen::kWithEngine && !any(&RunNumbers::engine_host_s)) continue;
+    for (const Column& n : Columns()) {
       if (n.shown == shown) columns.push_back(&n);
     }
   }
   std::string out = R"(<div class="wide"><table id="summary"><tr>)";
   for (const auto& l : lead) out += "<th>" + svg::Escape(l) + "</th>";
-  for (const Number* c : columns) out += "<th>" + svg::Escape(c->heading) + "</th>";
+  for (const Column* c : columns) out += "<th>" + svg::Escape(c->heading) + "</th>";
   out += "</tr>\n";
   for (const auto& row : rows) {
     out += "<tr>";
@@ -287,7 +305,7 @@ std::string Table(const std::vector<nlohmann::ordered_json>& rows,
       const auto& v = row[l];
       out += "<td>" + svg::Escape(LeadText(v)) + "</td>";
     }
-    for (const Number* c : columns) {
+    for (const Column* c : columns) {
       const double v = ValueOf(row, c->key);
       // Over seeds: the mean, then half the range between the lowest and highest seed.
       auto [text, half] = comparison::MeanAndSpreadText(row, *c);
@@ -299,34 +317,34 @@ std::string Table(const std::vector<nlohmann::ordered_json>& rows,
     }
     out += "</tr>\n";
   }
-  return out + "</table></div>\n";
+  return out + "</table></div>\n" + Glossary(columns);
 }
 
 // The few numbers that decide between policies, each with which way is better, and the best
 // policy on each marked: the first thing a reader sees (the full table follows the plots).
 std::string DecidingTable(const std::vector<nlohmann::ordered_json>& rows) {
-  // Each column's heading and which way is better; its key, scale and format are the table of
-  // every number's.
+  // Which numbers decide, and which way is better; each one's heading, key, scale and format are
+  // the table of every number's.
   struct Decides {
     double RunNumbers::*member;
-    const char* heading;
     bool higher_is_better;
   };
   static constexpr Decides kColumns[] = {
-      {&RunNumbers::balancedness_mean, "balancedness", true},
-      {&RunNumbers::latency_p99_s, "latency p99 ms", false},
-      {&RunNumbers::step_time_mean_s, "step ms", false},
-      {&RunNumbers::stalled_s, "stalled s", false},
-      {&RunNumbers::bytes_per_rearrangement, "GB / rearr.", false},
+      {&RunNumbers::balancedness_mean, true},        {&RunNumbers::latency_p99_s, false},
+      {&RunNumbers::step_time_mean_s, false},        {&RunNumbers::stalled_s, false},
+      {&RunNumbers::bytes_per_rearrangement, false},
   };
-  const auto shown = [](const Number& n, const nlohmann::ordered_json& row) {
+  const auto heading = [](const Column& n) {
+    return *n.short_heading != '\0' ? n.short_heading : n.heading;
+  };
+  const auto shown = [](const Column& n, const nlohmann::ordered_json& row) {
     return CellText(ValueOf(row, n.key), n.scale, n.format);
   };
   std::string out = R"(<table id="decides"><tr><th>policy</th>)";
   std::vector<std::string> best_of, best_text;
   for (const Decides& d : kColumns) {
-    const Number& n = comparison::NumberOf(d.member);
-    out += fmt::format("<th>{} ({})</th>", d.heading,
+    const Column& n = comparison::ColumnOf(d.member);
+    out += fmt::format("<th>{} ({})</th>", heading(n),
                        d.higher_is_better ? "higher is better" : "lower is better");
     double best = kAbsent;
     for (const auto& row : rows) {
@@ -342,14 +360,14 @@ std::string DecidingTable(const std::vector<nlohmann::ordered_json>& rows) {
       }
     }
     best_of.push_back(
-        fmt::format("{}: {}", d.heading,
+        fmt::format("{}: {}", heading(n),
                     who.empty() ? std::string("—") : fmt::format("{}", fmt::join(who, ", "))));
   }
   out += "</tr>\n";
   for (const auto& row : rows) {
     out += R"(<tr><td class="policy">)" + svg::Escape(row["label"].get<std::string>()) + "</td>";
     for (size_t c = 0; c < std::size(kColumns); ++c) {
-      const std::string text = shown(comparison::NumberOf(kColumns[c].member), row);
+      const std::string text = shown(comparison::ColumnOf(kColumns[c].member), row);
       const bool is_best = !best_text[c].empty() && text == best_text[c];
       out += fmt::format(R"(<td{}>{}</td>)", is_best ? R"( class="best")" : "", text);
     }
@@ -360,21 +378,6 @@ std::string DecidingTable(const std::vector<nlohmann::ordered_json>& rows) {
          "in <a href=\"#all-numbers\">all numbers</a> below the plots.</p>\n";
   return out;
 }
-
-const char* kDefinitions = R"(<dl>
-<dt>balancedness</dt><dd>vLLM's: Σ<sub>layers</sub> mean GPU load / Σ<sub>layers</sub> max GPU load of a step's load under the placement in force; 1 is perfect. <em>after rearr.</em>: mean over the steps each new placement served; <em>on the window</em>: on the load the policy was given; <em>gap to bound</em>: bound − on the window, what a better placement could still have gained; <em>bound</em>: the best any placement could do on that window — the exact optimum on layers small enough to search (≤ 32 experts, ≤ 48 slots), else the mean GPU load and the hottest replica raised by counting arguments over every replica count (policy/balance_bound.h); on the shipped scenarios a placement reaches within 0.05% of it with 9 or more slots per GPU, 0.2% with 2.</dd>
-<dt>imbalance</dt><dd>TensorRT-LLM's: (max − mean) / mean GPU load, averaged over layers and steps; 0 is perfect.</dd>
-<dt>measured window</dt><dd>every statistic of the table is over the same steps for every policy: from the latest of the runs' first steps whose latency holds nothing of leaving the initial placement (run.measure_from: first_rearrangement, the second step after a run's first finished rearrangement's last commit), so that no policy's numbers include the warm-up on the initial placement or the transition from it; later rearrangements are in; the plots show the warm-up shaded grey.</dd>
-<dt>step ms</dt><dd>simulated time of an inference step as the backend ran it: attention, every MoE layer's straggler, dispatch and combine, slowed where migrations share the links; stalls excluded.</dd>
-<dt>latency ms, worst</dt><dd>each step's latency as its requests see it: the step plus every stall before it (a stop-the-world rearrangement's, a recovery's), from the previous step's end to its own (metrics latency_s); p99 and the largest over the window.</dd>
-<dt>GB / rearr., transfers / rearr.</dt><dd>expert weights moved between GPUs per rearrangement. Every per-rearrangement number (these, makespan, policy ms, after rearr., on the window, bound, engine host) is a mean over the rearrangements the measured window holds, those first showing in a measured step: the one leaving the initial placement is not among them.</dd>
-<dt>makespan</dt><dd>from a rearrangement's start to its last layer's commit (layers commit at step boundaries).</dd>
-<dt>slowed, stalled</dt><dd>over the measured window, so that latency = step time + stalled: Σ (step time − the same step on idle links); Σ (latency − step time), what the steps waited between them (a rearrangement's policy and host work, a stop-the-world wait, layer commits, recoveries).</dd>
-<dt>policy ms</dt><dd>wall time of one policy call.</dd>
-<dt>peak GB / GPU, staged GB</dt><dd>the fullest any GPU was during a rearrangement: its resident memory (dense and expert weights with the redundant slots, KV cache, and the 1 − cluster.memory_utilization reserve) plus the most it held staged at once; staged: that most (layers begun and not committed, each its written slots × model.expert_bytes; engine/gpu_memory.h).</dd>
-<dt>rearr. held</dt><dd>shown when the scenario has a balance gate (eplb.min_balancedness): rearrangements due at an interval and not started, the placement in force being balanced enough.</dd>
-<dt>recovery s, tokens dropped / stalled, reloaded / copied GB</dt><dd>shown when the scenario loses GPUs or scales: mean time from such a fault to its recovery's last commit; Σ tokens routed to experts with no live replica until then (eplb.lost_tokens: drop), or held while serving waited (wait); Σ expert weights read from the backup (experts only the lost GPUs held) and copied from live replicas (summary.json's faults[].recovery).</dd>
-<dt>tokens lost, a GPU / node fails</dt><dd>what losing one GPU (or one node) would cost the placement the run ended with, averaged over which one: the share of the last window's tokens routed to experts left with no replica, lost or stalled until reloaded; <em>reload GB</em>: those experts' weights, what recovery from a host-memory backup or storage must reload after a node fails (model/survivability.h).</dd></dl>)";
 
 std::string Page(const std::string& title, const std::string& body) {
   return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>" +
@@ -456,8 +459,8 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
       most = std::max(most, rearrangements.size());
       // A dot per seed.
       const nlohmann::ordered_json row = ComparisonRow(*r, static_cast<int>(measured_from));
-      const double gb = ValueOf(row, KeyOf(&RunNumbers::bytes_per_rearrangement)) / 1e9;
-      const double after = ValueOf(row, KeyOf(&RunNumbers::following_balancedness));
+      const double gb = ValueOf(row, ColumnKey(&RunNumbers::bytes_per_rearrangement)) / 1e9;
+      const double after = ValueOf(row, ColumnKey(&RunNumbers::following_balancedness));
       if (Present(gb) && Present(after)) t.points.emplace_back(gb, after);
     }
     bytes.push_back(std::move(b));
@@ -564,7 +567,7 @@ std::string CompareReportHtml(const std::string& scenario_name, const std::strin
     body += "<h2>" + std::string(titles[i]) + "</h2>\n<p>" + captions[i] + "</p>\n" + made[i].svg +
             "\n";
   }
-  body += "<h2 id=\"all-numbers\">All numbers</h2>\n" + Table(rows, {"label"}) + kDefinitions;
+  body += "<h2 id=\"all-numbers\">All numbers</h2>\n" + Table(rows, {"label"});
   AppendRearrangementCost(rows, body, made);
   body += MemoryTable(runs);
   // Per policy, imbalance (1 − balancedness) per layer and span of steps: which layers a policy
@@ -662,15 +665,15 @@ std::string SweepReportHtml(const std::string& scenario_name, const std::vector<
         seeds);
   }
   body += "</p>\n";
-  body += "<h2>Points</h2>\n" + Table(rows, lead) + kDefinitions;
+  body += "<h2>Points</h2>\n" + Table(rows, lead);
   std::vector<Figure> made;
   // Each point's total bytes moved: per rearrangement alone hides it when the interval varies.
   std::vector<nlohmann::ordered_json> plotted = rows;
   for (auto& row : plotted) {
-    const double rearrangements = ValueOf(row, KeyOf(&RunNumbers::rearrangements));
+    const double rearrangements = ValueOf(row, ColumnKey(&RunNumbers::rearrangements));
     row["bytes_moved"] =
         rearrangements > 0
-            ? rearrangements * ValueOf(row, KeyOf(&RunNumbers::bytes_per_rearrangement))
+            ? rearrangements * ValueOf(row, ColumnKey(&RunNumbers::bytes_per_rearrangement))
             : 0.0;
   }
   for (const std::string& key : keys) {
@@ -725,8 +728,8 @@ std::string SweepReportHtml(const std::string& scenario_name, const std::vector<
     svg::Series& s = tradeoff[row["policy"].get<std::string>()];
     s.name = row["policy"].get<std::string>();
     s.line = false;
-    const double gb = ValueOf(row, KeyOf(&RunNumbers::bytes_per_rearrangement)) / 1e9;
-    const double after = ValueOf(row, KeyOf(&RunNumbers::following_balancedness));
+    const double gb = ValueOf(row, ColumnKey(&RunNumbers::bytes_per_rearrangement)) / 1e9;
+    const double after = ValueOf(row, ColumnKey(&RunNumbers::following_balancedness));
     if (!Present(gb) || !Present(after)) continue;
     s.points.emplace_back(gb, after);
     // Which point it is: its varied values, beside the dot.

@@ -2,34 +2,14 @@
 // and write comparison.csv / comparison.json and a self-contained report.html (inline SVG
 // plots, no network needed).
 //
-// The numbers, per run (all from the run folder, io/run_folder.h), each defined once in
-// comparison.cpp's table (Numbers()): its key in comparison.json, comparison.csv and sweep.json,
-// and its column in the report:
-// The per-step numbers are over one measured window for every run of a comparison: from the
-// latest of the runs' own first measured steps (run.measure_from; MeasuredFromStep), so that a
-// policy's warm-up on the initial placement is no part of any run's statistics.
-//   balancedness_mean/min, imbalance_ratio_mean/max   over the measured window
-//   step_time_mean_s, step_time_p99_s                  metrics step_s: as the backend ran the
-//                                                      steps, stalls excluded
-//   latency_mean_s, _p99_s, _p999_s, _max_s          metrics latency_s: stalls included (the
-//                                                      max is the worst step)
-// Per-rearrangement numbers are over the rearrangements the window holds (started at the
-// boundary after step from − 1 or later), so the one leaving the initial placement is not one:
-//   rearrangements, transfers_per_rearrangement, bytes_per_rearrangement
-//   rearrangement_makespan_s                           mean, start to last commit
-//   slowed_s, stalled_s                                summary.json's definitions
-//   policy_ms                                          mean wall time of the policy
-//   window_balancedness_after                          mean over rearrangements: the balance the
-//                                                      policy achieved on the window it was given
-//   following_balancedness                             mean over rearrangements: the balance of
-//                                                      the steps each placement then served
-//   window_balancedness_bound                          mean over rearrangements: the best possible
-//                                                      balancedness on the window (balance_bound.h)
-//   window_gap_to_bound                                bound − window_balancedness_after
-//   peak_memory_bytes, staging_peak_bytes              summary.json's gpu_memory peak and
-//                                                      staging_peak: the fullest GPU during a
-//                                                      rearrangement (engine/gpu_memory.h); 0 for
-//                                                      folders written before memory was recorded
+// The numbers, per run (all from the run folder, io/run_folder.h), are each defined once, in
+// comparison.cpp's table (comparison_numbers.h, Columns()): its key in comparison.json,
+// comparison.csv and sweep.json, how the report's and the terminal's tables show it, and what it
+// means (the report's glossary prints it). The per-step numbers are over one measured window for
+// every run of a comparison: from the latest of the runs' own first measured steps
+// (run.measure_from; MeasuredFromStep), so that a policy's warm-up on the initial placement is
+// no part of any run's statistics; the per-rearrangement numbers over the rearrangements that
+// window holds.
 #pragma once
 
 #include <string>
