@@ -78,7 +78,8 @@ std::string MarkerText(Marked state, std::string_view kind, pid_t pid) {
 
 // What a folder named DIR.partial-HOST-PID is, as far as eplb can prove it wrote it.
 enum class Leftover {
-  kUnproven,    // no marker of eplb's naming this folder (an empty folder too): named and kept
+  kUnproven,    // no marker of eplb's naming this folder: named and kept
+  kEmpty,       // nothing in it: killed between making the folder and its marker
   kMarkerOnly,  // an empty marker and nothing else: killed between making the marker and its write
   kFilling,     // a partial folder eplb was filling: everything in it is eplb's
   kReplaced,    // an old folder moved aside: eplb's are its manifest's files
@@ -87,7 +88,11 @@ enum class Leftover {
 Leftover Classify(const fs::path& folder, pid_t pid) {
   const fs::path marker = folder / kPartialMarkerName;
   std::error_code ec;
-  if (!fs::is_regular_file(fs::symlink_status(marker, ec))) return Leftover::kUnproven;
+  if (!fs::is_regular_file(fs::symlink_status(marker, ec))) {
+    // An empty folder holds nothing of anyone's: removing it loses nothing, and a kill between
+    // making the folder and writing its marker leaves one.
+    return fs::is_empty(folder, ec) && !ec ? Leftover::kEmpty : Leftover::kUnproven;
+  }
   auto text = ReadTextFile(marker.string(), 4096);
   if (!text.ok()) return Leftover::kUnproven;
   if (text->empty()) {
@@ -174,6 +179,9 @@ std::string RemoveLeftover(const fs::path& folder, pid_t pid) {
     case Leftover::kMarkerOnly:
       fs::remove(folder / kPartialMarkerName, ec);
       fs::remove(folder, ec);
+      return ec ? fmt::format("cannot remove it: {}", ec.message()) : "";
+    case Leftover::kEmpty:
+      fs::remove(folder, ec);  // rmdir: should a file have appeared since, it stays
       return ec ? fmt::format("cannot remove it: {}", ec.message()) : "";
     case Leftover::kReplaced: {
       const std::vector<std::string> left = RemoveListed(folder);

@@ -93,8 +93,9 @@ Status CheckOutputFolder(const std::string& dir, const std::string& kind);
 // folders on a shared file system are left alone). Proof is eplb's `.eplb-partial` marker naming
 // that very folder (its host and PID): written into a new partial folder before fill runs (the
 // whole folder is then eplb's) and into an old folder the moment the exchange moved it aside (its
-// manifest's files are then eplb's). Anything else, an empty folder or a finished folder with a
-// manifest among them, may be the user's: named on stderr and kept.
+// manifest's files are then eplb's). An empty one, which a kill between making the folder and
+// its marker leaves, holds nothing of anyone's and is removed. Anything else, a finished folder
+// with a manifest among them too, may be the user's: named on stderr and kept.
 //
 // DIR is replaced only when it is an eplb folder of the same `kind` holding nothing but the
 // files its manifest lists: a folder with anything else in it is refused (before fill runs),
