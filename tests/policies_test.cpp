@@ -47,7 +47,8 @@ TEST(Policies, AllAreRegisteredAndGiveValidPlacementsThatNeverBeatTheBound) {
       }
     }
   }
-  EXPECT_EQ(RegisteredPolicies().size(), 9u);
+  // Which policies there are is docs/policies.md's table (PolicyDocs.TheDocsTableIsTheRegistrys).
+  EXPECT_GE(RegisteredPolicies().size(), 9u);
 }
 
 TEST(Policies, FaultTolerantSurvivesAnySingleFailureWhereSlotsAllow) {
