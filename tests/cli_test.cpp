@@ -191,8 +191,7 @@ TEST_F(CliTest, ErrorsExitTwoWithAClearMessage) {
       {"fewer replicas than experts", "rebalance --load " + load + " --replicas 8 --gpus 8",
        "the cluster has 8 slots per layer but the load has 12 experts"},
       {"unknown policy", "rebalance --policy magic --load " + load + " " + kReadmeArgs,
-       "unknown policy 'magic'; valid policies: deepseek, static, deepseek-preserve, "
-       "replicate-lpt, timeseries, incremental, migration-aware, fault-tolerant"},
+       "unknown policy 'magic'; " + testing::ValidPoliciesText()},
       {"bad format", "rebalance --load " + load + " " + kReadmeArgs + " --format xml", "--format"},
       {"missing option", "rebalance --load " + load + " --gpus 8", "--replicas is required"},
       {"no subcommand", "", "A subcommand is required"},

@@ -477,10 +477,7 @@ TEST(PolicyRegistry, FindsDeepSeekAndListsNamesOnError) {
   EXPECT_EQ((*p)->name(), "deepseek");
   auto missing = MakePolicy("nope");
   ASSERT_FALSE(missing.ok());
-  EXPECT_EQ(missing.status().message(),
-            "unknown policy 'nope'; valid policies: deepseek, static, deepseek-preserve, "
-            "replicate-lpt, timeseries, incremental, migration-aware, fault-tolerant, "
-            "topology-aware");
+  EXPECT_EQ(missing.status().message(), "unknown policy 'nope'; " + testing::ValidPoliciesText());
 }
 
 TEST(PolicyRegistry, PolicyChecksCurrentPlacementShape) {

@@ -18,8 +18,16 @@
 #include "eplb/model/load.h"
 #include "eplb/model/placement.h"
 #include "eplb/model/topology.h"
+#include "eplb/policy/policy.h"
 
 namespace eplb::testing {
+
+// What an unknown policy's error lists, from the registry: a new policy changes no test.
+inline std::string ValidPoliciesText() {
+  std::string names;
+  for (const PolicyInfo& p : RegisteredPolicies()) names += (names.empty() ? "" : ", ") + p.name;
+  return "valid policies: " + names;
+}
 
 inline std::string DataPath(const std::string& name) {
   return std::string(EPLB_TEST_DATA_DIR) + "/" + name;
