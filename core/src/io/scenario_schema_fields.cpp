@@ -492,8 +492,8 @@ std::vector<Field> MigrationFields() {
                "the GPU has left, its headroom; docs/scenarios.md)"}),
       Enum(FIELD(migration.transport), kTransportNames,
            Doc{"",
-               "how the weights travel: `nccl`, `nixl`, `gloo` or `host_pool` "
-               "(docs/transports.md)"}),
+               "how the weights travel between GPUs, and what that costs beyond the links "
+               "(docs/transports.md's table)"}),
       Int(FIELD(migration.sms), 0, 1000,
           Doc{"",
               "SMs an SM-driven transport (`nccl`) holds on every GPU while a rearrangement is "
