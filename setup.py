@@ -17,16 +17,22 @@ installed.
 import os
 import re
 import shutil
+import atexit
 import subprocess
 import sys
 import sysconfig
+import tempfile
 from pathlib import Path
 
 from setuptools import Distribution, setup
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
+# The CMake build, when no EPLB_BUILD_DIR is given: kept, so that a second install is quick.
 BUILD_ROOT = ROOT / "build-python"
+# What one install stages: its own, so that two installs at once never share it.
+SCRATCH = Path(tempfile.mkdtemp(prefix="eplb-pip-"))
+atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)
 
 
 def project_version():
@@ -81,8 +87,7 @@ class BuildWithCMake(build_py):
 
     def run(self):
         build = cmake_build_dir()
-        staging = BUILD_ROOT / "staging"
-        shutil.rmtree(staging, ignore_errors=True)
+        staging = SCRATCH / "staging"
         run(["cmake", "--install", build, "--prefix", staging])
         packages = list(staging.glob("lib/python*/dist-packages/eplb"))
         if len(packages) != 1:
@@ -90,11 +95,20 @@ class BuildWithCMake(build_py):
         target = Path(self.build_lib) / "eplb"
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(packages[0], target)
-        # The command beside the interpreter of whatever environment it is installed into.
+        # The command pip installed beside the package: PREFIX/bin for PREFIX/lib/pythonX.Y/
+        # site-packages/eplb, whichever prefix (a venv, --user, --prefix); else the
+        # environment's, else the PATH's.
         (target / "_build_info.py").write_text(
-            "# Written by pip install: the eplb command is the environment's.\n"
-            "import os as _os\nimport sys as _sys\n\n"
-            "CLI = _os.path.join(_sys.prefix, 'bin', 'eplb')\n"
+            "# Written by pip install: the eplb command installed with this package.\n"
+            "import os as _os\nimport shutil as _shutil\nimport sys as _sys\n\n\n"
+            "def _installed():\n"
+            "    here = _os.path.dirname(_os.path.abspath(__file__))\n"
+            "    for place in (_os.path.join(here, '..', '..', '..', '..', 'bin', 'eplb'),\n"
+            "                  _os.path.join(_sys.prefix, 'bin', 'eplb')):\n"
+            "        if _os.path.exists(place):\n"
+            "            return _os.path.normpath(place)\n"
+            "    return _shutil.which('eplb')\n\n\n"
+            "CLI = _installed()\n"
             f"VERSION = {project_version()!r}\n")
         data = tree(staging / "bin", "bin") + tree(staging / "libexec", "libexec")
         data += tree(staging / "share" / "eplb", "share/eplb")
@@ -110,7 +124,6 @@ class BinaryDistribution(Distribution):
         return True
 
 
-BUILD_ROOT.mkdir(exist_ok=True)
 setup(
     name="eplb",
     version=project_version(),
@@ -124,7 +137,7 @@ setup(
     package_dir={"eplb": "python/eplb"},
     cmdclass={"build_py": BuildWithCMake},
     distclass=BinaryDistribution,
-    options={"build": {"build_base": str(BUILD_ROOT / "setuptools")},
-             "egg_info": {"egg_base": str(BUILD_ROOT)}},
+    options={"build": {"build_base": str(SCRATCH / "setuptools")},
+             "egg_info": {"egg_base": str(SCRATCH)}},
     zip_safe=False,
 )

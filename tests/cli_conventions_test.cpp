@@ -41,7 +41,7 @@ TEST_F(CliTest, PoliciesListsEveryRegisteredPolicy) {
   ASSERT_EQ(text.code, 0) << text.err;
   for (const PolicyInfo& p : registered) {
     EXPECT_NE(text.out.find(p.name + " "), std::string::npos) << p.name;
-    for (const std::string_view o : p.options) EXPECT_NE(text.out.find(o), std::string::npos);
+    for (const std::string& o : p.options) EXPECT_NE(text.out.find(o), std::string::npos);
   }
 }
 
@@ -78,6 +78,7 @@ TEST(PolicyRegistry, ProgramsAndRecordingsRegisterLikeEveryPolicy) {
   for (const char* placeholder : {"external", "recorded"}) {
     ASSERT_TRUE(FindPolicy(placeholder).has_value()) << placeholder;
     EXPECT_TRUE(FindPolicy(placeholder)->placeholder) << placeholder;
+    EXPECT_FALSE(FindPolicy(placeholder)->listed) << placeholder;
     for (const PolicyInfo& p : RegisteredPolicies()) EXPECT_NE(p.name, placeholder);
     EXPECT_TRUE(MakePolicy(placeholder).ok()) << placeholder;
   }

@@ -7,6 +7,10 @@
 #   tests/pip_install.sh SOURCE_DIR BUILD_DIR HAVE_SIM
 set -euo pipefail
 src=$1 build=$2 have_sim=$3
+if ! /usr/bin/python3 -c "import ensurepip, venv" 2>/dev/null; then
+  echo "SKIP: Debian's python3 has no venv (python3-venv; tools/setup installs it)"
+  exit 77
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 /usr/bin/python3 -m venv --system-site-packages "$work/venv"

@@ -18,7 +18,7 @@ Status RunPolicies(bool json) {
     nlohmann::ordered_json doc = nlohmann::ordered_json::array();
     for (const PolicyInfo& p : policies) {
       nlohmann::ordered_json options = nlohmann::ordered_json::array();
-      for (const std::string_view name : p.options) {
+      for (const std::string& name : p.options) {
         const PolicyOption& o = *FindPolicyOption(name);
         options.push_back({{"name", o.name},
                            {"default", o.DefaultText()},
@@ -35,7 +35,7 @@ Status RunPolicies(bool json) {
     if (!p.options.empty()) {
       fmt::print("    {:<20} {:<18} {:<32} {}\n", "option", "default", "scenario field", "meaning");
     }
-    for (const std::string_view name : p.options) {
+    for (const std::string& name : p.options) {
       const PolicyOption& o = *FindPolicyOption(name);
       fmt::print("    {:<20} {:<18} {:<32} {}\n", o.name, o.DefaultText(), o.scenario_field,
                  o.meaning);

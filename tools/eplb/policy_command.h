@@ -89,7 +89,7 @@ inline Result<std::vector<std::string>> RegisterPolicyCommands(const PolicyComma
           name));
     }
     EPLB_ASSIGN_OR_RETURN(Recording recording, ReadRecording(file, name));
-    EPLB_RETURN_IF_ERROR(RegisterRecordedPolicy(std::move(recording)));
+    EPLB_RETURN_IF_ERROR(RegisterRecordedPolicy(recording));
     names.push_back(name);
   }
   return names;

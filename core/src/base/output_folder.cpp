@@ -214,6 +214,8 @@ void RemoveStalePartials(const fs::path& dir) {
     if (pid && ProcessIsGone(*pid)) stale.emplace_back(it->path(), *pid);
   }
   for (const auto& [folder, pid] : stale) {
+    // Its PID may have been given to another eplb writing DIR since the listing.
+    if (!ProcessIsGone(pid)) continue;
     const std::string kept = RemoveLeftover(folder, pid);
     if (!kept.empty()) {
       fmt::print(stderr, "eplb: kept {}: {}; remove it yourself if it is not yours\n",

@@ -162,6 +162,7 @@ PolicyInfo ExternalPolicyInfo(const ExternalPolicyCommand& command) {
                   /*honours_lost_ranks=*/true};  // its placements are checked for it
   info.source = PolicySource::kProgram;
   info.given = command.command;
+  info.listed = info.name != kExternalPolicyName;
   return info;
 }
 

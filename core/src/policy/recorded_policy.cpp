@@ -61,10 +61,11 @@ PolicyInfo RecordedPolicyInfo(const Recording& recording) {
                   /*honours_lost_ranks=*/true};  // its placements are checked for it
   info.source = PolicySource::kRecording;
   info.given = recording.path;
+  info.listed = info.name != kRecordedPolicyName;
   return info;
 }
 
-Status RegisterRecordedPolicy(Recording recording) {
+Status RegisterRecordedPolicy(const Recording& recording) {
   return RegisterGivenPolicy(RecordedPolicyInfo(recording), "--policy-replay");
 }
 

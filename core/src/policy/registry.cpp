@@ -235,7 +235,7 @@ Status CheckPolicyName(std::string_view name, std::string_view given_as) {
 
 Status RegisterPolicy(PolicyInfo info) {
   EPLB_RETURN_IF_ERROR(CheckPolicyName(info.name, "a policy registered"));
-  for (const std::string_view option : info.options) {
+  for (const std::string& option : info.options) {
     if (FindPolicyOption(option) == nullptr) {
       return Status::InvalidArgument(fmt::format(
           "the policy '{}' reads the option {}, which PolicyOptions() does not describe", info.name,
@@ -315,7 +315,7 @@ std::vector<PolicyInfo> RegisteredPolicies() {
   std::lock_guard lock(r.mu);
   std::vector<PolicyInfo> listed;
   for (const PolicyInfo& p : r.policies) {
-    if (!p.placeholder) listed.push_back(p);
+    if (p.listed) listed.push_back(p);
   }
   return listed;
 }

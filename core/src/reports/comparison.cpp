@@ -116,7 +116,8 @@ std::span<const Column> Columns() {
        "the same when a whole node fails, averaged over which one"},
       {"node_failure_reload_bytes", &R::node_failure_reload_bytes, false, S::kAlways, "reload GB",
        1e-9, nullptr, T::kNo, "",
-       "the weights of the experts a node's loss leaves with no replica: what recovery from a "
+       "the weights of the experts a node's loss leaves with no replica, averaged over which node: "
+       "what recovery from a "
        "host-memory backup or storage must reload"},
       {"rank_faults", &R::rank_faults, false, S::kNever, "", 1, "", T::kNo, "",
        "the scenario's faults that lose GPUs or scale the serving GPUs (gpu_lost, node_lost, "

@@ -262,13 +262,15 @@ void AppendRearrangementCost(const std::vector<nlohmann::ordered_json>& rows, st
 // every number (Columns()).
 std::string Glossary(const std::vector<const Column*>& columns) {
   std::string out =
-      "<p>Every number is over the measured window, the same steps for every run: from the latest "
+      "<p>Every per-step number is over the measured window, the same steps for every run: from "
+      "the latest "
       "of the runs' first steps whose latency holds nothing of leaving the initial placement "
       "(run.measure_from: first_rearrangement, the second step after a run's first finished "
       "rearrangement's last commit), so that no run's numbers include the warm-up on the initial "
       "placement or the transition from it; later rearrangements are in, and the plots shade the "
       "warm-up grey. Every per-rearrangement number is a mean over the rearrangements the window "
-      "holds, those first showing in a measured step.</p>\n<dl>";
+      "holds, those first showing in a measured step. The memory peaks, the rearrangements held "
+      "and the faults' numbers are over the whole run.</p>\n<dl>";
   for (const Column* c : columns) {
     out += fmt::format("<dt>{} <code>{}</code></dt><dd>{}.</dd>\n", svg::Escape(c->heading), c->key,
                        svg::Escape(c->meaning));

@@ -127,7 +127,7 @@ struct PolicyInfo {
   std::string name;
   std::string summary;
   std::function<std::unique_ptr<Policy>()> make;
-  std::vector<std::string_view> options = {};  // the PolicyOptions() it reads
+  std::vector<std::string> options = {};  // the names of the PolicyOptions() it reads
   // Whether it places around PolicyInput::lost_ranks (its slots there stay empty).
   bool honours_lost_ranks = false;
   // Refuses a call on `layers` layers of `slots` slots over `ranks` GPUs whose work would be
@@ -137,9 +137,12 @@ struct PolicyInfo {
   PolicySource source = PolicySource::kBuiltIn;
   std::string given = {};  // the command or the recording's file; empty for a built-in
   // Known so that a run folder naming it reads back, yet given nothing to run ("external",
-  // "recorded" until the command line or Python gives them): not listed, and its policy fails
-  // at its first call, saying how to give it.
+  // "recorded" until the command line or Python gives them): its policy fails at its first
+  // call, saying how to give it.
   bool placeholder = false;
+  // In RegisteredPolicies(), `eplb policies` and the names errors list; not "external" and
+  // "recorded", which a file never names as a choice, given or not.
+  bool listed = true;
 };
 
 // OK unless the registered policy `name` refuses a call of this size (PolicyInfo::check_size);
@@ -172,7 +175,7 @@ Status RegisterGivenPolicy(PolicyInfo info, std::string_view flag);
 std::optional<PolicyInfo> FindPolicy(std::string_view name);
 // The policy called `name`; the error lists the valid names.
 Result<std::unique_ptr<Policy>> MakePolicy(std::string_view name);
-// Every registered policy but the placeholders, built-ins first, in registration order.
+// Every listed policy (PolicyInfo::listed), built-ins first, in registration order.
 std::vector<PolicyInfo> RegisteredPolicies();
 
 }  // namespace eplb

@@ -58,7 +58,7 @@ Result<std::pair<std::string, std::string>> ParsePolicyReplay(std::string_view t
 // Makes `recording.name` a policy that replays it ("recorded" is always known, so that run
 // folders naming it read back; another name is registered). Fails when the name is a
 // built-in's or a program's, or names another file already.
-Status RegisterRecordedPolicy(Recording recording);
+Status RegisterRecordedPolicy(const Recording& recording);
 // The registry's entry for `recording` (what RegisterRecordedPolicy registers); with no
 // entries, the policy fails at its first call, saying how to give a recording.
 PolicyInfo RecordedPolicyInfo(const Recording& recording);
